@@ -1,0 +1,94 @@
+package driver
+
+import "context"
+
+// Shard is one mutator's persisted state for one counter.
+type Shard struct {
+	// ID is the mutator's unique id.
+	ID string
+	// State is the encoded CRDT state (package crdt).
+	State []byte
+	// ExpiresAt is the mutator's death time in microseconds since the epoch;
+	// every write of this shard has a timestamp below it.
+	ExpiresAt int64
+}
+
+// Tally is the folded state of every shard garbage-collected so far.
+type Tally struct {
+	// State is the encoded CRDT state (package crdt).
+	State []byte
+	// Timestamp is the write timestamp of the fold that produced it: one
+	// microsecond past the highest ExpiresAt folded into it.
+	Timestamp int64
+}
+
+// CounterKey names a counter.
+type CounterKey struct {
+	Namespace string
+	Counter   string
+}
+
+// WriteShardParams are the parameters of Shards.WriteShard.
+type WriteShardParams struct {
+	Namespace   string
+	Counter     string
+	Shard       Shard
+	Timestamp   int64 // write timestamp, microseconds; must be below Shard.ExpiresAt
+	Consistency Consistency
+}
+
+// ReadShardsParams are the parameters of Shards.ReadShards.
+type ReadShardsParams struct {
+	Namespace   string
+	Counter     string
+	Consistency Consistency
+}
+
+// ShardSet is everything stored for one counter of the sharded model.
+type ShardSet struct {
+	// Tally is nil when the counter has never been folded.
+	Tally *Tally
+	// Shards are the live (not yet folded) shards, sorted by ID.
+	Shards []Shard
+}
+
+// FoldParams are the parameters of Shards.Fold.
+type FoldParams struct {
+	Namespace string
+	Counter   string
+	// Delete lists the IDs of the shards folded into Tally.
+	Delete []string
+	// Tally is the new tally; its Timestamp is also the timestamp of the
+	// deletes.
+	Tally       Tally
+	Consistency Consistency
+}
+
+// ListCountersParams are the parameters of Shards.ListCounters.
+type ListCountersParams struct {
+	// Namespace restricts the listing to one namespace when not empty.
+	Namespace string
+}
+
+// Shards stores the sharded model (seed 000): one row per mutator plus a tally.
+type Shards interface {
+	// WriteShard replaces the shard's row with p.Shard at p.Timestamp. A row
+	// already written at a higher timestamp, or deleted at an equal or higher
+	// timestamp, is left as it is. Replaying the same write is harmless.
+	WriteShard(ctx context.Context, p *WriteShardParams) error
+
+	// ReadShards returns the counter's tally and live shards. A counter that
+	// was never written returns an empty set, not ErrNotFound.
+	ReadShards(ctx context.Context, p *ReadShardsParams) (*ShardSet, error)
+
+	// Fold atomically (within the counter's partition) deletes the listed
+	// shards and writes the tally, all at p.Tally.Timestamp. The usual
+	// timestamp rules apply to every cell: a fold never overwrites a tally
+	// written at a higher timestamp, and a shard write that arrives later
+	// with a lower timestamp than the delete stays deleted. Replaying a fold
+	// any number of times gives the same result.
+	Fold(ctx context.Context, p *FoldParams) error
+
+	// ListCounters returns the key of every counter that has shards or a tally.
+	ListCounters(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
+}

@@ -1,0 +1,18 @@
+// Package drivertest is the conformance suite every storage driver must pass.
+//
+// A driver's own test calls Exercise with a function that opens the driver
+// under test:
+//
+//	func TestConformance(t *testing.T) {
+//		drivertest.Exercise(t, func(t *testing.T) driver.Driver { ... })
+//	}
+//
+// The suite checks the contracts written on the driver interfaces, above all
+// the timestamp rules the models' correctness rests on: an older write never
+// overwrites a newer one, a fold replayed any number of times gives the same
+// result, a fold at a lower timestamp never overwrites a newer tally, and a
+// shard deleted by a fold stays deleted when a late, older write arrives.
+//
+// Every subtest uses its own freshly named namespaces and counters, so the
+// suite can share one store (one Cassandra keyspace) between subtests.
+package drivertest

@@ -1,0 +1,538 @@
+package drivertest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Opener opens the driver under test. Exercise may call it more than once;
+// every call must return a new handle (to the same store or a fresh one) that
+// the suite closes itself.
+type Opener func(t *testing.T) driver.Driver
+
+// Exercise runs the whole conformance suite against the driver.
+func Exercise(t *testing.T, open Opener) {
+	d := open(t)
+	t.Cleanup(func() { _ = d.Close() })
+
+	t.Run("Namespaces", func(t *testing.T) { exerciseNamespaces(t, d) })
+	t.Run("Shards", func(t *testing.T) { exerciseShards(t, d) })
+	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })
+	t.Run("ListCounters", func(t *testing.T) { exerciseListCounters(t, d) })
+	t.Run("Closed", func(t *testing.T) {
+		d2 := open(t)
+		if err := d2.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		_, err := d2.ReadShards(context.Background(), &driver.ReadShardsParams{Namespace: "x", Counter: "y"})
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Fatalf("ReadShards after Close: got %v, want ErrClosed", err)
+		}
+		err = d2.WriteShard(context.Background(), &driver.WriteShardParams{
+			Namespace: "x", Counter: "y", Timestamp: 1,
+			Shard: driver.Shard{ID: "m", State: []byte{1}, ExpiresAt: 10},
+		})
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Fatalf("WriteShard after Close: got %v, want ErrClosed", err)
+		}
+	})
+}
+
+// unique returns a name no other subtest or earlier run uses.
+func unique(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func exerciseNamespaces(t *testing.T, d driver.Driver) {
+	t.Run("CreateGetRoundTrip", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		want := driver.Namespace{
+			Name:             unique("ns-roundtrip"),
+			Model:            "sharded",
+			Type:             "max",
+			ReadConsistency:  driver.One,
+			WriteConsistency: driver.Quorum,
+			Retention:        36 * time.Hour,
+			Options:          map[string]string{"history_length": "10", "strict": "true"},
+			CreatedAt:        time.UnixMilli(1_700_000_000_123).UTC(),
+		}
+		if err := d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: want}); err != nil {
+			t.Fatalf("CreateNamespace: %v", err)
+		}
+		got, err := d.GetNamespace(c, &driver.GetNamespaceParams{Name: want.Name})
+		if err != nil {
+			t.Fatalf("GetNamespace: %v", err)
+		}
+		if !got.CreatedAt.Equal(want.CreatedAt) {
+			t.Errorf("CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt)
+		}
+		got.CreatedAt = want.CreatedAt
+		if !reflect.DeepEqual(*got, want) {
+			t.Errorf("GetNamespace = %+v, want %+v", *got, want)
+		}
+	})
+
+	t.Run("EmptyOptions", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		ns := driver.Namespace{Name: unique("ns-noopts"), Model: "events", CreatedAt: time.UnixMilli(1).UTC()}
+		if err := d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: ns}); err != nil {
+			t.Fatalf("CreateNamespace: %v", err)
+		}
+		got, err := d.GetNamespace(c, &driver.GetNamespaceParams{Name: ns.Name})
+		if err != nil {
+			t.Fatalf("GetNamespace: %v", err)
+		}
+		if len(got.Options) != 0 || got.Type != "" || got.Retention != 0 {
+			t.Errorf("GetNamespace = %+v, want empty options, type and retention", *got)
+		}
+	})
+
+	t.Run("CreateExistingKeepsFirst", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		name := unique("ns-exists")
+		first := driver.Namespace{Name: name, Model: "sharded", Type: "sum", CreatedAt: time.UnixMilli(1000).UTC()}
+		second := driver.Namespace{Name: name, Model: "ledger", Type: "", CreatedAt: time.UnixMilli(2000).UTC()}
+		if err := d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: first}); err != nil {
+			t.Fatalf("first CreateNamespace: %v", err)
+		}
+		err := d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: second})
+		if !errors.Is(err, driver.ErrExists) {
+			t.Fatalf("second CreateNamespace: got %v, want ErrExists", err)
+		}
+		got, err := d.GetNamespace(c, &driver.GetNamespaceParams{Name: name})
+		if err != nil {
+			t.Fatalf("GetNamespace: %v", err)
+		}
+		if got.Model != "sharded" || got.Type != "sum" {
+			t.Errorf("namespace was overwritten: %+v", *got)
+		}
+	})
+
+	t.Run("RacingCreatesOneWinner", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		name := unique("ns-race")
+		const racers = 5
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
+					Name: name, Model: "sharded", Type: fmt.Sprint("t", i), CreatedAt: time.UnixMilli(int64(i)).UTC(),
+				}})
+			}()
+		}
+		wg.Wait()
+		winners := 0
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				winners++
+				winner = i
+			case errors.Is(err, driver.ErrExists):
+			default:
+				t.Errorf("racer %d: unexpected error %v", i, err)
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("%d racers created the namespace, want exactly 1 (errors %v)", winners, errs)
+		}
+		got, err := d.GetNamespace(c, &driver.GetNamespaceParams{Name: name})
+		if err != nil {
+			t.Fatalf("GetNamespace: %v", err)
+		}
+		if want := fmt.Sprint("t", winner); got.Type != want {
+			t.Errorf("stored type %q, want the winner's %q", got.Type, want)
+		}
+	})
+
+	t.Run("GetMissing", func(t *testing.T) {
+		t.Parallel()
+		_, err := d.GetNamespace(ctx(t), &driver.GetNamespaceParams{Name: unique("ns-missing")})
+		if !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("GetNamespace of a missing name: got %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("ListSorted", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		base := unique("ns-list")
+		names := []string{base + "-c", base + "-a", base + "-b"}
+		for _, n := range names {
+			if err := d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: driver.Namespace{Name: n, Model: "sharded", Type: "sum", CreatedAt: time.UnixMilli(5).UTC()}}); err != nil {
+				t.Fatalf("CreateNamespace(%s): %v", n, err)
+			}
+		}
+		list, err := d.ListNamespaces(c, &driver.ListNamespacesParams{})
+		if err != nil {
+			t.Fatalf("ListNamespaces: %v", err)
+		}
+		var mine []string
+		for i, ns := range list {
+			if i > 0 && list[i-1].Name >= ns.Name {
+				t.Errorf("list not sorted by name: %q before %q", list[i-1].Name, ns.Name)
+			}
+			if strings.HasPrefix(ns.Name, base) {
+				mine = append(mine, ns.Name)
+			}
+		}
+		want := []string{base + "-a", base + "-b", base + "-c"}
+		if !reflect.DeepEqual(mine, want) {
+			t.Errorf("listed %v, want %v", mine, want)
+		}
+	})
+}
+
+// counter returns a fresh counter key for one subtest.
+func counter(prefix string) driver.CounterKey {
+	return driver.CounterKey{Namespace: unique("ns-" + prefix), Counter: unique("c")}
+}
+
+func write(t *testing.T, d driver.Driver, k driver.CounterKey, id string, state []byte, expires, ts int64) {
+	t.Helper()
+	err := d.WriteShard(ctx(t), &driver.WriteShardParams{
+		Namespace: k.Namespace, Counter: k.Counter, Timestamp: ts,
+		Shard: driver.Shard{ID: id, State: state, ExpiresAt: expires},
+	})
+	if err != nil {
+		t.Fatalf("WriteShard(%s, ts %d): %v", id, ts, err)
+	}
+}
+
+func read(t *testing.T, d driver.Driver, k driver.CounterKey) *driver.ShardSet {
+	t.Helper()
+	set, err := d.ReadShards(ctx(t), &driver.ReadShardsParams{Namespace: k.Namespace, Counter: k.Counter})
+	if err != nil {
+		t.Fatalf("ReadShards: %v", err)
+	}
+	if set == nil {
+		t.Fatal("ReadShards returned a nil set")
+	}
+	return set
+}
+
+func fold(t *testing.T, d driver.Driver, k driver.CounterKey, del []string, tally []byte, ts int64) {
+	t.Helper()
+	err := d.Fold(ctx(t), &driver.FoldParams{
+		Namespace: k.Namespace, Counter: k.Counter, Delete: del,
+		Tally: driver.Tally{State: tally, Timestamp: ts},
+	})
+	if err != nil {
+		t.Fatalf("Fold(%v, ts %d): %v", del, ts, err)
+	}
+}
+
+// shardsOf renders the live shards as id=state@expires for readable diffs.
+func shardsOf(set *driver.ShardSet) []string {
+	out := []string{}
+	for _, s := range set.Shards {
+		out = append(out, fmt.Sprintf("%s=%x@%d", s.ID, s.State, s.ExpiresAt))
+	}
+	return out
+}
+
+func wantShards(t *testing.T, set *driver.ShardSet, want ...string) {
+	t.Helper()
+	if want == nil {
+		want = []string{}
+	}
+	if got := shardsOf(set); !reflect.DeepEqual(got, want) {
+		t.Errorf("shards = %v, want %v", got, want)
+	}
+}
+
+func wantTally(t *testing.T, set *driver.ShardSet, state []byte, ts int64) {
+	t.Helper()
+	switch {
+	case state == nil && set.Tally != nil:
+		t.Errorf("tally = %x@%d, want none", set.Tally.State, set.Tally.Timestamp)
+	case state != nil && set.Tally == nil:
+		t.Errorf("no tally, want %x@%d", state, ts)
+	case state != nil && (!bytes.Equal(set.Tally.State, state) || set.Tally.Timestamp != ts):
+		t.Errorf("tally = %x@%d, want %x@%d", set.Tally.State, set.Tally.Timestamp, state, ts)
+	}
+}
+
+func exerciseShards(t *testing.T, d driver.Driver) {
+	t.Run("NeverWrittenIsEmpty", func(t *testing.T) {
+		t.Parallel()
+		set := read(t, d, counter("empty"))
+		wantShards(t, set)
+		wantTally(t, set, nil, 0)
+	})
+
+	t.Run("WriteRead", func(t *testing.T) {
+		t.Parallel()
+		k := counter("wr")
+		write(t, d, k, "m2", []byte{2, 2}, 900, 100)
+		write(t, d, k, "m1", []byte{1}, 800, 100)
+		write(t, d, k, "m3", []byte{}, 700, 100)
+		wantShards(t, read(t, d, k), "m1=01@800", "m2=0202@900", "m3=@700")
+	})
+
+	t.Run("NewerWriteReplaces", func(t *testing.T) {
+		t.Parallel()
+		k := counter("newer")
+		write(t, d, k, "m", []byte("v1"), 1000, 10)
+		write(t, d, k, "m", []byte("v2"), 1000, 11)
+		wantShards(t, read(t, d, k), "m=7632@1000")
+	})
+
+	t.Run("OlderWriteNeverOverwrites", func(t *testing.T) {
+		t.Parallel()
+		k := counter("older")
+		write(t, d, k, "m", []byte("new"), 1000, 50)
+		write(t, d, k, "m", []byte("old"), 1000, 49)
+		write(t, d, k, "m", []byte("older"), 1000, 1)
+		wantShards(t, read(t, d, k), "m=6e6577@1000")
+	})
+
+	t.Run("ReplayedWriteIsHarmless", func(t *testing.T) {
+		t.Parallel()
+		k := counter("replay")
+		for range 5 {
+			write(t, d, k, "m", []byte("same"), 1000, 77)
+		}
+		wantShards(t, read(t, d, k), "m=73616d65@1000")
+	})
+
+	t.Run("CountersAreIsolated", func(t *testing.T) {
+		t.Parallel()
+		// Names chosen so that a key layout that merely concatenates
+		// components would mix them up.
+		ns := unique("ns-iso")
+		a := driver.CounterKey{Namespace: ns + "a", Counter: "bc"}
+		b := driver.CounterKey{Namespace: ns + "ab", Counter: "c"}
+		c := driver.CounterKey{Namespace: ns + "a", Counter: "b"}
+		write(t, d, a, "m", []byte{0xa}, 100, 1)
+		write(t, d, b, "m", []byte{0xb}, 100, 1)
+		write(t, d, c, "m", []byte{0xc}, 100, 1)
+		wantShards(t, read(t, d, a), "m=0a@100")
+		wantShards(t, read(t, d, b), "m=0b@100")
+		wantShards(t, read(t, d, c), "m=0c@100")
+	})
+
+	t.Run("UnusualNames", func(t *testing.T) {
+		t.Parallel()
+		k := driver.CounterKey{Namespace: unique("ns-ünïcödé/🙂"), Counter: strings.Repeat("x", 256)}
+		write(t, d, k, "m/with:odd chars", []byte{9}, 100, 1)
+		wantShards(t, read(t, d, k), "m/with:odd chars=09@100")
+	})
+
+	t.Run("ConcurrentWritersAllVisible", func(t *testing.T) {
+		t.Parallel()
+		k := counter("conc")
+		const writers = 16
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs <- d.WriteShard(ctx(t), &driver.WriteShardParams{
+					Namespace: k.Namespace, Counter: k.Counter, Timestamp: int64(10 + i),
+					Shard: driver.Shard{ID: fmt.Sprintf("m%02d", i), State: []byte{byte(i)}, ExpiresAt: 1000},
+				})
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("WriteShard: %v", err)
+			}
+		}
+		if got := len(read(t, d, k).Shards); got != writers {
+			t.Fatalf("read %d shards, want %d", got, writers)
+		}
+	})
+}
+
+func exerciseFold(t *testing.T, d driver.Driver) {
+	t.Run("DeletesListedAndWritesTally", func(t *testing.T) {
+		t.Parallel()
+		k := counter("fold")
+		write(t, d, k, "a", []byte{1}, 100, 10)
+		write(t, d, k, "b", []byte{2}, 200, 20)
+		write(t, d, k, "c", []byte{3}, 300, 30)
+		fold(t, d, k, []string{"a", "b"}, []byte("T1"), 201)
+		set := read(t, d, k)
+		wantShards(t, set, "c=03@300")
+		wantTally(t, set, []byte("T1"), 201)
+	})
+
+	t.Run("ReplayedManyTimes", func(t *testing.T) {
+		t.Parallel()
+		k := counter("foldreplay")
+		write(t, d, k, "a", []byte{1}, 100, 10)
+		write(t, d, k, "b", []byte{2}, 200, 20)
+		write(t, d, k, "c", []byte{3}, 300, 30)
+		for range 10 {
+			fold(t, d, k, []string{"a", "b"}, []byte("T1"), 201)
+		}
+		set := read(t, d, k)
+		wantShards(t, set, "c=03@300")
+		wantTally(t, set, []byte("T1"), 201)
+	})
+
+	t.Run("LowerTimestampNeverOverwritesTally", func(t *testing.T) {
+		t.Parallel()
+		k := counter("foldorder")
+		write(t, d, k, "a", []byte{1}, 100, 10)
+		write(t, d, k, "b", []byte{2}, 200, 20)
+		// The later GC folded a and b; the earlier GC (a only) arrives late.
+		fold(t, d, k, []string{"a", "b"}, []byte("AB"), 201)
+		fold(t, d, k, []string{"a"}, []byte("A"), 101)
+		set := read(t, d, k)
+		wantShards(t, set)
+		wantTally(t, set, []byte("AB"), 201)
+	})
+
+	t.Run("RacingFoldsEitherOrder", func(t *testing.T) {
+		t.Parallel()
+		for _, order := range []string{"small-first", "big-first"} {
+			k := counter("foldrace-" + order)
+			write(t, d, k, "a", []byte{1}, 100, 10)
+			write(t, d, k, "b", []byte{2}, 200, 20)
+			small := func() { fold(t, d, k, []string{"a"}, []byte("A"), 101) }
+			big := func() { fold(t, d, k, []string{"a", "b"}, []byte("AB"), 201) }
+			if order == "small-first" {
+				small()
+				big()
+			} else {
+				big()
+				small()
+			}
+			set := read(t, d, k)
+			wantShards(t, set)
+			wantTally(t, set, []byte("AB"), 201)
+		}
+	})
+
+	t.Run("LateOlderWriteStaysDeleted", func(t *testing.T) {
+		t.Parallel()
+		k := counter("foldlate")
+		write(t, d, k, "a", []byte{1}, 100, 10)
+		fold(t, d, k, []string{"a"}, []byte("A"), 101)
+		// A dead mutator's delayed write: any timestamp below its expiry,
+		// hence below the fold's.
+		write(t, d, k, "a", []byte{7}, 100, 99)
+		write(t, d, k, "a", []byte{8}, 100, 11)
+		set := read(t, d, k)
+		wantShards(t, set)
+		wantTally(t, set, []byte("A"), 101)
+	})
+
+	t.Run("DeleteWinsTimestampTie", func(t *testing.T) {
+		t.Parallel()
+		k := counter("foldtie")
+		write(t, d, k, "a", []byte{1}, 100, 10)
+		fold(t, d, k, []string{"a"}, []byte("A"), 101)
+		write(t, d, k, "a", []byte{2}, 100, 101)
+		wantShards(t, read(t, d, k))
+	})
+
+	t.Run("NewerWriteAfterDeleteVisible", func(t *testing.T) {
+		t.Parallel()
+		k := counter("foldnewer")
+		write(t, d, k, "a", []byte{1}, 100, 10)
+		fold(t, d, k, []string{"a"}, []byte("A"), 101)
+		write(t, d, k, "a", []byte{2}, 500, 102)
+		set := read(t, d, k)
+		wantShards(t, set, "a=02@500")
+		wantTally(t, set, []byte("A"), 101)
+	})
+
+	t.Run("TallyOnly", func(t *testing.T) {
+		t.Parallel()
+		k := counter("tallyonly")
+		fold(t, d, k, nil, []byte("T"), 5)
+		set := read(t, d, k)
+		wantShards(t, set)
+		wantTally(t, set, []byte("T"), 5)
+	})
+
+	t.Run("SuccessiveFoldsAdvanceTally", func(t *testing.T) {
+		t.Parallel()
+		k := counter("foldchain")
+		write(t, d, k, "a", []byte{1}, 100, 10)
+		fold(t, d, k, []string{"a"}, []byte("A"), 101)
+		write(t, d, k, "b", []byte{2}, 200, 150)
+		fold(t, d, k, []string{"b"}, []byte("AB"), 201)
+		// Replaying the first fold later changes nothing.
+		fold(t, d, k, []string{"a"}, []byte("A"), 101)
+		set := read(t, d, k)
+		wantShards(t, set)
+		wantTally(t, set, []byte("AB"), 201)
+	})
+}
+
+func exerciseListCounters(t *testing.T, d driver.Driver) {
+	t.Parallel()
+	c := ctx(t)
+	ns := unique("ns-listc")
+	other := unique("ns-listc-other")
+	keys := []driver.CounterKey{{Namespace: ns, Counter: "x"}, {Namespace: ns, Counter: "y"}, {Namespace: other, Counter: "x"}}
+	for _, k := range keys {
+		write(t, d, k, "m", []byte{1}, 100, 1)
+	}
+	// A counter whose shards were all folded is still listed: it has a tally.
+	folded := driver.CounterKey{Namespace: ns, Counter: "z"}
+	write(t, d, folded, "m", []byte{1}, 100, 1)
+	fold(t, d, folded, []string{"m"}, []byte("T"), 101)
+
+	got, err := d.ListCounters(c, &driver.ListCountersParams{Namespace: ns})
+	if err != nil {
+		t.Fatalf("ListCounters: %v", err)
+	}
+	names := map[string]bool{}
+	for _, k := range got {
+		if k.Namespace != ns {
+			t.Errorf("ListCounters(%q) returned %v from another namespace", ns, k)
+		}
+		names[k.Counter] = true
+	}
+	if len(got) != 3 || !names["x"] || !names["y"] || !names["z"] {
+		t.Errorf("ListCounters(%q) = %v, want x, y and z once each", ns, got)
+	}
+
+	all, err := d.ListCounters(c, &driver.ListCountersParams{})
+	if err != nil {
+		t.Fatalf("ListCounters(all): %v", err)
+	}
+	found := 0
+	for _, k := range all {
+		if k.Namespace == ns || k.Namespace == other {
+			found++
+		}
+	}
+	if found != 4 {
+		t.Errorf("ListCounters(all) has %d of this test's 4 counters", found)
+	}
+}

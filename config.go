@@ -1,0 +1,107 @@
+package abacus
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/sharded"
+)
+
+// Config configures a Client. Zero fields take the documented defaults.
+type Config struct {
+	// Driver stores everything. Required. The Client does not close it.
+	Driver driver.Driver
+
+	// MutatorLifetime is how long one process writes to one shard of a
+	// counter before starting a new one. Default 24h.
+	MutatorLifetime time.Duration
+
+	// RefusalMargin: a mutator stops taking updates this long before its
+	// death. Default 1h.
+	RefusalMargin time.Duration
+
+	// GCGrace is how long after a mutator's death its shard may be folded
+	// into the counter's tally. It must exceed the worst clock skew between
+	// processes plus the database's hint window. Default 24h.
+	GCGrace time.Duration
+
+	// GCInterval is how often the background sweeper (run by Start) collects
+	// every counter. Default 10m; negative disables the sweeper.
+	GCInterval time.Duration
+
+	// MaxMutators bounds the live mutators of this process. Default 10,000.
+	MaxMutators int
+
+	// RequestIDWindow is how long a request id is remembered to de-duplicate
+	// retries reaching this process. Default 10m.
+	RequestIDWindow time.Duration
+
+	// RequestIDMax bounds how many request ids are remembered. Default 1,000,000.
+	RequestIDMax int
+
+	// WriteTimeout bounds one shard write. Default 10s.
+	WriteTimeout time.Duration
+
+	// Clock tells the time; tests inject a clock.Manual. Default: system clock.
+	Clock clock.Clock
+
+	// Logger receives operational warnings. Default: slog.Default().
+	Logger *slog.Logger
+
+	// ShardedHooks receive measurements of the sharded model (for metrics).
+	ShardedHooks sharded.Hooks
+}
+
+func (c Config) withDefaults() Config {
+	if c.MutatorLifetime == 0 {
+		c.MutatorLifetime = 24 * time.Hour
+	}
+	if c.RefusalMargin == 0 {
+		c.RefusalMargin = time.Hour
+	}
+	if c.GCGrace == 0 {
+		c.GCGrace = 24 * time.Hour
+	}
+	if c.GCInterval == 0 {
+		c.GCInterval = 10 * time.Minute
+	}
+	if c.MaxMutators == 0 {
+		c.MaxMutators = 10_000
+	}
+	if c.RequestIDWindow == 0 {
+		c.RequestIDWindow = 10 * time.Minute
+	}
+	if c.RequestIDMax == 0 {
+		c.RequestIDMax = 1_000_000
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Driver == nil {
+		return errors.New("abacus: Config.Driver is required")
+	}
+	if c.MutatorLifetime < 0 || c.RefusalMargin < 0 || c.GCGrace < 0 || c.RequestIDWindow < 0 || c.WriteTimeout < 0 {
+		return errors.New("abacus: durations in Config must not be negative (except GCInterval)")
+	}
+	if c.RefusalMargin >= c.MutatorLifetime {
+		return fmt.Errorf("abacus: RefusalMargin (%v) must be shorter than MutatorLifetime (%v)", c.RefusalMargin, c.MutatorLifetime)
+	}
+	if c.MaxMutators < 0 || c.RequestIDMax < 0 {
+		return errors.New("abacus: MaxMutators and RequestIDMax must not be negative")
+	}
+	return nil
+}

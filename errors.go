@@ -1,0 +1,44 @@
+package abacus
+
+import (
+	"errors"
+
+	"github.com/abacusdb/abacus/crdt"
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/sharded"
+)
+
+// Errors returned by the Client. They are wrapped with detail; test with errors.Is.
+var (
+	// ErrInvalid means an argument is malformed (an empty or over-long name,
+	// an unknown model or type). Nothing was changed.
+	ErrInvalid = errors.New("invalid argument")
+
+	// ErrNamespaceNotFound means the namespace does not exist.
+	ErrNamespaceNotFound = errors.New("namespace not found")
+
+	// ErrNamespaceExists means a namespace with that name already exists.
+	ErrNamespaceExists = errors.New("namespace already exists")
+
+	// ErrWrongType means the update does not fit the namespace's type (an
+	// item for a sum counter, a delta for a distinct counter). Nothing was
+	// changed.
+	ErrWrongType = errors.New("update does not fit the counter's type")
+
+	// ErrOverflow means the update would take the counter outside the int64
+	// range. Nothing was changed.
+	ErrOverflow = crdt.ErrOverflow
+
+	// ErrUnknownOutcome means the update may or may not have been counted.
+	// Retrying with the same RequestID on the same process is safe.
+	ErrUnknownOutcome = sharded.ErrUnknownOutcome
+
+	// ErrNotApplied means the update was definitely not counted; retrying is safe.
+	ErrNotApplied = sharded.ErrNotApplied
+
+	// ErrRequestConflict means a RequestID was reused for a different update.
+	ErrRequestConflict = sharded.ErrRequestConflict
+
+	// ErrUnavailable means the store could not reach enough replicas.
+	ErrUnavailable = driver.ErrUnavailable
+)

@@ -1,0 +1,92 @@
+package sharded_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// newStore opens a real embedded store on an in-memory filesystem.
+func newStore(t *testing.T) driver.Driver {
+	t.Helper()
+	d, err := embedded.Open(context.Background(), embedded.Config{FS: vfs.NewMem(), Dir: "db"})
+	if err != nil {
+		t.Fatalf("open embedded store: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// faultyStore wraps a real store and injects the failures a network store
+// shows: writes that fail before landing, writes that land but report a
+// timeout, slow writes, and reads at ALL that fail because a replica is down.
+type faultyStore struct {
+	driver.Shards
+
+	mu          sync.Mutex
+	writes      []driver.WriteShardParams // every write that reached the store
+	failBefore  int                       // fail the next N writes without applying them
+	failAfter   int                       // apply the next N writes, then report a timeout
+	delay       time.Duration             // sleep before each write
+	gate        chan struct{}             // when set, writes wait for it to close
+	allReadsErr error                     // returned by reads at ALL
+	reads       int
+}
+
+func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
+	f.mu.Lock()
+	gate, delay := f.gate, f.delay
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failBefore > 0 {
+		f.failBefore--
+		return fmt.Errorf("injected: %w", driver.ErrUnavailable)
+	}
+	cp := *p
+	cp.Shard.State = append([]byte(nil), p.Shard.State...)
+	f.writes = append(f.writes, cp)
+	if err := f.Shards.WriteShard(ctx, p); err != nil {
+		return err
+	}
+	if f.failAfter > 0 {
+		f.failAfter--
+		return fmt.Errorf("injected timeout after the write landed: %w", driver.ErrUnknownOutcome)
+	}
+	return nil
+}
+
+func (f *faultyStore) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*driver.ShardSet, error) {
+	f.mu.Lock()
+	f.reads++
+	err := f.allReadsErr
+	f.mu.Unlock()
+	if err != nil && p.Consistency == driver.All {
+		return nil, err
+	}
+	return f.Shards.ReadShards(ctx, p)
+}
+
+func (f *faultyStore) set(fn func(f *faultyStore)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *faultyStore) writeLog() []driver.WriteShardParams {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]driver.WriteShardParams(nil), f.writes...)
+}

@@ -78,9 +78,3 @@ func (d *dedup) expireLocked(now time.Time) {
 		delete(d.entries, ent.key)
 	}
 }
-
-func (d *dedup) len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.order.Len()
-}

@@ -282,7 +282,9 @@ func TestCloneIsDeep(t *testing.T) {
 		c := orig.Clone()
 		requireSame(t, "clone", orig, c)
 		for i := range 20_000 { // enough to turn a sketch dense
-			mustApply(t, c, Op{Delta: 7, Item: item(i)})
+			if err := c.Apply(Op{Delta: 7, Item: item(i)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		mustMerge(t, c, mustApply(t, mustNew(t, k), Op{Delta: -50, Item: []byte("z")}))
 		if !bytes.Equal(before, mustEncode(t, orig)) {
@@ -305,7 +307,9 @@ func TestConcurrentReads(t *testing.T) {
 	}
 	dense := NewDistinct()
 	for i := range 20_000 {
-		mustApply(t, dense, Op{Item: item(i)})
+		if err := dense.Apply(Op{Item: item(i)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	states = append(states, dense, NewDistinct(), mustDecode(t, mustEncode(t, states[3])))
 	for _, s := range states {

@@ -1,0 +1,64 @@
+# Abacus developer tasks. `make help` lists them.
+SHELL := /bin/bash
+
+GO          ?= go
+# Packages of pure logic, run under the race detector.
+RACE_PKGS   ?= ./crdt/... ./clock/... ./sharded/... ./driver/embedded/...
+# Nodes of the dev Cassandra that `make test` starts (1 or 3). Three nodes let
+# the replica-loss tests run; set DEV_NODES=1 for a quicker local loop.
+DEV_NODES   ?= 3
+FUZZTIME    ?= 30s
+STATICCHECK_VERSION ?= 2026.2.2
+STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
+
+.DEFAULT_GOAL := help
+.PHONY: help build test test-unit lint fuzz bench cassandra-start cassandra-stop clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## Build the abacus binary into ./bin
+	$(GO) build -o bin/abacus ./cmd/abacus
+
+test-unit: ## Run every test that needs no Cassandra (Cassandra tests skip and say so)
+	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -count=1 ./...
+
+# The full suite: starts a dev Cassandra (unless ABACUS_TEST_CASSANDRA already
+# points at one), runs the race-enabled unit packages, then every package with
+# the Cassandra tests enabled, and stops the cluster it started.
+test: ## Run the whole suite against the embedded store and a real Cassandra
+	@set -euo pipefail; \
+	if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then \
+		trap 'scripts/devcassandra stop' EXIT; \
+		scripts/devcassandra start $(DEV_NODES); \
+		export $$(scripts/devcassandra env); \
+	fi; \
+	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
+	$(GO) test -race -count=1 $(RACE_PKGS); \
+	$(GO) test -count=1 -timeout 25m ./...
+
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@[ -x "$(STATICCHECK)" ] || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(STATICCHECK) ./...
+
+fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
+	@set -e; for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME); \
+		done; \
+	done
+
+bench: ## Run the Go benchmarks (Cassandra ones need ABACUS_TEST_CASSANDRA)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+cassandra-start: ## Start the dev Cassandra (DEV_NODES nodes)
+	scripts/devcassandra start $(DEV_NODES)
+
+cassandra-stop: ## Stop the dev Cassandra
+	scripts/devcassandra stop
+
+clean: ## Remove build output
+	rm -rf bin

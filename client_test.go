@@ -1,0 +1,143 @@
+package abacus_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+func newClient(t *testing.T) *abacus.Client {
+	t.Helper()
+	ctx := context.Background()
+	store, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Dir: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := abacus.NewClient(ctx, abacus.Config{Driver: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	return c
+}
+
+func TestDefaultNamespaceExists(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	ns, err := c.Namespace(context.Background(), abacus.DefaultNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Model != abacus.ModelSharded || ns.Type != abacus.TypeSum {
+		t.Fatalf("default namespace = %+v, want sharded/sum", ns)
+	}
+}
+
+func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	ctx := context.Background()
+	if _, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "uniq", Type: abacus.TypeDistinct}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Add(ctx, "", "n", 1); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		u    abacus.Update
+		want error
+	}{
+		{"empty counter", abacus.Update{Counter: "", Delta: 1}, abacus.ErrInvalid},
+		{"long counter", abacus.Update{Counter: strings.Repeat("x", 257), Delta: 1}, abacus.ErrInvalid},
+		{"invalid utf8", abacus.Update{Counter: "a\xff", Delta: 1}, abacus.ErrInvalid},
+		{"unknown namespace", abacus.Update{Namespace: "nope", Counter: "n", Delta: 1}, abacus.ErrNamespaceNotFound},
+		{"item on sum", abacus.Update{Counter: "n", Item: "x"}, abacus.ErrWrongType},
+		{"delta on distinct", abacus.Update{Namespace: "uniq", Counter: "n", Delta: 1}, abacus.ErrWrongType},
+		{"no item on distinct", abacus.Update{Namespace: "uniq", Counter: "n"}, abacus.ErrWrongType},
+		{"long request id", abacus.Update{Counter: "n", Delta: 1, RequestID: strings.Repeat("r", 257)}, abacus.ErrInvalid},
+	}
+	for _, tc := range cases {
+		if err := c.Apply(ctx, tc.u); !errors.Is(err, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	v, err := c.Get(ctx, "", "n")
+	if err != nil || v.Value != 1 {
+		t.Fatalf("after bad input: %+v, %v; want 1", v, err)
+	}
+}
+
+func TestOverflowIsRefusedAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	ctx := context.Background()
+	const big = int64(1) << 62
+	for range 2 {
+		if err := c.Add(ctx, "", "big", big-1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Add(ctx, "", "big", big); !errors.Is(err, abacus.ErrOverflow) {
+		t.Fatalf("overflowing add: %v, want ErrOverflow", err)
+	}
+	v, _ := c.Get(ctx, "", "big")
+	if v.Value != 2*(big-1) {
+		t.Fatalf("value %d, want %d", v.Value, 2*(big-1))
+	}
+}
+
+func TestCreateNamespace(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	ctx := context.Background()
+	ns, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "peaks", Type: abacus.TypeMax, WriteConsistency: driver.One})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Model != abacus.ModelSharded || ns.Type != "max" || ns.WriteConsistency != driver.One {
+		t.Fatalf("created %+v", ns)
+	}
+	if _, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "peaks"}); !errors.Is(err, abacus.ErrNamespaceExists) {
+		t.Fatalf("second create: %v, want ErrNamespaceExists", err)
+	}
+	for _, bad := range []abacus.NamespaceConfig{
+		{Name: ""},
+		{Name: "x", Type: "avg"},
+		{Name: "x", Model: "magic"},
+		{Name: "x", Model: abacus.ModelLedger},
+	} {
+		if _, err := c.CreateNamespace(ctx, bad); !errors.Is(err, abacus.ErrInvalid) {
+			t.Errorf("CreateNamespace(%+v): %v, want ErrInvalid", bad, err)
+		}
+	}
+	list, err := c.Namespaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Name != "default" || list[1].Name != "peaks" {
+		t.Fatalf("Namespaces = %v", list)
+	}
+	for _, v := range []int64{3, 9, -4} {
+		if err := c.Apply(ctx, abacus.Update{Namespace: "peaks", Counter: "p", Delta: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := c.Get(ctx, "peaks", "p"); v.Value != 9 {
+		t.Fatalf("max = %d, want 9", v.Value)
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	t.Parallel()
+	if _, err := abacus.NewClient(context.Background(), abacus.Config{}); err == nil {
+		t.Fatal("NewClient without a driver succeeded")
+	}
+}

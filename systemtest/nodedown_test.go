@@ -1,0 +1,99 @@
+package systemtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver/cassandra"
+	"github.com/abacusdb/abacus/internal/cassandratest"
+)
+
+// GC needs every replica: with one node of three down it is skipped (and
+// counted), while reads and writes at QUORUM carry on; once the node is back
+// the same collection folds everything and the value is unchanged.
+func TestGCNodeDownSkippedThenCompletes(t *testing.T) {
+	hosts := cassandratest.Hosts(t)
+	if len(hosts) < 3 {
+		t.Skipf("needs a 3-node cluster (scripts/devcassandra start 3); ABACUS_TEST_CASSANDRA names %d host(s)", len(hosts))
+	}
+	ctx := context.Background()
+	store, err := cassandra.Open(ctx, cassandra.Config{
+		Hosts:       hosts,
+		Keyspace:    cassandratest.Keyspace(t),
+		Replication: cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 3},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const lifetime, margin, grace = 10 * time.Minute, time.Minute, 5 * time.Minute
+	clk := clock.NewManual(time.Now())
+	c, err := abacus.NewClient(ctx, abacus.Config{
+		Driver: store, Clock: clk, GCInterval: -1,
+		MutatorLifetime: lifetime, RefusalMargin: margin, GCGrace: grace,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+
+	// Three mutators live and die one after another: three shards.
+	want := int64(0)
+	for i := range 3 {
+		if err := c.Add(ctx, "", "c", int64(10+i)); err != nil {
+			t.Fatal(err)
+		}
+		want += int64(10 + i)
+		clk.Advance(lifetime - margin + time.Second)
+	}
+	clk.Advance(lifetime + grace)
+
+	t.Run("node down", func(t *testing.T) {
+		cassandratest.StopNode(t, 3)
+		res, err := c.GC(ctx, "", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Skipped || res.Folded != 0 {
+			t.Fatalf("GC with a node down: %+v, want skipped", res)
+		}
+		if n := c.Stats().GCSkips.Load(); n == 0 {
+			t.Fatal("skipped GC not counted")
+		}
+		if err := c.Add(ctx, "", "c", 5); err != nil {
+			t.Fatalf("QUORUM write with one node down: %v", err)
+		}
+		want += 5
+		v, err := c.Get(ctx, "", "c")
+		if err != nil || v.Value != want || v.Shards != 4 {
+			t.Fatalf("QUORUM read with one node down: %+v, %v; want %d from 4 shards", v, err, want)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+
+	// The node is back (the subtest's cleanup restarted it); the
+	// coordinator may need a few seconds of gossip to see it up.
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		res, err := c.GC(ctx, "", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Folded == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GC after the node came back: %+v", res)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	v, err := c.Get(ctx, "", "c")
+	if err != nil || v.Value != want || v.Shards != 1 {
+		t.Fatalf("after GC: %+v, %v; want %d from 1 live shard", v, err, want)
+	}
+}

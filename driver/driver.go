@@ -110,6 +110,7 @@ type Driver interface {
 	// Name identifies the backend ("embedded" or "cassandra") in logs and metrics.
 	Name() string
 
-	// Close releases the backend's resources. Operations after Close return ErrClosed.
+	// Close releases the backend's resources. Operations after Close, and a
+	// second Close, return ErrClosed.
 	Close() error
 }

@@ -30,10 +30,13 @@ type CounterKey struct {
 
 // WriteShardParams are the parameters of Shards.WriteShard.
 type WriteShardParams struct {
-	Namespace   string
-	Counter     string
-	Shard       Shard
-	Timestamp   int64 // write timestamp, microseconds; must be below Shard.ExpiresAt
+	Namespace string
+	Counter   string
+	Shard     Shard
+	// Timestamp is the write timestamp in microseconds. The caller (the
+	// mutator) keeps it below Shard.ExpiresAt; drivers do not check it, but
+	// folds are only safe because it holds.
+	Timestamp   int64
 	Consistency Consistency
 }
 
@@ -77,8 +80,10 @@ type Shards interface {
 	// timestamp, is left as it is. Replaying the same write is harmless.
 	WriteShard(ctx context.Context, p *WriteShardParams) error
 
-	// ReadShards returns the counter's tally and live shards. A counter that
-	// was never written returns an empty set, not ErrNotFound.
+	// ReadShards returns the counter's tally and live shards from one
+	// consistent read: reading them separately while a fold lands could count
+	// the folded shards twice or not at all. A counter that was never written
+	// returns an empty set, not ErrNotFound.
 	ReadShards(ctx context.Context, p *ReadShardsParams) (*ShardSet, error)
 
 	// Fold atomically (within the counter's partition) deletes the listed
@@ -89,6 +94,7 @@ type Shards interface {
 	// any number of times gives the same result.
 	Fold(ctx context.Context, p *FoldParams) error
 
-	// ListCounters returns the key of every counter that has shards or a tally.
+	// ListCounters returns the key of every counter that has shards or a
+	// tally. It scans the whole store; it is for GC sweeps, not hot paths.
 	ListCounters(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
 }

@@ -1,0 +1,75 @@
+// Package cassandra implements the Abacus storage seam (package driver) on
+// Apache Cassandra 2.1 and later and on ScyllaDB, using plain, typed CQL
+// columns that can be inspected with cqlsh.
+//
+// # Tables
+//
+// Open creates the keyspace (Config.Keyspace, replication from
+// Config.Replication) and these tables when missing, then waits for schema
+// agreement. Schema returns the same statements for operators who prefer to
+// run them themselves.
+//
+//	CREATE TABLE namespaces (
+//	    name text PRIMARY KEY,
+//	    model text, type text,
+//	    read_cl text, write_cl text,      -- level names, e.g. "QUORUM", "DEFAULT"
+//	    retention_ms bigint,              -- 0 keeps counters forever
+//	    options map<text, text>,
+//	    created_at timestamp)
+//
+//	CREATE TABLE shards (
+//	    ns text, counter text,            -- partition: one counter
+//	    shard text,                       -- clustering: one row per mutator
+//	    state blob, expires_at bigint,    -- expires_at in µs since the epoch
+//	    tally blob static,                -- folded state of collected shards
+//	    tally_ts bigint static,           -- the fold's timestamp
+//	    PRIMARY KEY ((ns, counter), shard))
+//
+// The CQL avoids everything some supported server lacks: no aggregates, no
+// PER PARTITION LIMIT, no SASI or materialized views.
+//
+// # Timestamps
+//
+// Conflicts are resolved by Cassandra's write timestamps (microseconds):
+// the higher timestamp wins, and on a tie a delete wins. WriteShard is an
+// INSERT ... USING TIMESTAMP with the caller's timestamp. Fold is one
+// unlogged batch on the counter's partition, USING TIMESTAMP the new
+// tally's timestamp, holding a DELETE per folded shard and the UPDATE of
+// the static tally columns; being single-partition it is applied atomically
+// on each replica, and replaying it changes nothing. ReadShards reads the
+// partition unpaged so that a concurrent fold cannot be seen half-applied.
+// CreateNamespace is the only lightweight transaction (IF NOT EXISTS).
+//
+// # Consistency
+//
+// An operation whose Consistency is driver.Default uses the configured
+// level for its kind: Config.ReadConsistency for reads (QUORUM),
+// Config.WriteConsistency for shard and namespace writes (QUORUM) and
+// Config.FoldConsistency for folds (QUORUM). The read that precedes a fold
+// must see every replica; Config.GCReadConsistency (ALL) records that level,
+// and GC callers pass it as the read's Consistency.
+//
+// # Errors
+//
+// Errors wrap the driver sentinels, and the gocql error that caused them:
+//
+//   - driver.ErrUnavailable: the request was not executed because too few
+//     replicas were alive (or no connection was free); nothing was
+//     applied. A read timeout that heard from too few replicas maps here
+//     too.
+//   - driver.ErrUnknownOutcome: a write (or fold, or namespace creation)
+//     was sent but its result is unknown: server write timeouts and
+//     failures, client timeouts, cancelled contexts, broken connections,
+//     overload. The write may be applied now or later.
+//   - driver.ErrExists, driver.ErrNotFound, driver.ErrClosed as documented
+//     on the driver package.
+//
+// Errors that prove a write was refused before execution (invalid query,
+// unauthorized) and all other read errors are returned wrapped, without a
+// sentinel. Writes are never retried by the driver: a retry is the
+// caller's decision.
+//
+// Rows are decoded strictly: a null where the driver always writes a
+// value, an unknown consistency name or a negative retention is reported as
+// an error, never guessed at.
+package cassandra

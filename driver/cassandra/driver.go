@@ -1,0 +1,228 @@
+package cassandra
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Driver stores Abacus data in Cassandra. It is safe for concurrent use.
+type Driver struct {
+	cfg     Config
+	session *gocql.Session
+	log     *slog.Logger
+	q       statements
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Open connects to the cluster, creates the keyspace and tables unless
+// cfg.Schema is SchemaExisting, and returns a ready driver.
+func Open(ctx context.Context, cfg Config) (*Driver, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cluster, err := cfg.cluster()
+	if err != nil {
+		return nil, err
+	}
+	session, err := createSession(ctx, cluster)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: connecting to %v: %w", cfg.Hosts, err)
+	}
+	d := &Driver{cfg: cfg, session: session, log: cfg.Logger, q: newStatements(cfg.Keyspace)}
+	if err := d.prepareSchema(ctx); err != nil {
+		session.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// createSession runs gocql's blocking CreateSession so that ctx can cut the
+// wait short; a session that arrives after ctx is done is closed.
+func createSession(ctx context.Context, cluster *gocql.ClusterConfig) (*gocql.Session, error) {
+	type result struct {
+		s   *gocql.Session
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		s, err := cluster.CreateSession()
+		ch <- result{s, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.s, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.s != nil {
+				r.s.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// cluster translates the Config into gocql's.
+func (c Config) cluster() (*gocql.ClusterConfig, error) {
+	cl := gocql.NewCluster(c.Hosts...)
+	cl.Port = c.Port
+	cl.Timeout = c.Timeout
+	cl.ConnectTimeout = c.ConnectTimeout
+	cl.NumConns = c.NumConns
+	// Every request sets its level explicitly; this only covers gocql's own
+	// queries.
+	cl.Consistency = gocql.Quorum
+	// Protocol version is negotiated: Cassandra 2.1 speaks v3, newer
+	// releases v4 or v5, and gocql steps down from its highest version
+	// when a node refuses it.
+	cl.ProtoVersion = 0
+	// Route each request to a replica of its partition. Replicas are
+	// shuffled so one hot counter's load spreads over all its replicas.
+	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(
+		gocql.RoundRobinHostPolicy(), gocql.ShuffleReplicas())
+	// gocql's default is to retry nothing; writes must never be retried
+	// behind the caller's back (see mapError), so keep it that way.
+	cl.RetryPolicy = nil
+	// Token-aware routing needs only keyspace metadata; full table
+	// metadata would be re-read after every schema change, and tests
+	// create many keyspaces.
+	cl.Metadata.CacheMode = gocql.KeyspaceOnly
+	// A node restarted in a fault test should be used again soon.
+	cl.ReconnectInterval = 10 * time.Second
+	cl.MaxWaitSchemaAgreement = 60 * time.Second
+	cl.Logger = slogAdapter{c.Logger}
+	if c.Username != "" {
+		cl.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
+	}
+	if c.TLS != nil {
+		tc, err := c.TLS.build()
+		if err != nil {
+			return nil, err
+		}
+		cl.SslOpts = &gocql.SslOptions{Config: tc, EnableHostVerification: !c.TLS.InsecureSkipVerify}
+	}
+	return cl, nil
+}
+
+func (t *TLSConfig) build() (*tls.Config, error) {
+	var tc *tls.Config
+	if t.Config != nil {
+		tc = t.Config.Clone()
+	} else {
+		tc = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	tc.InsecureSkipVerify = t.InsecureSkipVerify
+	if t.CAFile != "" {
+		pem, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("cassandra: reading TLS.CAFile: %w", err)
+		}
+		if tc.RootCAs == nil {
+			tc.RootCAs = x509.NewCertPool()
+		}
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("cassandra: TLS.CAFile %s holds no PEM certificate", t.CAFile)
+		}
+	}
+	if t.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("cassandra: loading TLS client certificate: %w", err)
+		}
+		tc.Certificates = append(tc.Certificates, cert)
+	}
+	return tc, nil
+}
+
+// Name returns "cassandra".
+func (d *Driver) Name() string { return "cassandra" }
+
+// Session returns the underlying gocql session, for benchmarks that compare
+// against native counters on identical session settings. Closing the driver
+// closes it.
+func (d *Driver) Session() *gocql.Session { return d.session }
+
+// Keyspace returns the keyspace holding the driver's tables.
+func (d *Driver) Keyspace() string { return d.cfg.Keyspace }
+
+// GCReadConsistency returns the configured level for reads before a fold.
+func (d *Driver) GCReadConsistency() driver.Consistency { return d.cfg.GCReadConsistency }
+
+// Close closes the session. Operations after Close fail with
+// driver.ErrClosed; closing twice is harmless.
+func (d *Driver) Close() error {
+	d.closeOnce.Do(func() {
+		d.closed.Store(true)
+		d.session.Close()
+	})
+	return nil
+}
+
+// begin is called first by every operation. Failing here means nothing was
+// sent, so the caller's context error is returned unwrapped by the
+// outcome sentinels.
+func (d *Driver) begin(ctx context.Context, op string) error {
+	if d.closed.Load() {
+		return fmt.Errorf("cassandra: %s: %w", op, driver.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	return nil
+}
+
+// level resolves an operation's level: Default means the configured one.
+func level(c, configured driver.Consistency) (gocql.Consistency, error) {
+	if c == driver.Default {
+		c = configured
+	}
+	g, ok := gocqlConsistency(c)
+	if !ok {
+		return 0, fmt.Errorf("unknown consistency level %v", c)
+	}
+	return g, nil
+}
+
+// slogAdapter passes gocql's log messages to slog. gocql's info messages
+// (host up/down, reconnects) are chatty, so they go out at debug level.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) log(lvl slog.Level, msg string, fields []gocql.LogField) {
+	ctx := context.Background()
+	if !a.l.Enabled(ctx, lvl) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, len(fields)+1)
+	attrs = append(attrs, slog.String("component", "gocql"))
+	for _, f := range fields {
+		attrs = append(attrs, slog.Any(f.Name, f.Value.Any()))
+	}
+	a.l.LogAttrs(ctx, lvl, msg, attrs...)
+}
+
+func (a slogAdapter) Error(msg string, f ...gocql.LogField) { a.log(slog.LevelError, msg, f) }
+func (a slogAdapter) Warning(msg string, f ...gocql.LogField) {
+	a.log(slog.LevelWarn, msg, f)
+}
+func (a slogAdapter) Info(msg string, f ...gocql.LogField)  { a.log(slog.LevelDebug, msg, f) }
+func (a slogAdapter) Debug(msg string, f ...gocql.LogField) { a.log(slog.LevelDebug, msg, f) }
+
+// errNoSchema is returned by Open under SchemaExisting when a table is
+// missing.
+var errNoSchema = errors.New("schema missing")

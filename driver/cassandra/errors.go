@@ -1,0 +1,175 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// opKind says whether a failed request could have changed data, which
+// decides how its error is reported.
+type opKind uint8
+
+const (
+	opRead opKind = iota
+	opWrite
+)
+
+func (k opKind) String() string {
+	if k == opWrite {
+		return "write"
+	}
+	return "read"
+}
+
+// mapError turns an error from gocql into one that wraps the driver
+// sentinels the models act on, keeping the original in the chain so callers
+// can still inspect gocql's error types.
+//
+// The rules, in the order they are checked:
+//
+//   - The session was closed before sending: driver.ErrClosed.
+//   - Nothing was executed because too few replicas were alive
+//     (RequestErrUnavailable), the coordinator was bootstrapping, or no
+//     connection or stream was free: driver.ErrUnavailable. Cassandra checks
+//     liveness before it sends a mutation anywhere, and the driver never
+//     retries a write on another host (writes are not marked idempotent),
+//     so in these cases nothing can have been applied.
+//   - For a read, a server read timeout that got fewer answers than it
+//     needed: driver.ErrUnavailable (replicas were missing). Any other read
+//     error is wrapped as is: reads change nothing, so there is no outcome
+//     to be unsure about.
+//   - For a write, an error that proves the request was rejected before
+//     execution (syntax, invalid, unauthorized, bad credentials, config,
+//     marshalling) is wrapped as is.
+//   - Every other write error is driver.ErrUnknownOutcome: server write
+//     timeouts and failures, LWT outcomes the server could not determine,
+//     overload, client timeouts, cancelled contexts and broken connections
+//     all leave the write possibly applied now or later (hints, repair).
+//     Unknown errors are treated the same way: claiming "unknown" is always
+//     safe, claiming "not applied" is not.
+func mapError(kind opKind, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, driver.ErrClosed) || errors.Is(err, driver.ErrUnavailable) ||
+		errors.Is(err, driver.ErrUnknownOutcome) {
+		return err // already mapped
+	}
+	if errors.Is(err, gocql.ErrSessionClosed) {
+		return fmt.Errorf("%w: %w", driver.ErrClosed, err)
+	}
+	if notExecuted(err) {
+		return fmt.Errorf("%w: %w", driver.ErrUnavailable, err)
+	}
+	if kind == opRead {
+		var rt *gocql.RequestErrReadTimeout
+		if errors.As(err, &rt) && rt.Received < rt.BlockFor {
+			return fmt.Errorf("%w: %w (%d of %d replicas answered at %v)",
+				driver.ErrUnavailable, err, rt.Received, rt.BlockFor, rt.Consistency)
+		}
+		return err
+	}
+	if rejected(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", driver.ErrUnknownOutcome, err)
+}
+
+// notExecuted reports errors that prove the request was not executed
+// because replicas or connections were missing.
+func notExecuted(err error) bool {
+	var (
+		unavailable   *gocql.RequestErrUnavailable
+		bootstrapping *gocql.RequestErrBootstrapping
+	)
+	switch {
+	case errors.As(err, &unavailable), errors.As(err, &bootstrapping):
+		return true
+	case errors.Is(err, gocql.ErrNoConnections), errors.Is(err, gocql.ErrNoStreams),
+		errors.Is(err, gocql.ErrNoHosts), errors.Is(err, gocql.ErrNoConnectionsStarted):
+		return true
+	}
+	return false
+}
+
+// rejected reports errors that prove a request was refused before anything
+// was written.
+func rejected(err error) bool {
+	var (
+		syntax       *gocql.RequestErrSyntax
+		invalid      *gocql.RequestErrInvalid
+		unauthorized *gocql.RequestErrUnauthorized
+		credentials  *gocql.RequestErrCredentials
+		config       *gocql.RequestErrConfig
+		exists       *gocql.RequestErrAlreadyExists
+		marshal      gocql.MarshalError
+	)
+	switch {
+	case errors.As(err, &syntax), errors.As(err, &invalid), errors.As(err, &unauthorized),
+		errors.As(err, &credentials), errors.As(err, &config), errors.As(err, &exists),
+		errors.As(err, &marshal):
+		return true
+	}
+	// A protocol error means the server could not even parse the frame.
+	var re gocql.RequestError
+	if errors.As(err, &re) && re.Code() == gocql.ErrCodeProtocol {
+		return true
+	}
+	return false
+}
+
+// isTimeout reports errors after which a request should be retried by
+// idempotent internal callers (schema creation).
+func isTimeout(err error) bool {
+	var (
+		wt *gocql.RequestErrWriteTimeout
+		rt *gocql.RequestErrReadTimeout
+		ne net.Error
+	)
+	return errors.As(err, &wt) || errors.As(err, &rt) ||
+		errors.Is(err, gocql.ErrTimeoutNoResponse) || errors.Is(err, gocql.ErrConnectionClosed) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// gocqlConsistency converts a driver level; ok is false for Default and for
+// values that are not levels.
+func gocqlConsistency(c driver.Consistency) (gocql.Consistency, bool) {
+	switch c {
+	case driver.One:
+		return gocql.One, true
+	case driver.Two:
+		return gocql.Two, true
+	case driver.Three:
+		return gocql.Three, true
+	case driver.Quorum:
+		return gocql.Quorum, true
+	case driver.All:
+		return gocql.All, true
+	case driver.LocalQuorum:
+		return gocql.LocalQuorum, true
+	case driver.EachQuorum:
+		return gocql.EachQuorum, true
+	case driver.LocalOne:
+		return gocql.LocalOne, true
+	case driver.Any:
+		return gocql.Any, true
+	}
+	return 0, false
+}
+
+// serialFor picks the Paxos consistency that matches a commit level: a
+// client that asked for a data-center-local commit wants local Paxos too.
+func serialFor(c driver.Consistency) gocql.Consistency {
+	if c == driver.LocalQuorum || c == driver.LocalOne {
+		return gocql.LocalSerial
+	}
+	return gocql.Serial
+}

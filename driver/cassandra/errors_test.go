@@ -1,0 +1,111 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"testing"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+func TestMapError(t *testing.T) {
+	t.Parallel()
+	netTimeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+	tests := []struct {
+		name string
+		err  error
+		// want is the sentinel for a read and for a write; nil means the
+		// error is returned without one.
+		read, write error
+	}{
+		{"unavailable", &gocql.RequestErrUnavailable{Consistency: gocql.All, Required: 3, Alive: 2},
+			driver.ErrUnavailable, driver.ErrUnavailable},
+		{"unavailable wrapped", fmt.Errorf("context: %w", &gocql.RequestErrUnavailable{}),
+			driver.ErrUnavailable, driver.ErrUnavailable},
+		{"bootstrapping", &gocql.RequestErrBootstrapping{}, driver.ErrUnavailable, driver.ErrUnavailable},
+		{"no connections", gocql.ErrNoConnections, driver.ErrUnavailable, driver.ErrUnavailable},
+		{"no streams", gocql.ErrNoStreams, driver.ErrUnavailable, driver.ErrUnavailable},
+		{"session closed", gocql.ErrSessionClosed, driver.ErrClosed, driver.ErrClosed},
+
+		{"write timeout", &gocql.RequestErrWriteTimeout{Consistency: gocql.Quorum, Received: 1, BlockFor: 2, WriteType: "SIMPLE"},
+			nil, driver.ErrUnknownOutcome},
+		{"batch write timeout", &gocql.RequestErrWriteTimeout{WriteType: "UNLOGGED_BATCH"}, nil, driver.ErrUnknownOutcome},
+		{"cas write timeout", &gocql.RequestErrWriteTimeout{WriteType: "CAS"}, nil, driver.ErrUnknownOutcome},
+		{"write failure", &gocql.RequestErrWriteFailure{NumFailures: 1}, nil, driver.ErrUnknownOutcome},
+		{"cas unknown", &gocql.RequestErrCASWriteUnknown{}, nil, driver.ErrUnknownOutcome},
+		{"overloaded", &gocql.RequestErrOverloaded{}, nil, driver.ErrUnknownOutcome},
+		{"client timeout", gocql.ErrTimeoutNoResponse, nil, driver.ErrUnknownOutcome},
+		{"connection closed", gocql.ErrConnectionClosed, nil, driver.ErrUnknownOutcome},
+		{"deadline", context.DeadlineExceeded, nil, driver.ErrUnknownOutcome},
+		{"canceled", context.Canceled, nil, driver.ErrUnknownOutcome},
+		{"net timeout", netTimeout, nil, driver.ErrUnknownOutcome},
+		{"connection reset", reset, nil, driver.ErrUnknownOutcome},
+		{"eof", io.EOF, nil, driver.ErrUnknownOutcome},
+		{"unrecognised", errors.New("something odd"), nil, driver.ErrUnknownOutcome},
+
+		{"read timeout, replicas missing", &gocql.RequestErrReadTimeout{Consistency: gocql.All, Received: 2, BlockFor: 3},
+			driver.ErrUnavailable, driver.ErrUnknownOutcome},
+		{"read timeout, data missing", &gocql.RequestErrReadTimeout{Consistency: gocql.All, Received: 3, BlockFor: 3},
+			nil, driver.ErrUnknownOutcome},
+		{"read failure", &gocql.RequestErrReadFailure{NumFailures: 1}, nil, driver.ErrUnknownOutcome},
+
+		{"syntax", &gocql.RequestErrSyntax{}, nil, nil},
+		{"invalid", &gocql.RequestErrInvalid{}, nil, nil},
+		{"unauthorized", &gocql.RequestErrUnauthorized{}, nil, nil},
+		{"credentials", &gocql.RequestErrCredentials{}, nil, nil},
+		{"config", &gocql.RequestErrConfig{}, nil, nil},
+		{"already exists", &gocql.RequestErrAlreadyExists{}, nil, nil},
+		{"marshal", gocql.MarshalError("can not marshal"), nil, nil},
+	}
+	sentinels := []error{driver.ErrUnavailable, driver.ErrUnknownOutcome, driver.ErrClosed}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range []struct {
+				kind opKind
+				want error
+			}{{opRead, tt.read}, {opWrite, tt.write}} {
+				got := mapError(c.kind, tt.err)
+				if !errors.Is(got, tt.err) {
+					t.Errorf("%v: %v lost the original error", c.kind, got)
+				}
+				for _, s := range sentinels {
+					if is, want := errors.Is(got, s), s == c.want; is != want {
+						t.Errorf("%v: errors.Is(%v, %v) = %v, want %v", c.kind, got, s, is, want)
+					}
+				}
+				// Mapping twice changes nothing.
+				if again := mapError(c.kind, got); again != got {
+					t.Errorf("%v: mapping twice gave %v, then %v", c.kind, got, again)
+				}
+			}
+		})
+	}
+	if mapError(opWrite, nil) != nil || mapError(opRead, nil) != nil {
+		t.Error("mapError(nil) != nil")
+	}
+}
+
+func TestIsTimeout(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		&gocql.RequestErrWriteTimeout{}, &gocql.RequestErrReadTimeout{}, gocql.ErrTimeoutNoResponse,
+		context.DeadlineExceeded, &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded},
+	} {
+		if !isTimeout(err) {
+			t.Errorf("isTimeout(%T) = false", err)
+		}
+	}
+	for _, err := range []error{&gocql.RequestErrInvalid{}, &gocql.RequestErrUnavailable{}, errors.New("x")} {
+		if isTimeout(err) {
+			t.Errorf("isTimeout(%T) = true", err)
+		}
+	}
+}

@@ -1,0 +1,550 @@
+package cassandra_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/driver/cassandra"
+	"github.com/abacusdb/abacus/internal/cassandratest"
+)
+
+// testConfig is a Config for a fresh keyspace of this test, replicated on
+// every configured host (at most three).
+func testConfig(t *testing.T) cassandra.Config {
+	t.Helper()
+	return cassandra.Config{
+		Hosts:       cassandratest.Hosts(t),
+		Keyspace:    cassandratest.Keyspace(t),
+		Replication: cassandra.Replication{ReplicationFactor: cassandratest.ReplicationFactor(t)},
+		// A dev node shares two cores with compilers; schema changes in
+		// particular can be slow.
+		Timeout: 15 * time.Second,
+		// gocql logs from background goroutines that outlive a test, so
+		// t.Log cannot be used.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+}
+
+// open opens a driver on cfg and closes it when the test ends.
+func open(t *testing.T, cfg cassandra.Config) *cassandra.Driver {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, err := cassandra.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestOpenSchemaIdempotent(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	ctx := ctxT(t)
+
+	// SchemaExisting on a keyspace nobody created must fail clearly.
+	existing := cfg
+	existing.Schema = cassandra.SchemaExisting
+	if d, err := cassandra.Open(ctx, existing); err == nil {
+		d.Close()
+		t.Fatal("Open with SchemaExisting on a missing keyspace succeeded")
+	} else if !strings.Contains(err.Error(), "schema missing") {
+		t.Fatalf("Open with SchemaExisting on a missing keyspace: %v; want a 'schema missing' error", err)
+	}
+
+	d1 := open(t, cfg)
+	ns := driver.Namespace{Name: "kept", Model: "sharded", Type: "sum", CreatedAt: time.UnixMilli(1e12).UTC()}
+	if err := d1.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	// Creating the schema again, and opening on the existing schema, must
+	// neither fail nor lose data.
+	d2 := open(t, cfg)
+	d3 := open(t, existing)
+	for _, d := range []*cassandra.Driver{d2, d3} {
+		got, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: "kept"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Model != "sharded" {
+			t.Fatalf("namespace after reopening: %+v", got)
+		}
+	}
+	if got := d1.Name(); got != "cassandra" {
+		t.Errorf("Name() = %q", got)
+	}
+	if d1.Session() == nil || d1.Keyspace() != cfg.Keyspace {
+		t.Errorf("Session() = %v, Keyspace() = %q", d1.Session(), d1.Keyspace())
+	}
+}
+
+func TestNamespaces(t *testing.T) {
+	t.Parallel()
+	d := open(t, testConfig(t))
+	ctx := ctxT(t)
+
+	created := time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	want := []driver.Namespace{
+		{Name: "b-ledger", Model: "ledger", Type: "sum", ReadConsistency: driver.LocalQuorum,
+			WriteConsistency: driver.All, Retention: 90 * 24 * time.Hour,
+			Options: map[string]string{"history_length": "128", "strict": "true"}, CreatedAt: created},
+		{Name: "a-default", Model: "sharded", Type: "sum", CreatedAt: created.Add(time.Second)},
+		{Name: "c-hll", Model: "sharded", Type: "distinct", ReadConsistency: driver.One,
+			WriteConsistency: driver.Any, Retention: 1500 * time.Millisecond, CreatedAt: created},
+	}
+	for _, ns := range want {
+		if err := d.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: ns}); err != nil {
+			t.Fatalf("CreateNamespace(%s): %v", ns.Name, err)
+		}
+	}
+	for _, ns := range want {
+		got, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: ns.Name})
+		if err != nil {
+			t.Fatalf("GetNamespace(%s): %v", ns.Name, err)
+		}
+		if !reflect.DeepEqual(*got, ns) {
+			t.Errorf("GetNamespace(%s)\n got %+v\nwant %+v", ns.Name, *got, ns)
+		}
+	}
+
+	// A second create leaves the first record as it was.
+	dup := want[0]
+	dup.Model = "events"
+	err := d.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: dup})
+	if !errors.Is(err, driver.ErrExists) {
+		t.Fatalf("duplicate CreateNamespace: %v, want ErrExists", err)
+	}
+	got, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: dup.Name})
+	if err != nil || got.Model != "ledger" {
+		t.Fatalf("after duplicate create: %+v, %v", got, err)
+	}
+
+	if _, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: "missing"}); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("GetNamespace(missing): %v, want ErrNotFound", err)
+	}
+
+	list, err := d.ListNamespaces(ctx, &driver.ListNamespacesParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ns := range list {
+		names = append(names, ns.Name)
+	}
+	if want := []string{"a-default", "b-ledger", "c-hll"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("ListNamespaces names = %v, want %v", names, want)
+	}
+
+	// Values the table cannot hold exactly are refused, not rounded.
+	for _, ns := range []driver.Namespace{
+		{Name: "neg", Retention: -time.Second},
+		{Name: "sub-ms", Retention: time.Microsecond},
+		{Name: "bad-cl", ReadConsistency: driver.Consistency(99)},
+	} {
+		if err := d.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: ns}); err == nil {
+			t.Errorf("CreateNamespace(%+v) succeeded", ns)
+		}
+	}
+}
+
+func TestCreateNamespaceRace(t *testing.T) {
+	t.Parallel()
+	d := open(t, testConfig(t))
+	ctx := ctxT(t)
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = d.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
+				Name: "raced", Model: fmt.Sprint("model-", i), Type: "sum", CreatedAt: time.Now()}})
+		}()
+	}
+	wg.Wait()
+	winners := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			winners++
+		case errors.Is(err, driver.ErrExists):
+		case errors.Is(err, driver.ErrUnknownOutcome):
+			// Paxos contention on a slow node can time out; the
+			// outcome is then unknown, which is allowed.
+			t.Logf("contended create: %v", err)
+		default:
+			t.Fatalf("CreateNamespace: %v", err)
+		}
+	}
+	if winners > 1 {
+		t.Fatalf("%d creates succeeded, want at most 1", winners)
+	}
+	if _, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: "raced"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func write(t *testing.T, d driver.Shards, counter, id string, state string, ts, expires int64) {
+	t.Helper()
+	err := d.WriteShard(ctxT(t), &driver.WriteShardParams{
+		Namespace: "ns", Counter: counter, Timestamp: ts,
+		Shard: driver.Shard{ID: id, State: []byte(state), ExpiresAt: expires},
+	})
+	if err != nil {
+		t.Fatalf("WriteShard(%s/%s@%d): %v", counter, id, ts, err)
+	}
+}
+
+func read(t *testing.T, d driver.Shards, counter string) *driver.ShardSet {
+	t.Helper()
+	set, err := d.ReadShards(ctxT(t), &driver.ReadShardsParams{Namespace: "ns", Counter: counter})
+	if err != nil {
+		t.Fatalf("ReadShards(%s): %v", counter, err)
+	}
+	return set
+}
+
+// summary renders a shard set compactly for comparisons.
+func summary(set *driver.ShardSet) string {
+	var b strings.Builder
+	if set.Tally != nil {
+		fmt.Fprintf(&b, "tally=%q@%d", set.Tally.State, set.Tally.Timestamp)
+	} else {
+		b.WriteString("no tally")
+	}
+	for _, s := range set.Shards {
+		fmt.Fprintf(&b, " %s=%q/%d", s.ID, s.State, s.ExpiresAt)
+	}
+	return b.String()
+}
+
+func TestShards(t *testing.T) {
+	t.Parallel()
+	d := open(t, testConfig(t))
+
+	if got := summary(read(t, d, "never")); got != "no tally" {
+		t.Fatalf("never-written counter: %s", got)
+	}
+
+	const exp = 1_000_000
+	write(t, d, "c", "m2", "two", 10, exp)
+	write(t, d, "c", "m1", "one", 10, exp)
+	write(t, d, "c", "m3", "", 10, exp) // an empty state is a value, not a null
+	if got, want := summary(read(t, d, "c")), `no tally m1="one"/1000000 m2="two"/1000000 m3=""/1000000`; got != want {
+		t.Fatalf("read:\n got %s\nwant %s", got, want)
+	}
+	if s := read(t, d, "c").Shards[2].State; s == nil {
+		t.Errorf("empty state read back as nil")
+	}
+
+	// Last write wins by timestamp, not by arrival.
+	write(t, d, "c", "m1", "one-v2", 20, exp)
+	write(t, d, "c", "m1", "one-stale", 15, exp)
+	write(t, d, "c", "m1", "one-v2", 20, exp) // replay
+	if got := read(t, d, "c").Shards[0]; string(got.State) != "one-v2" {
+		t.Fatalf("m1 after LWW writes = %q, want one-v2", got.State)
+	}
+
+}
+
+func TestFold(t *testing.T) {
+	t.Parallel()
+	d := open(t, testConfig(t))
+	ctx := ctxT(t)
+	fold := func(counter, tally string, ts int64, ids ...string) {
+		t.Helper()
+		err := d.Fold(ctx, &driver.FoldParams{Namespace: "ns", Counter: counter, Delete: ids,
+			Tally: driver.Tally{State: []byte(tally), Timestamp: ts}})
+		if err != nil {
+			t.Fatalf("Fold(%s@%d): %v", counter, ts, err)
+		}
+	}
+	check := func(counter, want string) {
+		t.Helper()
+		if got := summary(read(t, d, counter)); got != want {
+			t.Fatalf("%s:\n got %s\nwant %s", counter, got, want)
+		}
+	}
+
+	write(t, d, "c", "a", "1", 10, 100)
+	write(t, d, "c", "b", "2", 20, 200)
+	write(t, d, "c", "z", "9", 30, 5000)
+
+	// Fold a and b: the tally appears, they disappear, z stays.
+	fold("c", "3", 201, "a", "b")
+	check("c", `tally="3"@201 z="9"/5000`)
+	fold("c", "3", 201, "a", "b") // replay
+	check("c", `tally="3"@201 z="9"/5000`)
+
+	// A late write below the fold's timestamp stays deleted; one at the same
+	// timestamp too (a delete wins a tie).
+	write(t, d, "c", "a", "1-late", 150, 200)
+	write(t, d, "c", "b", "2-tie", 201, 300)
+	check("c", `tally="3"@201 z="9"/5000`)
+
+	// An older fold arriving late changes nothing.
+	fold("c", "1", 101, "a")
+	check("c", `tally="3"@201 z="9"/5000`)
+
+	// Folding the last shard leaves a partition with only static columns,
+	// which Cassandra returns as one row with a null shard.
+	fold("c", "12", 5001, "z")
+	check("c", `tally="12"@5001`)
+
+	// An empty tally state is a tally, not the absence of one.
+	fold("e", "", 7)
+	set := read(t, d, "e")
+	if set.Tally == nil || set.Tally.State == nil || len(set.Tally.State) != 0 || set.Tally.Timestamp != 7 {
+		t.Fatalf("empty tally read back as %+v", set.Tally)
+	}
+}
+
+func TestListCounters(t *testing.T) {
+	t.Parallel()
+	d := open(t, testConfig(t))
+	ctx := ctxT(t)
+	var want []driver.CounterKey
+	for _, ns := range []string{"a", "b"} {
+		for i := range 30 {
+			c := fmt.Sprintf("c%02d", i)
+			want = append(want, driver.CounterKey{Namespace: ns, Counter: c})
+			if i%3 == 0 {
+				// Tally only, no shards.
+				err := d.Fold(ctx, &driver.FoldParams{Namespace: ns, Counter: c, Tally: driver.Tally{State: []byte("t"), Timestamp: 5}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			err := d.WriteShard(ctx, &driver.WriteShardParams{Namespace: ns, Counter: c, Timestamp: 1,
+				Shard: driver.Shard{ID: "m", State: []byte("s"), ExpiresAt: 10}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got, err := d.ListCounters(ctx, &driver.ListCountersParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ListCounters = %v\nwant %v", got, want)
+	}
+	got, err = d.ListCounters(ctx, &driver.ListCountersParams{Namespace: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want[30:]) {
+		t.Fatalf("ListCounters(b) = %v\nwant %v", got, want[30:])
+	}
+
+	// Paging through DISTINCT keys of a table with static columns had bugs
+	// in early 2.1 releases; check small pages on this server directly.
+	iter := d.Session().Query("SELECT DISTINCT ns, counter FROM " + d.Keyspace() + ".shards").
+		PageSize(7).IterContext(ctx)
+	seen := map[string]int{}
+	var ns, c string
+	for iter.Scan(&ns, &c) {
+		seen[ns+"/"+c]++
+	}
+	if err := iter.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 60 {
+		t.Errorf("paged DISTINCT saw %d keys, want 60", len(seen))
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Logf("paged DISTINCT returned %s %d times (ListCounters de-duplicates)", k, n)
+		}
+	}
+}
+
+func TestClosed(t *testing.T) {
+	t.Parallel()
+	d := open(t, testConfig(t))
+	ctx := ctxT(t)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	check := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", op, err)
+		}
+	}
+	check("CreateNamespace", d.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: driver.Namespace{Name: "x"}}))
+	_, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: "x"})
+	check("GetNamespace", err)
+	_, err = d.ListNamespaces(ctx, &driver.ListNamespacesParams{})
+	check("ListNamespaces", err)
+	check("WriteShard", d.WriteShard(ctx, &driver.WriteShardParams{Namespace: "n", Counter: "c", Timestamp: 1,
+		Shard: driver.Shard{ID: "m", ExpiresAt: 2}}))
+	_, err = d.ReadShards(ctx, &driver.ReadShardsParams{Namespace: "n", Counter: "c"})
+	check("ReadShards", err)
+	check("Fold", d.Fold(ctx, &driver.FoldParams{Namespace: "n", Counter: "c"}))
+	_, err = d.ListCounters(ctx, &driver.ListCountersParams{})
+	check("ListCounters", err)
+}
+
+// TestUnavailable checks the mapping of Cassandra's UnavailableException on
+// any cluster size: a keyspace asking for more replicas than the cluster has
+// can serve ONE, while QUORUM and ALL are refused before anything is sent
+// to a replica.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Replication.ReplicationFactor = 11 // quorum 6: more than any dev cluster
+	cfg.ReadConsistency = driver.One
+	cfg.WriteConsistency = driver.One
+	cfg.FoldConsistency = driver.One
+	d := open(t, cfg)
+	ctx := ctxT(t)
+
+	// Default uses the configured level (ONE), which works.
+	write(t, d, "c", "m", "s", 1, 10)
+	if got := summary(read(t, d, "c")); got != `no tally m="s"/10` {
+		t.Fatalf("read at ONE: %s", got)
+	}
+
+	for _, cl := range []driver.Consistency{driver.Quorum, driver.All} {
+		err := d.WriteShard(ctx, &driver.WriteShardParams{Namespace: "ns", Counter: "c", Timestamp: 2,
+			Consistency: cl, Shard: driver.Shard{ID: "m", State: []byte("refused"), ExpiresAt: 10}})
+		assertUnavailable(t, "WriteShard at "+cl.String(), err)
+		_, err = d.ReadShards(ctx, &driver.ReadShardsParams{Namespace: "ns", Counter: "c", Consistency: cl})
+		assertUnavailable(t, "ReadShards at "+cl.String(), err)
+		err = d.Fold(ctx, &driver.FoldParams{Namespace: "ns", Counter: "c", Delete: []string{"m"},
+			Consistency: cl, Tally: driver.Tally{State: []byte("t"), Timestamp: 9}})
+		assertUnavailable(t, "Fold at "+cl.String(), err)
+	}
+	// Nothing of the refused requests was applied.
+	if got := summary(read(t, d, "c")); got != `no tally m="s"/10` {
+		t.Fatalf("after refused writes: %s", got)
+	}
+	// Paxos needs a quorum of replicas whatever the commit level is.
+	err := d.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: driver.Namespace{Name: "n", CreatedAt: time.Now()}})
+	assertUnavailable(t, "CreateNamespace", err)
+}
+
+func assertUnavailable(t *testing.T, op string, err error) {
+	t.Helper()
+	if !errors.Is(err, driver.ErrUnavailable) {
+		t.Fatalf("%s: %v, want ErrUnavailable", op, err)
+	}
+	if errors.Is(err, driver.ErrUnknownOutcome) {
+		t.Fatalf("%s: %v is both unavailable and unknown", op, err)
+	}
+	var ue *gocql.RequestErrUnavailable
+	if !errors.As(err, &ue) {
+		t.Fatalf("%s: %v does not keep gocql's error in its chain", op, err)
+	}
+}
+
+// TestNodeDown stops one node of three: QUORUM keeps working, ALL (the
+// level GC reads use) fails with ErrUnavailable.
+func TestNodeDown(t *testing.T) {
+	// Not parallel: no other test of this package may run while a node is
+	// down.
+	cfg := testConfig(t)
+	if cassandratest.ReplicationFactor(t) < 3 {
+		t.Skipf("needs 3 hosts in %s for replication factor 3 (scripts/devcassandra start 3)", cassandratest.EnvHosts)
+	}
+	d := open(t, cfg)
+	ctx := ctxT(t)
+	write(t, d, "c", "m", "before", 1, 100)
+
+	cassandratest.StopNode(t, 3)
+
+	// The coordinators learn through gossip that the node is gone; until
+	// they do, ALL reads time out waiting for it, which maps to
+	// ErrUnavailable as well. Allow a few rounds for gocql to drop its
+	// connections to the stopped node.
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		_, errAll := d.ReadShards(ctx, &driver.ReadShardsParams{Namespace: "ns", Counter: "c", Consistency: driver.All})
+		set, errQuorum := d.ReadShards(ctx, &driver.ReadShardsParams{Namespace: "ns", Counter: "c", Consistency: driver.Quorum})
+		if errors.Is(errAll, driver.ErrUnavailable) && errQuorum == nil {
+			if got := summary(set); got != `no tally m="before"/100` {
+				t.Fatalf("QUORUM read with a node down: %s", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with node 3 down: ALL read: %v; QUORUM read: %v", errAll, errQuorum)
+		}
+		time.Sleep(time.Second)
+	}
+
+	// Writes at QUORUM still succeed; at ALL they are refused unapplied.
+	write(t, d, "c", "m", "during", 2, 100)
+	err := d.WriteShard(ctx, &driver.WriteShardParams{Namespace: "ns", Counter: "c", Timestamp: 3,
+		Consistency: driver.All, Shard: driver.Shard{ID: "m", State: []byte("refused"), ExpiresAt: 100}})
+	if !errors.Is(err, driver.ErrUnavailable) {
+		t.Fatalf("WriteShard at ALL with a node down: %v, want ErrUnavailable", err)
+	}
+	if got := summary(read(t, d, "c")); got != `no tally m="during"/100` {
+		t.Fatalf("after the refused write: %s", got)
+	}
+}
+
+// TestMalformedRows writes rows this driver would never write and checks
+// that reading them gives errors, not panics or invented values.
+func TestMalformedRows(t *testing.T) {
+	t.Parallel()
+	d := open(t, testConfig(t))
+	ctx := ctxT(t)
+	s := cassandratest.Session(t)
+	ks := d.Keyspace()
+	exec := func(stmt string, args ...any) {
+		t.Helper()
+		if err := s.Query(stmt, args...).ExecContext(ctx); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+
+	exec("INSERT INTO "+ks+".namespaces (name, model) VALUES (?, ?)", "nulls", "sharded")
+	exec("INSERT INTO "+ks+".namespaces (name, model, type, read_cl, write_cl, retention_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		"bad-cl", "sharded", "sum", "SOMETIMES", "QUORUM", int64(0), time.Now())
+	exec("INSERT INTO "+ks+".namespaces (name, model, type, read_cl, write_cl, retention_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		"neg", "sharded", "sum", "QUORUM", "QUORUM", int64(-5), time.Now())
+	for _, name := range []string{"nulls", "bad-cl", "neg"} {
+		_, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: name})
+		if err == nil || !strings.Contains(err.Error(), "malformed row") {
+			t.Errorf("GetNamespace(%s): %v, want a malformed row error", name, err)
+		}
+	}
+	if _, err := d.ListNamespaces(ctx, &driver.ListNamespacesParams{}); err == nil {
+		t.Error("ListNamespaces over malformed rows succeeded")
+	}
+
+	exec("INSERT INTO "+ks+".shards (ns, counter, shard, expires_at) VALUES (?, ?, ?, ?)", "ns", "no-state", "m", int64(5))
+	exec("UPDATE "+ks+".shards SET tally = ? WHERE ns = ? AND counter = ?", []byte("t"), "ns", "no-tally-ts")
+	for _, c := range []string{"no-state", "no-tally-ts"} {
+		_, err := d.ReadShards(ctx, &driver.ReadShardsParams{Namespace: "ns", Counter: c})
+		if err == nil || !strings.Contains(err.Error(), "malformed row") {
+			t.Errorf("ReadShards(%s): %v, want a malformed row error", c, err)
+		}
+	}
+}

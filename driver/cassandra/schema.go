@@ -1,0 +1,151 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+)
+
+// Table definitions. They use only CQL understood by Cassandra 2.1 through
+// 5.0 and ScyllaDB, and IF NOT EXISTS so creating them again is harmless.
+// %[1]s is the keyspace.
+const (
+	namespacesDDL = `CREATE TABLE IF NOT EXISTS %[1]s.namespaces (
+	name text PRIMARY KEY,
+	model text,
+	type text,
+	read_cl text,
+	write_cl text,
+	retention_ms bigint,
+	options map<text, text>,
+	created_at timestamp
+)`
+
+	// One partition per counter: a clustering row per mutator's shard and
+	// the tally in static columns, so a fold (deletes plus the new tally)
+	// is a single-partition batch, applied atomically on each replica.
+	shardsDDL = `CREATE TABLE IF NOT EXISTS %[1]s.shards (
+	ns text,
+	counter text,
+	shard text,
+	state blob,
+	expires_at bigint,
+	tally blob static,
+	tally_ts bigint static,
+	PRIMARY KEY ((ns, counter), shard)
+)`
+)
+
+// Schema returns the CQL that creates the keyspace and tables for cfg, as
+// Open would run it; for operators who create the schema themselves and use
+// SchemaExisting.
+func Schema(cfg Config) ([]string, error) {
+	cfg = cfg.withDefaults()
+	if len(cfg.Hosts) == 0 {
+		cfg.Hosts = []string{"unused"} // hosts play no part in the schema
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return schemaStatements(cfg), nil
+}
+
+func schemaStatements(cfg Config) []string {
+	return []string{
+		fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s",
+			cfg.Keyspace, cfg.Replication.cql()),
+		fmt.Sprintf(namespacesDDL, cfg.Keyspace),
+		fmt.Sprintf(shardsDDL, cfg.Keyspace),
+	}
+}
+
+// statements holds the CQL of every operation, with the keyspace filled in
+// once. Tables are always qualified, so the session needs no keyspace and
+// can exist before the keyspace does.
+type statements struct {
+	insertNamespace string
+	getNamespace    string
+	listNamespaces  string
+	writeShard      string
+	readShards      string
+	deleteShard     string
+	writeTally      string
+	listCounters    string
+	probeNamespaces string
+	probeShards     string
+}
+
+const namespaceColumns = "name, model, type, read_cl, write_cl, retention_ms, options, created_at"
+
+func newStatements(ks string) statements {
+	return statements{
+		insertNamespace: "INSERT INTO " + ks + ".namespaces (" + namespaceColumns +
+			") VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		getNamespace:   "SELECT " + namespaceColumns + " FROM " + ks + ".namespaces WHERE name = ?",
+		listNamespaces: "SELECT " + namespaceColumns + " FROM " + ks + ".namespaces",
+		writeShard: "INSERT INTO " + ks + ".shards (ns, counter, shard, state, expires_at)" +
+			" VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?",
+		readShards: "SELECT shard, state, expires_at, tally, tally_ts FROM " + ks +
+			".shards WHERE ns = ? AND counter = ?",
+		deleteShard:     "DELETE FROM " + ks + ".shards WHERE ns = ? AND counter = ? AND shard = ?",
+		writeTally:      "UPDATE " + ks + ".shards SET tally = ?, tally_ts = ? WHERE ns = ? AND counter = ?",
+		listCounters:    "SELECT DISTINCT ns, counter FROM " + ks + ".shards",
+		probeNamespaces: "SELECT name FROM " + ks + ".namespaces LIMIT 1",
+		probeShards:     "SELECT ns FROM " + ks + ".shards LIMIT 1",
+	}
+}
+
+// prepareSchema creates the schema (SchemaCreate) or checks that it exists
+// (SchemaExisting).
+func (d *Driver) prepareSchema(ctx context.Context) error {
+	if d.cfg.Schema == SchemaCreate {
+		for _, stmt := range schemaStatements(d.cfg) {
+			if err := d.ddl(ctx, stmt); err != nil {
+				return fmt.Errorf("cassandra: creating schema: %w", err)
+			}
+		}
+	}
+	for _, probe := range []string{d.q.probeNamespaces, d.q.probeShards} {
+		// ONE: this only asks whether the table exists.
+		err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx)
+		if err != nil {
+			return fmt.Errorf("cassandra: keyspace %s: %w: %w (create it with Schema or use SchemaCreate)",
+				d.cfg.Keyspace, errNoSchema, err)
+		}
+	}
+	return nil
+}
+
+// ddl runs one schema statement and waits until every live node has the new
+// schema: a statement sent to another coordinator before it has seen the
+// keyspace would fail, and so would the first queries against the tables.
+// Schema changes on Cassandra are slow (each flushes the schema tables), so
+// a timed-out statement is sent again; IF NOT EXISTS makes that harmless.
+func (d *Driver) ddl(ctx context.Context, stmt string) error {
+	const attempts = 4
+	var err error
+	for i := 0; i < attempts; i++ {
+		if i > 0 {
+			d.log.Warn("cassandra: schema statement timed out; retrying", "attempt", i+1, "err", err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(i) * time.Second):
+			}
+		}
+		// The level plays no part in schema changes.
+		err = d.session.Query(stmt).Consistency(gocql.One).ExecContext(ctx)
+		if err == nil || !isTimeout(err) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := d.session.AwaitSchemaAgreement(ctx); err != nil {
+		return fmt.Errorf("waiting for schema agreement: %w", err)
+	}
+	return nil
+}

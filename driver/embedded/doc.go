@@ -1,0 +1,68 @@
+// Package embedded is the Abacus storage driver for a local Pebble store
+// (github.com/cockroachdb/pebble/v2): no server to run, one process per data
+// directory. It is the default store of the CLI and of the examples.
+//
+//	d, err := embedded.Open(ctx, embedded.Config{Dir: "./abacus-data"})
+//
+// # Same rules as Cassandra
+//
+// The sharded model's correctness argument (seed 000) rests on Cassandra's
+// last-write-wins rules, so this driver reproduces them per row:
+//
+//   - the write with the higher timestamp wins, whatever order writes arrive in;
+//   - on a tie a delete wins over a write;
+//   - between two writes with equal timestamps the one whose encoded row is
+//     greater (bytes.Compare) wins, so every replica, and every replay,
+//     settles on the same value.
+//
+// Deletes are stored as tombstone cells carrying their timestamp, so a late
+// write of a folded shard with an older timestamp stays deleted. Cassandra
+// resolves per column and this driver per row; the two only differ for
+// equal-timestamp writes of different rows to one shard, which a mutator
+// never produces.
+//
+// Every write is a Pebble merge of one encoded cell and the merge operator
+// keeps the winning cell, so shard writes never read. A fold is one Pebble
+// batch, committed atomically. Unless Config.NoSync is set each write is
+// fsynced to the write-ahead log before it returns, so an acknowledged
+// update survives kill -9 and power loss. Consistency levels are accepted and
+// ignored: there is one replica.
+//
+// # Key layout
+//
+// Every key is one table byte followed by length-prefixed components, each a
+// uvarint byte length then the bytes:
+//
+//	0x01 | ns                    -> namespace record
+//	0x02 | ns | counter | shard  -> shard cell  {state, expires_at}
+//	0x03 | ns | counter          -> tally cell  {state}, timestamp in the cell
+//
+// Length prefixes make keys unambiguous: namespace "a" with counter "bc" and
+// namespace "ab" with counter "c" cannot share a key, and the shards of one
+// counter are exactly the keys under the prefix 0x02|ns|counter. The price is
+// that keys do not sort by name, so listings are sorted after the scan.
+//
+// # Value encodings
+//
+// Stored bytes are treated as untrusted (disk corruption, a newer or older
+// Abacus): every decoder returns an error instead of panicking, and refuses
+// format versions it does not know.
+//
+// A cell is: version (1 byte, currently 1), flags (1 byte, bit 0 =
+// tombstone), write timestamp (8 bytes, big-endian, microseconds), payload
+// (empty for a tombstone). A shard's payload is expires_at (8 bytes,
+// big-endian) followed by the state; a tally's payload is its state.
+// A namespace record is a plain value with its own version byte; see
+// encodeNamespace.
+//
+// # Known limitations
+//
+//   - Tombstones are never removed. Cassandra drops them after
+//     gc_grace_seconds; here every folded shard leaves a small tombstone
+//     behind for good. They cost a few bytes each and are skipped on reads.
+//   - A corrupt or unknown-version cell makes reads of that counter fail (and
+//     Pebble compactions touching it retry) rather than guess a winner,
+//     because guessing could resurrect a deleted shard.
+//   - One process per directory, enforced with a lock file: a second process
+//     gets an error wrapping driver.ErrLocked.
+package embedded

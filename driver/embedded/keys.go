@@ -1,0 +1,116 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Table prefixes. The first byte of every key names its table, so one table's
+// keys can be scanned without touching another's. Values are part of the
+// on-disk format: never renumber them.
+const (
+	tableNamespaces byte = 0x01
+	tableShards     byte = 0x02
+	tableTally      byte = 0x03
+)
+
+// componentsPerTable is how many components a key of each table has; the
+// decoder rejects anything else so that a stray key cannot be misread as
+// belonging to a counter.
+var componentsPerTable = map[byte]int{
+	tableNamespaces: 1, // namespace
+	tableShards:     3, // namespace, counter, shard id
+	tableTally:      2, // namespace, counter
+}
+
+// appendComponent appends s preceded by its length as a uvarint. The length
+// prefix is what keeps ("a","bc") and ("ab","c") apart: plain concatenation
+// would give both the key "abc".
+func appendComponent(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func namespaceKey(name string) []byte {
+	return appendComponent([]byte{tableNamespaces}, name)
+}
+
+// counterPrefix is the key prefix shared by every shard of one counter.
+func counterPrefix(ns, counter string) []byte {
+	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter))
+	b = append(b, tableShards)
+	b = appendComponent(b, ns)
+	return appendComponent(b, counter)
+}
+
+func shardKey(ns, counter, id string) []byte {
+	return appendComponent(counterPrefix(ns, counter), id)
+}
+
+func tallyKey(ns, counter string) []byte {
+	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter))
+	b = append(b, tableTally)
+	b = appendComponent(b, ns)
+	return appendComponent(b, counter)
+}
+
+// prefixEnd returns the smallest key greater than every key that starts with
+// prefix, for use as an exclusive upper bound, or nil if there is none (the
+// prefix is all 0xff bytes, which no key here can be since keys start with a
+// small table byte).
+func prefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+var errBadKey = errors.New("malformed key")
+
+// decodeKey splits a stored key into its table and components. Keys come
+// from disk, so any byte string must yield either a result or an error.
+func decodeKey(key []byte) (table byte, parts []string, err error) {
+	if len(key) == 0 {
+		return 0, nil, fmt.Errorf("%w: empty", errBadKey)
+	}
+	table = key[0]
+	want, ok := componentsPerTable[table]
+	if !ok {
+		return 0, nil, fmt.Errorf("%w: unknown table 0x%02x", errBadKey, table)
+	}
+	rest := key[1:]
+	parts = make([]string, 0, want)
+	for len(rest) > 0 {
+		n, size := binary.Uvarint(rest)
+		if size <= 0 {
+			return 0, nil, fmt.Errorf("%w: bad component length", errBadKey)
+		}
+		if size != uvarintLen(n) {
+			return 0, nil, fmt.Errorf("%w: non-minimal component length", errBadKey)
+		}
+		rest = rest[size:]
+		if n > uint64(len(rest)) {
+			return 0, nil, fmt.Errorf("%w: component of %d bytes overruns key", errBadKey, n)
+		}
+		parts = append(parts, string(rest[:n]))
+		rest = rest[n:]
+	}
+	if len(parts) != want {
+		return 0, nil, fmt.Errorf("%w: table 0x%02x has %d components, want %d", errBadKey, table, len(parts), want)
+	}
+	return table, parts, nil
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}

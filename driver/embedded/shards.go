@@ -1,0 +1,266 @@
+package embedded
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// WriteShard implements driver.Shards. It is a blind merge of one cell: the
+// merge operator, not this call, decides later whether it wins.
+func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
+	if err := d.acquire(ctx, "write shard"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+
+	// A cell's payload runs to its end, so the header can be written first
+	// and the shard row appended in place: one allocation.
+	value := make([]byte, 0, cellHeaderLen+shardPayloadMin+len(p.Shard.State))
+	value = appendShardPayload(appendCell(value, cell{Timestamp: p.Timestamp}), p.Shard)
+	if err := d.db.Merge(shardKey(p.Namespace, p.Counter, p.Shard.ID), value, d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: write shard %s/%s/%s: %w", p.Namespace, p.Counter, p.Shard.ID, err)
+	}
+	return nil
+}
+
+// ReadShards implements driver.Shards.
+func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*driver.ShardSet, error) {
+	if err := d.acquire(ctx, "read shards"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+
+	set, err := d.readShards(p.Namespace, p.Counter)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read shards of %s/%s: %w", p.Namespace, p.Counter, err)
+	}
+	return set, nil
+}
+
+func (d *Driver) readShards(ns, counter string) (_ *driver.ShardSet, err error) {
+	// Shards and tally are read through one iterator, hence one consistent
+	// view. Reading them separately could see a fold's new tally together
+	// with the shards it deleted, and count those shards twice.
+	prefix := counterPrefix(ns, counter)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+
+	set := &driver.ShardSet{Shards: []driver.Shard{}}
+	for valid := it.First(); valid; valid = it.Next() {
+		id, err := shardIDAfter(it.Key(), len(prefix))
+		if err != nil {
+			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("shard %q: %w", id, err)
+		}
+		c, err := decodeCell(raw)
+		if err != nil {
+			return nil, fmt.Errorf("shard %q: %w", id, err)
+		}
+		if c.Tombstone {
+			continue
+		}
+		expires, state, err := decodeShardPayload(c.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("shard %q: %w", id, err)
+		}
+		set.Shards = append(set.Shards, driver.Shard{
+			ID:        id,
+			State:     slices.Clone(state), // the iterator reuses its buffer
+			ExpiresAt: expires,
+		})
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	// Length-prefixed keys sort by ID length first, so sort by ID here.
+	slices.SortFunc(set.Shards, func(a, b driver.Shard) int { return cmp.Compare(a.ID, b.ID) })
+
+	tk := tallyKey(ns, counter)
+	it.SetBounds(tk, prefixEnd(tk))
+	if it.First() {
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("tally: %w", err)
+		}
+		c, err := decodeCell(raw)
+		if err != nil {
+			return nil, fmt.Errorf("tally: %w", err)
+		}
+		// The bounds also admit longer keys with tk as a prefix, which
+		// cannot exist (tally keys have a fixed component count), but
+		// check rather than trust.
+		if string(it.Key()) != string(tk) {
+			return nil, fmt.Errorf("unexpected key %x in tally range", it.Key())
+		}
+		if !c.Tombstone {
+			set.Tally = &driver.Tally{State: slices.Clone(c.Payload), Timestamp: c.Timestamp}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// shardIDAfter decodes the shard ID that ends key after the counter prefix
+// of length n. It spares ReadShards decoding (and allocating) the namespace
+// and counter of every shard, which the iterator bounds already fix.
+func shardIDAfter(key []byte, n int) (string, error) {
+	rest := key[n:]
+	l, size := binary.Uvarint(rest)
+	if size <= 0 || size != uvarintLen(l) || l != uint64(len(rest)-size) {
+		return "", errBadKey
+	}
+	return string(rest[size:]), nil
+}
+
+// Fold implements driver.Shards. Its cells go into one batch, which Pebble
+// commits atomically, so a crash leaves either the whole fold or none of it.
+func (d *Driver) Fold(ctx context.Context, p *driver.FoldParams) error {
+	if err := d.acquire(ctx, "fold"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+
+	ts := p.Tally.Timestamp
+	tombstone := appendCell(nil, cell{Timestamp: ts, Tombstone: true})
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, id := range p.Delete {
+		if err := b.Merge(shardKey(p.Namespace, p.Counter, id), tombstone, nil); err != nil {
+			return fmt.Errorf("embedded: fold %s/%s: %w", p.Namespace, p.Counter, err)
+		}
+	}
+	tally := appendCell(make([]byte, 0, cellHeaderLen+len(p.Tally.State)), cell{Timestamp: ts, Payload: p.Tally.State})
+	if err := b.Merge(tallyKey(p.Namespace, p.Counter), tally, nil); err != nil {
+		return fmt.Errorf("embedded: fold %s/%s: %w", p.Namespace, p.Counter, err)
+	}
+	if err := b.Commit(d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: fold %s/%s: %w", p.Namespace, p.Counter, err)
+	}
+	return nil
+}
+
+// ListCounters implements driver.Shards.
+func (d *Driver) ListCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
+	if err := d.acquire(ctx, "list counters"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+
+	keys, err := d.listCounters(ctx, p.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: list counters: %w", err)
+	}
+	return keys, nil
+}
+
+func (d *Driver) listCounters(ctx context.Context, ns string) (_ []driver.CounterKey, err error) {
+	shardLo, tallyLo := []byte{tableShards}, []byte{tableTally}
+	if ns != "" {
+		shardLo = appendComponent(shardLo, ns)
+		tallyLo = appendComponent(tallyLo, ns)
+	}
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: shardLo, UpperBound: prefixEnd(shardLo)})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+
+	seen := make(map[driver.CounterKey]bool)
+	var out []driver.CounterKey
+	add := func(k driver.CounterKey) {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+
+	// A counter is listed if one of its shards is live. Once one is found,
+	// seek past the counter's remaining shards instead of reading them all.
+	for valid := it.First(); valid; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		_, parts, err := decodeKey(it.Key())
+		if err != nil {
+			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		live, err := liveCell(it, true)
+		if err != nil {
+			return nil, fmt.Errorf("shard %s/%s/%s: %w", parts[0], parts[1], parts[2], err)
+		}
+		if !live {
+			valid = it.Next()
+			continue
+		}
+		add(driver.CounterKey{Namespace: parts[0], Counter: parts[1]})
+		valid = it.SeekGE(prefixEnd(counterPrefix(parts[0], parts[1])))
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+
+	it.SetBounds(tallyLo, prefixEnd(tallyLo))
+	for valid := it.First(); valid; valid = it.Next() {
+		_, parts, err := decodeKey(it.Key())
+		if err != nil {
+			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		live, err := liveCell(it, false)
+		if err != nil {
+			return nil, fmt.Errorf("tally %s/%s: %w", parts[0], parts[1], err)
+		}
+		if live {
+			add(driver.CounterKey{Namespace: parts[0], Counter: parts[1]})
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+
+	slices.SortFunc(out, func(a, b driver.CounterKey) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Counter, b.Counter))
+	})
+	return out, nil
+}
+
+// liveCell reports whether the iterator's current cell holds a value rather
+// than a tombstone. A shard's payload is checked too, so that a counter
+// ListCounters names can also be read.
+func liveCell(it *pebble.Iterator, shard bool) (bool, error) {
+	raw, err := it.ValueAndErr()
+	if err != nil {
+		return false, err
+	}
+	c, err := decodeCell(raw)
+	if err != nil || c.Tombstone {
+		return false, err
+	}
+	if shard {
+		if _, _, err := decodeShardPayload(c.Payload); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}

@@ -81,18 +81,40 @@ type Update struct {
 // Apply applies an update and returns once it is durable (see the package
 // documentation for what each error means).
 func (c *Client) Apply(ctx context.Context, u Update) error {
-	ns, t, err := c.target(ctx, u.Namespace, u.Counter)
+	t, op, err := c.prepare(ctx, u)
 	if err != nil {
 		return err
+	}
+	return c.sharded.Apply(ctx, t, op, u.RequestID)
+}
+
+// Check validates an update as Apply would — names, namespace, type fit,
+// request id — without applying it. Batch callers use it to refuse a batch
+// as a whole before applying any of it.
+func (c *Client) Check(ctx context.Context, u Update) error {
+	_, _, err := c.prepare(ctx, u)
+	return err
+}
+
+func (c *Client) prepare(ctx context.Context, u Update) (sharded.Target, crdt.Op, error) {
+	ns, t, err := c.target(ctx, u.Namespace, u.Counter)
+	if err != nil {
+		return t, crdt.Op{}, err
 	}
 	op, err := opFor(ns, u)
 	if err != nil {
-		return err
+		return t, crdt.Op{}, err
 	}
 	if len(u.RequestID) > MaxNameLen {
-		return fmt.Errorf("%w: request id is longer than %d bytes", ErrInvalid, MaxNameLen)
+		return t, crdt.Op{}, fmt.Errorf("%w: request id is longer than %d bytes", ErrInvalid, MaxNameLen)
 	}
-	return c.sharded.Apply(ctx, t, op, u.RequestID)
+	return t, op, nil
+}
+
+// Ping checks that the store answers, bypassing every cache.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.cfg.Driver.GetNamespace(ctx, &driver.GetNamespaceParams{Name: DefaultNamespace})
+	return wrapDriverError(err)
 }
 
 // Add adds delta to a sum counter.
@@ -158,7 +180,7 @@ func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, er
 	}
 	r, err := c.sharded.Read(ctx, t)
 	if err != nil {
-		return nil, err
+		return nil, wrapDriverError(err)
 	}
 	return &Value{
 		Namespace: ns.Name, Counter: counter, Type: ns.Type,

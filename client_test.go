@@ -108,6 +108,12 @@ func TestCreateNamespace(t *testing.T) {
 	if _, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "peaks"}); !errors.Is(err, abacus.ErrNamespaceExists) {
 		t.Fatalf("second create: %v, want ErrNamespaceExists", err)
 	}
+	if ns, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "shouty", Type: "DISTINCT"}); err != nil || ns.Type != abacus.TypeDistinct {
+		t.Fatalf("upper-case type: %+v, %v; want stored as %q", ns, err, abacus.TypeDistinct)
+	}
+	if err := c.Apply(ctx, abacus.Update{Namespace: "shouty", Counter: "u", Item: "x"}); err != nil {
+		t.Fatalf("item on a namespace created as DISTINCT: %v", err)
+	}
 	for _, bad := range []abacus.NamespaceConfig{
 		{Name: ""},
 		{Name: "x", Type: "avg"},
@@ -122,7 +128,7 @@ func TestCreateNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 2 || list[0].Name != "default" || list[1].Name != "peaks" {
+	if len(list) != 3 || list[0].Name != "default" || list[1].Name != "peaks" || list[2].Name != "shouty" {
 		t.Fatalf("Namespaces = %v", list)
 	}
 	for _, v := range []int64{3, 9, -4} {

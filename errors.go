@@ -2,6 +2,7 @@ package abacus
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
@@ -42,3 +43,12 @@ var (
 	// ErrUnavailable means the store could not reach enough replicas.
 	ErrUnavailable = driver.ErrUnavailable
 )
+
+// wrapDriverError makes a driver's unknown outcome match ErrUnknownOutcome,
+// so callers test one sentinel whichever layer timed out.
+func wrapDriverError(err error) error {
+	if errors.Is(err, driver.ErrUnknownOutcome) && !errors.Is(err, ErrUnknownOutcome) {
+		return fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	}
+	return err
+}

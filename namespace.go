@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -79,6 +80,10 @@ func ValidateName(kind, name string) error {
 }
 
 func (c NamespaceConfig) withDefaults() NamespaceConfig {
+	// Stored names are canonical lower case: the type is compared exactly
+	// on every update, so "DISTINCT" must not be stored as given.
+	c.Model = Model(strings.ToLower(strings.TrimSpace(string(c.Model))))
+	c.Type = strings.ToLower(strings.TrimSpace(c.Type))
 	if c.Model == "" {
 		c.Model = ModelSharded
 	}
@@ -141,7 +146,7 @@ func (c *Client) CreateNamespace(ctx context.Context, nc NamespaceConfig) (*Name
 		return nil, fmt.Errorf("%w: %q", ErrNamespaceExists, nc.Name)
 	}
 	if err != nil {
-		return nil, err
+		return nil, wrapDriverError(err)
 	}
 	ns := namespaceFromRecord(&rec)
 	c.namespaces.Store(ns.Name, ns)

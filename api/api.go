@@ -1,0 +1,149 @@
+package api
+
+import (
+	_ "embed"
+	"time"
+)
+
+// Limits of the API.
+const (
+	// MaxBatchItems is the most updates one POST /v1/updates may carry.
+	MaxBatchItems = 1000
+	// DefaultMaxBodyBytes is the server's default request body limit (1 MiB).
+	DefaultMaxBodyBytes = 1 << 20
+	// MaxNameLen is the longest namespace name, counter name or request id, in bytes.
+	MaxNameLen = 256
+)
+
+// OpenAPI is the OpenAPI 3.0 description of the API (openapi.yaml).
+//
+//go:embed openapi.yaml
+var OpenAPI []byte
+
+// Error is the body of every non-2xx response.
+type Error struct {
+	// Code is one of the Code* constants.
+	Code string `json:"code"`
+	// Message explains the error to a human; it is not meant to be parsed.
+	Message string `json:"message"`
+}
+
+// Health is the body of GET /healthz and GET /readyz.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// Namespace describes a namespace (GET /v1/namespaces/{ns}).
+type Namespace struct {
+	Name  string `json:"name"`
+	Model string `json:"model"`
+	Type  string `json:"type"`
+	// ReadConsistency and WriteConsistency are Cassandra level names such
+	// as "QUORUM"; "DEFAULT" means the store's configured level.
+	ReadConsistency  string    `json:"read_consistency"`
+	WriteConsistency string    `json:"write_consistency"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+// NamespaceList is the body of GET /v1/namespaces.
+type NamespaceList struct {
+	Namespaces []Namespace `json:"namespaces"`
+}
+
+// CreateNamespaceRequest is the body of POST /v1/namespaces. Empty fields
+// take the server's defaults: model "sharded", type "sum", consistency
+// "DEFAULT".
+type CreateNamespaceRequest struct {
+	Name             string `json:"name"`
+	Model            string `json:"model,omitempty"`
+	Type             string `json:"type,omitempty"`
+	ReadConsistency  string `json:"read_consistency,omitempty"`
+	WriteConsistency string `json:"write_consistency,omitempty"`
+}
+
+// UpdateRequest is the body of POST /v1/namespaces/{ns}/counters/{counter}/updates.
+type UpdateRequest struct {
+	// Delta is added (type sum) or observed (max, min); it must be zero for
+	// distinct counters.
+	Delta int64 `json:"delta,omitempty"`
+	// Item is the element added to a distinct counter; empty otherwise.
+	Item string `json:"item,omitempty"`
+	// RequestID makes retries that reach the same server count once. When
+	// empty the server generates one and returns it.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// UpdateResponse is the body of a successful update.
+type UpdateResponse struct {
+	Namespace    string `json:"namespace"`
+	Counter      string `json:"counter"`
+	RequestID    string `json:"request_id"`
+	Acknowledged bool   `json:"acknowledged"`
+}
+
+// BatchRequest is the body of POST /v1/updates.
+type BatchRequest struct {
+	Updates []BatchUpdate `json:"updates"`
+}
+
+// BatchUpdate is one update of a batch.
+type BatchUpdate struct {
+	// Namespace defaults to "default".
+	Namespace string `json:"namespace,omitempty"`
+	Counter   string `json:"counter"`
+	Delta     int64  `json:"delta,omitempty"`
+	Item      string `json:"item,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// BatchResponse is the body of a POST /v1/updates that passed validation.
+// Results are in the order of the request's updates.
+type BatchResponse struct {
+	Results []BatchResult `json:"results"`
+}
+
+// BatchResult is the outcome of one update of a batch.
+type BatchResult struct {
+	RequestID    string `json:"request_id"`
+	Acknowledged bool   `json:"acknowledged"`
+	// Error is set when Acknowledged is false.
+	Error *Error `json:"error,omitempty"`
+}
+
+// Value is the body of GET /v1/namespaces/{ns}/counters/{counter}.
+type Value struct {
+	Namespace string `json:"namespace"`
+	Counter   string `json:"counter"`
+	Type      string `json:"type"`
+	// Value is the sum, the extreme, or the distinct-count estimate.
+	Value int64 `json:"value"`
+	// Empty is true when nothing was ever counted (Value is then 0).
+	Empty bool `json:"empty"`
+	// Shards is how many live shards the read merged.
+	Shards int `json:"shards"`
+}
+
+// GCResult is the body of POST /v1/namespaces/{ns}/counters/{counter}/gc.
+type GCResult struct {
+	Namespace string `json:"namespace"`
+	Counter   string `json:"counter"`
+	// Folded is how many final shards were folded into the tally.
+	Folded int `json:"folded"`
+	// Skipped is set when collection could not run (a replica is down);
+	// Error says why. It is retried later; reads are unaffected.
+	Skipped bool   `json:"skipped"`
+	Error   string `json:"error,omitempty"`
+}
+
+// GCAllRequest is the (optional) body of POST /v1/gc.
+type GCAllRequest struct {
+	// Namespace restricts collection to one namespace; empty means all.
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// GCAllResult is the body of a successful POST /v1/gc.
+type GCAllResult struct {
+	Counters int `json:"counters"`
+	Folded   int `json:"folded"`
+	Skipped  int `json:"skipped"`
+}

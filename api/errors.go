@@ -1,0 +1,88 @@
+package api
+
+import "net/http"
+
+// Error codes. Every non-2xx response carries exactly one of them in an
+// Error body; clients should branch on the code, not on the message.
+const (
+	// CodeInvalidJSON: the body is not well-formed JSON, not an object, or
+	// has an unknown field or trailing data.
+	CodeInvalidJSON = "invalid_json"
+	// CodeInvalidArgument: a value is out of range or malformed (an empty,
+	// over-long or non-UTF-8 name, an unknown type or consistency level, a
+	// number that is not an int64).
+	CodeInvalidArgument = "invalid_argument"
+	// CodeWrongType: the update does not fit the namespace's type (an item
+	// for a sum counter, a delta for a distinct counter).
+	CodeWrongType = "wrong_type"
+	// CodeOverflow: the update would take the counter outside the int64 range.
+	CodeOverflow = "overflow"
+	// CodeNamespaceNotFound: the namespace does not exist.
+	CodeNamespaceNotFound = "namespace_not_found"
+	// CodeNotFound: no such route.
+	CodeNotFound = "not_found"
+	// CodeMethodNotAllowed: the route exists but not with this method.
+	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeNamespaceExists: a namespace with that name already exists.
+	CodeNamespaceExists = "namespace_exists"
+	// CodeRequestConflict: the request id was already used for a different update.
+	CodeRequestConflict = "request_conflict"
+	// CodeBodyTooLarge: the body exceeds the server's limit.
+	CodeBodyTooLarge = "body_too_large"
+	// CodeUnsupportedMediaType: the Content-Type is set and is not application/json.
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	// CodeUnknownOutcome: the update may or may not have been counted.
+	// Retrying with the same request id against the same server is safe.
+	CodeUnknownOutcome = "unknown_outcome"
+	// CodeNotApplied: the update was definitely not counted; retrying is safe.
+	CodeNotApplied = "not_applied"
+	// CodeUnavailable: the store cannot be reached (or the server is
+	// shutting down); nothing was changed.
+	CodeUnavailable = "unavailable"
+	// CodeInternal: a bug or an unexpected store failure.
+	CodeInternal = "internal"
+)
+
+// codeStatus is the single source of truth for which status a code uses.
+var codeStatus = map[string]int{
+	CodeInvalidJSON:          http.StatusBadRequest,
+	CodeInvalidArgument:      http.StatusBadRequest,
+	CodeWrongType:            http.StatusBadRequest,
+	CodeOverflow:             http.StatusBadRequest,
+	CodeNamespaceNotFound:    http.StatusNotFound,
+	CodeNotFound:             http.StatusNotFound,
+	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
+	CodeNamespaceExists:      http.StatusConflict,
+	CodeRequestConflict:      http.StatusConflict,
+	CodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	CodeUnknownOutcome:       http.StatusServiceUnavailable,
+	CodeNotApplied:           http.StatusServiceUnavailable,
+	CodeUnavailable:          http.StatusServiceUnavailable,
+	CodeInternal:             http.StatusInternalServerError,
+}
+
+// Codes returns every error code, in no particular order.
+func Codes() []string {
+	out := make([]string, 0, len(codeStatus))
+	for c := range codeStatus {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Status returns the HTTP status that accompanies code, or 500 for a code
+// this package does not know.
+func Status(code string) int {
+	if s, ok := codeStatus[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Retryable reports whether an update that failed with code may be sent
+// again with the same request id: the server either did not apply it or
+// will recognise the retry.
+func Retryable(code string) bool {
+	return Status(code) == http.StatusServiceUnavailable
+}

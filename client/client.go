@@ -1,0 +1,462 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/abacusdb/abacus/api"
+)
+
+// DefaultTimeout bounds one HTTP attempt unless WithTimeout says otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// maxResponseBytes guards against a misbehaving server or proxy; the largest
+// legitimate response (a 1000-item batch result) is far smaller.
+const maxResponseBytes = 32 << 20
+
+// Client talks to one Abacus server. It is safe for concurrent use.
+type Client struct {
+	base       string // scheme://host[/prefix], no trailing slash
+	hc         *http.Client
+	timeout    time.Duration
+	retries    int
+	minBackoff time.Duration
+	maxBackoff time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient makes the client send requests with hc (for custom
+// transports, TLS or proxies). Default: a dedicated http.Client.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithTimeout bounds each HTTP attempt (a retry gets a fresh timeout).
+// Default 30s; zero or negative means no bound beyond the context's.
+func WithTimeout(d time.Duration) Option { return func(c *Client) { c.timeout = d } }
+
+// WithRetries makes updates retry up to n times after a transport error or a
+// 502/503/504 answer, reusing the request id. Default 0: never retry.
+func WithRetries(n int) Option { return func(c *Client) { c.retries = max(n, 0) } }
+
+// WithBackoff sets the wait before the first retry and its upper bound; the
+// wait doubles per attempt, with jitter. Default 100ms up to 5s.
+func WithBackoff(first, limit time.Duration) Option {
+	return func(c *Client) { c.minBackoff, c.maxBackoff = first, max(first, limit) }
+}
+
+// New returns a client for the server at baseURL, such as
+// "http://127.0.0.1:7070". A path prefix (for a server behind a proxy) is kept.
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("client: server URL %q: %w", baseURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("client: server URL %q: scheme must be http or https", baseURL)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("client: server URL %q has no host", baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("client: server URL %q must not have a query, fragment or user info", baseURL)
+	}
+	c := &Client{
+		base:       strings.TrimRight(u.String(), "/"),
+		hc:         &http.Client{},
+		timeout:    DefaultTimeout,
+		minBackoff: 100 * time.Millisecond,
+		maxBackoff: 5 * time.Second,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.hc == nil {
+		c.hc = &http.Client{}
+	}
+	return c, nil
+}
+
+// Error is an error answered by the server (Status > 0) or a request the
+// client refused to send because the server would refuse it (Status 0).
+type Error struct {
+	// Status is the HTTP status, 0 when the request was not sent.
+	Status int
+	// Code is the API error code (see package api), or "" when the answer
+	// did not come from an Abacus server (for example a proxy's 502).
+	Code string
+	// Message explains the error for humans.
+	Message string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Status == 0:
+		return fmt.Sprintf("abacus: %s (%s, not sent)", e.Message, e.Code)
+	case e.Code == "":
+		return fmt.Sprintf("abacus: HTTP %d: %s", e.Status, e.Message)
+	}
+	return fmt.Sprintf("abacus: %s (%s, HTTP %d)", e.Message, e.Code, e.Status)
+}
+
+// IsCode reports whether err is (or wraps) an *Error with the given API code.
+func IsCode(err error, code string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// Retryable reports whether an update that failed with err may be sent again
+// with the same request id: a transport failure, or an answer saying the
+// update may not have been (or was not) applied.
+func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Code != "" {
+			return api.Retryable(e.Code)
+		}
+		switch e.Status {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true
+		}
+		return false
+	}
+	var de *decodeError
+	// A 2xx whose body we could not read still means the update was applied.
+	return !errors.As(err, &de) && !errors.Is(err, errLocal)
+}
+
+// decodeError wraps a failure to decode a successful response.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return "abacus: decode response: " + e.err.Error() }
+func (e *decodeError) Unwrap() error { return e.err }
+
+// errLocal marks failures that happened before anything was sent.
+var errLocal = errors.New("request not sent")
+
+// NewRequestID returns a fresh random request id (128 bits, hex).
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+// escape percent-encodes a name as one path segment. Everything outside the
+// unreserved set is escaped, '.' included: the server cleans paths, and a
+// literal "." or ".." segment would be resolved away instead of naming a
+// counter.
+func escape(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		const hexDigits = "0123456789ABCDEF"
+		b.WriteByte('%')
+		b.WriteByte(hexDigits[c>>4])
+		b.WriteByte(hexDigits[c&15])
+	}
+	return b.String()
+}
+
+func nsOrDefault(ns string) string {
+	if ns == "" {
+		return "default"
+	}
+	return ns
+}
+
+func requireName(kind, name string) error {
+	if name == "" {
+		return &Error{Code: api.CodeInvalidArgument, Message: kind + " name is empty"}
+	}
+	return nil
+}
+
+func counterPath(ns, counter string) string {
+	return "/v1/namespaces/" + escape(nsOrDefault(ns)) + "/counters/" + escape(counter)
+}
+
+// do sends one request and decodes a 2xx body into out (if not nil).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("abacus: encode request: %w: %w", errLocal, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("abacus: %w: %w", errLocal, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return responseError(resp, data)
+	}
+	if err != nil {
+		return &decodeError{err}
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			return &decodeError{err}
+		}
+	}
+	return nil
+}
+
+func responseError(resp *http.Response, data []byte) *Error {
+	e := &Error{Status: resp.StatusCode}
+	var body api.Error
+	if json.Unmarshal(data, &body) == nil && body.Code != "" {
+		e.Code, e.Message = body.Code, body.Message
+		return e
+	}
+	// Not from an Abacus server (a proxy, a load balancer): keep a short
+	// excerpt so the caller can tell what answered.
+	msg := strings.TrimSpace(string(data))
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	e.Message = msg
+	return e
+}
+
+// retrying runs attempt until it succeeds, fails for good or the retries
+// are used up.
+func (c *Client) retrying(ctx context.Context, attempt func() error) error {
+	for n := 0; ; n++ {
+		err := attempt()
+		if err == nil || n >= c.retries || !Retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		if err := c.sleep(ctx, n); err != nil {
+			return err
+		}
+	}
+}
+
+func (c *Client) sleep(ctx context.Context, n int) error {
+	d := c.minBackoff << min(n, 20)
+	if d > c.maxBackoff || d <= 0 {
+		d = c.maxBackoff
+	}
+	// Full jitter in [d/2, d): retries from many callers spread out.
+	if d > 1 {
+		d = d/2 + mrand.N(d/2+1)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Healthz checks that the server process answers.
+func (c *Client) Healthz(ctx context.Context) error {
+	return c.do(ctx, "GET", "/healthz", nil, nil)
+}
+
+// Ready checks that the server can reach its store.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.do(ctx, "GET", "/readyz", nil, nil)
+}
+
+// Namespaces lists every namespace, sorted by name.
+func (c *Client) Namespaces(ctx context.Context) ([]api.Namespace, error) {
+	var out api.NamespaceList
+	if err := c.do(ctx, "GET", "/v1/namespaces", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Namespaces, nil
+}
+
+// Namespace describes one namespace ("" means "default").
+func (c *Client) Namespace(ctx context.Context, name string) (*api.Namespace, error) {
+	var out api.Namespace
+	if err := c.do(ctx, "GET", "/v1/namespaces/"+escape(nsOrDefault(name)), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// CreateNamespace creates a namespace.
+func (c *Client) CreateNamespace(ctx context.Context, req api.CreateNamespaceRequest) (*api.Namespace, error) {
+	var out api.Namespace
+	if err := c.do(ctx, "POST", "/v1/namespaces", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Update applies one update to a counter ("" namespace means "default") and
+// returns the request id it was sent with — req.RequestID, or a fresh one
+// when that is empty — also when it fails, so an unknown outcome can be
+// retried later with the same id.
+func (c *Client) Update(ctx context.Context, namespace, counter string, req api.UpdateRequest) (string, error) {
+	if req.RequestID == "" {
+		req.RequestID = NewRequestID()
+	}
+	if err := requireName("counter", counter); err != nil {
+		return req.RequestID, err
+	}
+	path := counterPath(namespace, counter) + "/updates"
+	err := c.retrying(ctx, func() error {
+		return c.do(ctx, "POST", path, req, nil)
+	})
+	return req.RequestID, err
+}
+
+// Add adds delta to a sum counter (or observes it, for max and min).
+func (c *Client) Add(ctx context.Context, namespace, counter string, delta int64) (string, error) {
+	return c.Update(ctx, namespace, counter, api.UpdateRequest{Delta: delta})
+}
+
+// UpdateBatch applies up to api.MaxBatchItems updates and returns one result
+// per update, in order. If any update is invalid the server refuses the whole
+// batch and UpdateBatch returns its error. Updates without a request id get
+// one here, before the first attempt.
+//
+// With retries, updates whose result is retryable (and the whole batch after
+// a transport error) are sent again with their ids, and the results hold each
+// update's last outcome; an update whose last attempt got no answer at all is
+// reported as unknown_outcome.
+func (c *Client) UpdateBatch(ctx context.Context, updates []api.BatchUpdate) ([]api.BatchResult, error) {
+	items := append([]api.BatchUpdate(nil), updates...)
+	results := make([]api.BatchResult, len(items))
+	pending := make([]int, len(items))
+	for i := range items {
+		if items[i].RequestID == "" {
+			items[i].RequestID = NewRequestID()
+		}
+		results[i].RequestID = items[i].RequestID
+		pending[i] = i
+	}
+	answered := false
+	err := c.retrying(ctx, func() error {
+		req := api.BatchRequest{Updates: make([]api.BatchUpdate, len(pending))}
+		for j, i := range pending {
+			req.Updates[j] = items[i]
+		}
+		var resp api.BatchResponse
+		if err := c.do(ctx, "POST", "/v1/updates", req, &resp); err != nil {
+			return err
+		}
+		if len(resp.Results) != len(pending) {
+			return &decodeError{fmt.Errorf("server returned %d results for %d updates", len(resp.Results), len(pending))}
+		}
+		answered = true
+		var again []int
+		var itemErr error
+		for j, i := range pending {
+			results[i] = resp.Results[j]
+			results[i].RequestID = items[i].RequestID
+			if e := resp.Results[j].Error; e != nil && api.Retryable(e.Code) {
+				again = append(again, i)
+				itemErr = &itemsError{&Error{Status: api.Status(e.Code), Code: e.Code, Message: e.Message}}
+			}
+		}
+		pending = again
+		return itemErr
+	})
+	var ie *itemsError
+	switch {
+	case err == nil, errors.As(err, &ie):
+		// Per-update failures are in the results.
+		return results, nil
+	case answered:
+		// An earlier attempt was answered, so some results are final; the
+		// updates still pending got no answer to their last attempt.
+		for _, i := range pending {
+			results[i].Acknowledged = false
+			results[i].Error = asAPIError(err)
+		}
+		return results, nil
+	}
+	return nil, err
+}
+
+// itemsError says that some updates of a batch failed retryably.
+type itemsError struct{ last *Error }
+
+func (e *itemsError) Error() string { return e.last.Error() }
+func (e *itemsError) Unwrap() error { return e.last }
+
+func asAPIError(err error) *api.Error {
+	var e *Error
+	if errors.As(err, &e) && e.Code != "" {
+		return &api.Error{Code: e.Code, Message: e.Message}
+	}
+	return &api.Error{Code: api.CodeUnknownOutcome, Message: err.Error()}
+}
+
+// Get reads a counter ("" namespace means "default").
+func (c *Client) Get(ctx context.Context, namespace, counter string) (*api.Value, error) {
+	if err := requireName("counter", counter); err != nil {
+		return nil, err
+	}
+	var out api.Value
+	if err := c.do(ctx, "GET", counterPath(namespace, counter), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GC folds one counter's final shards into its tally.
+func (c *Client) GC(ctx context.Context, namespace, counter string) (*api.GCResult, error) {
+	if err := requireName("counter", counter); err != nil {
+		return nil, err
+	}
+	var out api.GCResult
+	if err := c.do(ctx, "POST", counterPath(namespace, counter)+"/gc", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GCAll collects every counter, or those of one namespace when namespace is
+// not empty.
+func (c *Client) GCAll(ctx context.Context, namespace string) (*api.GCAllResult, error) {
+	var out api.GCAllResult
+	if err := c.do(ctx, "POST", "/v1/gc", api.GCAllRequest{Namespace: namespace}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -1,0 +1,422 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/server"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/spf13/cobra"
+)
+
+// testServer is the real server on the embedded store in memory; it counts
+// the requests it gets so tests can prove that bad input sent nothing.
+type testServer struct {
+	url      string
+	requests atomic.Int64
+	lib      *abacus.Client
+}
+
+func newTestServer(t *testing.T) *testServer {
+	t.Helper()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Client: lib, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{lib: lib}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		srv.Handler().ServeHTTP(w, r)
+	}))
+	s.url = ts.URL
+	t.Cleanup(func() {
+		ts.Close()
+		_ = lib.Stop(context.Background())
+		_ = drv.Close()
+	})
+	return s
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// cli runs the command line with the given environment (nothing from the
+// real one, so tests stay parallel-safe).
+func cli(env map[string]string, args ...string) result {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, func(k string) string { return env[k] }, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// on runs the command line against s.
+func (s *testServer) cli(args ...string) result {
+	return cli(map[string]string{"ABACUS_SERVER": s.url}, args...)
+}
+
+func (r result) oneLineError(t *testing.T) {
+	t.Helper()
+	if !strings.HasPrefix(r.stderr, "abacus: ") || strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
+		t.Errorf("stderr is not one 'abacus: ...' line: %q", r.stderr)
+	}
+}
+
+func TestAddTwiceThenGet(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	for i := 0; i < 2; i++ {
+		if r := s.cli("counter", "add", "likes", "5"); r.code != 0 || r.stderr != "" || r.stdout != "" {
+			t.Fatalf("add: %+v", r)
+		}
+	}
+	r := s.cli("counter", "get", "likes")
+	if r.code != 0 || r.stdout != "10\n" || r.stderr != "" {
+		t.Fatalf("get: %+v, want exactly \"10\\n\"", r)
+	}
+	// Negative deltas are numbers, not flags, wherever the flags go.
+	for _, args := range [][]string{
+		{"counter", "add", "likes", "-3"},
+		{"counter", "add", "--json", "likes", "-3"},
+		{"counter", "add", "likes", "-3", "--timeout", "5s"},
+		{"counter", "add", "likes", "--", "-3"},
+	} {
+		if r := s.cli(args...); r.code != 0 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	if r := s.cli("counter", "get", "likes"); r.stdout != "-2\n" {
+		t.Fatalf("after negative deltas: %+v", r)
+	}
+}
+
+func TestRequestIDMakesRetriesCountOnce(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	for i := 0; i < 3; i++ {
+		r := s.cli("counter", "add", "likes", "4", "--request-id", "once", "--json")
+		var ur api.UpdateResponse
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ur) != nil || ur.RequestID != "once" || !ur.Acknowledged {
+			t.Fatalf("add: %+v", r)
+		}
+	}
+	if r := s.cli("counter", "get", "likes"); r.stdout != "4\n" {
+		t.Fatalf("get: %+v", r)
+	}
+	// Reusing the id for something else is refused.
+	r := s.cli("counter", "add", "likes", "5", "--request-id", "once")
+	if r.code != 1 || !strings.Contains(r.stderr, "request id") {
+		t.Fatalf("conflicting reuse: %+v", r)
+	}
+	r.oneLineError(t)
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	for _, args := range [][]string{
+		{"bogus"},
+		{"counter"},
+		{"counter", "bogus"},
+		{"counter", "add"},
+		{"counter", "add", "likes"},
+		{"counter", "add", "likes", "1", "2"},
+		{"counter", "add", "likes", "--item", "x", "1"},
+		{"counter", "add", "", "1"},
+		{"counter", "get"},
+		{"counter", "get", "a", "b"},
+		{"namespace"},
+		{"namespace", "create"},
+		{"namespace", "list", "extra"},
+		{"gc", "a", "b"},
+		{"version", "extra"},
+		{"serve", "extra"},
+		{"serve", "--log-format", "xml"},
+		{"serve", "--log-level", "loud"},
+		{"--nope"},
+		{"counter", "get", "likes", "--timeout", "soon"},
+		{"--server", "ftp://x", "counter", "get", "likes"},
+		{"--server", "127.0.0.1:7070", "counter", "get", "likes"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := s.cli(args...)
+			if r.code != 2 {
+				t.Fatalf("exit %d, want 2; %+v", r.code, r)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout %q", r.stdout)
+			}
+			r.oneLineError(t)
+		})
+	}
+	if n := s.requests.Load(); n != 0 {
+		t.Errorf("usage errors sent %d requests", n)
+	}
+}
+
+func TestBadDeltaIsCaughtBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	for _, delta := range []string{"1.5", "abc", "5x", "0x10", "9223372036854775808", "-9223372036854775809", "1e3", ""} {
+		r := s.cli("counter", "add", "likes", delta)
+		if r.code == 0 {
+			t.Errorf("DELTA %q accepted", delta)
+			continue
+		}
+		r.oneLineError(t)
+		if !strings.Contains(r.stderr, "DELTA") {
+			t.Errorf("DELTA %q: reason %q does not name DELTA", delta, r.stderr)
+		}
+	}
+	if n := s.requests.Load(); n != 0 {
+		t.Errorf("bad deltas sent %d requests", n)
+	}
+	// The extremes of int64 are fine.
+	for _, delta := range []string{"9223372036854775807", "-9223372036854775808"} {
+		if r := s.cli("counter", "add", "edge"+delta, delta); r.code != 0 {
+			t.Errorf("DELTA %s: %+v", delta, r)
+		}
+	}
+}
+
+func TestServerErrorsExitOne(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ns", "nope", "counter", "get", "likes"}, "namespace not found"},
+		{[]string{"--ns", "nope", "counter", "add", "likes", "1"}, "namespace not found"},
+		{[]string{"namespace", "create", "default"}, "already exists"},
+		{[]string{"namespace", "create", "x", "--type", "avg"}, "avg"},
+		{[]string{"counter", "add", "likes", "--item", "x"}, "item"},
+		{[]string{"counter", "add", "big", "9223372036854775807", "--request-id", "a"}, ""},
+		{[]string{"counter", "add", "big", "1"}, "overflow"},
+	} {
+		r := s.cli(tc.args...)
+		if tc.want == "" {
+			if r.code != 0 {
+				t.Fatalf("%v: %+v", tc.args, r)
+			}
+			continue
+		}
+		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q, want 1 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+		r.oneLineError(t)
+	}
+
+	down := cli(map[string]string{"ABACUS_SERVER": "http://127.0.0.1:1"}, "counter", "get", "likes")
+	if down.code != 1 || !strings.Contains(down.stderr, "cannot reach the server at http://127.0.0.1:1") {
+		t.Errorf("unreachable server: %+v", down)
+	}
+	down.oneLineError(t)
+}
+
+func TestUnknownOutcomeTellsHowToRetry(t *testing.T) {
+	t.Parallel()
+	lost := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(503)
+		_ = json.NewEncoder(w).Encode(api.Error{Code: api.CodeUnknownOutcome, Message: "outcome unknown: shard write timed out"})
+	}))
+	defer lost.Close()
+	r := cli(nil, "--server", lost.URL, "counter", "add", "likes", "1", "--request-id", "r-42")
+	if r.code != 1 || !strings.Contains(r.stderr, "--request-id r-42") || !strings.Contains(r.stderr, "shard write timed out") {
+		t.Fatalf("%+v", r)
+	}
+	r.oneLineError(t)
+}
+
+func TestNamespaceAndDistinctCounters(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	r := s.cli("namespace", "create", "visitors", "--type", "distinct", "--read-consistency", "quorum")
+	if r.code != 0 || !strings.Contains(r.stdout, "created namespace visitors") || !strings.Contains(r.stdout, "read QUORUM") {
+		t.Fatalf("create: %+v", r)
+	}
+	for _, args := range [][]string{
+		{"--ns", "visitors", "counter", "add", "daily", "alice"},
+		{"--ns", "visitors", "counter", "add", "daily", "42"}, // an item, not a delta, in a distinct namespace
+		{"--ns", "visitors", "counter", "add", "daily", "--item", "bob"},
+		{"--ns", "visitors", "counter", "add", "daily", "alice"},
+	} {
+		if r := s.cli(args...); r.code != 0 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	if r := s.cli("--ns", "visitors", "counter", "get", "daily"); r.stdout != "3\n" {
+		t.Fatalf("distinct get: %+v", r)
+	}
+
+	r = s.cli("namespace", "list")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME") ||
+		!strings.HasPrefix(lines[1], "default ") || !strings.Contains(lines[2], "distinct") || !strings.Contains(lines[2], "QUORUM") {
+		t.Fatalf("list table:\n%s", r.stdout)
+	}
+	r = s.cli("namespace", "list", "--json")
+	var list api.NamespaceList
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil || len(list.Namespaces) != 2 || list.Namespaces[1].Type != "distinct" {
+		t.Fatalf("list --json: %+v", r)
+	}
+	r = s.cli("ns", "get", "visitors", "--json")
+	var ns api.Namespace
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ns) != nil || ns.Name != "visitors" {
+		t.Fatalf("namespace get: %+v", r)
+	}
+	r = s.cli("--ns", "visitors", "counter", "get", "daily", "--json")
+	var v api.Value
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.Value != 3 || v.Type != "distinct" {
+		t.Fatalf("get --json: %+v", r)
+	}
+}
+
+func TestGC(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	s.cli("counter", "add", "likes", "1")
+	s.cli("namespace", "create", "other")
+	s.cli("--ns", "other", "counter", "add", "x", "1")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gc", "likes"}, "folded 0 shards\n"},
+		{[]string{"gc"}, "collected 2 counters: folded 0 shards, skipped 0 counters\n"},
+		{[]string{"--ns", "other", "gc"}, "collected 1 counters: folded 0 shards, skipped 0 counters\n"},
+		{[]string{"gc", "--json"}, "{\n  \"counters\": 2,\n  \"folded\": 0,\n  \"skipped\": 0\n}\n"},
+	} {
+		if r := s.cli(tc.args...); r.code != 0 || r.stdout != tc.want {
+			t.Errorf("%v: %+v, want stdout %q", tc.args, r, tc.want)
+		}
+	}
+	if r := s.cli("--ns", "nope", "gc"); r.code != 1 {
+		t.Errorf("gc of an unknown namespace: %+v", r)
+	}
+}
+
+func TestEnvironmentAndFlagPrecedence(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	env := map[string]string{"ABACUS_SERVER": s.url, "ABACUS_NS": "other", "ABACUS_REQUEST_ID": "must-be-ignored"}
+	if r := cli(env, "namespace", "create", "other"); r.code != 0 {
+		t.Fatal(r)
+	}
+	// ABACUS_NS applies; a stray ABACUS_REQUEST_ID must not turn the second
+	// add into a retry of the first.
+	for i := 0; i < 2; i++ {
+		if r := cli(env, "counter", "add", "c", "1"); r.code != 0 {
+			t.Fatal(r)
+		}
+	}
+	if r := cli(env, "counter", "get", "c"); r.stdout != "2\n" {
+		t.Fatalf("get with ABACUS_NS: %+v", r)
+	}
+	// Flags win over the environment.
+	if r := cli(env, "--ns", "default", "counter", "get", "c"); r.stdout != "0\n" {
+		t.Fatalf("--ns over ABACUS_NS: %+v", r)
+	}
+	bad := map[string]string{"ABACUS_SERVER": "http://127.0.0.1:1"}
+	if r := cli(bad, "--server", s.url, "counter", "get", "c"); r.code != 0 {
+		t.Fatalf("--server over ABACUS_SERVER: %+v", r)
+	}
+	if r := cli(map[string]string{"ABACUS_SERVER": s.url, "ABACUS_TIMEOUT": "soon"}, "counter", "get", "c"); r.code != 2 || !strings.Contains(r.stderr, "ABACUS_TIMEOUT") {
+		t.Fatalf("bad ABACUS_TIMEOUT: %+v", r)
+	}
+}
+
+func TestHelpForEveryCommand(t *testing.T) {
+	t.Parallel()
+	a := &app{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard}
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			if sub.Name() == "help" {
+				continue
+			}
+			walk(sub, append(append([]string(nil), path...), sub.Name()))
+		}
+	}
+	walk(a.rootCmd(), nil)
+	if len(paths) < 10 {
+		t.Fatalf("only %d commands: %v", len(paths), paths)
+	}
+	for _, path := range paths {
+		for _, help := range []string{"--help", "-h"} {
+			r := cli(nil, append(append([]string(nil), path...), help)...)
+			name := strings.Join(append([]string{"abacus"}, path...), " ")
+			if r.code != 0 || r.stderr != "" {
+				t.Errorf("%s %s: %+v", name, help, r)
+			}
+			if !strings.Contains(r.stdout, "Usage:") || !strings.Contains(r.stdout, "Examples:") {
+				t.Errorf("%s %s lacks usage or examples:\n%s", name, help, r.stdout)
+			}
+		}
+	}
+	if r := cli(nil, "help", "counter", "add"); r.code != 0 || !strings.Contains(r.stdout, "DELTA") {
+		t.Errorf("abacus help counter add: %+v", r)
+	}
+	if r := cli(nil); r.code != 0 || !strings.Contains(r.stdout, "Available Commands:") {
+		t.Errorf("bare abacus: %+v", r)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	r := cli(nil, "version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "abacus ") {
+		t.Fatalf("%+v", r)
+	}
+	r = cli(nil, "version", "--json")
+	var v versionInfo
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.Version == "" || !strings.HasPrefix(v.Go, "go") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+func TestProtectNegativeNumbers(t *testing.T) {
+	t.Parallel()
+	a := &app{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard}
+	root := a.rootCmd()
+	for _, tc := range []struct{ in, want string }{
+		{"counter add likes 5", "counter add likes 5"},
+		{"counter add likes -5", "counter add likes -- -5"},
+		{"counter add --json likes -5", "counter add --json likes -- -5"},
+		{"counter add likes -5 --json", "counter add likes --json -- -5"},
+		{"counter add --request-id -7 likes 5", "counter add --request-id -7 likes 5"},
+		{"counter add --request-id=-7 likes -5", "counter add --request-id=-7 likes -- -5"},
+		{"counter add likes -- -5", "counter add likes -- -5"},
+		{"--ns x counter add -5 likes", "--ns x counter add -- -5 likes"},
+		{"counter add likes -x", "counter add likes -x"},
+	} {
+		got := strings.Join(protectNegativeNumbers(root, strings.Fields(tc.in)), " ")
+		if got != tc.want {
+			t.Errorf("%q -> %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

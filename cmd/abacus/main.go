@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/client"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed
+	exitUsage = 2 // the command line is wrong; nothing was sent
+)
+
+// usageError marks errors in the command line itself.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+
+// globals are the flags every client command shares.
+type globals struct {
+	server    string
+	ns        string
+	requestID string
+	json      bool
+	timeout   time.Duration
+	retries   int
+}
+
+// app carries what a command needs besides its flags; tests build one per
+// run so they can run in parallel without touching the process environment.
+type app struct {
+	g      globals
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// run executes the command line args and returns the exit status. Errors
+// are reported on stderr as one line: "abacus: <message>".
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	a := &app{getenv: getenv, stdout: stdout, stderr: stderr}
+	root := a.rootCmd()
+	root.SetArgs(protectNegativeNumbers(root, args))
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "abacus: "+oneLine(a.describe(err)))
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
+	return exitError
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// describe turns an error into the message users see.
+func (a *app) describe(err error) string {
+	var ce *client.Error
+	switch {
+	case errors.As(err, &ce):
+		msg := ce.Message
+		if ce.Code == "" {
+			msg = fmt.Sprintf("the server at %s answered HTTP %d: %s", a.g.server, ce.Status, ce.Message)
+		}
+		return msg
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		msg := fmt.Sprintf("cannot reach the server at %s: %v", a.g.server, ue.Err)
+		if ue.Timeout() {
+			msg = fmt.Sprintf("the server at %s did not answer within --timeout %v", a.g.server, a.g.timeout)
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "abacus",
+		Short: "Counters that stay right under retries, crashes and node failures",
+		Long: `abacus runs the Abacus server and talks to it.
+
+Start a server with 'abacus serve' (an embedded store in ./abacus-data, or
+Apache Cassandra with --cassandra), then count with 'abacus counter add'.
+
+Every flag can also be set through the environment as ABACUS_<FLAG>, upper
+case with '-' as '_' (for example ABACUS_SERVER, ABACUS_DATA,
+ABACUS_READ_CONSISTENCY); a flag on the command line wins.`,
+		Example: `  abacus serve &
+  abacus counter add likes 5
+  abacus counter get likes
+  abacus --server http://10.0.0.7:7070 namespace list`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args:          groupArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return a.applyEnv(cmd)
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return usagef("%v; see '%s --help'", err, cmd.CommandPath())
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.g.server, "server", "http://127.0.0.1:7070", "URL of the Abacus server")
+	pf.StringVar(&a.g.ns, "ns", "default", "namespace of the counters")
+	pf.StringVar(&a.g.requestID, "request-id", "", "request id of an update: retrying with the same id counts it once (default: a new random id)")
+	pf.BoolVar(&a.g.json, "json", false, "print results as JSON")
+	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit for each request to the server")
+	pf.IntVar(&a.g.retries, "retries", 0, "retry an update this many times after a network error or unknown outcome, with the same request id")
+
+	root.AddCommand(a.versionCmd(), a.serveCmd(), a.counterCmd(), a.namespaceCmd(), a.gcCmd(), newBenchCmd())
+	return root
+}
+
+// groupArgs refuses arguments to commands that only group subcommands.
+func groupArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unknown command %q for %q; see '%s --help'", args[0], cmd.CommandPath(), cmd.CommandPath())
+	}
+	return nil
+}
+
+func groupCmd(use, short, example string) *cobra.Command {
+	return &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args:    groupArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var names []string
+			for _, c := range cmd.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, c.Name())
+				}
+			}
+			return usagef("%s needs a subcommand (%s); see '%s --help'", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+		},
+	}
+}
+
+// exactArgs is cobra.ExactArgs with a usage error that names the arguments.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %s, got %d argument(s); see '%s --help'", cmd.CommandPath(), names, len(args), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// noEnv lists flags that are never read from the environment: a request id
+// left in the environment would make every update after the first a
+// "retry" of it.
+var noEnv = map[string]bool{"help": true, "request-id": true}
+
+func envName(flag string) string {
+	return "ABACUS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applyEnv sets every flag not given on the command line from ABACUS_<FLAG>.
+func (a *app) applyEnv(cmd *cobra.Command) error {
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || noEnv[f.Name] {
+			return
+		}
+		name := envName(f.Name)
+		v := a.getenv(name)
+		if v == "" {
+			return
+		}
+		if serr := cmd.Flags().Set(f.Name, v); serr != nil {
+			err = usagef("invalid value %q in $%s: %v", v, name, serr)
+		}
+	})
+	return err
+}
+
+func (a *app) client() (*client.Client, error) {
+	c, err := client.New(a.g.server, client.WithTimeout(a.g.timeout), client.WithRetries(a.g.retries))
+	if err != nil {
+		return nil, usagef("--server: %v", err)
+	}
+	return c, nil
+}
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// unknownOutcomeHint tells the user how to settle an update whose outcome
+// is unknown: a 503 unknown_outcome, or a request that may have reached the
+// server before the connection failed. A failed dial sent nothing.
+func (a *app) unknownOutcomeHint(err error, requestID string) error {
+	var ce *client.Error
+	var oe *net.OpError
+	sent := !errors.As(err, &oe) || oe.Op != "dial"
+	if client.IsCode(err, api.CodeUnknownOutcome) || (!errors.As(err, &ce) && sent) {
+		return fmt.Errorf("%s; the update may or may not have been counted: repeat the command with --request-id %s to make sure it counts exactly once", a.describe(err), requestID)
+	}
+	return err
+}

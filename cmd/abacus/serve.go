@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/driver/cassandra"
+	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+)
+
+type serveFlags struct {
+	addr            string
+	data            string
+	noSync          bool
+	cassandra       string
+	keyspace        string
+	rf              int
+	protocol        int
+	readCL          string
+	writeCL         string
+	username        string
+	password        string
+	tls             bool
+	tlsCA           string
+	tlsCert         string
+	tlsKey          string
+	gcInterval      time.Duration
+	logFormat       string
+	logLevel        string
+	maxBodyBytes    int64
+	shutdownTimeout time.Duration
+}
+
+func (a *app) serveCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the Abacus HTTP server",
+		Long: `Run the Abacus HTTP API server until interrupted (SIGINT or SIGTERM), then
+shut down gracefully: stop accepting requests, finish the ones in flight
+and persist every accepted update.
+
+The store is an embedded database in --data (one server per directory)
+unless --cassandra gives the contact points of an Apache Cassandra or
+ScyllaDB cluster; the keyspace and tables are created when missing.
+
+Every flag can also be set as ABACUS_<FLAG> in the environment (for example
+ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
+		Example: `  abacus serve
+  abacus serve --data /var/lib/abacus --addr 0.0.0.0:7070 --log-format json
+  abacus serve --cassandra 10.0.0.1,10.0.0.2 --keyspace abacus --replication-factor 3
+  ABACUS_PASSWORD=secret abacus serve --cassandra db1:9042 --username abacus --tls-ca ca.pem`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.serve(cmd.Context(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", server.DefaultAddr, "address to listen on (the API has no authentication: keep it on a trusted network)")
+	fl.StringVar(&f.data, "data", "./abacus-data", "data directory of the embedded store")
+	fl.BoolVar(&f.noSync, "no-sync", false, "embedded store: acknowledge updates before they are fsynced (survives a process crash, not a machine crash)")
+	fl.StringVar(&f.cassandra, "cassandra", "", "comma-separated Cassandra contact points (host or host:port); uses Cassandra instead of the embedded store")
+	fl.StringVar(&f.keyspace, "keyspace", cassandra.DefaultKeyspace, "Cassandra keyspace")
+	fl.IntVar(&f.rf, "replication-factor", cassandra.DefaultReplicationFactor, "replication factor of the keyspace when it is created (SimpleStrategy)")
+	fl.IntVar(&f.protocol, "protocol-version", 0, "Cassandra native protocol version (3, 4 or 5); 0 negotiates, pinning it saves round trips on old clusters")
+	fl.StringVar(&f.readCL, "read-consistency", "QUORUM", "Cassandra consistency of reads for namespaces that use DEFAULT")
+	fl.StringVar(&f.writeCL, "write-consistency", "QUORUM", "Cassandra consistency of writes for namespaces that use DEFAULT")
+	fl.StringVar(&f.username, "username", "", "Cassandra user name")
+	fl.StringVar(&f.password, "password", "", "Cassandra password (prefer $ABACUS_PASSWORD: flags show in process lists)")
+	fl.BoolVar(&f.tls, "tls", false, "connect to Cassandra over TLS, trusting the system's CAs")
+	fl.StringVar(&f.tlsCA, "tls-ca", "", "PEM file of CA certificates for Cassandra TLS (implies --tls)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM client certificate for Cassandra TLS (implies --tls; needs --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM key of --tls-cert")
+	fl.DurationVar(&f.gcInterval, "gc-interval", 10*time.Minute, "how often to garbage-collect every counter; 0 or negative disables it")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", api.DefaultMaxBodyBytes, "largest accepted request body")
+	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests on shutdown")
+	return cmd
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, slog.Level, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, 0, usagef("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), lvl, nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), lvl, nil
+	}
+	return nil, 0, usagef("--log-format %q: want text or json", format)
+}
+
+func (a *app) serve(ctx context.Context, f serveFlags) error {
+	log, lvl, err := newLogger(a.stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return err
+	}
+	// The stores' own chatter (Pebble reports every flush and compaction)
+	// only shows at debug level.
+	storeLog, _, _ := newLogger(a.stderr, f.logFormat, max(lvl, slog.LevelWarn).String())
+	if lvl <= slog.LevelDebug {
+		storeLog = log
+	}
+	if f.maxBodyBytes <= 0 {
+		return usagef("--max-body-bytes must be positive")
+	}
+	if f.shutdownTimeout <= 0 {
+		return usagef("--shutdown-timeout must be positive")
+	}
+	gcInterval := f.gcInterval
+	if gcInterval <= 0 {
+		gcInterval = -1 // the library's "disabled"; zero would mean its default
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	drv, err := a.openStore(ctx, f, log, storeLog)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := drv.Close(); cerr != nil {
+			log.Warn("closing the store", "err", cerr)
+		}
+	}()
+
+	reg := prometheus.NewRegistry()
+	c, err := abacus.NewClient(ctx, abacus.Config{
+		Driver:       drv,
+		GCInterval:   gcInterval,
+		Logger:       log,
+		ShardedHooks: server.Hooks(reg),
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{
+		Client:          c,
+		Addr:            f.addr,
+		MaxBodyBytes:    f.maxBodyBytes,
+		Logger:          log,
+		Registry:        reg,
+		ShutdownTimeout: f.shutdownTimeout,
+	})
+	if err != nil {
+		_ = c.Stop(context.Background())
+		return err
+	}
+	log.Info("starting abacus", "version", buildVersion().Version, "store", drv.Name())
+	return srv.Run(ctx)
+}
+
+func (a *app) openStore(ctx context.Context, f serveFlags, log, storeLog *slog.Logger) (driver.Driver, error) {
+	if f.cassandra == "" {
+		if f.data == "" {
+			return nil, usagef("--data is empty")
+		}
+		d, err := embedded.Open(ctx, embedded.Config{Dir: f.data, NoSync: f.noSync, Logger: storeLog})
+		if err != nil {
+			return nil, err
+		}
+		log.Info("embedded store open", "dir", f.data)
+		return d, nil
+	}
+
+	var hosts []string
+	for _, h := range strings.Split(f.cassandra, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, usagef("--cassandra %q lists no hosts", f.cassandra)
+	}
+	readCL, err := driver.ParseConsistency(f.readCL)
+	if err != nil {
+		return nil, usagef("--read-consistency: %v", err)
+	}
+	writeCL, err := driver.ParseConsistency(f.writeCL)
+	if err != nil {
+		return nil, usagef("--write-consistency: %v", err)
+	}
+	if f.rf < 1 {
+		return nil, usagef("--replication-factor must be at least 1")
+	}
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return nil, usagef("--tls-cert and --tls-key go together")
+	}
+	cfg := cassandra.Config{
+		Hosts:            hosts,
+		Keyspace:         f.keyspace,
+		Replication:      cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: f.rf},
+		ReadConsistency:  readCL,
+		WriteConsistency: writeCL,
+		ProtocolVersion:  f.protocol,
+		Username:         f.username,
+		Password:         f.password,
+		Logger:           storeLog,
+	}
+	if f.tls || f.tlsCA != "" || f.tlsCert != "" {
+		cfg.TLS = &cassandra.TLSConfig{CAFile: f.tlsCA, CertFile: f.tlsCert, KeyFile: f.tlsKey}
+	}
+	openCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	d, err := cassandra.Open(openCtx, cfg)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("cassandra at %s did not answer within a minute: %w", f.cassandra, err)
+		}
+		return nil, err
+	}
+	log.Info("cassandra store open", "hosts", hosts, "keyspace", f.keyspace)
+	return d, nil
+}

@@ -1,0 +1,320 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/driver"
+)
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+}
+
+// readyz asks the store itself: a namespace lookup would be answered from the
+// client's cache and say nothing about whether the store still answers.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeError(w, r, errorf(api.CodeUnavailable, "shutting down"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
+	defer cancel()
+	if _, err := s.client.Namespaces(ctx); err != nil {
+		writeError(w, r, errorf(api.CodeUnavailable, "store does not answer: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(api.OpenAPI)
+}
+
+func namespaceJSON(ns *abacus.Namespace) api.Namespace {
+	return api.Namespace{
+		Name:             ns.Name,
+		Model:            string(ns.Model),
+		Type:             ns.Type,
+		ReadConsistency:  ns.ReadConsistency.String(),
+		WriteConsistency: ns.WriteConsistency.String(),
+		CreatedAt:        ns.CreatedAt,
+	}
+}
+
+func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
+	list, err := s.client.Namespaces(r.Context())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.NamespaceList{Namespaces: make([]api.Namespace, len(list))}
+	for i, ns := range list {
+		out.Namespaces[i] = namespaceJSON(ns)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	req, err := decodeNamespaceCreate(body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	nc, err := namespaceConfig(req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ns, err := s.client.CreateNamespace(r.Context(), nc)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/namespaces/"+url.PathEscape(ns.Name))
+	writeJSON(w, http.StatusCreated, namespaceJSON(ns))
+}
+
+func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, error) {
+	rc, err := driver.ParseConsistency(req.ReadConsistency)
+	if err != nil {
+		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"read_consistency\": %v", err)
+	}
+	wc, err := driver.ParseConsistency(req.WriteConsistency)
+	if err != nil {
+		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"write_consistency\": %v", err)
+	}
+	// The library parses types case-insensitively but compares them
+	// verbatim afterwards, so store the canonical lower-case spelling.
+	return abacus.NamespaceConfig{
+		Name:             req.Name,
+		Model:            abacus.Model(strings.ToLower(req.Model)),
+		Type:             strings.ToLower(req.Type),
+		ReadConsistency:  rc,
+		WriteConsistency: wc,
+	}, nil
+}
+
+func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
+	ns, err := s.client.Namespace(r.Context(), r.PathValue("ns"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, namespaceJSON(ns))
+}
+
+// newRequestID returns 128 random bits in hex: enough that two updates never
+// share an id by chance, which would make the second a "retry" of the first.
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return hex.EncodeToString(b[:])
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request) {
+	ns, counter := r.PathValue("ns"), r.PathValue("counter")
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		s.countUpdate(err)
+		writeError(w, r, err)
+		return
+	}
+	req, err := decodeUpdate(body)
+	if err != nil {
+		s.countUpdate(err)
+		writeError(w, r, err)
+		return
+	}
+	if req.RequestID == "" {
+		req.RequestID = newRequestID()
+	}
+	// The header and the log carry the id even on failure, so a caller that
+	// let the server choose it can still retry an unknown outcome safely.
+	w.Header().Set("Abacus-Request-Id", req.RequestID)
+	logAttrs(r, slog.String("request_id", req.RequestID))
+	err = s.client.Apply(r.Context(), abacus.Update{
+		Namespace: ns, Counter: counter, Delta: req.Delta, Item: req.Item, RequestID: req.RequestID,
+	})
+	s.countUpdate(err)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.UpdateResponse{
+		Namespace: nsOrDefault(ns), Counter: counter, RequestID: req.RequestID, Acknowledged: true,
+	})
+}
+
+func nsOrDefault(ns string) string {
+	if ns == "" {
+		return abacus.DefaultNamespace
+	}
+	return ns
+}
+
+func (s *Server) countUpdate(err error) {
+	result := "acknowledged"
+	if err != nil {
+		result, _ = errorCode(err)
+	}
+	s.metrics.updates.WithLabelValues(result).Inc()
+}
+
+func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	req, err := decodeBatch(body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	// All or nothing for caller mistakes: check every item before applying
+	// any, so a client that fixes its request does not double-count the
+	// items that happened to be fine the first time.
+	bad, first := 0, error(nil)
+	for i, u := range req.Updates {
+		if err := s.checkUpdate(r.Context(), u); err != nil {
+			if bad == 0 {
+				code, msg := errorCode(err)
+				first = errorf(code, "updates[%d]: %s", i, msg)
+			}
+			bad++
+		}
+	}
+	if first != nil {
+		if bad > 1 {
+			he := first.(*httpError)
+			he.msg += fmt.Sprintf(" (and %d more invalid updates)", bad-1)
+		}
+		writeError(w, r, first)
+		return
+	}
+
+	res := api.BatchResponse{Results: make([]api.BatchResult, len(req.Updates))}
+	var wg sync.WaitGroup
+	for i, u := range req.Updates {
+		if u.RequestID == "" {
+			u.RequestID = newRequestID()
+		}
+		res.Results[i].RequestID = u.RequestID
+		// Concurrent, so updates to one counter share a group commit
+		// instead of each waiting for its own shard write.
+		wg.Go(func() {
+			err := s.client.Apply(r.Context(), abacus.Update{
+				Namespace: u.Namespace, Counter: u.Counter, Delta: u.Delta, Item: u.Item, RequestID: u.RequestID,
+			})
+			s.countUpdate(err)
+			if err != nil {
+				code, msg := errorCode(err)
+				res.Results[i].Error = &api.Error{Code: code, Message: msg}
+				return
+			}
+			res.Results[i].Acknowledged = true
+		})
+	}
+	wg.Wait()
+	logAttrs(r, slog.Int("updates", len(req.Updates)))
+	writeJSON(w, http.StatusOK, res)
+}
+
+// checkUpdate applies the checks Client.Apply would make before changing
+// anything, so a batch can be refused as a whole.
+func (s *Server) checkUpdate(ctx context.Context, u api.BatchUpdate) error {
+	if u.Namespace != "" {
+		if err := abacus.ValidateName("namespace", u.Namespace); err != nil {
+			return err
+		}
+	}
+	if err := abacus.ValidateName("counter", u.Counter); err != nil {
+		return err
+	}
+	if len(u.RequestID) > api.MaxNameLen {
+		return errorf(api.CodeInvalidArgument, "request id is %d bytes, the limit is %d", len(u.RequestID), api.MaxNameLen)
+	}
+	ns, err := s.client.Namespace(ctx, u.Namespace)
+	if err != nil {
+		return err
+	}
+	if ns.Model != abacus.ModelSharded {
+		return errorf(api.CodeInvalidArgument, "namespace %q uses model %q, which this release cannot serve", ns.Name, ns.Model)
+	}
+	if ns.Type == abacus.TypeDistinct {
+		if u.Item == "" || u.Delta != 0 {
+			return fmt.Errorf("%w: namespace %q counts distinct items: give an item and no delta", abacus.ErrWrongType, ns.Name)
+		}
+	} else if u.Item != "" {
+		return fmt.Errorf("%w: namespace %q holds %s counters, which take a number, not an item", abacus.ErrWrongType, ns.Name, ns.Type)
+	}
+	return nil
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	v, err := s.client.Get(r.Context(), r.PathValue("ns"), r.PathValue("counter"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Value{
+		Namespace: v.Namespace, Counter: v.Counter, Type: v.Type,
+		Value: v.Value, Empty: v.Empty, Shards: v.Shards,
+	})
+}
+
+func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
+	ns, counter := r.PathValue("ns"), r.PathValue("counter")
+	res, err := s.client.GC(r.Context(), ns, counter)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.GCResult{Namespace: nsOrDefault(ns), Counter: counter, Folded: res.Folded, Skipped: res.Skipped}
+	if res.Err != nil {
+		out.Error = res.Err.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) gcAll(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	req, err := decodeGCAll(body)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	results, err := s.client.GCAll(r.Context(), req.Namespace)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.GCAllResult{Counters: len(results)}
+	for _, res := range results {
+		out.Folded += res.Folded
+		if res.Skipped {
+			out.Skipped++
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

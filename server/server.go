@@ -1,0 +1,231 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Defaults of Config.
+const (
+	DefaultAddr            = "127.0.0.1:7070"
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// Config configures a Server. Zero fields take the documented defaults.
+type Config struct {
+	// Client serves every request. Required. Run starts it and stops it on
+	// shutdown; the caller still owns (and closes) its driver.
+	Client *abacus.Client
+
+	// Addr is the TCP address Run listens on. Default "127.0.0.1:7070":
+	// loopback only, because the API has no authentication of its own.
+	Addr string
+
+	// MaxBodyBytes limits request bodies. Default 1 MiB.
+	MaxBodyBytes int64
+
+	// Logger receives request logs (debug for successes, info for caller
+	// errors, warn for server errors). Default slog.Default().
+	Logger *slog.Logger
+
+	// Registry receives the server's metrics and is exported on /metrics.
+	// Default: a new registry. To also record the sharded engine's
+	// measurements, create the client with Hooks(Registry).
+	Registry *prometheus.Registry
+
+	// ShutdownTimeout bounds how long Run waits for in-flight requests and
+	// shard writes after its context is cancelled. Default 30s.
+	ShutdownTimeout time.Duration
+
+	// ReadyTimeout bounds the store probe of /readyz. Default 2s.
+	ReadyTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = api.DefaultMaxBodyBytes
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.ReadyTimeout == 0 {
+		c.ReadyTimeout = 2 * time.Second
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Client == nil:
+		return errors.New("server: Config.Client is required")
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("server: Config.MaxBodyBytes is %d, must not be negative", c.MaxBodyBytes)
+	case c.ShutdownTimeout < 0 || c.ReadyTimeout < 0:
+		return errors.New("server: timeouts in Config must not be negative")
+	}
+	return nil
+}
+
+// Server is the Abacus HTTP API server.
+type Server struct {
+	cfg      Config
+	client   *abacus.Client
+	log      *slog.Logger
+	metrics  *metrics
+	handler  http.Handler
+	routes   []string // "METHOD /path" patterns, for tests and the OpenAPI check
+	draining atomic.Bool
+}
+
+// New returns a server for cfg. It does not listen yet; see Run, Serve and Handler.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:     cfg,
+		client:  cfg.Client,
+		log:     cfg.Logger,
+		metrics: newMetrics(cfg.Registry),
+	}
+	registerClient(cfg.Registry, cfg.Client)
+	s.handler = s.instrument(s.routesMux())
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler, for tests and for embedding in
+// another server. It does not start or stop the client.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Routes returns the registered route patterns, like
+// "POST /v1/namespaces/{ns}/counters/{counter}/updates".
+func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
+
+func (s *Server) routesMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	methods := map[string][]string{} // path -> methods, for 405 answers
+	handle := func(method, path string, h http.HandlerFunc) {
+		pattern := method + " " + path
+		mux.HandleFunc(pattern, h)
+		s.routes = append(s.routes, pattern)
+		methods[path] = append(methods[path], method)
+	}
+
+	handle("GET", "/healthz", s.healthz)
+	handle("GET", "/readyz", s.readyz)
+	handle("GET", "/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{}).ServeHTTP)
+	handle("GET", "/v1/openapi.yaml", s.openapi)
+	handle("GET", "/v1/namespaces", s.listNamespaces)
+	handle("POST", "/v1/namespaces", s.createNamespace)
+	handle("GET", "/v1/namespaces/{ns}", s.getNamespace)
+	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/updates", s.update)
+	handle("GET", "/v1/namespaces/{ns}/counters/{counter}", s.get)
+	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/gc", s.gc)
+	handle("POST", "/v1/updates", s.batch)
+	handle("POST", "/v1/gc", s.gcAll)
+
+	// ServeMux answers unknown routes and wrong methods with plain text; a
+	// method-less pattern per path (less specific than the ones above) and a
+	// catch-all keep every error in the JSON format.
+	for path, ms := range methods {
+		allow := append([]string(nil), ms...)
+		for _, m := range ms {
+			if m == "GET" {
+				allow = append(allow, "HEAD")
+			}
+		}
+		sort.Strings(allow)
+		allowed := strings.Join(allow, ", ")
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allowed)
+			writeError(w, r, errorf(api.CodeMethodNotAllowed, "%s is not allowed on %s; use %s", r.Method, path, allowed))
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, errorf(api.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// Run listens on Config.Addr and serves until ctx is cancelled; see Serve.
+func (s *Server) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w", s.cfg.Addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve starts the client's background work and serves on ln until ctx is
+// cancelled. Then it shuts down gracefully: it stops accepting connections,
+// waits for in-flight requests (an update's response waits for its shard
+// write) and finally stops the client so that no accepted write is left
+// behind. Everything after cancellation is bounded by Config.ShutdownTimeout.
+// Serve closes ln. It returns nil after a clean shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.client.Start(ctx); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("server: start client: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Bounds a slow body upload. There is deliberately no WriteTimeout:
+		// an update's answer waits for its shard write, and cutting it off
+		// would turn an acknowledged update into an unknown outcome.
+		ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.log.Info("listening", "addr", ln.Addr().String())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-serveErr:
+		// The listener failed; still drain and stop the client below.
+		err = fmt.Errorf("server: serve: %w", err)
+	}
+
+	s.draining.Store(true)
+	s.log.Info("shutting down", "timeout", s.cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := hs.Shutdown(sctx); serr != nil {
+		// Requests still running past the deadline are cut off; their
+		// updates end as unknown outcomes, which is the truth.
+		_ = hs.Close()
+		err = errors.Join(err, fmt.Errorf("server: shutdown: %w", serr))
+	}
+	if cerr := s.client.Stop(sctx); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("server: stop client: %w", cerr))
+	}
+	s.log.Info("stopped")
+	return err
+}

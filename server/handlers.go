@@ -236,35 +236,12 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, res)
 }
 
-// checkUpdate applies the checks Client.Apply would make before changing
-// anything, so a batch can be refused as a whole.
+// checkUpdate makes the checks Client.Apply would make, without applying,
+// so a batch can be refused as a whole.
 func (s *Server) checkUpdate(ctx context.Context, u api.BatchUpdate) error {
-	if u.Namespace != "" {
-		if err := abacus.ValidateName("namespace", u.Namespace); err != nil {
-			return err
-		}
-	}
-	if err := abacus.ValidateName("counter", u.Counter); err != nil {
-		return err
-	}
-	if len(u.RequestID) > api.MaxNameLen {
-		return errorf(api.CodeInvalidArgument, "request id is %d bytes, the limit is %d", len(u.RequestID), api.MaxNameLen)
-	}
-	ns, err := s.client.Namespace(ctx, u.Namespace)
-	if err != nil {
-		return err
-	}
-	if ns.Model != abacus.ModelSharded {
-		return errorf(api.CodeInvalidArgument, "namespace %q uses model %q, which this release cannot serve", ns.Name, ns.Model)
-	}
-	if ns.Type == abacus.TypeDistinct {
-		if u.Item == "" || u.Delta != 0 {
-			return fmt.Errorf("%w: namespace %q counts distinct items: give an item and no delta", abacus.ErrWrongType, ns.Name)
-		}
-	} else if u.Item != "" {
-		return fmt.Errorf("%w: namespace %q holds %s counters, which take a number, not an item", abacus.ErrWrongType, ns.Name, ns.Type)
-	}
-	return nil
+	return s.client.Check(ctx, abacus.Update{
+		Namespace: u.Namespace, Counter: u.Counter, Delta: u.Delta, Item: u.Item, RequestID: u.RequestID,
+	})
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {

@@ -36,7 +36,13 @@ test: ## Run the whole suite against the embedded store and a real Cassandra
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
 	$(GO) test -race -count=1 $(RACE_PKGS); \
-	$(GO) test -count=1 -timeout 25m ./...
+	$(GO) test -count=1 -timeout 25m ./...; \
+	if [ "$$(echo "$$ABACUS_TEST_CASSANDRA" | tr ',' '\n' | grep -c .)" -ge 3 ]; then \
+		echo "== node-loss tests (serial: they stop and restart Cassandra nodes)"; \
+		ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 15m -run 'NodeDown' ./...; \
+	else \
+		echo "== node-loss tests skipped: they need the 3-node cluster (DEV_NODES=3)"; \
+	fi
 
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

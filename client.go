@@ -40,7 +40,7 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		Hooks:         cfg.ShardedHooks,
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("abacus: %w", err)
 	}
 	c := &Client{cfg: cfg, sharded: eng}
 	_, err = c.CreateNamespace(ctx, NamespaceConfig{Name: DefaultNamespace, Model: ModelSharded, Type: TypeSum})

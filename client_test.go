@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/driver"
@@ -145,5 +146,19 @@ func TestConfigValidation(t *testing.T) {
 	t.Parallel()
 	if _, err := abacus.NewClient(context.Background(), abacus.Config{}); err == nil {
 		t.Fatal("NewClient without a driver succeeded")
+	}
+	store, err := embedded.Open(context.Background(), embedded.Config{FS: vfs.NewMem(), Dir: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, cfg := range []abacus.Config{
+		{Driver: store, MutatorLifetime: time.Hour, RefusalMargin: 2 * time.Hour},
+		{Driver: store, GCGrace: -time.Second},
+		{Driver: store, MaxMutators: -1},
+	} {
+		if _, err := abacus.NewClient(context.Background(), cfg); err == nil {
+			t.Errorf("NewClient accepted %+v", cfg)
+		}
 	}
 }

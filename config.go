@@ -2,7 +2,6 @@ package abacus
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -56,30 +55,11 @@ type Config struct {
 	ShardedHooks sharded.Hooks
 }
 
+// withDefaults fills the fields the Client itself uses; the sharded engine
+// applies (and validates) the defaults of the fields passed on to it.
 func (c Config) withDefaults() Config {
-	if c.MutatorLifetime == 0 {
-		c.MutatorLifetime = 24 * time.Hour
-	}
-	if c.RefusalMargin == 0 {
-		c.RefusalMargin = time.Hour
-	}
-	if c.GCGrace == 0 {
-		c.GCGrace = 24 * time.Hour
-	}
 	if c.GCInterval == 0 {
 		c.GCInterval = 10 * time.Minute
-	}
-	if c.MaxMutators == 0 {
-		c.MaxMutators = 10_000
-	}
-	if c.RequestIDWindow == 0 {
-		c.RequestIDWindow = 10 * time.Minute
-	}
-	if c.RequestIDMax == 0 {
-		c.RequestIDMax = 1_000_000
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 10 * time.Second
 	}
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
@@ -93,15 +73,6 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	if c.Driver == nil {
 		return errors.New("abacus: Config.Driver is required")
-	}
-	if c.MutatorLifetime < 0 || c.RefusalMargin < 0 || c.GCGrace < 0 || c.RequestIDWindow < 0 || c.WriteTimeout < 0 {
-		return errors.New("abacus: durations in Config must not be negative (except GCInterval)")
-	}
-	if c.RefusalMargin >= c.MutatorLifetime {
-		return fmt.Errorf("abacus: RefusalMargin (%v) must be shorter than MutatorLifetime (%v)", c.RefusalMargin, c.MutatorLifetime)
-	}
-	if c.MaxMutators < 0 || c.RequestIDMax < 0 {
-		return errors.New("abacus: MaxMutators and RequestIDMax must not be negative")
 	}
 	return nil
 }

@@ -30,7 +30,8 @@ test-unit: ## Run every test that needs no Cassandra (Cassandra tests skip and s
 test: ## Run the whole suite against the embedded store and a real Cassandra
 	@set -euo pipefail; \
 	if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then \
-		trap 'scripts/devcassandra stop' EXIT; \
+		trap 'scripts/devcassandra clean' EXIT; \
+		scripts/devcassandra clean; \
 		scripts/devcassandra start $(DEV_NODES); \
 		export $$(scripts/devcassandra env); \
 	fi; \
@@ -63,7 +64,7 @@ bench: ## Run the Go benchmarks (Cassandra ones need ABACUS_TEST_CASSANDRA)
 cassandra-start: ## Start the dev Cassandra (DEV_NODES nodes)
 	scripts/devcassandra start $(DEV_NODES)
 
-cassandra-stop: ## Stop the dev Cassandra
+cassandra-stop: ## Stop the dev Cassandra (keeps its data; `scripts/devcassandra clean` removes it)
 	scripts/devcassandra stop
 
 clean: ## Remove build output

@@ -64,17 +64,18 @@ type Config struct {
 
 	// GCReadConsistency is the level for the read that precedes a fold: it
 	// must see every replica, or the fold could tally a stale copy of a
-	// shard (its last write missing on the replicas that answered) and then
-	// delete the shard. driver.ReadShardsParams cannot yet say that a read is for a
-	// fold, so ReadShards never picks this level by itself; GC callers pass
-	// driver.All (or Driver.GCReadConsistency()) as the read's Consistency.
-	// Default: driver.All.
+	// shard (its last write missing on the replicas that answered) and
+	// then delete the shard. driver.ReadShardsParams cannot say that a read
+	// is for a fold, so ReadShards never picks this level by itself; GC
+	// callers pass driver.All (or Driver.GCReadConsistency()) as the read's
+	// Consistency. Default: driver.All.
 	GCReadConsistency driver.Consistency
 
 	// Timeout bounds each request on the client side; the context passed to
-	// an operation can shorten it further. Cassandra's own server-side
-	// timeouts (2 s for writes, 5 s for reads by default) normally fire
-	// first, which gives a more precise error. Default: 5s.
+	// an operation can shorten it further. For writes Cassandra's own
+	// timeout (2 s by default) fires first and reports how many replicas
+	// acknowledged; either way a timed-out write is an unknown outcome.
+	// Default: 5s.
 	Timeout time.Duration
 
 	// ConnectTimeout bounds dialing and the connection handshake.
@@ -83,6 +84,12 @@ type Config struct {
 
 	// NumConns is the number of connections per host. Default: 2.
 	NumConns int
+
+	// ProtocolVersion pins the native protocol version (3, 4 or 5).
+	// Default: 0, negotiate: gocql offers v5 and steps down each time a node
+	// refuses (Cassandra 2.1 speaks v3 and logs each refusal as an error),
+	// so pinning saves two round trips and log noise on old clusters.
+	ProtocolVersion int
 
 	// Username and Password enable PasswordAuthenticator when Username is
 	// set. Default: no authentication.
@@ -270,6 +277,9 @@ func (c Config) validate() error {
 	}
 	if c.NumConns < 0 {
 		bad("NumConns %d is negative", c.NumConns)
+	}
+	if c.ProtocolVersion != 0 && (c.ProtocolVersion < 3 || c.ProtocolVersion > 5) {
+		bad("ProtocolVersion %d is not supported (3, 4, 5, or 0 to negotiate)", c.ProtocolVersion)
 	}
 	if c.Username == "" && c.Password != "" {
 		bad("Password is set but Username is empty")

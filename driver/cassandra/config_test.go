@@ -101,6 +101,9 @@ func TestConfigValidate(t *testing.T) {
 		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "Timeout"},
 		{"negative connect timeout", func(c *Config) { c.ConnectTimeout = -time.Second }, "ConnectTimeout"},
 		{"negative conns", func(c *Config) { c.NumConns = -2 }, "NumConns"},
+		{"protocol 3", func(c *Config) { c.ProtocolVersion = 3 }, ""},
+		{"protocol 2", func(c *Config) { c.ProtocolVersion = 2 }, "ProtocolVersion 2"},
+		{"protocol 6", func(c *Config) { c.ProtocolVersion = 6 }, "ProtocolVersion 6"},
 		{"password only", func(c *Config) { c.Password = "p" }, "Username is empty"},
 		{"cert without key", func(c *Config) { c.TLS = &TLSConfig{CertFile: "c.pem"} }, "given together"},
 		{"schema mode", func(c *Config) { c.Schema = SchemaMode(9) }, "schema mode"},
@@ -183,6 +186,9 @@ func TestClusterConfig(t *testing.T) {
 	}
 	if cl.RetryPolicy != nil {
 		t.Error("a retry policy is set; writes must not be retried by gocql")
+	}
+	if !cl.DisableSkipMetadata {
+		t.Error("result metadata skipping is enabled; Cassandra 2.1.0 then garbles rows (TestManySessionsRacing)")
 	}
 	if cl.DisableInitialHostLookup {
 		t.Error("initial host lookup disabled; the ring would not be discovered")

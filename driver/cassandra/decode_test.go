@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"maps"
 	"math"
 	"reflect"
 	"strconv"
@@ -90,6 +91,35 @@ func TestNamespaceValues(t *testing.T) {
 	} {
 		if _, err := namespaceValues(bad); err == nil {
 			t.Errorf("namespaceValues(%+v) accepted", bad)
+		}
+	}
+}
+
+func TestSameNamespace(t *testing.T) {
+	t.Parallel()
+	created := time.UnixMilli(1_700_000_000_123).UTC()
+	ns := driver.Namespace{Name: "n", Model: "sharded", Type: "sum", ReadConsistency: driver.One,
+		Retention: time.Hour, CreatedAt: created.Add(456 * time.Microsecond)}
+	row := map[string]any{
+		"[applied]": false, "name": "n", "model": "sharded", "type": "sum", "read_cl": "ONE",
+		"write_cl": "DEFAULT", "retention_ms": int64(3_600_000), "options": map[string]string{},
+		"created_at": created,
+	}
+	if !sameNamespace(row, ns) {
+		t.Fatal("identical namespace (up to the column's millisecond precision) not recognised")
+	}
+	for col, v := range map[string]any{
+		"model": "ledger", "type": "max", "read_cl": "ALL", "write_cl": "ONE", "retention_ms": int64(1),
+		"options": map[string]string{"k": "v"}, "created_at": created.Add(time.Millisecond),
+		"name": "m", "retention_ms ": nil,
+	} {
+		other := maps.Clone(row)
+		other[col] = v
+		if col == "retention_ms " {
+			delete(other, "retention_ms")
+		}
+		if sameNamespace(other, ns) {
+			t.Errorf("row with %s = %v taken for the same namespace", col, v)
 		}
 	}
 }

@@ -66,8 +66,10 @@
 //
 // Errors that prove a write was refused before execution (invalid query,
 // unauthorized) and all other read errors are returned wrapped, without a
-// sentinel. Writes are never retried by the driver: a retry is the
-// caller's decision.
+// sentinel. Shard writes and folds are never retried by the driver: a retry
+// is the caller's decision. The one exception is CreateNamespace, whose
+// conditional insert is tried again when contending Paxos rounds time out;
+// the retry itself tells whether the earlier attempt was applied.
 //
 // Rows are decoded strictly: a null where the driver always writes a
 // value, an unknown consistency name or a negative retention is reported as

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,8 +23,7 @@ type Driver struct {
 	log     *slog.Logger
 	q       statements
 
-	closed    atomic.Bool
-	closeOnce sync.Once
+	closed atomic.Bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -88,10 +86,9 @@ func (c Config) cluster() (*gocql.ClusterConfig, error) {
 	// Every request sets its level explicitly; this only covers gocql's own
 	// queries.
 	cl.Consistency = gocql.Quorum
-	// Protocol version is negotiated: Cassandra 2.1 speaks v3, newer
-	// releases v4 or v5, and gocql steps down from its highest version
-	// when a node refuses it.
-	cl.ProtoVersion = 0
+	// Zero negotiates: Cassandra 2.1 speaks v3, newer releases v4 or v5,
+	// and gocql steps down from its highest version when a node refuses.
+	cl.ProtoVersion = c.ProtocolVersion
 	// Route each request to a replica of its partition. Replicas are
 	// shuffled so one hot counter's load spreads over all its replicas.
 	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(
@@ -103,6 +100,14 @@ func (c Config) cluster() (*gocql.ClusterConfig, error) {
 	// metadata would be re-read after every schema change, and tests
 	// create many keyspaces.
 	cl.Metadata.CacheMode = gocql.KeyspaceOnly
+	// Always ask for result metadata instead of reusing what PREPARE
+	// returned. Cassandra 2.1.0 shares one metadata object per prepared
+	// statement between all clients: once any execution asked to skip
+	// metadata, responses to everyone (and later PREPAREs) carry a stale
+	// "no metadata" flag, and rows then decode against the wrong columns.
+	// Newer releases have the related CASSANDRA-10786. The cost is a few
+	// bytes per response.
+	cl.DisableSkipMetadata = true
 	// A node restarted in a fault test should be used again soon.
 	cl.ReconnectInterval = 10 * time.Second
 	cl.MaxWaitSchemaAgreement = 60 * time.Second
@@ -164,13 +169,13 @@ func (d *Driver) Keyspace() string { return d.cfg.Keyspace }
 // GCReadConsistency returns the configured level for reads before a fold.
 func (d *Driver) GCReadConsistency() driver.Consistency { return d.cfg.GCReadConsistency }
 
-// Close closes the session. Operations after Close fail with
-// driver.ErrClosed; closing twice is harmless.
+// Close closes the session. Operations after Close, and a second Close,
+// fail with driver.ErrClosed.
 func (d *Driver) Close() error {
-	d.closeOnce.Do(func() {
-		d.closed.Store(true)
-		d.session.Close()
-	})
+	if d.closed.Swap(true) {
+		return fmt.Errorf("cassandra: close: %w", driver.ErrClosed)
+	}
+	d.session.Close()
 	return nil
 }
 

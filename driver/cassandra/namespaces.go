@@ -4,18 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"math/rand/v2"
 	"sort"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
 )
 
+// casAttempts bounds CreateNamespace's attempts when the outcome of its
+// lightweight transaction is unknown.
+const casAttempts = 5
+
 // CreateNamespace inserts the namespace with a lightweight transaction
 // (INSERT ... IF NOT EXISTS), so of two processes racing to create the same
 // name exactly one succeeds and the other gets driver.ErrExists. The commit
 // uses the WriteConsistency level; Paxos uses SERIAL (LOCAL_SERIAL when
 // that level is data-center-local).
+//
+// Paxos rounds that contend for one name often time out on Cassandra (the
+// server gives up after cas_contention_timeout), leaving the outcome
+// unknown. Such an attempt is resolved by trying again: the retry either
+// applies, or returns the row that exists, and if that row is exactly the
+// namespace being created, the earlier attempt was applied after all.
+// This is the only write the driver repeats, and it does so because the
+// repetition is itself conditional. After casAttempts unknown outcomes the
+// error wraps driver.ErrUnknownOutcome.
 func (d *Driver) CreateNamespace(ctx context.Context, p *driver.CreateNamespaceParams) error {
 	const op = "create namespace"
 	if err := d.begin(ctx, op); err != nil {
@@ -30,18 +45,79 @@ func (d *Driver) CreateNamespace(ctx context.Context, p *driver.CreateNamespaceP
 	if err != nil {
 		return fmt.Errorf("cassandra: %s %q: %w", op, ns.Name, err)
 	}
-	q := d.session.Query(d.q.insertNamespace, vals...).
-		Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency))
-	// When the insert is not applied Cassandra returns the existing row;
-	// MapScanCAS accepts whatever columns come back.
-	applied, err := q.MapScanCASContext(ctx, map[string]any{})
+	var lastErr error
+	for attempt := range casAttempts {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, casBackoff(attempt)); err != nil {
+				break // lastErr holds the unknown outcome
+			}
+		}
+		// When the insert is not applied Cassandra returns the existing
+		// row; MapScanCAS accepts whatever columns come back.
+		existing := map[string]any{}
+		applied, err := d.session.Query(d.q.insertNamespace, vals...).
+			Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
+			MapScanCASContext(ctx, existing)
+		if err == nil {
+			if applied || (attempt > 0 && sameNamespace(existing, ns)) {
+				return nil
+			}
+			return fmt.Errorf("cassandra: namespace %q: %w", ns.Name, driver.ErrExists)
+		}
+		lastErr = mapError(opWrite, err)
+		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
+			break
+		}
+		d.log.Debug("cassandra: namespace creation outcome unknown; retrying", "namespace", ns.Name, "attempt", attempt+1, "err", err)
+	}
+	return fmt.Errorf("cassandra: %s %q: %w", op, ns.Name, lastErr)
+}
+
+// casBackoff spreads contending retries apart: 50ms, 100ms, 200ms, ...
+// plus up to as much again at random.
+func casBackoff(attempt int) time.Duration {
+	base := 25 * time.Millisecond << attempt
+	return base + rand.N(base)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// sameNamespace reports whether the row returned by a not-applied insert
+// holds exactly ns (as far as the table can store it).
+func sameNamespace(existing map[string]any, ns driver.Namespace) bool {
+	var r namespaceRow
+	str := func(col string) *string {
+		if v, ok := existing[col].(string); ok {
+			return &v
+		}
+		return nil
+	}
+	r.Name, r.Model, r.Type = str("name"), str("model"), str("type")
+	r.ReadCL, r.WriteCL = str("read_cl"), str("write_cl")
+	if v, ok := existing["retention_ms"].(int64); ok {
+		r.RetentionMS = &v
+	}
+	if v, ok := existing["created_at"].(time.Time); ok {
+		r.CreatedAt = &v
+	}
+	r.Options, _ = existing["options"].(map[string]string)
+	got, err := namespaceFromRow(r)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s %q: %w", op, ns.Name, mapError(opWrite, err))
+		return false
 	}
-	if !applied {
-		return fmt.Errorf("cassandra: namespace %q: %w", ns.Name, driver.ErrExists)
-	}
-	return nil
+	return got.Name == ns.Name && got.Model == ns.Model && got.Type == ns.Type &&
+		got.ReadConsistency == ns.ReadConsistency && got.WriteConsistency == ns.WriteConsistency &&
+		got.Retention == ns.Retention && maps.Equal(got.Options, ns.Options) &&
+		got.CreatedAt.Equal(ns.CreatedAt.Truncate(time.Millisecond))
 }
 
 // GetNamespace reads one namespace at the ReadConsistency level.

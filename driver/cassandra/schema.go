@@ -97,22 +97,39 @@ func newStatements(ks string) statements {
 	}
 }
 
-// prepareSchema creates the schema (SchemaCreate) or checks that it exists
-// (SchemaExisting).
+// prepareSchema makes sure the tables exist. It first probes them: when
+// they are there (the usual case) no DDL is sent at all. That matters
+// beyond speed: after a schema change the driver waits until every node
+// in system.peers reports the same schema version, and a node that is down
+// never does, so a process restarting while one node is down would
+// otherwise fail to open. Only when a probe fails, and cfg.Schema allows,
+// is the schema created.
 func (d *Driver) prepareSchema(ctx context.Context) error {
-	if d.cfg.Schema == SchemaCreate {
-		for _, stmt := range schemaStatements(d.cfg) {
-			if err := d.ddl(ctx, stmt); err != nil {
-				return fmt.Errorf("cassandra: creating schema: %w", err)
-			}
+	err := d.probe(ctx)
+	if err == nil {
+		return nil
+	}
+	if d.cfg.Schema == SchemaExisting {
+		return fmt.Errorf("cassandra: keyspace %s: %w: %w (create it with the statements of Schema, or use SchemaCreate)",
+			d.cfg.Keyspace, errNoSchema, err)
+	}
+	for _, stmt := range schemaStatements(d.cfg) {
+		if err := d.ddl(ctx, stmt); err != nil {
+			return fmt.Errorf("cassandra: creating schema: %w", err)
 		}
 	}
+	if err := d.probe(ctx); err != nil {
+		return fmt.Errorf("cassandra: keyspace %s: %w after creating it: %w", d.cfg.Keyspace, errNoSchema, err)
+	}
+	return nil
+}
+
+// probe checks that both tables can be queried.
+func (d *Driver) probe(ctx context.Context) error {
 	for _, probe := range []string{d.q.probeNamespaces, d.q.probeShards} {
 		// ONE: this only asks whether the table exists.
-		err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx)
-		if err != nil {
-			return fmt.Errorf("cassandra: keyspace %s: %w: %w (create it with Schema or use SchemaCreate)",
-				d.cfg.Keyspace, errNoSchema, err)
+		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {
+			return err
 		}
 	}
 	return nil

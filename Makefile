@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 
 GO          ?= go
-# Packages of pure logic, run under the race detector.
+# Packages of pure logic, run under the race detector (with -short: size-heavy
+# property tests run in the full pass that follows).
 RACE_PKGS   ?= ./crdt/... ./clock/... ./sharded/... ./driver/embedded/...
 # Nodes of the dev Cassandra that `make test` starts (1 or 3). Three nodes let
 # the replica-loss tests run; set DEV_NODES=1 for a quicker local loop.
@@ -21,7 +22,7 @@ build: ## Build the abacus binary into ./bin
 	$(GO) build -o bin/abacus ./cmd/abacus
 
 test-unit: ## Run every test that needs no Cassandra (Cassandra tests skip and say so)
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -short -count=1 $(RACE_PKGS)
 	$(GO) test -count=1 ./...
 
 # The full suite: starts a dev Cassandra (unless ABACUS_TEST_CASSANDRA already
@@ -36,7 +37,7 @@ test: ## Run the whole suite against the embedded store and a real Cassandra
 		export $$(scripts/devcassandra env); \
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
-	$(GO) test -race -count=1 $(RACE_PKGS); \
+	$(GO) test -race -short -count=1 $(RACE_PKGS); \
 	$(GO) test -count=1 -timeout 25m ./...; \
 	if [ "$$(echo "$$ABACUS_TEST_CASSANDRA" | tr ',' '\n' | grep -c .)" -ge 3 ]; then \
 		echo "== node-loss tests (serial: they stop and restart Cassandra nodes)"; \

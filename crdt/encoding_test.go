@@ -96,6 +96,7 @@ func TestRoundTrip(t *testing.T) {
 // how merges were grouped, or whether the state was decoded in between.
 func TestEncodingIsDeterministic(t *testing.T) {
 	t.Parallel()
+	skipHeavyInShort(t)
 	for _, n := range []int{3, 200, 1_000, 9_000, 30_000} {
 		fwd, rev, decoded := NewDistinct(), NewDistinct(), State(NewDistinct())
 		for i := range n {

@@ -139,3 +139,14 @@ func randomState(t testing.TB, r *rand.Rand, k Kind) State {
 	}
 	return s
 }
+
+// skipHeavyInShort skips size-heavy tests of the merge arithmetic in -short
+// mode. `make test` runs this package twice: under the race detector with
+// -short, where only tests that exercise concurrency matter and sketches of
+// tens of thousands of items cost minutes, and then in full without -race.
+func skipHeavyInShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("size-heavy property test: runs in the full test run (without -short)")
+	}
+}

@@ -19,6 +19,7 @@ func lawTrials(k Kind) int {
 
 func TestMergeCommutative(t *testing.T) {
 	t.Parallel()
+	skipHeavyInShort(t)
 	for _, k := range allKinds {
 		t.Run(k.String(), func(t *testing.T) {
 			t.Parallel()
@@ -33,6 +34,7 @@ func TestMergeCommutative(t *testing.T) {
 
 func TestMergeAssociative(t *testing.T) {
 	t.Parallel()
+	skipHeavyInShort(t)
 	for _, k := range allKinds {
 		t.Run(k.String(), func(t *testing.T) {
 			t.Parallel()
@@ -49,6 +51,7 @@ func TestMergeAssociative(t *testing.T) {
 
 func TestMergeIdempotent(t *testing.T) {
 	t.Parallel()
+	skipHeavyInShort(t)
 	for _, k := range []Kind{KindMax, KindMin, KindDistinct} {
 		t.Run(k.String(), func(t *testing.T) {
 			t.Parallel()
@@ -83,6 +86,7 @@ func TestSumMergeIsNotIdempotent(t *testing.T) {
 // the core claim of the sharded model.
 func TestShardsEqualSingleState(t *testing.T) {
 	t.Parallel()
+	skipHeavyInShort(t)
 	for _, k := range allKinds {
 		t.Run(k.String(), func(t *testing.T) {
 			t.Parallel()
@@ -123,6 +127,7 @@ func withinPct(got, want int64, pct float64) bool {
 
 func TestDistinctAccuracy(t *testing.T) {
 	t.Parallel()
+	skipHeavyInShort(t)
 	const n = 100_000
 	d := NewDistinct()
 	for i := range n {
@@ -140,6 +145,7 @@ func TestDistinctAccuracy(t *testing.T) {
 
 func TestDistinctMergeEstimatesUnion(t *testing.T) {
 	t.Parallel()
+	skipHeavyInShort(t)
 	a, b, all := NewDistinct(), NewDistinct(), NewDistinct()
 	for i := range 60_000 {
 		mustApply(t, a, Op{Item: item(i)})

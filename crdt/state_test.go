@@ -276,6 +276,7 @@ func TestMergeKindMismatch(t *testing.T) {
 
 func TestCloneIsDeep(t *testing.T) {
 	t.Parallel()
+	skipHeavyInShort(t)
 	for _, k := range allKinds {
 		orig := mustApply(t, mustNew(t, k), Op{Delta: 1, Item: []byte("a")})
 		before := mustEncode(t, orig)

@@ -34,6 +34,7 @@ func newBenchCmd() *cobra.Command {
 		markdown       bool
 		asJSON         bool
 		cpuProfile     string
+		storePID       int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -55,9 +56,10 @@ Scenarios (--scenarios):
 Each run has --concurrency callers in a closed loop: --warmup (discarded),
 then --duration measured. After each increments run the counters are read
 back and compared with the acknowledged calls. The table shows throughput,
-latency percentiles, errors, updates per shard write (group commit) and the
-cores used by this process and by the whole machine: the load generator
-shares the machine with the store, so read the CPU columns before the ratios.
+latency percentiles, errors, updates per shard write (group commit), the mean
+shard write latency, and the cores used by this process, by the store (with
+--store-pid) and by the whole machine: the load generator shares the machine
+with the store, so read the CPU columns before the ratios.
 
 Without --cassandra the embedded store runs in a temporary directory (or
 --data) and the native baselines are skipped. On Cassandra the keyspace
@@ -80,6 +82,9 @@ uses new counter names, so runs can share a keyspace. The global flags
 			}
 			if warmup < 0 {
 				return usagef("--warmup must not be negative")
+			}
+			if storePID < 0 {
+				return usagef("--store-pid must not be negative")
 			}
 			cl, err := driver.ParseConsistency(consistency)
 			if err != nil || cl == driver.Default {
@@ -106,7 +111,11 @@ uses new counter names, so runs can share a keyspace. The global flags
 				Counters:          counters,
 				Scenarios:         scenarios,
 				ReadShards:        readShards,
+				StorePID:          storePID,
 				Progress:          cmd.ErrOrStderr(),
+			}
+			if err := cfg.Validate(); err != nil {
+				return usagef("%v; see 'abacus bench --help'", err)
 			}
 
 			// Ctrl-C ends the current run early; the rows measured so far
@@ -159,6 +168,7 @@ uses new counter names, so runs can share a keyspace. The global flags
 	fl.IntSliceVar(&readShards, "read-shards", []int{1, 100, 1000}, "shards of the counters in the read scenarios (live, and folded by GC)")
 	fl.BoolVar(&markdown, "markdown", false, "print the results as a Markdown table")
 	fl.BoolVar(&asJSON, "json", false, "print the results as JSON (durations in nanoseconds)")
+	fl.IntVar(&storePID, "store-pid", 0, "process id of a Cassandra node on this machine: record its CPU use per scenario (Linux), for throughput per store core")
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark to this file (for go tool pprof)")
 	return cmd
 }

@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/client"
+	"github.com/abacusdb/abacus/driver"
+)
+
+// CounterNames returns n distinct counter names starting with prefix.
+// Scenarios pick from a precomputed slice so that building a name is not
+// part of the measured call.
+func CounterNames(prefix string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return names
+}
+
+// picker chooses a counter for each call, uniformly at random over its
+// names. Each worker has its own generator (no shared state on the hot
+// path), padded to its own cache line because neighbouring workers write
+// theirs concurrently.
+type picker struct {
+	names []string
+	rngs  []paddedRand
+}
+
+type paddedRand struct {
+	r *rand.Rand
+	_ [56]byte
+}
+
+func newPicker(names []string, workers int) (*picker, error) {
+	if len(names) == 0 {
+		return nil, errors.New("bench: no counter names")
+	}
+	if workers <= 0 {
+		return nil, fmt.Errorf("bench: %d workers", workers)
+	}
+	p := &picker{names: names, rngs: make([]paddedRand, workers)}
+	for i := range p.rngs {
+		// Fixed seeds: runs choose the same sequence of counters, which
+		// makes repeated runs comparable. Workers differ by their seed.
+		p.rngs[i].r = rand.New(rand.NewPCG(uint64(i)+1, 0x9e3779b97f4a7c15))
+	}
+	return p, nil
+}
+
+func (p *picker) pick(worker int) string {
+	if len(p.names) == 1 {
+		return p.names[0]
+	}
+	return p.names[p.rngs[worker].r.IntN(len(p.names))]
+}
+
+// ShardedIncrements returns an op that adds 1 through the library
+// (abacus.Client.Apply) to a counter of namespace chosen uniformly from
+// names. It sends no request id: the library's de-duplication is only
+// exercised by the HTTP scenario, where the server always assigns one.
+func ShardedIncrements(c *abacus.Client, namespace string, names []string, workers int) (Op, error) {
+	p, err := newPicker(names, workers)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, worker int) error {
+		return c.Apply(ctx, abacus.Update{Namespace: namespace, Counter: p.pick(worker), Delta: 1})
+	}, nil
+}
+
+// HTTPIncrements returns an op that adds 1 through the HTTP API with the
+// Go client, to a counter of namespace chosen uniformly from names. The
+// client assigns every update a request id, as any real caller would.
+func HTTPIncrements(c *client.Client, namespace string, names []string, workers int) (Op, error) {
+	p, err := newPicker(names, workers)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, worker int) error {
+		_, err := c.Add(ctx, namespace, p.pick(worker), 1)
+		return err
+	}, nil
+}
+
+// ShardedReads returns an op that reads one counter through the library.
+func ShardedReads(c *abacus.Client, namespace, counter string) Op {
+	return func(ctx context.Context, _ int) error {
+		_, err := c.Get(ctx, namespace, counter)
+		return err
+	}
+}
+
+// NativeTable is the table of Cassandra counters that the native baseline
+// uses, created in the benchmark keyspace.
+const NativeTable = "native_bench"
+
+// Native drives Cassandra's own counters (seed 002): the baseline the
+// sharded model is measured against. Use the session of the Cassandra
+// driver the sharded scenarios run on, so both go through the same
+// connection pool, host selection and timeouts.
+type Native struct {
+	Session  *gocql.Session
+	Keyspace string
+	// Consistency of both increments and reads; the benchmark uses the
+	// level of the sharded writes.
+	Consistency gocql.Consistency
+
+	update, read string
+}
+
+// NewNative returns a Native for ks.
+func NewNative(s *gocql.Session, ks string, cl gocql.Consistency) *Native {
+	return &Native{
+		Session: s, Keyspace: ks, Consistency: cl,
+		update: "UPDATE " + ks + "." + NativeTable + " SET c = c + ? WHERE k = ?",
+		read:   "SELECT c FROM " + ks + "." + NativeTable + " WHERE k = ?",
+	}
+}
+
+// CreateTable creates the counter table if it is missing and waits for the
+// cluster to agree on the schema.
+func (n *Native) CreateTable(ctx context.Context) error {
+	stmt := "CREATE TABLE IF NOT EXISTS " + n.Keyspace + "." + NativeTable + " (k text PRIMARY KEY, c counter)"
+	if err := n.Session.Query(stmt).ExecContext(ctx); err != nil {
+		return fmt.Errorf("bench: create %s.%s: %w", n.Keyspace, NativeTable, err)
+	}
+	if err := n.Session.AwaitSchemaAgreement(ctx); err != nil {
+		return fmt.Errorf("bench: schema agreement after creating %s: %w", NativeTable, err)
+	}
+	return nil
+}
+
+// Add adds delta to the native counter k. Counter updates are not
+// idempotent, so gocql never retries them.
+func (n *Native) Add(ctx context.Context, k string, delta int64) error {
+	return n.Session.Query(n.update, delta, k).Consistency(n.Consistency).ExecContext(ctx)
+}
+
+// Get reads the native counter k; a counter never written reads as 0.
+func (n *Native) Get(ctx context.Context, k string) (int64, error) {
+	var v int64
+	err := n.Session.Query(n.read, k).Consistency(n.Consistency).ScanContext(ctx, &v)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return 0, nil
+	}
+	return v, err
+}
+
+// NativeIncrements returns an op that adds 1 to a native counter chosen
+// uniformly from names.
+func NativeIncrements(n *Native, names []string, workers int) (Op, error) {
+	p, err := newPicker(names, workers)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, worker int) error {
+		return n.Add(ctx, p.pick(worker), 1)
+	}, nil
+}
+
+// NativeReads returns an op that reads the native counter k.
+func NativeReads(n *Native, k string) Op {
+	return func(ctx context.Context, _ int) error {
+		_, err := n.Get(ctx, k)
+		return err
+	}
+}
+
+// GocqlConsistency converts a driver level to gocql's. driver.Default has
+// no gocql equivalent and is refused.
+func GocqlConsistency(c driver.Consistency) (gocql.Consistency, error) {
+	if c == driver.Default {
+		return 0, errors.New("bench: consistency DEFAULT has no CQL equivalent; name a level")
+	}
+	return gocql.ParseConsistencyWrapper(strings.ToUpper(c.String()))
+}

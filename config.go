@@ -45,6 +45,10 @@ type Config struct {
 	// WriteTimeout bounds one shard write. Default 10s.
 	WriteTimeout time.Duration
 
+	// MaxInflightWrites is how many shard writes of one counter this process
+	// may have in flight at once (pipelined group commit). Default 4.
+	MaxInflightWrites int
+
 	// Clock tells the time; tests inject a clock.Manual. Default: system clock.
 	Clock clock.Clock
 

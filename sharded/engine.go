@@ -54,6 +54,10 @@ type Config struct {
 	DedupMax int
 	// WriteTimeout bounds one shard write. Default 10s.
 	WriteTimeout time.Duration
+	// MaxInflightWrites is how many shard writes one mutator may have in
+	// flight. More than one lets a hot counter pipeline its writes instead of
+	// waiting a round trip per group commit. Default 4.
+	MaxInflightWrites int
 	// GCConsistency is the level of the read before a fold. Default ALL:
 	// folding a shard set that misses a shard would lose it.
 	GCConsistency driver.Consistency
@@ -107,6 +111,9 @@ func (c Config) withDefaults() Config {
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = 10 * time.Second
 	}
+	if c.MaxInflightWrites == 0 {
+		c.MaxInflightWrites = 4
+	}
 	if c.GCConsistency == driver.Default {
 		c.GCConsistency = driver.All
 	}
@@ -124,8 +131,8 @@ func (c Config) validate() error {
 		return errors.New("sharded: durations must not be negative")
 	case c.RefusalMargin >= c.Lifetime:
 		return fmt.Errorf("sharded: RefusalMargin (%v) must be below Lifetime (%v)", c.RefusalMargin, c.Lifetime)
-	case c.MaxMutators < 0 || c.DedupMax < 0:
-		return errors.New("sharded: MaxMutators and DedupMax must not be negative")
+	case c.MaxMutators < 0 || c.DedupMax < 0 || c.MaxInflightWrites < 0:
+		return errors.New("sharded: MaxMutators, DedupMax and MaxInflightWrites must not be negative")
 	}
 	return nil
 }

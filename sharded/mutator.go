@@ -36,7 +36,7 @@ type mutator struct {
 	durable  uint64 // updates contained in a successful write
 	lastTS   int64
 	retired  bool
-	writing  bool
+	writers  int    // write loops running, at most Config.MaxInflightWrites
 	pending  *round // collects updates for the next write
 	lastUsed time.Time
 }
@@ -91,15 +91,17 @@ func (m *mutator) schedule() *round {
 		m.pending = &round{done: make(chan struct{})}
 	}
 	r := m.pending
-	if !m.writing {
+	if m.writers < m.e.cfg.MaxInflightWrites {
 		if !m.e.goBackground(m.writeLoop) {
-			// The engine is closing: nothing will persist this state.
-			m.pending = nil
-			r.err = fmt.Errorf("%w: the engine is shutting down", ErrNotApplied)
-			close(r.done)
+			if m.writers == 0 {
+				// The engine is closing: nothing will persist this state.
+				m.pending = nil
+				r.err = fmt.Errorf("%w: the engine is shutting down", ErrNotApplied)
+				close(r.done)
+			}
 			return r
 		}
-		m.writing = true
+		m.writers++
 	}
 	return r
 }
@@ -126,17 +128,21 @@ func (m *mutator) isDurable(seq uint64) bool {
 func (m *mutator) idle() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return !m.writing && m.durable == m.applied
+	return m.writers == 0 && m.durable == m.applied
 }
 
-// writeLoop persists snapshots until no round is pending. One loop runs per
-// mutator at a time, so its writes carry increasing timestamps.
+// writeLoop persists snapshots until no round is pending. Up to
+// MaxInflightWrites loops run per mutator, so a hot counter is not limited to
+// one write round trip at a time. That is safe because each snapshot and its
+// timestamp are taken in one critical section: a higher timestamp always
+// carries a newer state, and last-write-wins discards an older snapshot that
+// lands late.
 func (m *mutator) writeLoop() {
 	for {
 		m.mu.Lock()
 		r := m.pending
 		if r == nil {
-			m.writing = false
+			m.writers--
 			m.mu.Unlock()
 			return
 		}
@@ -173,6 +179,11 @@ func (m *mutator) writeLoop() {
 		if err == nil && upto > m.durable {
 			batch = upto - m.durable
 			m.durable = upto
+		}
+		if err != nil && m.durable >= upto {
+			// A newer snapshot, written concurrently, already made every
+			// update of this round durable: they are acknowledged.
+			err = nil
 		}
 		m.mu.Unlock()
 		if err != nil && !errors.Is(err, ErrNotApplied) {

@@ -3,6 +3,7 @@ package sharded_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -35,16 +36,26 @@ type faultyStore struct {
 	failAfter   int                       // apply the next N writes, then report a timeout
 	delay       time.Duration             // sleep before each write
 	gate        chan struct{}             // when set, writes wait for it to close
+	jitter      time.Duration             // random extra delay, so pipelined writes land out of order
+	before      func() error              // when set, runs first; an error fails the write unapplied
 	allReadsErr error                     // returned by reads at ALL
 	reads       int
 }
 
 func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
 	f.mu.Lock()
-	gate, delay := f.gate, f.delay
+	gate, delay, jitter, before := f.gate, f.delay, f.jitter, f.before
 	f.mu.Unlock()
+	if before != nil {
+		if err := before(); err != nil {
+			return err
+		}
+	}
 	if gate != nil {
 		<-gate
+	}
+	if jitter > 0 {
+		delay += time.Duration(rand.Int64N(int64(jitter)))
 	}
 	if delay > 0 {
 		time.Sleep(delay)

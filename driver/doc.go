@@ -2,7 +2,7 @@
 // backend implements, the parameter structs their operations take, and the
 // sentinel errors they return.
 //
-// Each capability (namespaces, shards, and later events, ledgers and queues)
+// Each capability (namespaces, shards, ledgers, and later events and queues)
 // is its own interface so a model depends only on what it uses. Every
 // operation takes a context and a *Params struct, so fields can be added
 // without breaking callers.

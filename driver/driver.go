@@ -104,6 +104,7 @@ func Micros(t time.Time) int64 { return t.UnixMicro() }
 
 // Driver is everything a storage backend provides.
 type Driver interface {
+	Ledgers
 	Namespaces
 	Shards
 

@@ -146,7 +146,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 3 {
+	if len(stmts) != 5 {
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"
@@ -160,6 +160,9 @@ func TestSchema(t *testing.T) {
 	}
 	if !strings.Contains(stmts[2], "tally blob static") || !strings.Contains(stmts[2], "PRIMARY KEY ((ns, counter), shard)") {
 		t.Errorf("shards table: %s", stmts[2])
+	}
+	if !strings.Contains(stmts[3], "k1.ledgers") || !strings.Contains(stmts[4], "k1.ledger_claims") {
+		t.Errorf("ledger tables: %s / %s", stmts[3], stmts[4])
 	}
 	simple, err := Schema(Config{})
 	if err != nil {

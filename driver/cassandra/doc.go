@@ -25,6 +25,17 @@
 //	    tally_ts bigint static,           -- the fold's timestamp
 //	    PRIMARY KEY ((ns, counter), shard))
 //
+//	CREATE TABLE ledgers (
+//	    ns text, ledger text,             -- partition: one ledger
+//	    actor text,                       -- clustering: one row per actor
+//	    state blob,                       -- encoded actor state (package ledger)
+//	    PRIMARY KEY ((ns, ledger), actor))
+//
+//	CREATE TABLE ledger_claims (          -- strict-mode ledgers only
+//	    ns text, ledger text, request_id text,
+//	    actor text, negative boolean, seq bigint, amount bigint,
+//	    PRIMARY KEY ((ns, ledger, request_id)))
+//
 // The CQL avoids everything some supported server lacks: no aggregates, no
 // PER PARTITION LIMIT, no SASI or materialized views.
 //
@@ -38,7 +49,12 @@
 // the static tally columns; being single-partition it is applied atomically
 // on each replica, and replaying it changes nothing. ReadShards reads the
 // partition unpaged so that a concurrent fold cannot be seen half-applied.
-// CreateNamespace is the only lightweight transaction (IF NOT EXISTS).
+// WriteLedgerRow is likewise an INSERT ... USING TIMESTAMP of the actor's
+// whole row. Lightweight transactions are used by CreateNamespace (IF NOT
+// EXISTS) and by the claims of strict-mode ledgers (INSERT ... IF NOT
+// EXISTS USING TTL, and a conditional DELETE); the claims table is never
+// written any other way, since mixing Paxos and plain writes on one row
+// breaks Paxos' guarantees.
 //
 // # Consistency
 //

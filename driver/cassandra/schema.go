@@ -58,6 +58,8 @@ func schemaStatements(cfg Config) []string {
 			cfg.Keyspace, cfg.Replication.cql()),
 		fmt.Sprintf(namespacesDDL, cfg.Keyspace),
 		fmt.Sprintf(shardsDDL, cfg.Keyspace),
+		fmt.Sprintf(ledgersDDL, cfg.Keyspace),
+		fmt.Sprintf(ledgerClaimsDDL, cfg.Keyspace),
 	}
 }
 
@@ -75,12 +77,20 @@ type statements struct {
 	listCounters    string
 	probeNamespaces string
 	probeShards     string
+
+	// The ledger model's statements (ledger.go).
+	writeLedgerRow    string
+	readLedgerRows    string
+	claimRequest      string
+	releaseClaim      string
+	probeLedgers      string
+	probeLedgerClaims string
 }
 
 const namespaceColumns = "name, model, type, read_cl, write_cl, retention_ms, options, created_at"
 
 func newStatements(ks string) statements {
-	return statements{
+	q := statements{
 		insertNamespace: "INSERT INTO " + ks + ".namespaces (" + namespaceColumns +
 			") VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
 		getNamespace:   "SELECT " + namespaceColumns + " FROM " + ks + ".namespaces WHERE name = ?",
@@ -95,6 +105,8 @@ func newStatements(ks string) statements {
 		probeNamespaces: "SELECT name FROM " + ks + ".namespaces LIMIT 1",
 		probeShards:     "SELECT ns FROM " + ks + ".shards LIMIT 1",
 	}
+	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
+	return q
 }
 
 // prepareSchema makes sure the tables exist. It first probes them: when
@@ -124,9 +136,11 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 	return nil
 }
 
-// probe checks that both tables can be queried.
+// probe checks that every table can be queried. A keyspace created by an
+// earlier release lacks the newer tables (ledgers, ledger_claims); their
+// probes fail, and prepareSchema then creates them.
 func (d *Driver) probe(ctx context.Context) error {
-	for _, probe := range []string{d.q.probeNamespaces, d.q.probeShards} {
+	for _, probe := range []string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims} {
 		// ONE: this only asks whether the table exists.
 		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {
 			return err

@@ -15,4 +15,9 @@
 //
 // Every subtest uses its own freshly named namespaces and counters, so the
 // suite can share one store (one Cassandra keyspace) between subtests.
+//
+// The ledger contracts are in ledger.go: actor rows follow the same
+// last-write-wins rules, and a request id's claim has exactly one winner
+// among racing callers, is released only by a caller that names it
+// exactly, and expires after its TTL.
 package drivertest

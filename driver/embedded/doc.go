@@ -55,6 +55,20 @@
 // A namespace record is a plain value with its own version byte; see
 // encodeNamespace.
 //
+// # Ledgers
+//
+// The ledger model (package ledger) uses two more tables:
+//
+//	0x10 | ns | ledger | actor      -> LWW cell {encoded actor state}
+//	0x11 | ns | ledger | request id -> claim {expires_at, actor, section, seq, amount}
+//
+// Actor rows are LWW cells written by merge, exactly like shards. Claims of
+// strict-mode ledgers are plain values: ClaimRequest is a check-then-set
+// under a mutex (the directory lock admits one process, so that is a
+// compare-and-set), and expiry is measured on the caller's clock. Pebble
+// has no TTL, so expired claims are swept in one pass once the claims
+// stored since the last sweep outnumber the claims that pass left alive.
+//
 // # Known limitations
 //
 //   - Tombstones are never removed. Cassandra drops them after

@@ -97,6 +97,9 @@ type Driver struct {
 	// nsMu makes CreateNamespace's check-then-set atomic. A process-wide
 	// mutex suffices because the directory lock admits one process.
 	nsMu sync.Mutex
+
+	// claims does the same for strict-mode ledger claims (ledger.go).
+	claims claimState
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -1,0 +1,258 @@
+package embedded
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Ledger tables. Like the others, their bytes are part of the on-disk
+// format: never renumber them. They are registered with the key decoder
+// here rather than in keys.go so the ledger's storage lives in one place.
+const (
+	// tableLedgers holds one LWW cell per (namespace, ledger, actor) whose
+	// payload is the encoded actor state.
+	tableLedgers byte = 0x10
+	// tableLedgerClaims holds one plain value per (namespace, ledger,
+	// request id) in strict-mode ledgers: the claim and its expiry.
+	tableLedgerClaims byte = 0x11
+)
+
+func init() {
+	componentsPerTable[tableLedgers] = 3      // namespace, ledger, actor
+	componentsPerTable[tableLedgerClaims] = 3 // namespace, ledger, request id
+}
+
+func ledgerPrefix(ns, ledger string) []byte {
+	b := make([]byte, 0, 8+len(ns)+len(ledger))
+	b = append(b, tableLedgers)
+	b = appendComponent(b, ns)
+	return appendComponent(b, ledger)
+}
+
+func ledgerRowKey(ns, ledger, actor string) []byte {
+	return appendComponent(ledgerPrefix(ns, ledger), actor)
+}
+
+func claimKey(ns, ledger, requestID string) []byte {
+	b := make([]byte, 0, 12+len(ns)+len(ledger)+len(requestID))
+	b = append(b, tableLedgerClaims)
+	b = appendComponent(b, ns)
+	b = appendComponent(b, ledger)
+	return appendComponent(b, requestID)
+}
+
+// claimSweepMin is the fewest claims between two sweeps of expired claims.
+const claimSweepMin = 1024
+
+// claimState serialises claims. Pebble has no compare-and-set, but the
+// directory lock admits one process, so a mutex makes the check and the
+// write one atomic step. It also paces the sweep that removes expired
+// claims, which Cassandra drops by itself (TTL) and Pebble never would.
+type claimState struct {
+	mu sync.Mutex
+	// sinceSweep counts claims stored since the last sweep; a sweep runs
+	// once it reaches max(claimSweepMin, liveAfterSweep), so the sweep's
+	// cost (one pass over the live claims) is spread over at least as many
+	// claims as it visits.
+	sinceSweep     int
+	liveAfterSweep int
+}
+
+// WriteLedgerRow implements driver.Ledgers. Like a shard write it is a blind
+// merge of one LWW cell; the merge operator keeps the newest.
+func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
+	if err := d.acquire(ctx, "write ledger row"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	value := make([]byte, 0, cellHeaderLen+len(p.Row.State))
+	value = appendCell(value, cell{Timestamp: p.Timestamp, Payload: p.Row.State})
+	if err := d.db.Merge(ledgerRowKey(p.Namespace, p.Ledger, p.Row.Actor), value, d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: write ledger row %s/%s/%s: %w", p.Namespace, p.Ledger, p.Row.Actor, err)
+	}
+	return nil
+}
+
+// ReadLedger implements driver.Ledgers.
+func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
+	if err := d.acquire(ctx, "read ledger"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	rows, err := d.readLedger(p.Namespace, p.Ledger)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read ledger %s/%s: %w", p.Namespace, p.Ledger, err)
+	}
+	return rows, nil
+}
+
+func (d *Driver) readLedger(ns, ledger string) (_ []driver.LedgerRow, err error) {
+	prefix := ledgerPrefix(ns, ledger)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	rows := []driver.LedgerRow{}
+	for valid := it.First(); valid; valid = it.Next() {
+		actor, err := shardIDAfter(it.Key(), len(prefix)) // same shape: one trailing component
+		if err != nil {
+			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("actor %q: %w", actor, err)
+		}
+		c, err := decodeCell(raw)
+		if err != nil {
+			return nil, fmt.Errorf("actor %q: %w", actor, err)
+		}
+		if c.Tombstone {
+			continue // never written by this version; skipped like a deleted shard
+		}
+		rows = append(rows, driver.LedgerRow{Actor: actor, State: slices.Clone(c.Payload), Timestamp: c.Timestamp})
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	// Length-prefixed keys sort by actor length first.
+	slices.SortFunc(rows, func(a, b driver.LedgerRow) int { return cmp.Compare(a.Actor, b.Actor) })
+	return rows, nil
+}
+
+// ClaimRequest implements driver.Ledgers with a check-then-set under
+// d.claims.mu.
+func (d *Driver) ClaimRequest(ctx context.Context, p *driver.ClaimRequestParams) (driver.ClaimResult, error) {
+	if err := d.acquire(ctx, "claim request"); err != nil {
+		return driver.ClaimResult{}, err
+	}
+	defer d.mu.RUnlock()
+	if p.TTL < 1e9 || p.TTL > driver.MaxClaimTTL {
+		return driver.ClaimResult{}, fmt.Errorf("embedded: claim request: TTL %v is outside 1s..%v", p.TTL, driver.MaxClaimTTL)
+	}
+	key := claimKey(p.Namespace, p.Ledger, p.RequestID)
+	d.claims.mu.Lock()
+	defer d.claims.mu.Unlock()
+	cur, ok, err := d.getClaim(key, p.Now)
+	if err != nil {
+		return driver.ClaimResult{}, fmt.Errorf("embedded: claim request %s/%s/%s: %w", p.Namespace, p.Ledger, p.RequestID, err)
+	}
+	if ok {
+		return driver.ClaimResult{Current: cur}, nil
+	}
+	value := encodeClaim(p.Claim, p.Now+p.TTL.Microseconds())
+	if err := d.db.Set(key, value, d.writeOpts); err != nil {
+		return driver.ClaimResult{}, fmt.Errorf("embedded: claim request %s/%s/%s: %w", p.Namespace, p.Ledger, p.RequestID, err)
+	}
+	d.claims.sinceSweep++
+	if d.claims.sinceSweep >= max(claimSweepMin, d.claims.liveAfterSweep) {
+		if err := d.sweepClaims(p.Now); err != nil {
+			// The claim is stored; a failed sweep only leaves garbage for
+			// the next one.
+			d.logger.Warn("embedded: sweeping expired ledger claims failed", "err", err)
+		}
+	}
+	return driver.ClaimResult{Won: true, Current: p.Claim}, nil
+}
+
+// ReleaseClaim implements driver.Ledgers.
+func (d *Driver) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams) (bool, error) {
+	if err := d.acquire(ctx, "release claim"); err != nil {
+		return false, err
+	}
+	defer d.mu.RUnlock()
+	key := claimKey(p.Namespace, p.Ledger, p.RequestID)
+	d.claims.mu.Lock()
+	defer d.claims.mu.Unlock()
+	// Expiry does not matter here: an expired claim equal to Expect may go
+	// as well, and Cassandra would not find it either.
+	cur, ok, err := d.getClaim(key, minInt64)
+	if err != nil {
+		return false, fmt.Errorf("embedded: release claim %s/%s/%s: %w", p.Namespace, p.Ledger, p.RequestID, err)
+	}
+	if !ok || cur != p.Expect {
+		return false, nil
+	}
+	if err := d.db.Delete(key, d.writeOpts); err != nil {
+		return false, fmt.Errorf("embedded: release claim %s/%s/%s: %w", p.Namespace, p.Ledger, p.RequestID, err)
+	}
+	return true, nil
+}
+
+const minInt64 = -1 << 63
+
+// getClaim returns the claim stored under key unless it has expired by now.
+func (d *Driver) getClaim(key []byte, now int64) (driver.Claim, bool, error) {
+	raw, closer, err := d.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return driver.Claim{}, false, nil
+	}
+	if err != nil {
+		return driver.Claim{}, false, err
+	}
+	defer closer.Close()
+	c, expires, err := decodeClaim(raw)
+	if err != nil {
+		return driver.Claim{}, false, err
+	}
+	if expires <= now {
+		return driver.Claim{}, false, nil
+	}
+	return c, true, nil
+}
+
+// sweepClaims deletes every claim that expired by now. It runs under
+// d.claims.mu, so no claim is stored between the check and the delete.
+func (d *Driver) sweepClaims(now int64) (err error) {
+	lo := []byte{tableLedgerClaims}
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	b := d.db.NewBatch()
+	defer b.Close()
+	live := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		_, expires, err := decodeClaim(raw)
+		if err != nil {
+			// Leave what we cannot read for a human; reads of it fail loudly.
+			live++
+			continue
+		}
+		if expires > now {
+			live++
+			continue
+		}
+		if err := b.Delete(it.Key(), nil); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if err := b.Commit(d.writeOpts); err != nil {
+		return err
+	}
+	d.claims.sinceSweep, d.claims.liveAfterSweep = 0, live
+	return nil
+}

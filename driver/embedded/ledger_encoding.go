@@ -1,0 +1,65 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// claimVersion is the format version of a stored claim. Claims are plain
+// values (not LWW cells): they are only ever written under claimState's
+// mutex, by check-then-set.
+const claimVersion byte = 1
+
+// Layout, version 1:
+//
+//	version    byte
+//	expires_at int64, µs since the epoch, big-endian
+//	negative   byte, 0 or 1
+//	seq        uvarint
+//	amount     int64, big-endian two's complement, not 0
+//	actor      string (uvarint length, bytes)
+//
+// Every field has one valid encoding and nothing may follow the actor, so
+// decoding then encoding gives back the same bytes.
+
+func encodeClaim(c driver.Claim, expiresAt int64) []byte {
+	b := make([]byte, 0, 1+8+1+binary.MaxVarintLen64+8+binary.MaxVarintLen32+len(c.Actor))
+	b = append(b, claimVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(expiresAt))
+	neg := byte(0)
+	if c.Negative {
+		neg = 1
+	}
+	b = append(b, neg)
+	b = binary.AppendUvarint(b, c.Seq)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Amount))
+	return appendString(b, c.Actor)
+}
+
+func decodeClaim(b []byte) (driver.Claim, int64, error) {
+	r := reader{b: b}
+	if v := r.byte("version"); r.err == nil && v != claimVersion {
+		return driver.Claim{}, 0, fmt.Errorf("%w: claim format version %d, this build reads only version %d", errCorrupt, v, claimVersion)
+	}
+	expires := int64(r.uint64("expires_at"))
+	neg := r.byte("negative")
+	var c driver.Claim
+	c.Seq = r.uvarint("seq")
+	c.Amount = int64(r.uint64("amount"))
+	c.Actor = r.string("actor")
+	if r.err != nil {
+		return driver.Claim{}, 0, r.err
+	}
+	switch {
+	case neg > 1:
+		return driver.Claim{}, 0, fmt.Errorf("%w: claim negative flag %d", errCorrupt, neg)
+	case c.Amount == 0:
+		return driver.Claim{}, 0, fmt.Errorf("%w: claim amount is zero", errCorrupt)
+	case len(r.b) != 0:
+		return driver.Claim{}, 0, fmt.Errorf("%w: %d trailing bytes after claim", errCorrupt, len(r.b))
+	}
+	c.Negative = neg == 1
+	return c, expires, nil
+}

@@ -1,0 +1,328 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/driver/cassandra"
+	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/internal/cassandratest"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// onEachDriver runs fn against the embedded store (in memory) and, when
+// ABACUS_TEST_CASSANDRA is set, against a fresh Cassandra keyspace of this
+// test. Without Cassandra that half is skipped and says so.
+func onEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
+	t.Helper()
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		d, err := embedded.Open(context.Background(), embedded.Config{FS: vfs.NewMem(), Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		fn(t, d)
+	})
+	t.Run("cassandra", func(t *testing.T) {
+		t.Parallel()
+		fn(t, sharedCassandra(t))
+	})
+}
+
+// The engine tests share one Cassandra keyspace, fresh for each run of the
+// package and dropped at its end (TestMain): creating a keyspace and its
+// tables costs seconds of schema agreement, which a keyspace per test
+// would multiply. Every test uses its own namespace, so they cannot see
+// each other's rows.
+var cassandraOnce struct {
+	sync.Once
+	d   *cassandra.Driver
+	err error
+}
+
+func sharedCassandra(t *testing.T) driver.Driver {
+	t.Helper()
+	hosts := cassandratest.Hosts(t) // skips without ABACUS_TEST_CASSANDRA
+	cassandraOnce.Do(func() {
+		cfg := cassandra.Config{
+			Hosts:       hosts,
+			Keyspace:    cassandratest.KeyspaceName("ledger engine"),
+			Replication: cassandra.Replication{ReplicationFactor: cassandratest.ReplicationFactor(t)},
+			// The dev node shares two cores with compilers and other suites.
+			Timeout: 15 * time.Second,
+			Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cassandraOnce.d, cassandraOnce.err = cassandra.Open(ctx, cfg)
+	})
+	if cassandraOnce.err != nil {
+		t.Fatalf("cassandra.Open: %v", cassandraOnce.err)
+	}
+	return cassandraOnce.d
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if d := cassandraOnce.d; d != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := d.Session().Query("DROP KEYSPACE IF EXISTS " + d.Keyspace()).ExecContext(ctx); err != nil {
+			fmt.Fprintf(os.Stderr, "dropping keyspace %s: %v\n", d.Keyspace(), err)
+		}
+		cancel()
+		_ = d.Close()
+	}
+	os.Exit(code)
+}
+
+// harness is one store and a shared manual clock; each engine it makes is
+// one process (one actor per ledger).
+type harness struct {
+	t     *testing.T
+	store driver.Ledgers
+	clk   *clock.Manual
+	ns    string
+}
+
+var nsSeq struct {
+	sync.Mutex
+	n int
+}
+
+func newHarness(t *testing.T, store driver.Ledgers) *harness {
+	nsSeq.Lock()
+	nsSeq.n++
+	ns := fmt.Sprintf("ns%d", nsSeq.n)
+	nsSeq.Unlock()
+	return &harness{t: t, store: store, clk: clock.NewManual(t0), ns: ns}
+}
+
+func (h *harness) engine(tweak ...func(*Config)) *Engine {
+	h.t.Helper()
+	cfg := Config{
+		Store: h.store, Clock: h.clk, Logger: quiet,
+		RetryBackoff: -1, ClaimWait: 2 * time.Second, WriteTimeout: 15 * time.Second,
+	}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	e, err := New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = e.Close(context.Background()) })
+	return e
+}
+
+func (h *harness) target(ledger string, opts Options) Target {
+	return Target{Namespace: h.ns, Ledger: ledger, Options: opts.WithDefaults()}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustUpdate(t *testing.T, e *Engine, tg Target, amount int64, id string) Result {
+	t.Helper()
+	r, err := e.Update(ctxT(t), tg, amount, id)
+	if err != nil {
+		t.Fatalf("Update(%d, %q): %v", amount, id, err)
+	}
+	return r
+}
+
+func mustRead(t *testing.T, e *Engine, tg Target) *State {
+	t.Helper()
+	st, err := e.Read(ctxT(t), tg)
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	return st
+}
+
+func wantValue(t *testing.T, e *Engine, tg Target, want int64) {
+	t.Helper()
+	v, err := mustRead(t, e, tg).Value()
+	if err != nil || v != want {
+		t.Fatalf("value = %d, %v; want %d", v, err, want)
+	}
+}
+
+func wantKnown(t *testing.T, st *State, known map[string]bool) {
+	t.Helper()
+	for id, want := range known {
+		if got := st.Has(id); got != want {
+			t.Errorf("has_request_id(%s) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// fault is what a faultyStore does to one call.
+type fault int
+
+const (
+	pass            fault = iota
+	landThenUnknown       // apply, then report a timeout (ErrUnknownOutcome)
+	unknownNoLand         // report a timeout without applying
+	unavailable           // report ErrUnavailable without applying
+)
+
+func (f fault) String() string {
+	return [...]string{"pass", "land-then-unknown", "unknown-no-land", "unavailable"}[f]
+}
+
+// faultyStore wraps a real store and injects the failures a networked
+// store shows on writes and claims. Reads pass through.
+type faultyStore struct {
+	driver.Ledgers
+
+	mu          sync.Mutex
+	writeFault  func(p *driver.WriteLedgerRowParams) fault
+	claimFault  func(p *driver.ClaimRequestParams) fault
+	writeGate   func(p *driver.WriteLedgerRowParams) <-chan struct{}
+	writes      int
+	injected    map[fault]int
+	releaseErrs int // release calls to fail
+}
+
+func (f *faultyStore) decide(fn func() fault) fault {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fn == nil {
+		return pass
+	}
+	fl := fn()
+	if f.injected == nil {
+		f.injected = map[fault]int{}
+	}
+	f.injected[fl]++
+	return fl
+}
+
+func (f *faultyStore) apply(fl fault, op func() error) error {
+	switch fl {
+	case landThenUnknown:
+		if err := op(); err != nil {
+			return err
+		}
+		return fmt.Errorf("injected timeout after the write landed: %w", driver.ErrUnknownOutcome)
+	case unknownNoLand:
+		return fmt.Errorf("injected timeout, nothing landed: %w", driver.ErrUnknownOutcome)
+	case unavailable:
+		return fmt.Errorf("injected: %w", driver.ErrUnavailable)
+	}
+	return op()
+}
+
+func (f *faultyStore) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
+	f.mu.Lock()
+	gate := f.writeGate
+	wf := f.writeFault
+	f.writes++
+	f.mu.Unlock()
+	if gate != nil {
+		if ch := gate(p); ch != nil {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return fmt.Errorf("gated write: %w: %w", driver.ErrUnknownOutcome, ctx.Err())
+			}
+		}
+	}
+	var fl fault
+	if wf != nil {
+		fl = f.decide(func() fault { return wf(p) })
+	}
+	return f.apply(fl, func() error { return f.Ledgers.WriteLedgerRow(ctx, p) })
+}
+
+func (f *faultyStore) ClaimRequest(ctx context.Context, p *driver.ClaimRequestParams) (driver.ClaimResult, error) {
+	f.mu.Lock()
+	cf := f.claimFault
+	f.mu.Unlock()
+	var fl fault
+	if cf != nil {
+		fl = f.decide(func() fault { return cf(p) })
+	}
+	var res driver.ClaimResult
+	err := f.apply(fl, func() error {
+		var err error
+		res, err = f.Ledgers.ClaimRequest(ctx, p)
+		return err
+	})
+	return res, err
+}
+
+func (f *faultyStore) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams) (bool, error) {
+	f.mu.Lock()
+	fail := f.releaseErrs > 0
+	if fail {
+		f.releaseErrs--
+	}
+	f.mu.Unlock()
+	if fail {
+		return false, fmt.Errorf("injected: %w", driver.ErrUnknownOutcome)
+	}
+	return f.Ledgers.ReleaseClaim(ctx, p)
+}
+
+func (f *faultyStore) setWriteFault(fn func(*driver.WriteLedgerRowParams) fault) {
+	f.mu.Lock()
+	f.writeFault = fn
+	f.mu.Unlock()
+}
+
+func (f *faultyStore) setClaimFault(fn func(*driver.ClaimRequestParams) fault) {
+	f.mu.Lock()
+	f.claimFault = fn
+	f.mu.Unlock()
+}
+
+func (f *faultyStore) count(fl fault) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.injected[fl]
+}
+
+// barrier lets n goroutines wait for each other, giving up after a
+// timeout so that a path which never reaches it cannot hang a test.
+type barrier struct {
+	mu      sync.Mutex
+	n       int
+	arrived int
+	all     chan struct{}
+}
+
+func newBarrier(n int) *barrier { return &barrier{n: n, all: make(chan struct{})} }
+
+func (b *barrier) wait(timeout time.Duration) bool {
+	b.mu.Lock()
+	b.arrived++
+	if b.arrived == b.n {
+		close(b.all)
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.all:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+func isUnknown(err error) bool { return errors.Is(err, ErrUnknownOutcome) }

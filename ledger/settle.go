@@ -1,0 +1,160 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Settling strict-mode requests in the background.
+//
+// A strict-mode claim names the actor and entry that will carry the
+// request, and every other actor defers to it: it answers "already
+// applied" once that entry appears, and "unknown" until then. So when an
+// actor gives up on a request — its write's outcome stayed unknown after
+// retry_count resubmissions, or it could not tell whether its claim was
+// stored — the request would stay "unknown" everywhere until the claim
+// expires. Two background tasks avoid that while the process lives:
+//
+//   - settleWrite keeps resubmitting the retired actor's last row (the same
+//     content, at ever higher timestamps) until one write succeeds. This
+//     is safe only because of the claim: no other actor can apply the
+//     request meanwhile, so finishing late cannot count it twice. It stops
+//     at half the claim's TTL, well before anyone could apply it again.
+//     Without strict mode nothing protects a late finish, so nothing is
+//     settled in the background there.
+//   - releaseOrSettle withdraws a claim that the actor will never fulfil
+//     (nothing was written under it), retrying until the withdrawal is
+//     known to have happened or the claim has expired anyway.
+
+// maxPending bounds the background tasks; beyond it requests simply stay
+// "unknown" until their claims expire.
+const maxPending = 10_000
+
+// goSettle runs task in the background unless the engine is closed or too
+// much is pending, and reports whether it did.
+func (e *Engine) goSettle(task func(stop <-chan struct{})) bool {
+	e.bg.Lock()
+	defer e.bg.Unlock()
+	if e.bg.closed || e.bg.pending >= maxPending {
+		return false
+	}
+	e.bg.pending++
+	e.bg.wg.Add(1)
+	go func() {
+		defer func() {
+			e.bg.Lock()
+			e.bg.pending--
+			e.bg.Unlock()
+			e.bg.wg.Done()
+		}()
+		task(e.bg.stop)
+	}()
+	return true
+}
+
+// retryUntil repeats op with backoff until it succeeds, fails in a way a
+// retry cannot mend, the deadline passes or stop closes.
+func (e *Engine) retryUntil(stop <-chan struct{}, deadline time.Time, op func(context.Context) error) error {
+	for n := 0; ; n++ {
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
+		err := op(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, driver.ErrUnknownOutcome) && !errors.Is(err, driver.ErrUnavailable) {
+			return err
+		}
+		wait := max(time.Millisecond, min(e.cfg.RetryBackoff<<min(n, 20), 5*time.Second))
+		if e.cfg.Clock.Now().Add(wait).After(deadline) {
+			return fmt.Errorf("gave up at the deadline: %w", err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-stop:
+			t.Stop()
+			return fmt.Errorf("engine closed: %w", err)
+		}
+	}
+}
+
+// settleWrite finishes a retired actor's write in the background. The
+// slot is retired, so nothing else touches its state.
+func (e *Engine) settleWrite(t Target, s *slot, id string, claimed time.Time) {
+	state, actor, last := EncodeActor(s.own), s.actor, s.lastTS
+	deadline := claimed.Add(t.Options.ClaimTTL / 2)
+	started := e.goSettle(func(stop <-chan struct{}) {
+		err := e.retryUntil(stop, deadline, func(ctx context.Context) error {
+			ts := max(driver.Micros(e.cfg.Clock.Now()), last+1)
+			last = ts
+			e.stats.Resubmissions.Add(1)
+			return e.cfg.Store.WriteLedgerRow(ctx, &driver.WriteLedgerRowParams{
+				Namespace: t.Namespace, Ledger: t.Ledger, Timestamp: ts,
+				Row:         driver.LedgerRow{Actor: actor, State: state},
+				Consistency: t.WriteConsistency,
+			})
+		})
+		if err != nil {
+			e.cfg.Logger.Warn("ledger: could not finish a strict-mode write; retries of the request answer unknown until its claim expires",
+				"namespace", t.Namespace, "ledger", t.Ledger, "request_id", id, "actor", actor, "err", err)
+		}
+	})
+	if !started {
+		e.cfg.Logger.Warn("ledger: not finishing a strict-mode write in the background (closed or too many pending)",
+			"namespace", t.Namespace, "ledger", t.Ledger, "request_id", id)
+	}
+}
+
+// releaseOrSettle withdraws a claim this actor made but will not fulfil.
+// It tries once in the caller's path and reports whether that worked; if
+// not, it keeps trying in the background until the claim would have
+// expired anyway.
+func (e *Engine) releaseOrSettle(t Target, id string, c driver.Claim, claimed time.Time) bool {
+	release := func(ctx context.Context) error {
+		_, err := e.cfg.Store.ReleaseClaim(ctx, &driver.ReleaseClaimParams{
+			Namespace: t.Namespace, Ledger: t.Ledger, RequestID: id, Expect: c, Consistency: t.WriteConsistency,
+		})
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
+	err := release(ctx)
+	cancel()
+	if err == nil {
+		return true
+	}
+	deadline := claimed.Add(t.Options.ClaimTTL)
+	e.goSettle(func(stop <-chan struct{}) {
+		if err := e.retryUntil(stop, deadline, release); err != nil {
+			e.cfg.Logger.Warn("ledger: could not withdraw a claim; it blocks retries of the request until it expires",
+				"namespace", t.Namespace, "ledger", t.Ledger, "request_id", id, "err", err)
+		}
+	})
+	return false
+}
+
+// Close stops background settling and waits for it, or for ctx. Requests
+// it had not settled stay "unknown" until their claims expire.
+func (e *Engine) Close(ctx context.Context) error {
+	e.bg.Lock()
+	if !e.bg.closed {
+		e.bg.closed = true
+		close(e.bg.stop)
+	}
+	e.bg.Unlock()
+	done := make(chan struct{})
+	go func() {
+		e.bg.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("ledger: waiting for background settling: %w", ctx.Err())
+	}
+}

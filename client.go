@@ -8,6 +8,7 @@ import (
 
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/ledger"
 	"github.com/abacusdb/abacus/sharded"
 )
 
@@ -15,6 +16,7 @@ import (
 type Client struct {
 	cfg        Config
 	sharded    *sharded.Engine
+	ledger     *ledger.Engine
 	namespaces sync.Map // name -> *Namespace
 }
 
@@ -43,7 +45,19 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("abacus: %w", err)
 	}
-	c := &Client{cfg: cfg, sharded: eng}
+	led, err := ledger.New(ledger.Config{
+		Store:        cfg.Driver,
+		Clock:        cfg.Clock,
+		ActorID:      cfg.LedgerActorID,
+		MaxActors:    cfg.MaxLedgerActors,
+		WriteTimeout: cfg.WriteTimeout,
+		ClaimWait:    cfg.LedgerClaimWait,
+		Logger:       cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, sharded: eng, ledger: led}
 	_, err = c.CreateNamespace(ctx, NamespaceConfig{Name: DefaultNamespace, Model: ModelSharded, Type: TypeSum})
 	if err != nil && !errors.Is(err, ErrNamespaceExists) {
 		return nil, fmt.Errorf("abacus: create the default namespace: %w", err)
@@ -59,8 +73,9 @@ func (c *Client) Start(ctx context.Context) error {
 
 // Stop stops the sweeper and waits for in-flight writes, so every update
 // accepted before Stop is either acknowledged or reported to its caller.
+// It also stops finishing strict-mode ledger writes in the background.
 func (c *Client) Stop(ctx context.Context) error {
-	return c.sharded.Close(ctx)
+	return errors.Join(c.sharded.Close(ctx), c.ledger.Close(ctx))
 }
 
 // Update is one change to a counter.
@@ -143,6 +158,9 @@ func (c *Client) target(ctx context.Context, namespace, counter string) (*Namesp
 	ns, err := c.Namespace(ctx, namespace)
 	if err != nil {
 		return nil, sharded.Target{}, err
+	}
+	if ns.Model == ModelLedger {
+		return nil, sharded.Target{}, fmt.Errorf("%w: namespace %q holds ledgers; use the ledger operations (Credit, Debit, LedgerValue)", ErrInvalid, ns.Name)
 	}
 	if ns.Model != ModelSharded {
 		return nil, sharded.Target{}, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)

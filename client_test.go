@@ -119,7 +119,9 @@ func TestCreateNamespace(t *testing.T) {
 		{Name: ""},
 		{Name: "x", Type: "avg"},
 		{Name: "x", Model: "magic"},
-		{Name: "x", Model: abacus.ModelLedger},
+		{Name: "x", Model: abacus.ModelEvents},
+		{Name: "x", Model: abacus.ModelLedger, Type: abacus.TypeSum},
+		{Name: "x", Ledger: &abacus.LedgerOptions{Strict: true}},
 	} {
 		if _, err := c.CreateNamespace(ctx, bad); !errors.Is(err, abacus.ErrInvalid) {
 			t.Errorf("CreateNamespace(%+v): %v, want ErrInvalid", bad, err)

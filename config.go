@@ -57,6 +57,23 @@ type Config struct {
 
 	// ShardedHooks receive measurements of the sharded model (for metrics).
 	ShardedHooks sharded.Hooks
+
+	// LedgerActorID prefixes the actor ids this process writes ledgers
+	// under. Default: 16 random hex digits, new at every start. Set it only
+	// to something no other process uses or ever used (for example the
+	// host name plus the start time): two processes under one actor id
+	// overwrite each other's ledger entries.
+	LedgerActorID string
+
+	// MaxLedgerActors bounds the ledgers whose actor state this process
+	// keeps in memory (LRU); a ledger dropped from memory gets a new actor
+	// row on its next write. Default 10,000.
+	MaxLedgerActors int
+
+	// LedgerClaimWait is how long a strict-mode ledger write that finds its
+	// request id claimed by another process waits for that process's write
+	// before returning ErrUnknownOutcome. Default 2s.
+	LedgerClaimWait time.Duration
 }
 
 // withDefaults fills the fields the Client itself uses; the sharded engine

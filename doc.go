@@ -22,5 +22,25 @@
 //     reaches another process is applied again (at-least-once).
 //   - Any other error means the update was not applied.
 //
+// # Guarantees of the ledger model
+//
+// A namespace of model ledger (NamespaceConfig.Ledger for its options)
+// holds ledgers: signed totals changed by Credit, Debit and UpdateLedger,
+// each carrying a request id.
+//
+//   - A retry of a request, from any process, is recognised (Applied
+//     false, nothing written) while the request is among the last
+//     HistoryLength requests of the process that applied it. Later
+//     retries are applied again: that is the model's limit.
+//   - Two processes receiving the same request at the same moment may both
+//     apply it, unless the namespace is Strict: then a lightweight
+//     transaction claims each request id first, and retries are
+//     recognised for as long as the claim lives (ClaimTTL), inside or
+//     outside the history.
+//   - ErrUnknownOutcome is returned, never success, when every write
+//     attempt's outcome stayed unknown; retry with the same request id.
+//
+// docs/ledger.md has the table and the tests behind each line.
+//
 // See docs/ in the repository for the design, the HTTP API and benchmarks.
 package abacus

@@ -15,8 +15,8 @@ import (
 // Model is how a namespace's counters are stored.
 type Model string
 
-// Models. Only ModelSharded is available in this release; the others are
-// reserved names that CreateNamespace refuses until they ship.
+// Models. ModelSharded and ModelLedger are available in this release; the
+// others are reserved names that CreateNamespace refuses until they ship.
 const (
 	ModelSharded Model = "sharded"
 	ModelEvents  Model = "events"
@@ -51,6 +51,9 @@ type Namespace struct {
 	ReadConsistency  driver.Consistency
 	WriteConsistency driver.Consistency
 	CreatedAt        time.Time
+	// Ledger holds the options of a ledger namespace, with every default
+	// filled in; nil for other models.
+	Ledger *LedgerOptions
 }
 
 // NamespaceConfig is what CreateNamespace takes.
@@ -62,8 +65,14 @@ type NamespaceConfig struct {
 	// Type defaults to TypeSum.
 	Type string
 	// ReadConsistency and WriteConsistency default to the driver's levels.
+	// A ledger's de-duplication across processes relies on reads that see
+	// every acknowledged write: keep the levels overlapping (QUORUM for
+	// both, the Cassandra driver's default).
 	ReadConsistency  driver.Consistency
 	WriteConsistency driver.Consistency
+	// Ledger sets the options of a ModelLedger namespace; nil takes every
+	// default. It must be nil for other models.
+	Ledger *LedgerOptions
 }
 
 // ValidateName checks a namespace or counter name.
@@ -102,10 +111,20 @@ func (c NamespaceConfig) validate() error {
 		if _, err := crdt.ParseKind(c.Type); err != nil {
 			return fmt.Errorf("%w: type %q: want sum, max, min or distinct", ErrInvalid, c.Type)
 		}
-	case ModelEvents, ModelActor, ModelLedger, ModelNative, ModelCAS:
-		return fmt.Errorf("%w: model %q is not available in this release (only %q is)", ErrInvalid, c.Model, ModelSharded)
+	case ModelLedger:
+		if c.Type != "" {
+			return fmt.Errorf("%w: type %q: ledger namespaces have no type", ErrInvalid, c.Type)
+		}
+		if err := c.ledgerOptions().engine().Validate(); err != nil {
+			return fmt.Errorf("%w: ledger options: %v", ErrInvalid, err)
+		}
+	case ModelEvents, ModelActor, ModelNative, ModelCAS:
+		return fmt.Errorf("%w: model %q is not available in this release (only %q and %q are)", ErrInvalid, c.Model, ModelSharded, ModelLedger)
 	default:
 		return fmt.Errorf("%w: unknown model %q", ErrInvalid, c.Model)
+	}
+	if c.Model != ModelLedger && c.Ledger != nil {
+		return fmt.Errorf("%w: ledger options given for a namespace of model %q", ErrInvalid, c.Model)
 	}
 	for _, cl := range []driver.Consistency{c.ReadConsistency, c.WriteConsistency} {
 		if cl > driver.Any {
@@ -115,8 +134,8 @@ func (c NamespaceConfig) validate() error {
 	return nil
 }
 
-func namespaceFromRecord(r *driver.Namespace) *Namespace {
-	return &Namespace{
+func namespaceFromRecord(r *driver.Namespace) (*Namespace, error) {
+	ns := &Namespace{
 		Name:             r.Name,
 		Model:            Model(r.Model),
 		Type:             r.Type,
@@ -124,6 +143,14 @@ func namespaceFromRecord(r *driver.Namespace) *Namespace {
 		WriteConsistency: r.WriteConsistency,
 		CreatedAt:        r.CreatedAt,
 	}
+	if ns.Model == ModelLedger {
+		o, err := ledgerOptionsFromMap(r.Options)
+		if err != nil {
+			return nil, fmt.Errorf("namespace %q has corrupt ledger options: %w", r.Name, err)
+		}
+		ns.Ledger = &o
+	}
+	return ns, nil
 }
 
 // CreateNamespace creates a namespace. It returns ErrNamespaceExists if the
@@ -141,6 +168,9 @@ func (c *Client) CreateNamespace(ctx context.Context, nc NamespaceConfig) (*Name
 		WriteConsistency: nc.WriteConsistency,
 		CreatedAt:        c.cfg.Clock.Now().UTC().Truncate(time.Millisecond),
 	}
+	if nc.Model == ModelLedger {
+		rec.Options = nc.ledgerOptions().toMap()
+	}
 	err := c.cfg.Driver.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: rec})
 	if errors.Is(err, driver.ErrExists) {
 		return nil, fmt.Errorf("%w: %q", ErrNamespaceExists, nc.Name)
@@ -148,7 +178,10 @@ func (c *Client) CreateNamespace(ctx context.Context, nc NamespaceConfig) (*Name
 	if err != nil {
 		return nil, wrapDriverError(err)
 	}
-	ns := namespaceFromRecord(&rec)
+	ns, err := namespaceFromRecord(&rec)
+	if err != nil {
+		return nil, err
+	}
 	c.namespaces.Store(ns.Name, ns)
 	return ns, nil
 }
@@ -172,7 +205,10 @@ func (c *Client) Namespace(ctx context.Context, name string) (*Namespace, error)
 	if err != nil {
 		return nil, err
 	}
-	ns := namespaceFromRecord(rec)
+	ns, err := namespaceFromRecord(rec)
+	if err != nil {
+		return nil, err
+	}
 	c.namespaces.Store(name, ns)
 	return ns, nil
 }
@@ -185,7 +221,9 @@ func (c *Client) Namespaces(ctx context.Context) ([]*Namespace, error) {
 	}
 	out := make([]*Namespace, len(recs))
 	for i, r := range recs {
-		out[i] = namespaceFromRecord(r)
+		if out[i], err = namespaceFromRecord(r); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -1,0 +1,337 @@
+package abacus
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/ledger"
+)
+
+// DefaultLedgerNamespace is used by the ledger methods when no namespace is
+// given. It is created (model ledger, default options) on first use.
+const DefaultLedgerNamespace = "ledgers"
+
+// LedgerOptions configure a namespace of model ledger. Zero fields take
+// the documented defaults; a created namespace reports them filled in.
+type LedgerOptions struct {
+	// HistoryLength is how many request ids each actor keeps per section
+	// (credits, debits); a retry is recognised while the request is among
+	// them. Default 10, at most 1000.
+	HistoryLength int
+	// Strict claims every request id with a lightweight transaction before
+	// applying it, so that two processes receiving the same request at the
+	// same moment cannot both apply it. It costs a Paxos round per write.
+	// Default false.
+	Strict bool
+	// RetryCount is how many times a write whose outcome is unknown is
+	// resubmitted before the call returns ErrUnknownOutcome. Default 10; a
+	// negative value means none (reported as 0).
+	RetryCount int
+	// ClaimTTL is how long a strict-mode claim lives; a retry within it is
+	// recognised even after the request left the history. It must exceed
+	// the longest delay after which callers retry and the store's hint
+	// window. Default 24h; whole seconds.
+	ClaimTTL time.Duration
+}
+
+// Keys of the ledger options in the stored namespace record.
+const (
+	optHistoryLength = "history_length"
+	optStrict        = "strict"
+	optRetryCount    = "retry_count"
+	optClaimTTL      = "claim_ttl_seconds"
+)
+
+func (c NamespaceConfig) ledgerOptions() LedgerOptions {
+	if c.Ledger == nil {
+		return LedgerOptions{}
+	}
+	return *c.Ledger
+}
+
+// engine converts to the engine's options, defaults filled in.
+func (o LedgerOptions) engine() ledger.Options {
+	return ledger.Options{
+		HistoryLength: o.HistoryLength, Strict: o.Strict, RetryCount: o.RetryCount, ClaimTTL: o.ClaimTTL,
+	}.WithDefaults()
+}
+
+// toMap stores every option, defaults resolved, so a later release with
+// other defaults does not change existing namespaces.
+func (o LedgerOptions) toMap() map[string]string {
+	e := o.engine()
+	return map[string]string{
+		optHistoryLength: strconv.Itoa(e.HistoryLength),
+		optStrict:        strconv.FormatBool(e.Strict),
+		optRetryCount:    strconv.Itoa(max(e.RetryCount, 0)),
+		optClaimTTL:      strconv.FormatInt(int64(e.ClaimTTL/time.Second), 10),
+	}
+}
+
+// ledgerOptionsFromMap reads stored options strictly: every key must be
+// there and valid, since guessing would change how retries are treated.
+func ledgerOptionsFromMap(m map[string]string) (LedgerOptions, error) {
+	get := func(k string) (string, error) {
+		v, ok := m[k]
+		if !ok {
+			return "", fmt.Errorf("%s is missing", k)
+		}
+		return v, nil
+	}
+	var o LedgerOptions
+	v, err := get(optHistoryLength)
+	if err == nil {
+		o.HistoryLength, err = strconv.Atoi(v)
+	}
+	if err != nil {
+		return o, err
+	}
+	if v, err = get(optStrict); err == nil {
+		o.Strict, err = strconv.ParseBool(v)
+	}
+	if err != nil {
+		return o, err
+	}
+	if v, err = get(optRetryCount); err == nil {
+		o.RetryCount, err = strconv.Atoi(v)
+	}
+	if err != nil {
+		return o, err
+	}
+	var secs int64
+	if v, err = get(optClaimTTL); err == nil {
+		secs, err = strconv.ParseInt(v, 10, 64)
+	}
+	if err != nil {
+		return o, err
+	}
+	if secs < 1 || secs > int64(driver.MaxClaimTTL/time.Second) {
+		return o, fmt.Errorf("%s %d is out of range", optClaimTTL, secs)
+	}
+	o.ClaimTTL = time.Duration(secs) * time.Second
+	if o.RetryCount < 0 {
+		return o, fmt.Errorf("%s %d is negative", optRetryCount, o.RetryCount)
+	}
+	if err := o.engine().Validate(); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// target converts the namespace's stored options for the engine. Stored
+// retry_count 0 means none, which the engine spells as a negative count.
+func (o LedgerOptions) target() ledger.Options {
+	e := o.engine()
+	if o.RetryCount == 0 {
+		e.RetryCount = -1
+	}
+	return e
+}
+
+// LedgerUpdate is one change to a ledger.
+type LedgerUpdate struct {
+	// Namespace defaults to DefaultLedgerNamespace.
+	Namespace string
+	// Ledger is the ledger's name (1 to 256 bytes of UTF-8).
+	Ledger string
+	// Amount is added: positive for a credit, negative for a debit. Zero is
+	// refused.
+	Amount int64
+	// RequestID identifies the request: a retry with the same id is
+	// recognised and not applied again (see LedgerOptions). A random id is
+	// generated when it is empty. At most 256 bytes of UTF-8.
+	RequestID string
+}
+
+// LedgerResult is the outcome of a ledger update.
+type LedgerResult struct {
+	Namespace string
+	Ledger    string
+	// RequestID is the update's request id (generated if none was given).
+	// It is set even when the update fails, so an unknown outcome can be
+	// retried with it.
+	RequestID string
+	// Applied is true when this call added the request to the ledger, false
+	// when the request id was already recorded (nothing was written).
+	Applied bool
+}
+
+// LedgerValue is a ledger as read.
+type LedgerValue struct {
+	Namespace string
+	Ledger    string
+	// Value is Credits − Debits.
+	Value int64
+	// Credits and Debits are the sums of all credits and all debits.
+	Credits int64
+	Debits  int64
+	// Actors is how many actor rows were merged.
+	Actors int
+}
+
+// Credit adds a positive amount to a ledger (namespace "" means
+// DefaultLedgerNamespace). See UpdateLedger for the result and errors.
+func (c *Client) Credit(ctx context.Context, namespace, name string, amount int64, requestID string) (*LedgerResult, error) {
+	if amount <= 0 {
+		return &LedgerResult{RequestID: requestID}, fmt.Errorf("%w: a credit's amount must be positive, got %d", ErrInvalid, amount)
+	}
+	return c.UpdateLedger(ctx, LedgerUpdate{Namespace: namespace, Ledger: name, Amount: amount, RequestID: requestID})
+}
+
+// Debit subtracts a positive amount from a ledger. See UpdateLedger.
+func (c *Client) Debit(ctx context.Context, namespace, name string, amount int64, requestID string) (*LedgerResult, error) {
+	if amount <= 0 {
+		return &LedgerResult{RequestID: requestID}, fmt.Errorf("%w: a debit's amount must be positive, got %d", ErrInvalid, amount)
+	}
+	return c.UpdateLedger(ctx, LedgerUpdate{Namespace: namespace, Ledger: name, Amount: -amount, RequestID: requestID})
+}
+
+// UpdateLedger applies a signed amount to a ledger once per request id. It
+// always returns a result carrying the request id. Errors:
+//
+//   - ErrInvalid, ErrOverflow (a side's total would pass int64),
+//     ErrNamespaceNotFound, ErrRequestConflict (the id is recorded with
+//     another amount): nothing was written; do not retry as is.
+//   - ErrUnknownOutcome: the update may or may not have been applied.
+//     Retry with the same request id: within the window it is recognised.
+//   - ErrNotApplied, ErrUnavailable: not applied; retrying is safe.
+func (c *Client) UpdateLedger(ctx context.Context, u LedgerUpdate) (*LedgerResult, error) {
+	if u.RequestID == "" {
+		u.RequestID = newRequestID()
+	}
+	res := &LedgerResult{Namespace: u.Namespace, Ledger: u.Ledger, RequestID: u.RequestID}
+	if u.Amount == 0 {
+		return res, fmt.Errorf("%w: a ledger update's amount must not be zero", ErrInvalid)
+	}
+	if err := ledger.ValidateRequestID(u.RequestID); err != nil {
+		return res, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	ns, t, err := c.ledgerTarget(ctx, u.Namespace, u.Ledger)
+	if err != nil {
+		return res, err
+	}
+	res.Namespace = ns.Name
+	r, err := c.ledger.Update(ctx, t, u.Amount, u.RequestID)
+	if err != nil {
+		return res, wrapLedgerError(err)
+	}
+	res.Applied = r.Applied
+	return res, nil
+}
+
+// LedgerValue reads a ledger (namespace "" means DefaultLedgerNamespace).
+// A ledger never written reads as 0.
+func (c *Client) LedgerValue(ctx context.Context, namespace, name string) (*LedgerValue, error) {
+	ns, t, err := c.ledgerTarget(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.ledger.Read(ctx, t)
+	if err != nil {
+		return nil, wrapLedgerError(err)
+	}
+	return ledgerValue(ns.Name, name, st)
+}
+
+// HasRequestID reports whether a request id is in the history of any of
+// the ledger's actors, that is whether a retry of it would be recognised.
+func (c *Client) HasRequestID(ctx context.Context, namespace, name, requestID string) (bool, error) {
+	if err := ledger.ValidateRequestID(requestID); err != nil {
+		return false, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	_, t, err := c.ledgerTarget(ctx, namespace, name)
+	if err != nil {
+		return false, err
+	}
+	st, err := c.ledger.Read(ctx, t)
+	if err != nil {
+		return false, wrapLedgerError(err)
+	}
+	return st.Has(requestID), nil
+}
+
+// FindLedger reads a ledger, applies the history limit to this process's
+// actor and writes that actor's row back if it changed (the seed's find!).
+// It returns the merged value.
+func (c *Client) FindLedger(ctx context.Context, namespace, name string) (*LedgerValue, error) {
+	ns, t, err := c.ledgerTarget(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.ledger.Find(ctx, t)
+	if err != nil {
+		return nil, wrapLedgerError(err)
+	}
+	return ledgerValue(ns.Name, name, st)
+}
+
+func ledgerValue(ns, name string, st *ledger.State) (*LedgerValue, error) {
+	p, n, err := st.Totals()
+	if err != nil {
+		return nil, wrapLedgerError(err)
+	}
+	return &LedgerValue{Namespace: ns, Ledger: name, Value: p - n, Credits: p, Debits: n, Actors: st.Len()}, nil
+}
+
+// ledgerTarget resolves a ledger's namespace, creating the default ledger
+// namespace on first use.
+func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Namespace, ledger.Target, error) {
+	if err := ValidateName("ledger", name); err != nil {
+		return nil, ledger.Target{}, err
+	}
+	if namespace == "" {
+		namespace = DefaultLedgerNamespace
+	}
+	ns, err := c.Namespace(ctx, namespace)
+	if errors.Is(err, ErrNamespaceNotFound) && namespace == DefaultLedgerNamespace {
+		_, err = c.CreateNamespace(ctx, NamespaceConfig{Name: DefaultLedgerNamespace, Model: ModelLedger})
+		if err == nil || errors.Is(err, ErrNamespaceExists) {
+			ns, err = c.Namespace(ctx, namespace)
+		}
+	}
+	if err != nil {
+		return nil, ledger.Target{}, wrapDriverError(err)
+	}
+	if ns.Model != ModelLedger || ns.Ledger == nil {
+		return nil, ledger.Target{}, fmt.Errorf("%w: namespace %q uses model %q; ledgers need a namespace of model %q", ErrInvalid, ns.Name, ns.Model, ModelLedger)
+	}
+	return ns, ledger.Target{
+		Namespace:        ns.Name,
+		Ledger:           name,
+		Options:          ns.Ledger.target(),
+		ReadConsistency:  ns.ReadConsistency,
+		WriteConsistency: ns.WriteConsistency,
+	}, nil
+}
+
+// wrapLedgerError makes the engine's errors match the Client's sentinels.
+func wrapLedgerError(err error) error {
+	var sentinel error
+	switch {
+	case errors.Is(err, ledger.ErrUnknownOutcome):
+		sentinel = ErrUnknownOutcome
+	case errors.Is(err, ledger.ErrNotApplied):
+		sentinel = ErrNotApplied
+	case errors.Is(err, ledger.ErrRequestConflict):
+		sentinel = ErrRequestConflict
+	case errors.Is(err, ledger.ErrOverflow):
+		sentinel = ErrOverflow
+	case errors.Is(err, ledger.ErrInvalidEntry):
+		sentinel = ErrInvalid
+	default:
+		return wrapDriverError(err)
+	}
+	return fmt.Errorf("%w: %w", sentinel, err)
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return hex.EncodeToString(b[:])
+}

@@ -43,6 +43,8 @@ type Namespace struct {
 	ReadConsistency  string    `json:"read_consistency"`
 	WriteConsistency string    `json:"write_consistency"`
 	CreatedAt        time.Time `json:"created_at"`
+	// Ledger holds the options of a ledger namespace; absent otherwise.
+	Ledger *LedgerOptions `json:"ledger,omitempty"`
 }
 
 // NamespaceList is the body of GET /v1/namespaces.
@@ -51,14 +53,16 @@ type NamespaceList struct {
 }
 
 // CreateNamespaceRequest is the body of POST /v1/namespaces. Empty fields
-// take the server's defaults: model "sharded", type "sum", consistency
-// "DEFAULT".
+// take the server's defaults: model "sharded", type "sum" (none for
+// ledgers), consistency "DEFAULT".
 type CreateNamespaceRequest struct {
 	Name             string `json:"name"`
 	Model            string `json:"model,omitempty"`
 	Type             string `json:"type,omitempty"`
 	ReadConsistency  string `json:"read_consistency,omitempty"`
 	WriteConsistency string `json:"write_consistency,omitempty"`
+	// Ledger sets the options of a namespace of model "ledger".
+	Ledger *LedgerOptions `json:"ledger,omitempty"`
 }
 
 // UpdateRequest is the body of POST /v1/namespaces/{ns}/counters/{counter}/updates.

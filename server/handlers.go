@@ -49,6 +49,7 @@ func namespaceJSON(ns *abacus.Namespace) api.Namespace {
 		ReadConsistency:  ns.ReadConsistency.String(),
 		WriteConsistency: ns.WriteConsistency.String(),
 		CreatedAt:        ns.CreatedAt,
+		Ledger:           ledgerOptionsJSON(ns.Ledger),
 	}
 }
 
@@ -99,6 +100,10 @@ func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, er
 	if err != nil {
 		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"write_consistency\": %v", err)
 	}
+	lo, err := ledgerOptionsFromJSON(req.Ledger)
+	if err != nil {
+		return abacus.NamespaceConfig{}, err
+	}
 	// The library parses types case-insensitively but compares them
 	// verbatim afterwards, so store the canonical lower-case spelling.
 	return abacus.NamespaceConfig{
@@ -107,6 +112,7 @@ func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, er
 		Type:             strings.ToLower(req.Type),
 		ReadConsistency:  rc,
 		WriteConsistency: wc,
+		Ledger:           lo,
 	}, nil
 }
 

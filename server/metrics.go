@@ -15,6 +15,7 @@ import (
 // are unbounded and would blow up the series count.
 type metrics struct {
 	updates       *prometheus.CounterVec
+	ledgerUpdates *prometheus.CounterVec
 	groupCommit   prometheus.Histogram
 	shardWrite    prometheus.Histogram
 	shardWriteErr prometheus.Counter
@@ -50,6 +51,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		updates: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "abacus_updates_total",
 			Help: "Counter updates received over HTTP, by result: acknowledged or the error code.",
+		}, []string{"result"})),
+		ledgerUpdates: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "abacus_ledger_updates_total",
+			Help: "Ledger credits, debits and updates received over HTTP, by result: applied, duplicate (a recognised retry) or the error code.",
 		}, []string{"result"})),
 		groupCommit: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "abacus_group_commit_updates",

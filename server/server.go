@@ -144,6 +144,12 @@ func (s *Server) routesMux() *http.ServeMux {
 	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/updates", s.update)
 	handle("GET", "/v1/namespaces/{ns}/counters/{counter}", s.get)
 	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/gc", s.gc)
+	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/credits", s.ledgerUpdate(opCredit))
+	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/debits", s.ledgerUpdate(opDebit))
+	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/updates", s.ledgerUpdate(opUpdate))
+	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}", s.ledgerValue)
+	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/find", s.ledgerFind)
+	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}/requests/{request_id}", s.ledgerHasRequest)
 	handle("POST", "/v1/updates", s.batch)
 	handle("POST", "/v1/gc", s.gcAll)
 

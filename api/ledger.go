@@ -1,0 +1,68 @@
+package api
+
+// DefaultLedgerNamespace is the namespace of ledgers addressed without one;
+// the server creates it (model ledger, default options) on first use.
+const DefaultLedgerNamespace = "ledgers"
+
+// LedgerOptions are the options of a namespace of model "ledger". In a
+// create request zero fields take the defaults (retry_count -1 means no
+// resubmission); in a namespace description every field is filled in.
+type LedgerOptions struct {
+	// HistoryLength is how many request ids each actor keeps per section.
+	// Default 10, at most 1000.
+	HistoryLength int `json:"history_length"`
+	// Strict claims every request id with a lightweight transaction before
+	// applying it. Default false.
+	Strict bool `json:"strict"`
+	// RetryCount is how many times a write with an unknown outcome is
+	// resubmitted before the update is answered unknown_outcome. Default 10.
+	RetryCount int `json:"retry_count"`
+	// ClaimTTLSeconds is how long a strict-mode claim lives. Default 86400.
+	ClaimTTLSeconds int64 `json:"claim_ttl_seconds"`
+}
+
+// LedgerUpdateRequest is the body of POST
+// /v1/namespaces/{ns}/ledgers/{ledger}/credits, …/debits and …/updates.
+type LedgerUpdateRequest struct {
+	// Amount must be positive for credits and debits; for updates it is
+	// signed (negative debits) and must not be zero.
+	Amount int64 `json:"amount"`
+	// RequestID identifies the request: a retry with the same id is
+	// recognised and not applied again. When empty the server generates one
+	// and returns it (also in the Abacus-Request-Id header).
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// LedgerUpdateResponse is the body of a successful ledger update.
+type LedgerUpdateResponse struct {
+	Namespace string `json:"namespace"`
+	Ledger    string `json:"ledger"`
+	RequestID string `json:"request_id"`
+	// Applied is true when this request changed the ledger, false when its
+	// request id was already recorded (a retry; nothing was written).
+	Applied bool `json:"applied"`
+}
+
+// LedgerValue is the body of GET /v1/namespaces/{ns}/ledgers/{ledger} and
+// of POST …/find.
+type LedgerValue struct {
+	Namespace string `json:"namespace"`
+	Ledger    string `json:"ledger"`
+	// Value is Credits − Debits.
+	Value   int64 `json:"value"`
+	Credits int64 `json:"credits"`
+	Debits  int64 `json:"debits"`
+	// Actors is how many actor rows the read merged.
+	Actors int `json:"actors"`
+}
+
+// RequestIDStatus is the body of GET
+// /v1/namespaces/{ns}/ledgers/{ledger}/requests/{request_id}.
+type RequestIDStatus struct {
+	Namespace string `json:"namespace"`
+	Ledger    string `json:"ledger"`
+	RequestID string `json:"request_id"`
+	// Known is true when the request id is in an actor's history, that is
+	// when a retry of it would be recognised.
+	Known bool `json:"known"`
+}

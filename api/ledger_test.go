@@ -1,0 +1,29 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// The wire names of the ledger bodies are the contract.
+func TestLedgerWireNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{LedgerUpdateRequest{Amount: 5, RequestID: "r"}, `{"amount":5,"request_id":"r"}`},
+		{LedgerUpdateRequest{}, `{"amount":0}`},
+		{LedgerUpdateResponse{"n", "l", "r", true}, `{"namespace":"n","ledger":"l","request_id":"r","applied":true}`},
+		{LedgerValue{"n", "l", 3, 5, 2, 1}, `{"namespace":"n","ledger":"l","value":3,"credits":5,"debits":2,"actors":1}`},
+		{RequestIDStatus{"n", "l", "r", false}, `{"namespace":"n","ledger":"l","request_id":"r","known":false}`},
+		{LedgerOptions{10, true, 10, 86400}, `{"history_length":10,"strict":true,"retry_count":10,"claim_ttl_seconds":86400}`},
+		{CreateNamespaceRequest{Name: "n", Model: "ledger", Ledger: &LedgerOptions{Strict: true}},
+			`{"name":"n","model":"ledger","ledger":{"history_length":0,"strict":true,"retry_count":0,"claim_ttl_seconds":0}}`},
+	} {
+		b, err := json.Marshal(tc.v)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%T encodes as %s, want %s", tc.v, b, tc.want)
+		}
+	}
+}

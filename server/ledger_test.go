@@ -1,0 +1,137 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/abacusdb/abacus/api"
+)
+
+func TestLedgerEndpoints(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	base := "/v1/namespaces/ledgers/ledgers/wallet"
+
+	var up api.LedgerUpdateResponse
+	e.mustJSON("POST", base+"/credits", `{"amount":100,"request_id":"c1"}`, 200, &up)
+	if up != (api.LedgerUpdateResponse{Namespace: "ledgers", Ledger: "wallet", RequestID: "c1", Applied: true}) {
+		t.Fatalf("credit = %+v", up)
+	}
+	e.mustJSON("POST", base+"/credits", `{"amount":100,"request_id":"c1"}`, 200, &up)
+	if up.Applied {
+		t.Fatal("a retried credit was applied again")
+	}
+	e.mustJSON("POST", base+"/debits", `{"amount":30,"request_id":"d1"}`, 200, &up)
+	r := e.do("POST", base+"/updates", `{"amount":-5}`)
+	if r.status != 200 || len(r.header.Get("Abacus-Request-Id")) != 32 {
+		t.Fatalf("update without an id: status %d, header %q", r.status, r.header.Get("Abacus-Request-Id"))
+	}
+
+	var v api.LedgerValue
+	e.mustJSON("GET", base, "", 200, &v)
+	if v != (api.LedgerValue{Namespace: "ledgers", Ledger: "wallet", Value: 65, Credits: 100, Debits: 35, Actors: 1}) {
+		t.Fatalf("value = %+v", v)
+	}
+	var st api.RequestIDStatus
+	e.mustJSON("GET", base+"/requests/c1", "", 200, &st)
+	if !st.Known {
+		t.Fatal("c1 unknown")
+	}
+	e.mustJSON("GET", base+"/requests/"+strings.ReplaceAll("a/b", "/", "%2F"), "", 200, &st)
+	if st.Known || st.RequestID != "a/b" {
+		t.Fatalf("status of an unknown, escaped id = %+v", st)
+	}
+	e.mustJSON("POST", base+"/find", "", 200, &v)
+	if v.Value != 65 {
+		t.Fatalf("find = %+v", v)
+	}
+
+	// A ledger namespace with options, described with them filled in.
+	var ns api.Namespace
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"strict","model":"ledger","ledger":{"strict":true,"history_length":3}}`, 201, &ns)
+	want := api.LedgerOptions{HistoryLength: 3, Strict: true, RetryCount: 10, ClaimTTLSeconds: 86400}
+	if ns.Model != "ledger" || ns.Type != "" || ns.Ledger == nil || *ns.Ledger != want {
+		t.Fatalf("created %+v (ledger %+v)", ns, ns.Ledger)
+	}
+	e.mustJSON("GET", "/v1/namespaces/strict", "", 200, &ns)
+	if ns.Ledger == nil || *ns.Ledger != want {
+		t.Fatalf("described %+v", ns.Ledger)
+	}
+	e.mustJSON("POST", "/v1/namespaces/strict/ledgers/x/credits", `{"amount":1,"request_id":"r"}`, 200, &up)
+	if !up.Applied || up.Namespace != "strict" {
+		t.Fatalf("strict credit = %+v", up)
+	}
+	if text := string(e.do("GET", "/metrics", "").body); !strings.Contains(text, `abacus_ledger_updates_total{result="applied"} 4`) ||
+		!strings.Contains(text, `abacus_ledger_updates_total{result="duplicate"} 1`) {
+		t.Errorf("ledger metrics missing or wrong:\n%s", text)
+	}
+}
+
+// Caller mistakes get a 4xx and change nothing.
+func TestLedgerBadRequests(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	base := "/v1/namespaces/ledgers/ledgers/w"
+	e.mustJSON("POST", base+"/credits", `{"amount":9223372036854775807,"request_id":"max"}`, 200, nil)
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		code               string
+	}{
+		{"POST", base + "/credits", `{"amount":0}`, 400, api.CodeInvalidArgument},
+		{"POST", base + "/credits", `{"amount":-1}`, 400, api.CodeInvalidArgument},
+		{"POST", base + "/debits", `{}`, 400, api.CodeInvalidArgument},
+		{"POST", base + "/updates", `{"amount":0}`, 400, api.CodeInvalidArgument},
+		{"POST", base + "/credits", `{"amount":1}`, 400, api.CodeOverflow},
+		{"POST", base + "/credits", `{"amount":9223372036854775808}`, 400, api.CodeInvalidArgument},
+		{"POST", base + "/credits", `{"amount":5,"request_id":"max"}`, 409, api.CodeRequestConflict},
+		{"POST", base + "/credits", `{"amount":1,"extra":1}`, 400, api.CodeInvalidJSON},
+		{"POST", base + "/credits", `{"amount":1,"request_id":"` + strings.Repeat("x", 257) + `"}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces/default/ledgers/w/credits", `{"amount":1}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces/nope/ledgers/w/credits", `{"amount":1}`, 404, api.CodeNamespaceNotFound},
+		{"GET", "/v1/namespaces/ledgers/counters/w", "", 400, api.CodeInvalidArgument},
+		{"DELETE", base, "", 405, api.CodeMethodNotAllowed},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","type":"sum"}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","ledger":{"strict":true}}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"history_length":5000}}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"claim_ttl_seconds":-1}}`, 400, api.CodeInvalidArgument},
+	} {
+		r := e.do(c.method, c.path, c.body)
+		if r.status != c.status || r.apiError().Code != c.code {
+			t.Errorf("%s %s %s: %d %s, want %d %s", c.method, c.path, c.body, r.status, r.body, c.status, c.code)
+		}
+	}
+	var v api.LedgerValue
+	e.mustJSON("GET", base, "", 200, &v)
+	if v.Value != 9223372036854775807 || v.Actors != 1 {
+		t.Fatalf("refused requests changed the ledger: %+v", v)
+	}
+}
+
+func FuzzDecodeLedgerUpdate(f *testing.F) {
+	for _, s := range []string{
+		`{"amount":1}`, `{"amount":-9223372036854775808,"request_id":"r"}`, `{}`, `{"amount":1.5}`,
+		`{"amount":"1"}`, `{"amount":1}{}`, `{"Amount":1}`, `{"amount":null}`, "{\"request_id\":\"\xff\"}",
+		`{"request_id":"\ud800"}`, ``, `null`, `[]`, ` {"amount" : 2 } `, `{"amount":9223372036854775808}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		v, err := decodeLedgerUpdate(body)
+		if err != nil {
+			checkRejection(t, err)
+			return
+		}
+		roundTrip(t, v, decodeLedgerUpdate)
+	})
+}
+
+func TestLedgerRequestIDHeaderOnFailure(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	r := e.do("POST", "/v1/namespaces/ledgers/ledgers/w/credits", `{"amount":0}`)
+	if r.status != http.StatusBadRequest || r.header.Get("Abacus-Request-Id") == "" {
+		t.Fatalf("status %d, request id header %q", r.status, r.header.Get("Abacus-Request-Id"))
+	}
+}

@@ -17,5 +17,8 @@
 // the id before the first attempt, so a retry that reaches the same server
 // process is recognised and counted once. A retry that lands on a different
 // process behind a load balancer is counted again: the sharded model is
-// at-least-once across processes.
+// at-least-once across processes. Ledger updates (Credit, Debit,
+// UpdateLedger) are recognised on any server while the request is within
+// the ledger's history (docs/ledger.md), so retrying them behind a load
+// balancer is exact.
 package client

@@ -14,7 +14,9 @@
 // makes one up and returns it (in the body, or in the Abacus-Request-Id
 // header when the update failed), so a caller that gets unknown_outcome can
 // still retry safely: a retry with the same id that reaches the same process
-// is counted once.
+// is counted once. Ledger updates (…/ledgers/{ledger}/credits, debits,
+// updates) do the same, and their retries are recognised by any process
+// sharing the store, within the ledger's history (docs/ledger.md).
 //
 // # Shutdown
 //

@@ -1,0 +1,102 @@
+package client
+
+import (
+	"context"
+
+	"github.com/abacusdb/abacus/api"
+)
+
+// Ledgers (namespaces of model "ledger"). An empty namespace means
+// api.DefaultLedgerNamespace, which the server creates on first use.
+//
+// Retrying a ledger update is safe against any server: a retry that carries
+// the same request id is recognised (Applied false) while the request is in
+// the history of the server process that applied it (see docs/ledger.md).
+
+func ledgerPath(ns, ledger string) string {
+	if ns == "" {
+		ns = api.DefaultLedgerNamespace
+	}
+	return "/v1/namespaces/" + escape(ns) + "/ledgers/" + escape(ledger)
+}
+
+// Credit adds a positive amount to a ledger and returns the answer, whose
+// RequestID is requestID or, when that is empty, a fresh one. On error the
+// returned response still carries the request id, so an unknown outcome can
+// be retried with it.
+func (c *Client) Credit(ctx context.Context, namespace, ledger string, amount int64, requestID string) (*api.LedgerUpdateResponse, error) {
+	return c.ledgerUpdate(ctx, namespace, ledger, "credits", api.LedgerUpdateRequest{Amount: amount, RequestID: requestID})
+}
+
+// Debit subtracts a positive amount from a ledger; see Credit.
+func (c *Client) Debit(ctx context.Context, namespace, ledger string, amount int64, requestID string) (*api.LedgerUpdateResponse, error) {
+	return c.ledgerUpdate(ctx, namespace, ledger, "debits", api.LedgerUpdateRequest{Amount: amount, RequestID: requestID})
+}
+
+// UpdateLedger applies a signed, non-zero amount; see Credit.
+func (c *Client) UpdateLedger(ctx context.Context, namespace, ledger string, req api.LedgerUpdateRequest) (*api.LedgerUpdateResponse, error) {
+	return c.ledgerUpdate(ctx, namespace, ledger, "updates", req)
+}
+
+func (c *Client) ledgerUpdate(ctx context.Context, namespace, ledger, kind string, req api.LedgerUpdateRequest) (*api.LedgerUpdateResponse, error) {
+	if req.RequestID == "" {
+		req.RequestID = NewRequestID()
+	}
+	out := &api.LedgerUpdateResponse{Namespace: namespace, Ledger: ledger, RequestID: req.RequestID}
+	if err := requireName("ledger", ledger); err != nil {
+		return out, err
+	}
+	// Refuse what the server would refuse, without a round trip.
+	switch {
+	case kind != "updates" && req.Amount <= 0:
+		return out, &Error{Code: api.CodeInvalidArgument, Message: "a " + kind[:len(kind)-1] + "'s amount must be positive"}
+	case req.Amount == 0:
+		return out, &Error{Code: api.CodeInvalidArgument, Message: "a ledger update's amount must not be zero"}
+	}
+	path := ledgerPath(namespace, ledger) + "/" + kind
+	err := c.retrying(ctx, func() error {
+		return c.do(ctx, "POST", path, req, out)
+	})
+	return out, err
+}
+
+// LedgerValue reads a ledger.
+func (c *Client) LedgerValue(ctx context.Context, namespace, ledger string) (*api.LedgerValue, error) {
+	if err := requireName("ledger", ledger); err != nil {
+		return nil, err
+	}
+	var out api.LedgerValue
+	if err := c.do(ctx, "GET", ledgerPath(namespace, ledger), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// FindLedger reads a ledger and has the server fold its own actor's history
+// and write it back (see the seed's find!).
+func (c *Client) FindLedger(ctx context.Context, namespace, ledger string) (*api.LedgerValue, error) {
+	if err := requireName("ledger", ledger); err != nil {
+		return nil, err
+	}
+	var out api.LedgerValue
+	if err := c.do(ctx, "POST", ledgerPath(namespace, ledger)+"/find", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// HasRequestID reports whether a request id is in the history of one of the
+// ledger's actors, so that a retry of it would be recognised.
+func (c *Client) HasRequestID(ctx context.Context, namespace, ledger, requestID string) (bool, error) {
+	if err := requireName("ledger", ledger); err != nil {
+		return false, err
+	}
+	if requestID == "" {
+		return false, &Error{Code: api.CodeInvalidArgument, Message: "request id is empty"}
+	}
+	var out api.RequestIDStatus
+	if err := c.do(ctx, "GET", ledgerPath(namespace, ledger)+"/requests/"+escape(requestID), nil, &out); err != nil {
+		return false, err
+	}
+	return out.Known, nil
+}

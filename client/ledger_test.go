@@ -1,0 +1,150 @@
+package client_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/client"
+	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/server"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+func TestLedgerEndToEnd(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t)
+	c := start(t, b.handler)
+	ctx := context.Background()
+
+	r, err := c.Credit(ctx, "", "wallet", 100, "c1")
+	if err != nil || !r.Applied || r.Namespace != api.DefaultLedgerNamespace || r.RequestID != "c1" {
+		t.Fatalf("Credit = %+v, %v", r, err)
+	}
+	if r, err := c.Credit(ctx, "", "wallet", 100, "c1"); err != nil || r.Applied {
+		t.Fatalf("retried Credit = %+v, %v; want not applied", r, err)
+	}
+	if _, err := c.Debit(ctx, "", "wallet", 30, ""); err != nil {
+		t.Fatal(err)
+	}
+	u, err := c.UpdateLedger(ctx, "", "wallet", api.LedgerUpdateRequest{Amount: -5})
+	if err != nil || len(u.RequestID) != 32 {
+		t.Fatalf("UpdateLedger = %+v, %v", u, err)
+	}
+	v, err := c.LedgerValue(ctx, "", "wallet")
+	if err != nil || v.Value != 65 || v.Credits != 100 || v.Debits != 35 {
+		t.Fatalf("LedgerValue = %+v, %v", v, err)
+	}
+	for id, want := range map[string]bool{"c1": true, u.RequestID: true, "a/b c": false} {
+		if got, err := c.HasRequestID(ctx, "", "wallet", id); err != nil || got != want {
+			t.Fatalf("HasRequestID(%q) = %v, %v", id, got, err)
+		}
+	}
+	if v, err := c.FindLedger(ctx, "", "wallet"); err != nil || v.Value != 65 {
+		t.Fatalf("FindLedger = %+v, %v", v, err)
+	}
+	// Refused locally, with the request id still returned.
+	for _, call := range []func() (*api.LedgerUpdateResponse, error){
+		func() (*api.LedgerUpdateResponse, error) { return c.Credit(ctx, "", "wallet", 0, "x") },
+		func() (*api.LedgerUpdateResponse, error) { return c.Debit(ctx, "", "wallet", -3, "x") },
+		func() (*api.LedgerUpdateResponse, error) {
+			return c.UpdateLedger(ctx, "", "wallet", api.LedgerUpdateRequest{RequestID: "x"})
+		},
+		func() (*api.LedgerUpdateResponse, error) { return c.Credit(ctx, "", "", 1, "x") },
+	} {
+		r, err := call()
+		if !client.IsCode(err, api.CodeInvalidArgument) || r.RequestID != "x" {
+			t.Errorf("got %+v, %v; want invalid_argument with the request id", r, err)
+		}
+	}
+	// Refused by the server.
+	if _, err := c.Credit(ctx, "", "wallet", 7, "c1"); !client.IsCode(err, api.CodeRequestConflict) {
+		t.Errorf("reused id: %v, want request_conflict", err)
+	}
+	if _, err := c.Credit(ctx, "default", "wallet", 7, ""); !client.IsCode(err, api.CodeInvalidArgument) {
+		t.Errorf("ledger on a counter namespace: %v, want invalid_argument", err)
+	}
+}
+
+// lossyBalancer spreads requests over several servers in turn and loses the
+// answer to every other ledger update after it was applied, so each update's
+// first attempt is lost and its retry reaches another server.
+type lossyBalancer struct {
+	backends []http.Handler
+	mu       sync.Mutex
+	next     int
+	posts    int
+	lost     int
+}
+
+func (l *lossyBalancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	h := l.backends[l.next%len(l.backends)]
+	l.next++
+	lose := false
+	if strings.Contains(r.URL.Path, "/ledgers/") && r.Method == "POST" {
+		lose = l.posts%2 == 0
+		l.posts++
+	}
+	if lose {
+		l.lost++
+	}
+	l.mu.Unlock()
+	if !lose {
+		h.ServeHTTP(w, r)
+		return
+	}
+	h.ServeHTTP(httptest.NewRecorder(), r) // applied, answer lost
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, `{"code":"unknown_outcome","message":"lost by the balancer"}`)
+}
+
+// Unlike a sharded counter, a ledger recognises a retry that reaches a
+// different server process: the client's automatic retries are exact.
+func TestLedgerRetriesAcrossServersCountOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	quiet := slog.New(slog.DiscardHandler)
+	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = drv.Close() })
+	var handlers []http.Handler
+	var libs []*abacus.Client
+	for range 3 { // three server processes on one store
+		lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = lib.Stop(ctx) })
+		srv, err := server.New(server.Config{Client: lib, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handlers = append(handlers, srv.Handler())
+		libs = append(libs, lib)
+	}
+	lb := &lossyBalancer{backends: handlers}
+	c := start(t, lb, client.WithRetries(5))
+	for i := range 10 {
+		if _, err := c.Credit(ctx, "", "acct", int64(i+1), ""); err != nil {
+			t.Fatalf("credit %d: %v", i, err)
+		}
+	}
+	v, err := libs[0].LedgerValue(ctx, "", "acct")
+	if err != nil || v.Value != 55 {
+		t.Fatalf("value = %+v, %v; want 55 (each credit once, though every first answer was lost)", v, err)
+	}
+	if lb.lost != 10 || v.Actors < 2 {
+		t.Fatalf("%d answers lost, %d actors: the retries did not cross servers", lb.lost, v.Actors)
+	}
+}

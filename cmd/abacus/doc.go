@@ -3,6 +3,8 @@
 //	abacus serve                      # HTTP API on 127.0.0.1:7070, data in ./abacus-data
 //	abacus counter add likes 5        # add 5 to the counter "likes"
 //	abacus counter get likes          # print its value
+//	abacus ledger credit alice 50 --request-id order-1001   # once per request id
+//	abacus ledger get alice
 //	abacus namespace create visitors --type distinct
 //	abacus namespace list
 //	abacus gc

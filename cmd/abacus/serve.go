@@ -43,6 +43,7 @@ type serveFlags struct {
 	logLevel        string
 	maxBodyBytes    int64
 	shutdownTimeout time.Duration
+	ledgerActorID   string
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -90,6 +91,7 @@ ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", api.DefaultMaxBodyBytes, "largest accepted request body")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests on shutdown")
+	fl.StringVar(&f.ledgerActorID, "ledger-actor-id", "", "prefix of this server's ledger actor ids (default: random at every start); never give two servers, or two runs, the same one")
 	return cmd
 }
 
@@ -145,10 +147,11 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 
 	reg := prometheus.NewRegistry()
 	c, err := abacus.NewClient(ctx, abacus.Config{
-		Driver:       drv,
-		GCInterval:   gcInterval,
-		Logger:       log,
-		ShardedHooks: server.Hooks(reg),
+		Driver:        drv,
+		GCInterval:    gcInterval,
+		Logger:        log,
+		ShardedHooks:  server.Hooks(reg),
+		LedgerActorID: f.ledgerActorID,
 	})
 	if err != nil {
 		return err

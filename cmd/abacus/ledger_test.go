@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/abacusdb/abacus/api"
+)
+
+// The seed's history_length-3 example, through the CLI.
+func TestLedgerCommands(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	if r := s.cli("namespace", "create", "players", "--model", "ledger", "--history-length", "3"); r.code != 0 ||
+		!strings.Contains(r.stdout, "model ledger, history length 3, strict false") {
+		t.Fatalf("create: %+v", r)
+	}
+	for i := 1; i <= 6; i++ {
+		id := "req" + string(rune('0'+i))
+		r := s.cli("--ns", "players", "ledger", "credit", "player_2", "10", "--request-id", id)
+		if r.code != 0 || r.stdout != "applied request "+id+"\n" {
+			t.Fatalf("credit %s: %+v", id, r)
+		}
+	}
+	get := func() string { return s.cli("--ns", "players", "ledger", "get", "player_2").stdout }
+	if v := get(); v != "60\n" {
+		t.Fatalf("get = %q, want 60", v)
+	}
+	for id, want := range map[string]string{"req1": "false\n", "req2": "false\n", "req3": "true\n", "req6": "true\n"} {
+		if r := s.cli("--ns", "players", "ledger", "has", "player_2", id); r.code != 0 || r.stdout != want {
+			t.Errorf("has %s = %+v, want %q", id, r, want)
+		}
+	}
+	if r := s.cli("--ns", "players", "ledger", "find", "player_2"); r.code != 0 || r.stdout != "60\n" {
+		t.Fatalf("find: %+v", r)
+	}
+	if r := s.cli("--ns", "players", "ledger", "has", "player_2", "req3"); r.stdout != "false\n" {
+		t.Fatalf("has req3 after find: %+v", r)
+	}
+	// A retry is recognised and says so.
+	r := s.cli("--ns", "players", "ledger", "credit", "player_2", "10", "--request-id", "req6")
+	if r.code != 0 || r.stdout != "request req6 was already applied; nothing changed\n" {
+		t.Fatalf("retry: %+v", r)
+	}
+	// Debits, signed updates, the default ledger namespace and JSON.
+	for _, args := range [][]string{
+		{"ledger", "credit", "wallet", "100", "--request-id", "c1"},
+		{"ledger", "debit", "wallet", "30"},
+		{"ledger", "update", "wallet", "-5"},
+		{"ledger", "update", "wallet", "7", "--json"},
+	} {
+		if r := s.cli(args...); r.code != 0 {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	r = s.cli("ledger", "get", "wallet", "--json")
+	var v api.LedgerValue
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.Value != 72 || v.Namespace != api.DefaultLedgerNamespace || v.Debits != 35 {
+		t.Fatalf("get --json: %+v (%+v)", r, v)
+	}
+	r = s.cli("ledger", "credit", "wallet", "100", "--request-id", "c1", "--json")
+	var up api.LedgerUpdateResponse
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &up) != nil || up.Applied || up.RequestID != "c1" {
+		t.Fatalf("retry --json: %+v", r)
+	}
+}
+
+func TestLedgerBadInput(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	for _, args := range [][]string{
+		{"ledger"},
+		{"ledger", "credit", "w"},
+		{"ledger", "credit", "w", "0"},
+		{"ledger", "credit", "w", "-3"},
+		{"ledger", "debit", "w", "x"},
+		{"ledger", "update", "w", "0"},
+		{"ledger", "update", "w", "9223372036854775808"},
+		{"ledger", "credit", "", "1"},
+		{"ledger", "has", "w"},
+		{"ledger", "get"},
+		{"namespace", "create", "l", "--model", "ledger", "--claim-ttl", "1500ms"},
+	} {
+		r := s.cli(args...)
+		if r.code != 2 || r.stdout != "" {
+			t.Errorf("%v: exit %d, want 2; %+v", args, r.code, r)
+		}
+		r.oneLineError(t)
+	}
+	if n := s.requests.Load(); n != 0 {
+		t.Errorf("usage errors sent %d requests", n)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ns", "default", "ledger", "credit", "w", "1"}, "model"},
+		{[]string{"--ns", "nope", "ledger", "get", "w"}, "namespace not found"},
+		{[]string{"namespace", "create", "x", "--strict"}, "ledger options"},
+		{[]string{"namespace", "create", "x", "--model", "ledger", "--history-length", "5000"}, "history_length"},
+	} {
+		r := s.cli(tc.args...)
+		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q, want 1 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+		r.oneLineError(t)
+	}
+}
+
+func TestLedgerUnknownOutcomeTellsHowToRetry(t *testing.T) {
+	t.Parallel()
+	lost := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(503)
+		_ = json.NewEncoder(w).Encode(api.Error{Code: api.CodeUnknownOutcome, Message: "outcome unknown: write failed 11 times"})
+	}))
+	defer lost.Close()
+	r := cli(nil, "--server", lost.URL, "ledger", "debit", "w", "3", "--request-id", "r-9")
+	if r.code != 1 || !strings.Contains(r.stderr, "--request-id r-9") {
+		t.Fatalf("%+v", r)
+	}
+	r.oneLineError(t)
+	// A generated id is printed too, so the retry can reuse it.
+	r = cli(nil, "--server", lost.URL, "ledger", "credit", "w", "3")
+	if r.code != 1 || !strings.Contains(r.stderr, "--request-id ") {
+		t.Fatalf("%+v", r)
+	}
+}

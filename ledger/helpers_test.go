@@ -53,7 +53,7 @@ var cassandraOnce struct {
 	err error
 }
 
-func sharedCassandra(t *testing.T) driver.Driver {
+func sharedCassandra(t testing.TB) driver.Driver {
 	t.Helper()
 	hosts := cassandratest.Hosts(t) // skips without ABACUS_TEST_CASSANDRA
 	cassandraOnce.Do(func() {

@@ -19,7 +19,14 @@ func newRand(t testing.TB) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
-const lawTrials = 2000
+// lawTrials is how many random cases each property test checks: fewer in
+// -short mode, which `make test` uses for its race-detector pass.
+func lawTrials() int {
+	if testing.Short() {
+		return 200
+	}
+	return 2000
+}
 
 // A universe is what every actor ever appended: one log per actor and
 // section. Any state the model produces holds, per actor, a view of that
@@ -106,7 +113,7 @@ func dump(s *State) string {
 func TestMergeCommutative(t *testing.T) {
 	t.Parallel()
 	r := newRand(t)
-	for range lawTrials {
+	for range lawTrials() {
 		u := randomUniverse(r)
 		a, b := randomState(r, u), randomState(r, u)
 		requireEqual(t, "a+b and b+a", merged(t, a, b), merged(t, b, a))
@@ -116,7 +123,7 @@ func TestMergeCommutative(t *testing.T) {
 func TestMergeAssociative(t *testing.T) {
 	t.Parallel()
 	r := newRand(t)
-	for range lawTrials {
+	for range lawTrials() {
 		u := randomUniverse(r)
 		a, b, c := randomState(r, u), randomState(r, u), randomState(r, u)
 		left := merged(t, merged(t, a, b), c)
@@ -130,7 +137,7 @@ func TestMergeAssociative(t *testing.T) {
 func TestMergeIdempotent(t *testing.T) {
 	t.Parallel()
 	r := newRand(t)
-	for range lawTrials {
+	for range lawTrials() {
 		u := randomUniverse(r)
 		a := randomState(r, u)
 		requireEqual(t, "a+a and a", merged(t, a, a.Clone()), a)
@@ -150,7 +157,7 @@ func TestMergeIdempotent(t *testing.T) {
 func TestJoinIsTheLatestView(t *testing.T) {
 	t.Parallel()
 	r := newRand(t)
-	for range lawTrials {
+	for range lawTrials() {
 		log := randomUniverse(r)["actor-0"][0]
 		s1, s2 := r.IntN(len(log)+1), r.IntN(len(log)+1)
 		f1, f2 := r.IntN(s1+1), r.IntN(s2+1)
@@ -173,7 +180,7 @@ func TestJoinIsTheLatestView(t *testing.T) {
 func TestCompactionLaws(t *testing.T) {
 	t.Parallel()
 	r := newRand(t)
-	for range lawTrials {
+	for range lawTrials() {
 		u := randomUniverse(r)
 		keep := r.IntN(5)
 		a, b := randomState(r, u), randomState(r, u)
@@ -213,7 +220,7 @@ func compacted(s *State, keep int) *State {
 func TestMergedValueCountsEachEntryOnce(t *testing.T) {
 	t.Parallel()
 	r := newRand(t)
-	for range lawTrials {
+	for range lawTrials() {
 		u := randomUniverse(r)
 		a, b := randomState(r, u), randomState(r, u)
 		m := merged(t, a, b)

@@ -80,6 +80,8 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(namespaceKey("default"))
 	f.Add(shardKey("ns", "counter", "mutator-1"))
 	f.Add(tallyKey("a", "bc"))
+	f.Add(ledgerRowKey("ns", "ledger", "actor-1"))
+	f.Add(claimKey("ns", "ledger", "request-1"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		table, parts, err := decodeKey(b)
 		if err != nil {
@@ -97,6 +99,14 @@ func FuzzDecodeKey(f *testing.F) {
 			}
 		case tableTally:
 			got = tallyKey(parts[0], parts[1])
+		case tableLedgers:
+			got = ledgerRowKey(parts[0], parts[1], parts[2])
+			actor, err := shardIDAfter(b, len(ledgerPrefix(parts[0], parts[1])))
+			if err != nil || actor != parts[2] {
+				t.Fatalf("actor after the ledger prefix of %x = %q, %v; want %q", b, actor, err, parts[2])
+			}
+		case tableLedgerClaims:
+			got = claimKey(parts[0], parts[1], parts[2])
 		default:
 			t.Fatalf("decodeKey(%x) returned unknown table %d", b, table)
 		}

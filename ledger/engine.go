@@ -434,8 +434,11 @@ func (e *Engine) apply(ctx context.Context, t Target, s *slot, amount int64, id 
 	sec.Compact(t.Options.HistoryLength)
 	mine := driver.Claim{Actor: s.actor, Negative: neg, Seq: sec.Seq() + 1, Amount: amount}
 
+	// Background settling must stop well before the claim can expire; the
+	// claim is at most as old as this moment.
+	claimed := e.cfg.Clock.Now()
 	if t.Options.Strict {
-		won, cur, err := e.claim(ctx, t, s, id, mine)
+		won, cur, err := e.claim(ctx, t, s, id, mine, claimed)
 		if err != nil {
 			return Result{}, err
 		}
@@ -450,7 +453,6 @@ func (e *Engine) apply(ctx context.Context, t Target, s *slot, amount int64, id 
 	if err := e.writeOwn(ctx, t, s); err != nil {
 		e.retire(s)
 		if t.Options.Strict {
-			claimed := e.cfg.Clock.Now()
 			if errors.Is(err, ErrNotApplied) {
 				// Nothing landed and the actor is gone: withdraw the claim.
 				e.releaseOrSettle(t, id, mine, claimed)
@@ -553,7 +555,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // outcome (a repeat that finds mine stored means the earlier attempt won).
 // If it cannot tell whether the claim was stored it withdraws it and
 // retires the actor, since the entry number it names must not be reused.
-func (e *Engine) claim(ctx context.Context, t Target, s *slot, id string, mine driver.Claim) (bool, driver.Claim, error) {
+func (e *Engine) claim(ctx context.Context, t Target, s *slot, id string, mine driver.Claim, claimed time.Time) (bool, driver.Claim, error) {
 	var res driver.ClaimResult
 	err := e.attempts(ctx, t.Options.RetryCount, "claim", func(ctx context.Context) error {
 		var err error
@@ -567,7 +569,7 @@ func (e *Engine) claim(ctx context.Context, t Target, s *slot, id string, mine d
 	if err != nil {
 		if errors.Is(err, ErrUnknownOutcome) {
 			e.retire(s)
-			if e.releaseOrSettle(t, id, mine, e.cfg.Clock.Now()) {
+			if e.releaseOrSettle(t, id, mine, claimed) {
 				return false, driver.Claim{}, fmt.Errorf("%w: the claim was withdrawn: %w", ErrNotApplied, err)
 			}
 		}

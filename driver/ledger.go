@@ -109,7 +109,9 @@ type Ledgers interface {
 	// claim is stored already, atomically: of any number of racing calls
 	// exactly one wins, and every call learns the claim that is stored.
 	// A claim expires p.TTL after it was stored. Repeating a call whose
-	// outcome was unknown is safe: it finds its own claim.
+	// outcome was unknown is safe: it finds its own claim. A claim is
+	// durable once the caller's next ledger row write has succeeded (the
+	// embedded store does not sync the claim on its own).
 	ClaimRequest(ctx context.Context, p *ClaimRequestParams) (ClaimResult, error)
 
 	// ReleaseClaim removes the request id's claim if it is exactly

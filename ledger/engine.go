@@ -399,7 +399,12 @@ func (e *Engine) Update(ctx context.Context, t Target, amount int64, requestID s
 func (e *Engine) apply(ctx context.Context, t Target, s *slot, amount int64, id string) (Result, error) {
 	st, err := e.readMerged(ctx, t, s)
 	if err != nil {
-		if errors.Is(err, ErrActorConflict) || errors.Is(err, ErrCorrupt) {
+		if errors.Is(err, ErrActorConflict) {
+			// Someone else writes under this actor id: stop writing it.
+			e.retire(s)
+			return Result{}, err
+		}
+		if errors.Is(err, ErrCorrupt) {
 			return Result{}, err // retrying will not help
 		}
 		// Nothing has been claimed or written yet.
@@ -630,6 +635,9 @@ func (e *Engine) Find(ctx context.Context, t Target) (*State, error) {
 	defer s.unlock()
 	st, err := e.readMerged(ctx, t, s)
 	if err != nil {
+		if errors.Is(err, ErrActorConflict) {
+			e.retire(s)
+		}
 		return nil, err
 	}
 	if !s.own.Compact(t.Options.HistoryLength) {

@@ -252,6 +252,12 @@ func TestSharedActorIDIsDetected(t *testing.T) {
 			t.Fatalf("second process under the same actor id: got %v, want ErrActorConflict", err)
 		}
 		wantValue(t, a, tg, 1)
+		// The second process stops writing that row; its next actor id
+		// (the counter moved on) is its own.
+		if r := mustUpdate(t, b, tg, 1, "y"); !r.Applied {
+			t.Fatal("the retry under a new actor id was not applied")
+		}
+		wantValue(t, a, tg, 2)
 	})
 }
 

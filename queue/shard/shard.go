@@ -1,0 +1,143 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Limits on a queue's shape.
+const (
+	// MinShards is the fewest shards a queue may have. Producers write the
+	// current window's shard and consumers read the one Lag windows back;
+	// with clocks up to one window apart either way, the two sides need Lag
+	// shards of room in both directions to never share a shard.
+	MinShards = 2 * Lag
+	// MaxShards bounds the catch-up sweep, which looks at every shard.
+	MaxShards = 4096
+	// Lag is how many windows consumers stay behind producers.
+	Lag = 2
+	// MinDuration and MaxDuration bound a shard's window. Durations are
+	// whole seconds: CQL timestamps have millisecond precision, and
+	// sub-second windows would only add lease traffic.
+	MinDuration = time.Second
+	MaxDuration = 24 * time.Hour
+)
+
+// ErrTooFewShards is returned by New for fewer than MinShards shards.
+var ErrTooFewShards = errors.New("too few shards")
+
+// Math maps times to shards for a queue with a fixed shard count and
+// window. The zero value is not usable; build one with New.
+type Math struct {
+	shards int
+	window time.Duration
+}
+
+// New returns the shard math for n shards of window d. It refuses n below
+// MinShards (wrapping ErrTooFewShards), n above MaxShards, and windows that
+// are not a whole number of seconds between MinDuration and MaxDuration.
+func New(n int, d time.Duration) (Math, error) {
+	switch {
+	case n < MinShards:
+		return Math{}, fmt.Errorf("%w: a queue needs at least %d shards, got %d (consumers read %d windows behind producers, so with fewer shards clock skew would put both in one shard)",
+			ErrTooFewShards, MinShards, n, Lag)
+	case n > MaxShards:
+		return Math{}, fmt.Errorf("a queue has at most %d shards, got %d", MaxShards, n)
+	case d < MinDuration || d > MaxDuration:
+		return Math{}, fmt.Errorf("shard duration %v is outside %v to %v", d, MinDuration, MaxDuration)
+	case d%time.Second != 0:
+		return Math{}, fmt.Errorf("shard duration %v is not a whole number of seconds", d)
+	}
+	return Math{shards: n, window: d}, nil
+}
+
+// Shards returns the number of shards.
+func (m Math) Shards() int { return m.shards }
+
+// Window returns the shard duration.
+func (m Math) Window() time.Duration { return m.window }
+
+// Bucket returns the number of the window holding t, counted from the Unix
+// epoch (negative before 1970).
+func (m Math) Bucket(t time.Time) int64 {
+	return floorDiv(t.UnixMilli(), m.window.Milliseconds())
+}
+
+// Start returns the first instant of window b.
+func (m Math) Start(b int64) time.Time {
+	return time.UnixMilli(b * m.window.Milliseconds()).UTC()
+}
+
+// ShardOf returns the shard of window b.
+func (m Math) ShardOf(b int64) int {
+	return int(floorMod(b, int64(m.shards)))
+}
+
+// Of returns the shard of the window holding t.
+func (m Math) Of(t time.Time) int { return m.ShardOf(m.Bucket(t)) }
+
+// Producer returns the shard producers write at time now: the current one.
+func (m Math) Producer(now time.Time) int { return m.Of(now) }
+
+// Consumer returns the shard consumers work at time now: Lag windows back.
+func (m Math) Consumer(now time.Time) int { return m.ShardOf(m.Bucket(now) - Lag) }
+
+// Behind returns how many windows shard s is behind the current one at
+// time now: 0 for the producers' shard, Lag for the consumers', up to N-1.
+func (m Math) Behind(now time.Time, s int) int {
+	return int(floorMod(int64(m.Producer(now)-s), int64(m.shards)))
+}
+
+// Latest returns the most recent window of shard s that has started by
+// time now (the current window if s is the producers' shard).
+func (m Math) Latest(now time.Time, s int) int64 {
+	return m.Bucket(now) - int64(m.Behind(now, s))
+}
+
+// Oldest returns every shard except the producers' current one, the one
+// furthest behind first. This is the order of the catch-up sweep: the
+// shards behind longest have waited longest.
+func (m Math) Oldest(now time.Time) []int {
+	cur := m.Bucket(now)
+	out := make([]int, 0, m.shards-1)
+	for back := int64(m.shards - 1); back >= 1; back-- {
+		out = append(out, m.ShardOf(cur-back))
+	}
+	return out
+}
+
+// Label renders the start of window b in the seed's readable form,
+// YYYYdddHHMM in UTC (with seconds, YYYYdddHHMMSS, when the window is not
+// a whole number of minutes).
+func (m Math) Label(b int64) string {
+	t := m.Start(b)
+	if m.window%time.Minute == 0 {
+		return fmt.Sprintf("%04d%03d%02d%02d", t.Year(), t.YearDay(), t.Hour(), t.Minute())
+	}
+	return fmt.Sprintf("%04d%03d%02d%02d%02d", t.Year(), t.YearDay(), t.Hour(), t.Minute(), t.Second())
+}
+
+// SeedStamp returns the seed design's minute number YYYYdddHHMM of t (in
+// UTC) as an integer. It is not used to place messages (see the package
+// documentation); it documents, and lets tests demonstrate, why.
+func SeedStamp(t time.Time) int64 {
+	t = t.UTC()
+	return int64(t.Year())*10_000_000 + int64(t.YearDay())*10_000 + int64(t.Hour())*100 + int64(t.Minute())
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func floorMod(a, b int64) int64 {
+	r := a % b
+	if r < 0 {
+		r += b
+	}
+	return r
+}

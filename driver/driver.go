@@ -107,6 +107,7 @@ type Driver interface {
 	Ledgers
 	Namespaces
 	Shards
+	Queues
 
 	// Name identifies the backend ("embedded" or "cassandra") in logs and metrics.
 	Name() string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -21,6 +22,7 @@ const (
 	DefaultConnectTimeout    = 5 * time.Second
 	DefaultNumConns          = 2
 	DefaultReplicationFactor = 1
+	DefaultQueueGCGrace      = 3 * time.Hour
 )
 
 // Replication strategies accepted in Replication.Strategy.
@@ -102,6 +104,18 @@ type Config struct {
 	// Schema says whether Open creates the keyspace and tables.
 	// Default: SchemaCreate.
 	Schema SchemaMode
+
+	// QueueGCGrace is the gc_grace_seconds of the queue tables, in whole
+	// seconds: how long a deleted (acknowledged) message's tombstone is
+	// kept before compaction may drop it. Shorter means fewer tombstones
+	// for reads to skip; but a replica that missed a delete and is not
+	// repaired (or sent the hint, which expires after the same grace)
+	// within it brings the message back, and it is delivered again. The
+	// queue's read floor keeps consumers from scanning old tombstones, so
+	// the default errs on the safe side. It applies when Open creates the
+	// tables; change it later with ALTER TABLE. Default: 3h, Cassandra's
+	// default hint window.
+	QueueGCGrace time.Duration
 
 	// Logger receives the driver's and gocql's messages; gocql's info and
 	// debug messages are logged at debug level. Default: slog.Default().
@@ -211,6 +225,9 @@ func (c Config) withDefaults() Config {
 	if c.NumConns == 0 {
 		c.NumConns = DefaultNumConns
 	}
+	if c.QueueGCGrace == 0 {
+		c.QueueGCGrace = DefaultQueueGCGrace
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -286,6 +303,9 @@ func (c Config) validate() error {
 	}
 	if t := c.TLS; t != nil && (t.CertFile == "") != (t.KeyFile == "") {
 		bad("TLS.CertFile and TLS.KeyFile must be given together")
+	}
+	if c.QueueGCGrace < time.Second || c.QueueGCGrace%time.Second != 0 || c.QueueGCGrace > math.MaxInt32*time.Second {
+		bad("QueueGCGrace %v is not a whole number of seconds between 1s and 68 years", c.QueueGCGrace)
 	}
 	if c.Schema > SchemaExisting {
 		bad("Schema %v is not a schema mode", c.Schema)

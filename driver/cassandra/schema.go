@@ -53,14 +53,14 @@ func Schema(cfg Config) ([]string, error) {
 }
 
 func schemaStatements(cfg Config) []string {
-	return []string{
+	return append([]string{
 		fmt.Sprintf("CREATE KEYSPACE IF NOT EXISTS %s WITH replication = %s",
 			cfg.Keyspace, cfg.Replication.cql()),
 		fmt.Sprintf(namespacesDDL, cfg.Keyspace),
 		fmt.Sprintf(shardsDDL, cfg.Keyspace),
 		fmt.Sprintf(ledgersDDL, cfg.Keyspace),
 		fmt.Sprintf(ledgerClaimsDDL, cfg.Keyspace),
-	}
+	}, queueSchemaStatements(cfg)...)
 }
 
 // statements holds the CQL of every operation, with the keyspace filled in
@@ -85,6 +85,9 @@ type statements struct {
 	releaseClaim      string
 	probeLedgers      string
 	probeLedgerClaims string
+
+	// The delay queue's statements (queue.go).
+	queue queueStatements
 }
 
 const namespaceColumns = "name, model, type, read_cl, write_cl, retention_ms, options, created_at"
@@ -104,6 +107,7 @@ func newStatements(ks string) statements {
 		listCounters:    "SELECT DISTINCT ns, counter FROM " + ks + ".shards",
 		probeNamespaces: "SELECT name FROM " + ks + ".namespaces LIMIT 1",
 		probeShards:     "SELECT ns FROM " + ks + ".shards LIMIT 1",
+		queue:           newQueueStatements(ks),
 	}
 	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
 	return q
@@ -137,10 +141,11 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 }
 
 // probe checks that every table can be queried. A keyspace created by an
-// earlier release lacks the newer tables (ledgers, ledger_claims); their
-// probes fail, and prepareSchema then creates them.
+// earlier release lacks the newer tables (ledgers, ledger_claims, the queue
+// tables); their probes fail, and prepareSchema then creates them.
 func (d *Driver) probe(ctx context.Context) error {
-	for _, probe := range []string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims} {
+	probes := append([]string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims}, d.q.queue.probes()...)
+	for _, probe := range probes {
 		// ONE: this only asks whether the table exists.
 		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {
 			return err

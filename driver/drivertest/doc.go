@@ -12,6 +12,9 @@
 // overwrites a newer one, a fold replayed any number of times gives the same
 // result, a fold at a lower timestamp never overwrites a newer tally, and a
 // shard deleted by a fold stays deleted when a late, older write arrives.
+// For queues it checks message order and ranges, that a late update never
+// brings a deleted message back, that leases admit one holder and expire,
+// and that dead letters move atomically enough to be repeated (queue.go).
 //
 // Every subtest uses its own freshly named namespaces and counters, so the
 // suite can share one store (one Cassandra keyspace) between subtests.

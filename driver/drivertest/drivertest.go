@@ -31,6 +31,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("Shards", func(t *testing.T) { exerciseShards(t, d) })
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })
 	t.Run("ListCounters", func(t *testing.T) { exerciseListCounters(t, d) })
+	t.Run("Queues", func(t *testing.T) { exerciseQueues(t, d, open) })
 	t.Run("Closed", func(t *testing.T) {
 		d2 := open(t)
 		if err := d2.Close(); err != nil {

@@ -36,6 +36,14 @@
 //	0x01 | ns                    -> namespace record
 //	0x02 | ns | counter | shard  -> shard cell  {state, expires_at}
 //	0x03 | ns | counter          -> tally cell  {state}, timestamp in the cell
+//	0x04 | queue                 -> queue record
+//	0x05 | queue | shard | due | id -> queued message
+//	0x06 | queue | shard         -> shard state {lease, floor}
+//	0x07 | queue | id            -> dead letter
+//
+// The queue tables (0x04-0x07) are plain values written with Set and
+// Delete under a per-shard lock, not LWW cells; queue_encoding.go describes
+// their fixed-width components, which sort by shard, due time and id.
 //
 // Length prefixes make keys unambiguous: namespace "a" with counter "bc" and
 // namespace "ab" with counter "c" cannot share a key, and the shards of one

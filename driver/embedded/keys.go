@@ -13,6 +13,12 @@ const (
 	tableNamespaces byte = 0x01
 	tableShards     byte = 0x02
 	tableTally      byte = 0x03
+
+	// Queue tables; their keys and values are in queue_encoding.go.
+	tableQueues        byte = 0x04
+	tableQueueMessages byte = 0x05
+	tableQueueShards   byte = 0x06
+	tableQueueDead     byte = 0x07
 )
 
 // componentsPerTable is how many components a key of each table has; the

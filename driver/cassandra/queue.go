@@ -1,0 +1,977 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+var _ driver.Queues = (*Driver)(nil)
+
+// Queue tables (seed 003). %[1]s is the keyspace, %[2]d the configured
+// gc_grace_seconds (Config.QueueGCGrace).
+const (
+	queuesDDL = `CREATE TABLE IF NOT EXISTS %[1]s.queues (
+	name text PRIMARY KEY,
+	shards int,
+	shard_ms bigint,
+	max_deliveries int,
+	visibility_ms bigint,
+	created_at timestamp
+)`
+
+	// One partition per (queue, shard); messages cluster by due time, then
+	// by their time-based id. The static columns are the shard's consumer
+	// lease (lock, written only by lightweight transactions, with a TTL),
+	// its read floor, and an anchor cell: Cassandra 2.1.0 answers "not
+	// applied" to IF lock = null on a partition without any static cell, so
+	// the driver writes the anchor once before the first lease.
+	queueMessagesDDL = `CREATE TABLE IF NOT EXISTS %[1]s.queue_messages (
+	queue text,
+	shard int,
+	lock text static,
+	lock_since timestamp static,
+	floor timestamp static,
+	anchor boolean static,
+	due timestamp,
+	id timeuuid,
+	body blob,
+	enqueued_at timestamp,
+	deliveries int,
+	visible_at timestamp,
+	last_error text,
+	PRIMARY KEY ((queue, shard), due, id)
+) WITH CLUSTERING ORDER BY (due ASC, id ASC) AND gc_grace_seconds = %[2]d`
+
+	queueDeadDDL = `CREATE TABLE IF NOT EXISTS %[1]s.queue_dead (
+	queue text,
+	id timeuuid,
+	shard int,
+	due timestamp,
+	body blob,
+	enqueued_at timestamp,
+	deliveries int,
+	last_error text,
+	died_at timestamp,
+	PRIMARY KEY (queue, id)
+) WITH gc_grace_seconds = %[2]d`
+)
+
+// queueSchemaStatements returns the queue tables' DDL for cfg.
+func queueSchemaStatements(cfg Config) []string {
+	grace := int64(cfg.QueueGCGrace / time.Second)
+	return []string{
+		fmt.Sprintf(queuesDDL, cfg.Keyspace),
+		fmt.Sprintf(queueMessagesDDL, cfg.Keyspace, grace),
+		fmt.Sprintf(queueDeadDDL, cfg.Keyspace, grace),
+	}
+}
+
+// queueStatements holds the queue operations' CQL with the keyspace filled in.
+type queueStatements struct {
+	insertQueue, getQueue, listQueues                   string
+	putFresh, putFull                                   string
+	readMessages, readMessagesNoBody, getMessage        string
+	updateMessage, deleteMessage                        string
+	readShard, countShard                               string
+	acquire, renew, release, anchor, setFloor           string
+	insertDead, listDead, listDeadByID, deleteDead      string
+	probeQueues, probeQueueMessages, probeQueueDeadRows string
+}
+
+const (
+	queueColumns   = "name, shards, shard_ms, max_deliveries, visibility_ms, created_at"
+	messageColumns = "due, id, enqueued_at, deliveries, visible_at, last_error"
+	deadColumns    = "id, shard, due, body, enqueued_at, deliveries, last_error, died_at"
+	byMessage      = " WHERE queue = ? AND shard = ? AND due = ? AND id = ?"
+	byShard        = " WHERE queue = ? AND shard = ?"
+)
+
+func newQueueStatements(ks string) queueStatements {
+	m := ks + ".queue_messages"
+	return queueStatements{
+		insertQueue: "INSERT INTO " + ks + ".queues (" + queueColumns + ") VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		getQueue:    "SELECT " + queueColumns + " FROM " + ks + ".queues WHERE name = ?",
+		listQueues:  "SELECT " + queueColumns + " FROM " + ks + ".queues",
+		// A fresh message leaves visible_at and last_error unset rather
+		// than binding nulls, which would write a tombstone per cell.
+		putFresh: "INSERT INTO " + m + " (queue, shard, due, id, body, enqueued_at, deliveries) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		putFull: "INSERT INTO " + m + " (queue, shard, due, id, body, enqueued_at, deliveries, visible_at, last_error)" +
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		readMessages:       "SELECT " + messageColumns + ", body FROM " + m + byShard + " AND due >= ? AND due <= ? LIMIT ?",
+		readMessagesNoBody: "SELECT " + messageColumns + " FROM " + m + byShard + " AND due >= ? AND due <= ? LIMIT ?",
+		getMessage:         "SELECT " + messageColumns + ", body FROM " + m + byMessage,
+		updateMessage:      "UPDATE " + m + " SET deliveries = ?, visible_at = ?, last_error = ?" + byMessage,
+		deleteMessage:      "DELETE FROM " + m + byMessage,
+		readShard:          "SELECT DISTINCT queue, shard, lock, lock_since, floor FROM " + m + byShard,
+		countShard:         "SELECT due, enqueued_at, visible_at FROM " + m + byShard,
+		acquire:            "UPDATE " + m + " USING TTL ? SET lock = ?, lock_since = ?" + byShard + " IF lock = null",
+		renew:              "UPDATE " + m + " USING TTL ? SET lock = ?, lock_since = ?" + byShard + " IF lock = ?",
+		release:            "UPDATE " + m + " SET lock = null, lock_since = null" + byShard + " IF lock = ?",
+		anchor:             "UPDATE " + m + " SET anchor = true" + byShard,
+		setFloor:           "UPDATE " + m + " SET floor = ?" + byShard,
+		insertDead:         "INSERT INTO " + ks + ".queue_dead (queue, " + deadColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		listDead:           "SELECT " + deadColumns + " FROM " + ks + ".queue_dead WHERE queue = ?",
+		listDeadByID:       "SELECT " + deadColumns + " FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
+		deleteDead:         "DELETE FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
+		probeQueues:        "SELECT name FROM " + ks + ".queues LIMIT 1",
+		probeQueueMessages: "SELECT queue FROM " + m + " LIMIT 1",
+		probeQueueDeadRows: "SELECT queue FROM " + ks + ".queue_dead LIMIT 1",
+	}
+}
+
+// queueProbes are the queries that show the queue tables exist.
+func (q queueStatements) probes() []string {
+	return []string{q.probeQueues, q.probeQueueMessages, q.probeQueueDeadRows}
+}
+
+// ---- queue records -----------------------------------------------------------
+
+// CreateQueue inserts the record with IF NOT EXISTS. An attempt whose
+// outcome is unknown (contending Paxos rounds time out) is resolved by
+// trying again: the retry either applies or returns the existing row, and
+// if that row is exactly this queue the earlier attempt was applied.
+func (d *Driver) CreateQueue(ctx context.Context, p *driver.CreateQueueParams) error {
+	const op = "create queue"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	q := p.Queue
+	vals, err := queueValues(q)
+	if err != nil {
+		return fmt.Errorf("cassandra: %s %q: %w", op, q.Name, err)
+	}
+	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	if err != nil {
+		return fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	var lastErr error
+	for attempt := range lwtAttempts {
+		if attempt > 0 {
+			if err := pause(ctx, lwtBackoff(attempt)); err != nil {
+				break
+			}
+		}
+		var r queueRow
+		existing := map[string]any{}
+		applied, err := d.session.Query(d.q.queue.insertQueue, vals...).
+			Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
+			MapScanCASContext(ctx, existing)
+		if err == nil {
+			if applied {
+				return nil
+			}
+			r.fromMap(existing)
+			if got, err := queueFromRow(r); attempt > 0 && err == nil && sameQueue(*got, q) {
+				return nil
+			}
+			return fmt.Errorf("cassandra: queue %q: %w", q.Name, driver.ErrExists)
+		}
+		lastErr = mapError(opWrite, err)
+		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("cassandra: %s %q: %w", op, q.Name, lastErr)
+}
+
+// lwtAttempts bounds the attempts of a conditional write whose outcome
+// stays unknown.
+const lwtAttempts = 5
+
+// lwtBackoff spreads contending retries: 50ms, 100ms, 200ms, ... (jitter
+// would not help much here: the retry is conditional and cheap).
+func lwtBackoff(attempt int) time.Duration { return 25 * time.Millisecond << attempt }
+
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func sameQueue(a, b driver.Queue) bool {
+	return a.Name == b.Name && a.Shards == b.Shards && a.ShardDuration == b.ShardDuration &&
+		a.MaxDeliveries == b.MaxDeliveries && a.VisibilityTimeout == b.VisibilityTimeout &&
+		a.CreatedAt.Equal(b.CreatedAt.Truncate(time.Millisecond))
+}
+
+func queueValues(q driver.Queue) ([]any, error) {
+	if q.Shards < 0 || q.Shards > math.MaxInt32 || q.MaxDeliveries < 0 || q.MaxDeliveries > math.MaxInt32 {
+		return nil, fmt.Errorf("shards %d or max deliveries %d out of range", q.Shards, q.MaxDeliveries)
+	}
+	if q.ShardDuration < 0 || q.ShardDuration%time.Millisecond != 0 ||
+		q.VisibilityTimeout < 0 || q.VisibilityTimeout%time.Millisecond != 0 {
+		return nil, fmt.Errorf("durations must be whole, non-negative milliseconds (the columns' unit)")
+	}
+	return []any{q.Name, q.Shards, q.ShardDuration.Milliseconds(), q.MaxDeliveries,
+		q.VisibilityTimeout.Milliseconds(), q.CreatedAt}, nil
+}
+
+// queueRow is one row of the queues table as scanned; nil means null.
+type queueRow struct {
+	Name          *string
+	Shards        *int
+	ShardMS       *int64
+	MaxDeliveries *int
+	VisibilityMS  *int64
+	CreatedAt     *time.Time
+}
+
+func (r *queueRow) dest() []any {
+	return []any{&r.Name, &r.Shards, &r.ShardMS, &r.MaxDeliveries, &r.VisibilityMS, &r.CreatedAt}
+}
+
+// fromMap fills r from the row a not-applied IF NOT EXISTS returns.
+func (r *queueRow) fromMap(m map[string]any) {
+	if v, ok := m["name"].(string); ok {
+		r.Name = &v
+	}
+	if v, ok := m["shards"].(int); ok {
+		r.Shards = &v
+	}
+	if v, ok := m["shard_ms"].(int64); ok {
+		r.ShardMS = &v
+	}
+	if v, ok := m["max_deliveries"].(int); ok {
+		r.MaxDeliveries = &v
+	}
+	if v, ok := m["visibility_ms"].(int64); ok {
+		r.VisibilityMS = &v
+	}
+	if v, ok := m["created_at"].(time.Time); ok {
+		r.CreatedAt = &v
+	}
+}
+
+// queueFromRow converts a scanned queues row; every column must be set.
+func queueFromRow(r queueRow) (*driver.Queue, error) {
+	bad := func(format string, args ...any) (*driver.Queue, error) {
+		name := "<null>"
+		if r.Name != nil {
+			name = fmt.Sprintf("%q", *r.Name)
+		}
+		return nil, fmt.Errorf("%w: queues row %s: %s", errBadRow, name, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.Name == nil:
+		return bad("name is null")
+	case r.Shards == nil:
+		return bad("shards is null")
+	case r.ShardMS == nil:
+		return bad("shard_ms is null")
+	case r.MaxDeliveries == nil:
+		return bad("max_deliveries is null")
+	case r.VisibilityMS == nil:
+		return bad("visibility_ms is null")
+	case r.CreatedAt == nil:
+		return bad("created_at is null")
+	case *r.Shards < 0 || *r.MaxDeliveries < 0:
+		return bad("negative shards or max_deliveries")
+	}
+	const maxMS = math.MaxInt64 / int64(time.Millisecond)
+	for _, v := range []int64{*r.ShardMS, *r.VisibilityMS} {
+		if v < 0 || v > maxMS {
+			return bad("duration %d ms out of range", v)
+		}
+	}
+	return &driver.Queue{
+		Name:              *r.Name,
+		Shards:            *r.Shards,
+		ShardDuration:     time.Duration(*r.ShardMS) * time.Millisecond,
+		MaxDeliveries:     *r.MaxDeliveries,
+		VisibilityTimeout: time.Duration(*r.VisibilityMS) * time.Millisecond,
+		CreatedAt:         r.CreatedAt.UTC(),
+	}, nil
+}
+
+// GetQueue reads one queue record at the ReadConsistency level.
+func (d *Driver) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*driver.Queue, error) {
+	const op = "get queue"
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	iter := d.session.Query(d.q.queue.getQueue, p.Name).Consistency(cl).IterContext(ctx)
+	var r queueRow
+	found := iter.Scan(r.dest()...)
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: %s %q: %w", op, p.Name, mapError(opRead, err))
+	}
+	if !found {
+		return nil, fmt.Errorf("cassandra: queue %q: %w", p.Name, driver.ErrNotFound)
+	}
+	q, err := queueFromRow(r)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s %q: %w", op, p.Name, err)
+	}
+	return q, nil
+}
+
+// ListQueues reads every queue record and sorts them by name.
+func (d *Driver) ListQueues(ctx context.Context, _ *driver.ListQueuesParams) ([]*driver.Queue, error) {
+	const op = "list queues"
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	iter := d.session.Query(d.q.queue.listQueues).Consistency(cl).IterContext(ctx)
+	out := []*driver.Queue{}
+	var badRow error
+	for {
+		var r queueRow
+		if !iter.Scan(r.dest()...) {
+			break
+		}
+		q, err := queueFromRow(r)
+		if err != nil {
+			badRow = err
+			continue
+		}
+		out = append(out, q)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, mapError(opRead, err))
+	}
+	if badRow != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, badRow)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// ---- messages ----------------------------------------------------------------
+
+// nullTime binds the zero time as null.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// shardBatches runs one unlogged batch per shard: each batch stays within
+// one partition, so every replica applies it atomically and no batch log
+// is needed. Batches of different shards are sent one after another.
+func (d *Driver) shardBatches(ctx context.Context, shards map[int][]func(*gocql.Batch)) error {
+	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	if err != nil {
+		return err
+	}
+	keys := make([]int, 0, len(shards))
+	for s := range shards {
+		keys = append(keys, s)
+	}
+	sort.Ints(keys)
+	for _, s := range keys {
+		stmts := shards[s]
+		for len(stmts) > 0 {
+			n := min(len(stmts), maxBatchStatements)
+			b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
+			for _, add := range stmts[:n] {
+				add(b)
+			}
+			if err := b.ExecContext(ctx); err != nil {
+				return fmt.Errorf("shard %d: %w", s, mapError(opWrite, err))
+			}
+			stmts = stmts[n:]
+		}
+	}
+	return nil
+}
+
+// PutMessages inserts the messages, one single-partition batch per shard.
+func (d *Driver) PutMessages(ctx context.Context, p *driver.PutMessagesParams) error {
+	const op = "put messages"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	shards := map[int][]func(*gocql.Batch){}
+	for _, m := range p.Messages {
+		if m.EnqueuedAt.IsZero() {
+			return fmt.Errorf("cassandra: %s in %q: message %s has no EnqueuedAt", op, p.Queue, m.ID)
+		}
+		add := func(b *gocql.Batch) {
+			if m.VisibleAt.IsZero() && m.LastError == "" {
+				b.Query(d.q.queue.putFresh, p.Queue, m.Shard, m.Due, [16]byte(m.ID), nonNil(m.Body), m.EnqueuedAt, m.Deliveries)
+				return
+			}
+			b.Query(d.q.queue.putFull, p.Queue, m.Shard, m.Due, [16]byte(m.ID), nonNil(m.Body), m.EnqueuedAt, m.Deliveries,
+				nullTime(m.VisibleAt), nullString(m.LastError))
+		}
+		shards[m.Shard] = append(shards[m.Shard], add)
+	}
+	if err := d.shardBatches(ctx, shards); err != nil {
+		return fmt.Errorf("cassandra: %s in %q: %w", op, p.Queue, err)
+	}
+	return nil
+}
+
+// messageRow is one row of queue_messages as scanned; nil means null.
+type messageRow struct {
+	Due        *time.Time
+	ID         *[16]byte
+	EnqueuedAt *time.Time
+	Deliveries *int
+	VisibleAt  *time.Time
+	LastError  *string
+	Body       *[]byte
+}
+
+func (r *messageRow) dest(withBody bool) []any {
+	d := []any{&r.Due, &r.ID, &r.EnqueuedAt, &r.Deliveries, &r.VisibleAt, &r.LastError}
+	if withBody {
+		d = append(d, &r.Body)
+	}
+	return d
+}
+
+// messageFromRow converts a scanned message row of the given shard. A row
+// without enqueued_at is a fragment: an update that landed after its
+// message's delete (Cassandra upserts, so the update recreated the cells
+// it set). Fragments are reported with fragment true and are not errors.
+func messageFromRow(shard int, r messageRow, withBody bool) (m driver.Message, fragment bool, err error) {
+	bad := func(format string, args ...any) (driver.Message, bool, error) {
+		return driver.Message{}, false, fmt.Errorf("%w: queue_messages row: %s", errBadRow, fmt.Sprintf(format, args...))
+	}
+	if r.Due == nil || r.ID == nil {
+		return bad("due or id is null")
+	}
+	m.MessageKey = driver.MessageKey{Shard: shard, Due: r.Due.UTC(), ID: driver.MessageID(*r.ID)}
+	if !m.ID.Valid() {
+		return bad("id %s is not a time-based UUID", m.ID)
+	}
+	if r.EnqueuedAt == nil {
+		return m, true, nil
+	}
+	if r.Deliveries == nil {
+		return bad("message %s: deliveries is null", m.ID)
+	}
+	if *r.Deliveries < 0 {
+		return bad("message %s: deliveries %d is negative", m.ID, *r.Deliveries)
+	}
+	m.EnqueuedAt = r.EnqueuedAt.UTC()
+	m.Deliveries = *r.Deliveries
+	if r.VisibleAt != nil {
+		m.VisibleAt = r.VisibleAt.UTC()
+	}
+	if r.LastError != nil {
+		m.LastError = *r.LastError
+	}
+	if withBody {
+		if r.Body == nil {
+			m.Body = []byte{} // gocql scans an empty blob as null
+		} else {
+			m.Body = nonNil(*r.Body)
+		}
+	}
+	return m, false, nil
+}
+
+// ReadMessages reads one slice of a shard's partition at ReadConsistency.
+func (d *Driver) ReadMessages(ctx context.Context, p *driver.ReadMessagesParams) (*driver.MessagePage, error) {
+	const op = "read messages"
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	if p.Limit <= 0 {
+		return nil, fmt.Errorf("cassandra: %s: limit %d must be positive", op, p.Limit)
+	}
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	stmt := d.q.queue.readMessagesNoBody
+	if p.WithBody {
+		stmt = d.q.queue.readMessages
+	}
+	page := &driver.MessagePage{}
+	from, to := p.From.Truncate(time.Millisecond), p.To.Truncate(time.Millisecond)
+	if to.Before(from) {
+		return page, nil
+	}
+	iter := d.session.Query(stmt, p.Queue, p.Shard, from, to, p.Limit).Consistency(cl).IterContext(ctx)
+	var badRow error
+	for {
+		var r messageRow
+		if !iter.Scan(r.dest(p.WithBody)...) {
+			break
+		}
+		m, fragment, err := messageFromRow(p.Shard, r, p.WithBody)
+		switch {
+		case err != nil:
+			badRow = err
+		case fragment:
+			page.Fragments = append(page.Fragments, m.MessageKey)
+		default:
+			page.Messages = append(page.Messages, m)
+		}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: %s of %q shard %d: %w", op, p.Queue, p.Shard, mapError(opRead, err))
+	}
+	if badRow != nil {
+		return nil, fmt.Errorf("cassandra: %s of %q shard %d: %w", op, p.Queue, p.Shard, badRow)
+	}
+	return page, nil
+}
+
+// GetMessage reads one message; a fragment counts as missing.
+func (d *Driver) GetMessage(ctx context.Context, p *driver.GetMessageParams) (*driver.Message, error) {
+	const op = "get message"
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	k := p.Key
+	iter := d.session.Query(d.q.queue.getMessage, p.Queue, k.Shard, k.Due, [16]byte(k.ID)).Consistency(cl).IterContext(ctx)
+	var r messageRow
+	found := iter.Scan(r.dest(true)...)
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: %s %s of %q: %w", op, k.ID, p.Queue, mapError(opRead, err))
+	}
+	if !found {
+		return nil, fmt.Errorf("cassandra: message %s of %q: %w", k.ID, p.Queue, driver.ErrNotFound)
+	}
+	m, fragment, err := messageFromRow(k.Shard, r, true)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s %s of %q: %w", op, k.ID, p.Queue, err)
+	}
+	if fragment {
+		return nil, fmt.Errorf("cassandra: message %s of %q: %w", k.ID, p.Queue, driver.ErrNotFound)
+	}
+	return &m, nil
+}
+
+// UpdateMessages writes the delivery columns, one batch per shard. An
+// update that lands after its message's delete leaves a fragment (see
+// messageFromRow), never a message.
+func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesParams) error {
+	const op = "update messages"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	shards := map[int][]func(*gocql.Batch){}
+	for _, u := range p.Updates {
+		shards[u.Shard] = append(shards[u.Shard], func(b *gocql.Batch) {
+			b.Query(d.q.queue.updateMessage, u.Deliveries, nullTime(u.VisibleAt), nullString(u.LastError),
+				p.Queue, u.Shard, u.Due, [16]byte(u.ID))
+		})
+	}
+	if err := d.shardBatches(ctx, shards); err != nil {
+		return fmt.Errorf("cassandra: %s in %q: %w", op, p.Queue, err)
+	}
+	return nil
+}
+
+// DeleteMessages deletes the rows, one batch per shard.
+func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
+	const op = "delete messages"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	shards := map[int][]func(*gocql.Batch){}
+	for _, k := range p.Keys {
+		shards[k.Shard] = append(shards[k.Shard], func(b *gocql.Batch) {
+			b.Query(d.q.queue.deleteMessage, p.Queue, k.Shard, k.Due, [16]byte(k.ID))
+		})
+	}
+	if err := d.shardBatches(ctx, shards); err != nil {
+		return fmt.Errorf("cassandra: %s in %q: %w", op, p.Queue, err)
+	}
+	return nil
+}
+
+// ---- shard state and leases ----------------------------------------------------
+
+// shardStateRow is the DISTINCT row of a shard partition.
+type shardStateRow struct {
+	Queue *string
+	Shard *int
+	Lock  *string
+	Since *time.Time
+	Floor *time.Time
+}
+
+func (r *shardStateRow) dest() []any {
+	return []any{&r.Queue, &r.Shard, &r.Lock, &r.Since, &r.Floor}
+}
+
+func shardStateFromRow(r shardStateRow) driver.ShardState {
+	var s driver.ShardState
+	if r.Lock != nil {
+		s.Holder = *r.Lock
+	}
+	if r.Since != nil && s.Holder != "" {
+		s.Since = r.Since.UTC()
+	}
+	if r.Floor != nil {
+		s.Floor = r.Floor.UTC()
+	}
+	return s
+}
+
+// ReadShard reads the shard's static columns. SELECT DISTINCT touches only
+// the partition's static row, however many deleted messages follow it.
+func (d *Driver) ReadShard(ctx context.Context, p *driver.ShardParams) (*driver.ShardState, error) {
+	const op = "read shard"
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	s, err := d.readShard(ctx, p.Queue, p.Shard)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s %d of %q: %w", op, p.Shard, p.Queue, err)
+	}
+	return s, nil
+}
+
+func (d *Driver) readShard(ctx context.Context, queue string, shard int) (*driver.ShardState, error) {
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, err
+	}
+	iter := d.session.Query(d.q.queue.readShard, queue, shard).Consistency(cl).IterContext(ctx)
+	var r shardStateRow
+	iter.Scan(r.dest()...)
+	if err := iter.Close(); err != nil {
+		return nil, mapError(opRead, err)
+	}
+	s := shardStateFromRow(r)
+	return &s, nil
+}
+
+// ttlSeconds rounds a lease TTL up to Cassandra's whole seconds.
+func ttlSeconds(ttl time.Duration) (int, error) {
+	if ttl <= 0 {
+		return 0, fmt.Errorf("lease TTL %v must be positive", ttl)
+	}
+	s := (ttl + time.Second - 1) / time.Second
+	if s > math.MaxInt32 {
+		return 0, fmt.Errorf("lease TTL %v is too long", ttl)
+	}
+	return int(s), nil
+}
+
+// cas runs one lightweight transaction on the lease and reports whether it
+// was applied and, if not, which holder the partition has ("" if none).
+// hasStatic says whether the answer carried the static columns at all.
+func (d *Driver) cas(ctx context.Context, stmt string, args ...any) (applied bool, holder string, hasStatic bool, err error) {
+	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	if err != nil {
+		return false, "", false, err
+	}
+	existing := map[string]any{}
+	applied, err = d.session.Query(stmt, args...).
+		Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
+		MapScanCASContext(ctx, existing)
+	if err != nil {
+		return false, "", false, mapError(opWrite, err)
+	}
+	v, hasStatic := existing["lock"]
+	holder, _ = v.(string)
+	return applied, holder, hasStatic, nil
+}
+
+// AcquireLease takes the lease with UPDATE ... USING TTL ... IF lock = null.
+func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
+	const op = "acquire lease"
+	var res driver.LeaseResult
+	if err := d.begin(ctx, op); err != nil {
+		return res, err
+	}
+	ttl, err := ttlSeconds(p.TTL)
+	if err == nil && p.Holder == "" {
+		err = errors.New("lease holder is empty")
+	}
+	if err != nil {
+		return res, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	for attempt := 0; ; attempt++ {
+		applied, holder, hasStatic, err := d.cas(ctx, d.q.queue.acquire, ttl, p.Holder, p.Since, p.Queue, p.Shard)
+		if err != nil {
+			return res, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
+		}
+		if applied || hasStatic || attempt > 0 {
+			return driver.LeaseResult{Held: applied, Holder: holder}, nil
+		}
+		// Not applied, and no current lock value came back: Cassandra
+		// 2.1.0 does this for a partition without a static row. Give it
+		// one (a plain, idempotent write) and ask again, once.
+		cl, err := level(driver.Default, d.cfg.WriteConsistency)
+		if err == nil {
+			err = d.session.Query(d.q.queue.anchor, p.Queue, p.Shard).Consistency(cl).ExecContext(ctx)
+		}
+		if err != nil {
+			return res, fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, mapError(opWrite, err))
+		}
+	}
+}
+
+// RenewLease extends the lease with ... IF lock = <holder>.
+func (d *Driver) RenewLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
+	const op = "renew lease"
+	var res driver.LeaseResult
+	if err := d.begin(ctx, op); err != nil {
+		return res, err
+	}
+	ttl, err := ttlSeconds(p.TTL)
+	if err == nil && p.Holder == "" {
+		err = errors.New("lease holder is empty")
+	}
+	if err != nil {
+		return res, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	applied, holder, _, err := d.cas(ctx, d.q.queue.renew, ttl, p.Holder, p.Since, p.Queue, p.Shard, p.Holder)
+	if err != nil {
+		return res, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
+	}
+	return driver.LeaseResult{Held: applied, Holder: holder}, nil
+}
+
+// ReleaseLease clears the lease with ... IF lock = <holder>.
+func (d *Driver) ReleaseLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
+	const op = "release lease"
+	var res driver.LeaseResult
+	if err := d.begin(ctx, op); err != nil {
+		return res, err
+	}
+	if p.Holder == "" {
+		return res, fmt.Errorf("cassandra: %s: lease holder is empty", op)
+	}
+	applied, holder, _, err := d.cas(ctx, d.q.queue.release, p.Queue, p.Shard, p.Holder)
+	if err != nil {
+		return res, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
+	}
+	return driver.LeaseResult{Held: applied, Holder: holder}, nil
+}
+
+// SetFloor writes the static floor column with a plain write.
+func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
+	const op = "set floor"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	if err != nil {
+		return fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	if err := d.session.Query(d.q.queue.setFloor, nullTime(p.Floor), p.Queue, p.Shard).Consistency(cl).ExecContext(ctx); err != nil {
+		return fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, mapError(opWrite, err))
+	}
+	return nil
+}
+
+// ShardStats pages through the whole partition (due, enqueued_at and
+// visible_at only) and counts.
+func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (*driver.ShardStats, error) {
+	const op = "shard stats"
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	st, err := d.readShard(ctx, p.Queue, p.Shard)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s of %q shard %d: %w", op, p.Queue, p.Shard, err)
+	}
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	out := &driver.ShardStats{ShardState: *st}
+	now := p.Now.Truncate(time.Millisecond)
+	iter := d.session.Query(d.q.queue.countShard, p.Queue, p.Shard).Consistency(cl).PageSize(5000).IterContext(ctx)
+	var due, enqueued, visible *time.Time
+	for iter.Scan(&due, &enqueued, &visible) {
+		if due == nil || enqueued == nil {
+			continue // the static-only row, or a fragment
+		}
+		out.Messages++
+		if !due.After(now) {
+			out.Due++
+			if visible != nil && visible.After(now) {
+				out.InFlight++
+			}
+		}
+		due, enqueued, visible = nil, nil, nil
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: %s of %q shard %d: %w", op, p.Queue, p.Shard, mapError(opRead, err))
+	}
+	return out, nil
+}
+
+// ---- dead letters --------------------------------------------------------------
+
+// DeadLetter first stores the letters (one batch on the queue's
+// queue_dead partition), then deletes their messages (a batch per shard).
+// A failure in between leaves a message both queued and dead; the next
+// attempt, or the consumer that finds the message again, repeats both
+// steps, which changes nothing the second time.
+func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) error {
+	const op = "dead letter"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	if len(p.Letters) == 0 {
+		return nil
+	}
+	var dead []func(*gocql.Batch)
+	msgs := map[int][]func(*gocql.Batch){}
+	for _, l := range p.Letters {
+		dead = append(dead, func(b *gocql.Batch) {
+			b.Query(d.q.queue.insertDead, p.Queue, [16]byte(l.ID), l.Shard, l.Due, nonNil(l.Body),
+				l.EnqueuedAt, l.Deliveries, nullString(l.LastError), l.DiedAt)
+		})
+		msgs[l.Shard] = append(msgs[l.Shard], func(b *gocql.Batch) {
+			b.Query(d.q.queue.deleteMessage, p.Queue, l.Shard, l.Due, [16]byte(l.ID))
+		})
+	}
+	// The dead letters share one partition; -1 is only a map key here.
+	if err := d.shardBatches(ctx, map[int][]func(*gocql.Batch){-1: dead}); err != nil {
+		return fmt.Errorf("cassandra: %s in %q: storing letters: %w", op, p.Queue, err)
+	}
+	if err := d.shardBatches(ctx, msgs); err != nil {
+		return fmt.Errorf("cassandra: %s in %q: deleting messages: %w", op, p.Queue, err)
+	}
+	return nil
+}
+
+// deadRow is one row of queue_dead as scanned; nil means null.
+type deadRow struct {
+	ID         *[16]byte
+	Shard      *int
+	Due        *time.Time
+	Body       *[]byte
+	EnqueuedAt *time.Time
+	Deliveries *int
+	LastError  *string
+	DiedAt     *time.Time
+}
+
+func (r *deadRow) dest() []any {
+	return []any{&r.ID, &r.Shard, &r.Due, &r.Body, &r.EnqueuedAt, &r.Deliveries, &r.LastError, &r.DiedAt}
+}
+
+func deadFromRow(r deadRow) (driver.DeadLetter, error) {
+	var l driver.DeadLetter
+	bad := func(format string, args ...any) (driver.DeadLetter, error) {
+		return driver.DeadLetter{}, fmt.Errorf("%w: queue_dead row: %s", errBadRow, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case r.ID == nil:
+		return bad("id is null")
+	case r.Shard == nil || r.Due == nil || r.EnqueuedAt == nil || r.Deliveries == nil || r.DiedAt == nil:
+		return bad("%s: shard, due, enqueued_at, deliveries or died_at is null", driver.MessageID(*r.ID))
+	case *r.Shard < 0 || *r.Deliveries < 0:
+		return bad("%s: negative shard or deliveries", driver.MessageID(*r.ID))
+	}
+	l.ID = driver.MessageID(*r.ID)
+	if !l.ID.Valid() {
+		return bad("id %s is not a time-based UUID", l.ID)
+	}
+	l.Shard, l.Due, l.EnqueuedAt = *r.Shard, r.Due.UTC(), r.EnqueuedAt.UTC()
+	l.Deliveries, l.DiedAt = *r.Deliveries, r.DiedAt.UTC()
+	l.Body = []byte{}
+	if r.Body != nil {
+		l.Body = nonNil(*r.Body)
+	}
+	if r.LastError != nil {
+		l.LastError = *r.LastError
+	}
+	return l, nil
+}
+
+// ListDead reads the queue's dead letters in id (time) order, or the ones
+// asked for.
+func (d *Driver) ListDead(ctx context.Context, p *driver.ListDeadParams) ([]driver.DeadLetter, error) {
+	const op = "list dead letters"
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	out := []driver.DeadLetter{}
+	scan := func(iter *gocql.Iter) error {
+		var badRow error
+		for p.Limit <= 0 || len(out) < p.Limit {
+			var r deadRow
+			if !iter.Scan(r.dest()...) {
+				break
+			}
+			l, err := deadFromRow(r)
+			if err != nil {
+				badRow = err
+				continue
+			}
+			out = append(out, l)
+		}
+		if err := iter.Close(); err != nil {
+			return mapError(opRead, err)
+		}
+		return badRow
+	}
+	if len(p.IDs) == 0 {
+		if err := scan(d.session.Query(d.q.queue.listDead, p.Queue).Consistency(cl).IterContext(ctx)); err != nil {
+			return nil, fmt.Errorf("cassandra: %s of %q: %w", op, p.Queue, err)
+		}
+		return out, nil
+	}
+	for _, id := range p.IDs {
+		if err := scan(d.session.Query(d.q.queue.listDeadByID, p.Queue, [16]byte(id)).Consistency(cl).IterContext(ctx)); err != nil {
+			return nil, fmt.Errorf("cassandra: %s of %q: %w", op, p.Queue, err)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ti, tj := out[i].ID.Time(), out[j].ID.Time()
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return strings.Compare(out[i].ID.String(), out[j].ID.String()) < 0
+	})
+	return out, nil
+}
+
+// DeleteDead deletes dead letters in one batch on the queue's partition.
+func (d *Driver) DeleteDead(ctx context.Context, p *driver.DeleteDeadParams) error {
+	const op = "delete dead letters"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	var stmts []func(*gocql.Batch)
+	for _, id := range p.IDs {
+		stmts = append(stmts, func(b *gocql.Batch) { b.Query(d.q.queue.deleteDead, p.Queue, [16]byte(id)) })
+	}
+	if err := d.shardBatches(ctx, map[int][]func(*gocql.Batch){-1: stmts}); err != nil {
+		return fmt.Errorf("cassandra: %s of %q: %w", op, p.Queue, err)
+	}
+	return nil
+}

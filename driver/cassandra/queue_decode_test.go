@@ -1,0 +1,295 @@
+package cassandra
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+var testID = [16]byte{0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}
+
+func TestQueueSchemaUsesGCGrace(t *testing.T) {
+	t.Parallel()
+	stmts, err := Schema(Config{Keyspace: "k1", QueueGCGrace: 90 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var messages, dead string
+	for _, s := range stmts {
+		switch {
+		case strings.Contains(s, "k1.queue_messages"):
+			messages = s
+		case strings.Contains(s, "k1.queue_dead"):
+			dead = s
+		}
+	}
+	for _, s := range []string{messages, dead} {
+		if !strings.Contains(s, "gc_grace_seconds = 90") {
+			t.Errorf("queue table without the configured gc_grace_seconds: %s", s)
+		}
+	}
+	for _, want := range []string{"lock text static", "PRIMARY KEY ((queue, shard), due, id)", "CLUSTERING ORDER BY (due ASC, id ASC)"} {
+		if !strings.Contains(messages, want) {
+			t.Errorf("queue_messages lacks %q: %s", want, messages)
+		}
+	}
+	def, err := Schema(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(def, "\n"), "gc_grace_seconds = 10800") {
+		t.Errorf("default schema does not use the 3h default grace")
+	}
+	for _, bad := range []time.Duration{-time.Second, 1500 * time.Millisecond, time.Millisecond} {
+		if _, err := Schema(Config{QueueGCGrace: bad}); err == nil || !strings.Contains(err.Error(), "QueueGCGrace") {
+			t.Errorf("QueueGCGrace %v: error %v, want one naming QueueGCGrace", bad, err)
+		}
+	}
+}
+
+func TestQueueFromRow(t *testing.T) {
+	t.Parallel()
+	good := func() queueRow {
+		return queueRow{Name: ptr("jobs"), Shards: ptr(16), ShardMS: ptr(int64(60_000)), MaxDeliveries: ptr(5),
+			VisibilityMS: ptr(int64(30_000)), CreatedAt: ptr(time.UnixMilli(1_700_000_000_000))}
+	}
+	q, err := queueFromRow(good())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := driver.Queue{Name: "jobs", Shards: 16, ShardDuration: time.Minute, MaxDeliveries: 5,
+		VisibilityTimeout: 30 * time.Second, CreatedAt: time.UnixMilli(1_700_000_000_000).UTC()}
+	if *q != want {
+		t.Fatalf("got %+v, want %+v", *q, want)
+	}
+	vals, err := queueValues(*q)
+	if err != nil || vals[2] != int64(60_000) || vals[4] != int64(30_000) {
+		t.Fatalf("queueValues = %v, %v", vals, err)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*queueRow)
+		want string
+	}{
+		{"null name", func(r *queueRow) { r.Name = nil }, "name is null"},
+		{"null shards", func(r *queueRow) { r.Shards = nil }, "shards is null"},
+		{"null created_at", func(r *queueRow) { r.CreatedAt = nil }, "created_at is null"},
+		{"negative shards", func(r *queueRow) { r.Shards = ptr(-1) }, "negative"},
+		{"negative visibility", func(r *queueRow) { r.VisibilityMS = ptr(int64(-1)) }, "out of range"},
+		{"huge shard_ms", func(r *queueRow) { r.ShardMS = ptr(int64(math.MaxInt64)) }, "out of range"},
+	} {
+		r := good()
+		tc.mod(&r)
+		if _, err := queueFromRow(r); err == nil || !errors.Is(err, errBadRow) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want a malformed row error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestMessageFromRow(t *testing.T) {
+	t.Parallel()
+	due := time.UnixMilli(1_700_000_000_000)
+	full := messageRow{Due: &due, ID: ptr(testID), EnqueuedAt: &due, Deliveries: ptr(2),
+		VisibleAt: ptr(due.Add(time.Minute)), LastError: ptr("boom"), Body: ptr([]byte("hi"))}
+	m, frag, err := messageFromRow(3, full, true)
+	if err != nil || frag || m.Shard != 3 || string(m.Body) != "hi" || m.Deliveries != 2 || m.LastError != "boom" ||
+		!m.VisibleAt.Equal(due.Add(time.Minute)) {
+		t.Fatalf("messageFromRow = %+v, %v, %v", m, frag, err)
+	}
+	empty := full
+	empty.Body, empty.VisibleAt, empty.LastError = nil, nil, nil
+	m, _, err = messageFromRow(3, empty, true)
+	if err != nil || m.Body == nil || len(m.Body) != 0 || !m.VisibleAt.IsZero() || m.LastError != "" {
+		t.Fatalf("null body/visible/error: %+v, %v", m, err)
+	}
+	fragment := messageRow{Due: &due, ID: ptr(testID), Deliveries: ptr(1)}
+	if m, frag, err := messageFromRow(3, fragment, true); err != nil || !frag || m.ID != driver.MessageID(testID) {
+		t.Fatalf("fragment: %+v, %v, %v", m, frag, err)
+	}
+	for _, tc := range []struct {
+		name string
+		row  messageRow
+	}{
+		{"null due", messageRow{ID: ptr(testID), EnqueuedAt: &due, Deliveries: ptr(0)}},
+		{"null id", messageRow{Due: &due, EnqueuedAt: &due, Deliveries: ptr(0)}},
+		{"v4 id", messageRow{Due: &due, ID: ptr([16]byte{6: 0x40, 8: 0x80}), EnqueuedAt: &due, Deliveries: ptr(0)}},
+		{"null deliveries", messageRow{Due: &due, ID: ptr(testID), EnqueuedAt: &due}},
+		{"negative deliveries", messageRow{Due: &due, ID: ptr(testID), EnqueuedAt: &due, Deliveries: ptr(-1)}},
+	} {
+		if _, _, err := messageFromRow(0, tc.row, false); !errors.Is(err, errBadRow) {
+			t.Errorf("%s: error %v, want a malformed row error", tc.name, err)
+		}
+	}
+}
+
+func TestDeadFromRow(t *testing.T) {
+	t.Parallel()
+	at := time.UnixMilli(1_700_000_000_000)
+	row := deadRow{ID: ptr(testID), Shard: ptr(2), Due: &at, EnqueuedAt: &at, Deliveries: ptr(5), DiedAt: &at}
+	l, err := deadFromRow(row)
+	if err != nil || l.Body == nil || l.LastError != "" || l.Deliveries != 5 || l.Shard != 2 {
+		t.Fatalf("deadFromRow = %+v, %v", l, err)
+	}
+	row.DiedAt = nil
+	if _, err := deadFromRow(row); !errors.Is(err, errBadRow) {
+		t.Fatalf("null died_at: %v", err)
+	}
+}
+
+func TestShardStateFromRow(t *testing.T) {
+	t.Parallel()
+	at := time.UnixMilli(5)
+	if s := shardStateFromRow(shardStateRow{}); s != (driver.ShardState{}) {
+		t.Fatalf("empty row = %+v", s)
+	}
+	s := shardStateFromRow(shardStateRow{Lock: ptr("h"), Since: &at, Floor: &at})
+	if s.Holder != "h" || !s.Since.Equal(at) || !s.Floor.Equal(at) {
+		t.Fatalf("= %+v", s)
+	}
+	// A since without a holder (a lease that expired cell by cell) is
+	// not a lease.
+	if s := shardStateFromRow(shardStateRow{Since: &at}); !s.Since.IsZero() {
+		t.Fatalf("since without holder = %+v", s)
+	}
+}
+
+// FuzzMessageFromRow feeds arbitrary column values (nulls chosen by a bit
+// mask) to the message decoder: it must not panic, and what it accepts
+// must carry the row's values.
+func FuzzMessageFromRow(f *testing.F) {
+	f.Add(uint8(0), int64(1_700_000_000_000), testID[:], int64(1_700_000_000_000), 1, int64(0), "err", []byte("body"))
+	f.Add(uint8(0x04), int64(0), testID[:], int64(0), 0, int64(0), "", []byte{})
+	f.Add(uint8(0xff), int64(-1), []byte{}, int64(-1), -1, int64(-1), "", []byte(nil))
+	f.Fuzz(func(t *testing.T, nulls uint8, dueMS int64, id []byte, enqMS int64, deliveries int, visMS int64, lastErr string, body []byte) {
+		set := func(bit uint8) bool { return nulls&(1<<bit) == 0 }
+		var r messageRow
+		if set(0) {
+			r.Due = ptr(time.UnixMilli(dueMS))
+		}
+		if set(1) && len(id) == 16 {
+			r.ID = ptr([16]byte(id))
+		}
+		if set(2) {
+			r.EnqueuedAt = ptr(time.UnixMilli(enqMS))
+		}
+		if set(3) {
+			r.Deliveries = ptr(deliveries)
+		}
+		if set(4) {
+			r.VisibleAt = ptr(time.UnixMilli(visMS))
+		}
+		if set(5) {
+			r.LastError = ptr(lastErr)
+		}
+		if set(6) {
+			r.Body = ptr(body)
+		}
+		m, frag, err := messageFromRow(1, r, true)
+		if err != nil {
+			if !errors.Is(err, errBadRow) {
+				t.Fatalf("error %v is not a malformed row error", err)
+			}
+			return
+		}
+		if !m.ID.Valid() || !m.Due.Equal(*r.Due) {
+			t.Fatalf("accepted %+v from %+v", m, r)
+		}
+		if frag {
+			return
+		}
+		if m.Deliveries < 0 || m.Body == nil || m.Deliveries != *r.Deliveries {
+			t.Fatalf("accepted %+v", m)
+		}
+	})
+}
+
+func FuzzQueueFromRow(f *testing.F) {
+	f.Add(uint8(0), "jobs", 16, int64(60_000), 5, int64(30_000), int64(1_700_000_000_000))
+	f.Add(uint8(0x3f), "", -1, int64(-1), -1, int64(math.MaxInt64), int64(0))
+	f.Fuzz(func(t *testing.T, nulls uint8, name string, shards int, shardMS int64, maxDel int, visMS int64, createdMS int64) {
+		set := func(bit uint8) bool { return nulls&(1<<bit) == 0 }
+		var r queueRow
+		if set(0) {
+			r.Name = &name
+		}
+		if set(1) {
+			r.Shards = &shards
+		}
+		if set(2) {
+			r.ShardMS = &shardMS
+		}
+		if set(3) {
+			r.MaxDeliveries = &maxDel
+		}
+		if set(4) {
+			r.VisibilityMS = &visMS
+		}
+		if set(5) {
+			r.CreatedAt = ptr(time.UnixMilli(createdMS))
+		}
+		q, err := queueFromRow(r)
+		if err != nil {
+			if !errors.Is(err, errBadRow) {
+				t.Fatalf("error %v is not a malformed row error", err)
+			}
+			return
+		}
+		if q.Shards < 0 || q.ShardDuration < 0 || q.VisibilityTimeout < 0 {
+			t.Fatalf("accepted negative values: %+v", q)
+		}
+		vals, err := queueValues(*q)
+		if err != nil {
+			t.Fatalf("decoded queue %+v does not encode: %v", q, err)
+		}
+		if vals[0] != name || vals[1] != shards || vals[2] != shardMS || vals[3] != maxDel || vals[4] != visMS {
+			t.Fatalf("round trip: %v", vals)
+		}
+	})
+}
+
+func FuzzDeadFromRow(f *testing.F) {
+	f.Add(uint8(0), testID[:], 3, int64(1), []byte("x"), int64(2), 5, "boom", int64(3))
+	f.Add(uint8(0xff), []byte{1}, -1, int64(0), []byte(nil), int64(0), -1, "", int64(0))
+	f.Fuzz(func(t *testing.T, nulls uint8, id []byte, shard int, dueMS int64, body []byte, enqMS int64, deliveries int, lastErr string, diedMS int64) {
+		set := func(bit uint8) bool { return nulls&(1<<bit) == 0 }
+		var r deadRow
+		if set(0) && len(id) == 16 {
+			r.ID = ptr([16]byte(id))
+		}
+		if set(1) {
+			r.Shard = &shard
+		}
+		if set(2) {
+			r.Due = ptr(time.UnixMilli(dueMS))
+		}
+		if set(3) {
+			r.Body = &body
+		}
+		if set(4) {
+			r.EnqueuedAt = ptr(time.UnixMilli(enqMS))
+		}
+		if set(5) {
+			r.Deliveries = &deliveries
+		}
+		if set(6) {
+			r.LastError = &lastErr
+		}
+		if set(7) {
+			r.DiedAt = ptr(time.UnixMilli(diedMS))
+		}
+		l, err := deadFromRow(r)
+		if err != nil {
+			if !errors.Is(err, errBadRow) {
+				t.Fatalf("error %v is not a malformed row error", err)
+			}
+			return
+		}
+		if !l.ID.Valid() || l.Body == nil || l.Shard < 0 || l.Deliveries < 0 {
+			t.Fatalf("accepted %+v", l)
+		}
+	})
+}

@@ -1,0 +1,583 @@
+package drivertest
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// exerciseQueues checks the contracts of driver.Queues. Every subtest uses
+// its own queue names; open is only used to get a handle to close.
+func exerciseQueues(t *testing.T, d driver.Driver, open Opener) {
+	t.Run("QueueRecords", func(t *testing.T) { exerciseQueueRecords(t, d) })
+	t.Run("Messages", func(t *testing.T) { exerciseMessages(t, d) })
+	t.Run("Leases", func(t *testing.T) { exerciseLeases(t, d) })
+	t.Run("DeadLetters", func(t *testing.T) { exerciseDeadLetters(t, d) })
+	t.Run("QueueClosed", func(t *testing.T) {
+		d2 := open(t)
+		if err := d2.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		c := ctx(t)
+		if _, err := d2.GetQueue(c, &driver.GetQueueParams{Name: "q"}); !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("GetQueue after Close: got %v, want ErrClosed", err)
+		}
+		err := d2.PutMessages(c, &driver.PutMessagesParams{Queue: "q", Messages: []driver.Message{msg(0, base, "x")}})
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("PutMessages after Close: got %v, want ErrClosed", err)
+		}
+		_, err = d2.AcquireLease(c, &driver.LeaseParams{Queue: "q", Holder: "h", TTL: time.Second, Since: base})
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("AcquireLease after Close: got %v, want ErrClosed", err)
+		}
+	})
+}
+
+// base is a fixed, millisecond-aligned instant the message tests build on.
+var base = time.Date(2026, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
+
+var idSeq struct {
+	sync.Mutex
+	last int64
+}
+
+// newID returns a fresh version 1 UUID whose time is at (or just after) t,
+// distinct from every other id this process makes.
+func newID(t time.Time) driver.MessageID {
+	const gregorianToUnix = 0x01B21DD213814000
+	ts := t.UnixNano()/100 + gregorianToUnix
+	idSeq.Lock()
+	if ts <= idSeq.last {
+		ts = idSeq.last + 1
+	}
+	idSeq.last = ts
+	idSeq.Unlock()
+	var id driver.MessageID
+	binary.BigEndian.PutUint32(id[0:4], uint32(ts))
+	binary.BigEndian.PutUint16(id[4:6], uint16(ts>>32))
+	binary.BigEndian.PutUint16(id[6:8], uint16(ts>>48)&0x0fff|0x1000)
+	_, _ = rand.Read(id[8:])
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+// msg is a message due at base+dueOffset in shard 0 with the given body.
+func msg(dueOffset time.Duration, at time.Time, body string) driver.Message {
+	due := at.Add(dueOffset)
+	return driver.Message{
+		MessageKey: driver.MessageKey{Shard: 0, Due: due, ID: newID(due)},
+		Body:       []byte(body),
+		EnqueuedAt: at,
+	}
+}
+
+func mustPut(t *testing.T, d driver.Driver, queue string, ms ...driver.Message) {
+	t.Helper()
+	if err := d.PutMessages(ctx(t), &driver.PutMessagesParams{Queue: queue, Messages: ms}); err != nil {
+		t.Fatalf("PutMessages(%s, %d messages): %v", queue, len(ms), err)
+	}
+}
+
+func mustReadMessages(t *testing.T, d driver.Driver, p driver.ReadMessagesParams) *driver.MessagePage {
+	t.Helper()
+	page, err := d.ReadMessages(ctx(t), &p)
+	if err != nil {
+		t.Fatalf("ReadMessages(%+v): %v", p, err)
+	}
+	return page
+}
+
+func ids(ms []driver.Message) []driver.MessageID {
+	out := make([]driver.MessageID, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
+
+func sameMessage(t *testing.T, got, want driver.Message, withBody bool) {
+	t.Helper()
+	if got.MessageKey.ID != want.ID || got.Shard != want.Shard || !got.Due.Equal(want.Due) {
+		t.Errorf("key = %+v, want %+v", got.MessageKey, want.MessageKey)
+	}
+	if withBody && !bytes.Equal(got.Body, want.Body) {
+		t.Errorf("message %s: body %q, want %q", want.ID, got.Body, want.Body)
+	}
+	if !withBody && got.Body != nil {
+		t.Errorf("message %s: body %q read without WithBody", want.ID, got.Body)
+	}
+	if !got.EnqueuedAt.Equal(want.EnqueuedAt) || got.Deliveries != want.Deliveries ||
+		!got.VisibleAt.Equal(want.VisibleAt) || got.LastError != want.LastError {
+		t.Errorf("message %s: got enqueued %v deliveries %d visible %v error %q; want %v %d %v %q",
+			want.ID, got.EnqueuedAt, got.Deliveries, got.VisibleAt, got.LastError,
+			want.EnqueuedAt, want.Deliveries, want.VisibleAt, want.LastError)
+	}
+}
+
+func exerciseQueueRecords(t *testing.T, d driver.Driver) {
+	t.Run("CreateGetList", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		want := driver.Queue{
+			Name: unique("q-rec"), Shards: 16, ShardDuration: time.Minute,
+			MaxDeliveries: 5, VisibilityTimeout: 30 * time.Second,
+			CreatedAt: time.UnixMilli(1_700_000_000_123).UTC(),
+		}
+		if err := d.CreateQueue(c, &driver.CreateQueueParams{Queue: want}); err != nil {
+			t.Fatalf("CreateQueue: %v", err)
+		}
+		got, err := d.GetQueue(c, &driver.GetQueueParams{Name: want.Name})
+		if err != nil {
+			t.Fatalf("GetQueue: %v", err)
+		}
+		if !got.CreatedAt.Equal(want.CreatedAt) {
+			t.Errorf("CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt)
+		}
+		got.CreatedAt = want.CreatedAt
+		if *got != want {
+			t.Errorf("GetQueue = %+v, want %+v", *got, want)
+		}
+		list, err := d.ListQueues(c, &driver.ListQueuesParams{})
+		if err != nil {
+			t.Fatalf("ListQueues: %v", err)
+		}
+		found := false
+		for i, q := range list {
+			if i > 0 && list[i-1].Name >= q.Name {
+				t.Errorf("ListQueues not sorted: %q before %q", list[i-1].Name, q.Name)
+			}
+			found = found || q.Name == want.Name
+		}
+		if !found {
+			t.Errorf("ListQueues misses %q", want.Name)
+		}
+	})
+
+	t.Run("GetMissing", func(t *testing.T) {
+		t.Parallel()
+		_, err := d.GetQueue(ctx(t), &driver.GetQueueParams{Name: unique("q-missing")})
+		if !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("GetQueue of a missing queue: got %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("RacingCreatesOneWinner", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		name := unique("q-race")
+		const racers = 4
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() {
+				errs[i] = d.CreateQueue(c, &driver.CreateQueueParams{Queue: driver.Queue{
+					Name: name, Shards: 4 + i, ShardDuration: time.Minute, MaxDeliveries: 5,
+					VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(int64(i)).UTC(),
+				}})
+			})
+		}
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && winner < 0:
+				winner = i
+			case err == nil:
+				t.Fatalf("racers %d and %d both created the queue", winner, i)
+			case !errors.Is(err, driver.ErrExists):
+				t.Fatalf("racer %d: %v", i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("no racer created the queue: %v", errs)
+		}
+		got, err := d.GetQueue(c, &driver.GetQueueParams{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Shards != 4+winner {
+			t.Errorf("stored %d shards, want the winner's %d", got.Shards, 4+winner)
+		}
+	})
+}
+
+func exerciseMessages(t *testing.T, d driver.Driver) {
+	t.Run("PutReadOrderAndRange", func(t *testing.T) {
+		t.Parallel()
+		q := unique("q-msgs")
+		// Put out of order, two with the same due time, one in another
+		// shard and one in a queue whose name extends this one's.
+		a := msg(3*time.Second, base, "a")
+		b := msg(time.Second, base, "b")
+		c1 := msg(2*time.Second, base, "c1")
+		c2 := msg(2*time.Second, base, "c2")
+		other := msg(2*time.Second, base, "other shard")
+		other.Shard = 1
+		mustPut(t, d, q, a, b, c2)
+		mustPut(t, d, q, c1, other)
+		mustPut(t, d, q+"x", msg(2*time.Second, base, "other queue"))
+
+		all := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base, To: base.Add(time.Hour), Limit: 100, WithBody: true})
+		if len(all.Messages) != 4 || len(all.Fragments) != 0 {
+			t.Fatalf("read %d messages and %d fragments, want 4 and 0", len(all.Messages), len(all.Fragments))
+		}
+		// c1 got its id before c2 (newID is monotonic), so ties go c1, c2.
+		want := []driver.Message{b, c1, c2, a}
+		if !slices.Equal(ids(all.Messages), ids(want)) {
+			t.Fatalf("order %v, want %v (due, then id time)", ids(all.Messages), ids(want))
+		}
+		for i := range want {
+			sameMessage(t, all.Messages[i], want[i], true)
+		}
+
+		// Both bounds are inclusive.
+		part := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base.Add(time.Second), To: base.Add(2 * time.Second), Limit: 100})
+		if got := ids(part.Messages); !slices.Equal(got, ids(want[:3])) {
+			t.Errorf("range [1s, 2s] read %v, want %v", got, ids(want[:3]))
+		}
+		for _, m := range part.Messages {
+			if m.Body != nil {
+				t.Errorf("body returned without WithBody")
+			}
+		}
+		lim := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base, To: base.Add(time.Hour), Limit: 2})
+		if got := ids(lim.Messages); !slices.Equal(got, ids(want[:2])) {
+			t.Errorf("limit 2 read %v, want %v", got, ids(want[:2]))
+		}
+		none := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base.Add(4 * time.Second), To: base.Add(time.Hour), Limit: 10})
+		if len(none.Messages) != 0 {
+			t.Errorf("read %d messages past the last due time", len(none.Messages))
+		}
+		s1 := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, Shard: 1, From: base, To: base.Add(time.Hour), Limit: 10, WithBody: true})
+		if len(s1.Messages) != 1 || string(s1.Messages[0].Body) != "other shard" {
+			t.Errorf("shard 1 holds %+v, want the one message put there", s1.Messages)
+		}
+	})
+
+	t.Run("MillisecondsAndEmptyBody", func(t *testing.T) {
+		t.Parallel()
+		q := unique("q-ms")
+		m := msg(0, base.Add(1234567*time.Nanosecond), "")
+		m.Body = []byte{}
+		mustPut(t, d, q, m)
+		page := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base, To: base.Add(time.Second), Limit: 10, WithBody: true})
+		if len(page.Messages) != 1 {
+			t.Fatalf("read %d messages, want 1", len(page.Messages))
+		}
+		got := page.Messages[0]
+		if want := base.Add(time.Millisecond); !got.Due.Equal(want) || !got.EnqueuedAt.Equal(want) {
+			t.Errorf("due %v, enqueued %v; want both truncated to %v", got.Due, got.EnqueuedAt, want)
+		}
+		if got.Body == nil || len(got.Body) != 0 {
+			t.Errorf("empty body read back as %#v, want an empty non-nil slice", got.Body)
+		}
+		if !got.VisibleAt.IsZero() {
+			t.Errorf("VisibleAt = %v, want zero", got.VisibleAt)
+		}
+	})
+
+	t.Run("GetUpdateDelete", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-upd")
+		m := msg(0, base, "payload")
+		mustPut(t, d, q, m)
+		got, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey})
+		if err != nil {
+			t.Fatalf("GetMessage: %v", err)
+		}
+		sameMessage(t, *got, m, true)
+
+		u := m
+		u.Body = []byte("ignored")
+		u.Deliveries, u.VisibleAt, u.LastError = 3, base.Add(time.Minute), "boom"
+		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{u}}); err != nil {
+			t.Fatalf("UpdateMessages: %v", err)
+		}
+		got, err = d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey})
+		if err != nil {
+			t.Fatalf("GetMessage after update: %v", err)
+		}
+		want := m
+		want.Deliveries, want.VisibleAt, want.LastError = 3, base.Add(time.Minute), "boom"
+		sameMessage(t, *got, want, true)
+
+		// Clearing VisibleAt and LastError works too.
+		u.VisibleAt, u.LastError = time.Time{}, ""
+		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{u}}); err != nil {
+			t.Fatalf("UpdateMessages: %v", err)
+		}
+		got, _ = d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey})
+		if got == nil || !got.VisibleAt.IsZero() || got.LastError != "" {
+			t.Errorf("after clearing: %+v", got)
+		}
+
+		del := &driver.DeleteMessagesParams{Queue: q, Keys: []driver.MessageKey{m.MessageKey}}
+		for range 2 { // deleting twice is harmless
+			if err := d.DeleteMessages(c, del); err != nil {
+				t.Fatalf("DeleteMessages: %v", err)
+			}
+		}
+		if _, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey}); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("GetMessage after delete: got %v, want ErrNotFound", err)
+		}
+
+		// An update that arrives after the delete must not bring the
+		// message back (a fragment is allowed, and deleting it clears it).
+		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{u}}); err != nil {
+			t.Fatalf("UpdateMessages of a deleted message: %v", err)
+		}
+		page := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base.Add(-time.Hour), To: base.Add(time.Hour), Limit: 10, WithBody: true})
+		if len(page.Messages) != 0 {
+			t.Fatalf("a late update resurrected %+v", page.Messages)
+		}
+		if len(page.Fragments) > 0 {
+			if err := d.DeleteMessages(c, &driver.DeleteMessagesParams{Queue: q, Keys: page.Fragments}); err != nil {
+				t.Fatal(err)
+			}
+			page = mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base.Add(-time.Hour), To: base.Add(time.Hour), Limit: 10})
+			if len(page.Messages)+len(page.Fragments) != 0 {
+				t.Fatalf("fragment survived its delete: %+v", page)
+			}
+		}
+		if _, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey}); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("GetMessage of a fragment: got %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("ShardStats", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-stats")
+		past1, past2, future := msg(-time.Minute, base, "p1"), msg(-time.Second, base, "p2"), msg(time.Hour, base, "f")
+		mustPut(t, d, q, past1, past2, future)
+		past2.Deliveries, past2.VisibleAt = 1, base.Add(time.Minute)
+		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{past2}}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := d.ShardStats(c, &driver.ShardStatsParams{Queue: q, Shard: 0, Now: base})
+		if err != nil {
+			t.Fatalf("ShardStats: %v", err)
+		}
+		if st.Messages != 3 || st.Due != 2 || st.InFlight != 1 || st.Holder != "" {
+			t.Errorf("ShardStats = %+v, want 3 messages, 2 due, 1 in flight, no holder", *st)
+		}
+		empty, err := d.ShardStats(c, &driver.ShardStatsParams{Queue: q, Shard: 3, Now: base})
+		if err != nil || empty.Messages != 0 || empty.Due != 0 {
+			t.Errorf("ShardStats of an empty shard = %+v, %v", empty, err)
+		}
+	})
+}
+
+func exerciseLeases(t *testing.T, d driver.Driver) {
+	lease := func(q, holder string, ttl time.Duration) *driver.LeaseParams {
+		return &driver.LeaseParams{Queue: q, Shard: 2, Holder: holder, Since: base, TTL: ttl}
+	}
+	t.Run("AcquireRenewRelease", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-lease")
+		st, err := d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2})
+		if err != nil || st.Holder != "" || !st.Floor.IsZero() {
+			t.Fatalf("ReadShard of a new shard = %+v, %v; want free with no floor", st, err)
+		}
+		res, err := d.AcquireLease(c, lease(q, "alice", time.Minute))
+		if err != nil || !res.Held {
+			t.Fatalf("AcquireLease(alice) = %+v, %v; want held", res, err)
+		}
+		res, err = d.AcquireLease(c, lease(q, "bob", time.Minute))
+		if err != nil || res.Held || res.Holder != "alice" {
+			t.Fatalf("AcquireLease(bob) = %+v, %v; want refused, held by alice", res, err)
+		}
+		res, err = d.AcquireLease(c, lease(q, "alice", time.Minute))
+		if err != nil || res.Held {
+			t.Fatalf("second AcquireLease(alice) = %+v, %v; want refused (renew instead)", res, err)
+		}
+		st, err = d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2})
+		if err != nil || st.Holder != "alice" || !st.Since.Equal(base) {
+			t.Fatalf("ReadShard = %+v, %v; want alice since %v", st, err, base)
+		}
+		if res, err := d.RenewLease(c, lease(q, "bob", time.Minute)); err != nil || res.Held || res.Holder != "alice" {
+			t.Fatalf("RenewLease(bob) = %+v, %v; want refused", res, err)
+		}
+		if res, err := d.RenewLease(c, lease(q, "alice", time.Minute)); err != nil || !res.Held {
+			t.Fatalf("RenewLease(alice) = %+v, %v; want held", res, err)
+		}
+		if res, err := d.ReleaseLease(c, lease(q, "bob", 0)); err != nil || res.Held {
+			t.Fatalf("ReleaseLease(bob) = %+v, %v; want refused", res, err)
+		}
+		if res, err := d.ReleaseLease(c, lease(q, "alice", 0)); err != nil || !res.Held {
+			t.Fatalf("ReleaseLease(alice) = %+v, %v; want released", res, err)
+		}
+		if res, err := d.RenewLease(c, lease(q, "alice", time.Minute)); err != nil || res.Held {
+			t.Fatalf("RenewLease after release = %+v, %v; want refused", res, err)
+		}
+		if res, err := d.AcquireLease(c, lease(q, "bob", time.Minute)); err != nil || !res.Held {
+			t.Fatalf("AcquireLease(bob) after release = %+v, %v; want held", res, err)
+		}
+		// Another shard of the same queue is independent.
+		other := lease(q, "alice", time.Minute)
+		other.Shard = 3
+		if res, err := d.AcquireLease(c, other); err != nil || !res.Held {
+			t.Fatalf("AcquireLease on shard 3 = %+v, %v; want held", res, err)
+		}
+	})
+
+	t.Run("RacingAcquiresOneWinner", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-lease-race")
+		const racers = 4
+		held := make([]bool, racers)
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() {
+				res, err := d.AcquireLease(c, lease(q, fmt.Sprint("c", i), time.Minute))
+				held[i], errs[i] = res.Held, err
+			})
+		}
+		wg.Wait()
+		winners := 0
+		for i := range racers {
+			if errs[i] != nil && !errors.Is(errs[i], driver.ErrUnknownOutcome) {
+				t.Fatalf("racer %d: %v", i, errs[i])
+			}
+			if held[i] {
+				winners++
+			}
+		}
+		if winners > 1 {
+			t.Fatalf("%d racers hold the lease", winners)
+		}
+		st, err := d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if winners == 1 && st.Holder == "" {
+			t.Fatalf("a racer won but the shard is free")
+		}
+	})
+
+	t.Run("TTLExpires", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-lease-ttl")
+		if res, err := d.AcquireLease(c, lease(q, "crashed", time.Second)); err != nil || !res.Held {
+			t.Fatalf("AcquireLease = %+v, %v", res, err)
+		}
+		// Cassandra expires a TTL at a whole-second boundary, up to a
+		// second later than asked.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			res, err := d.AcquireLease(c, lease(q, "successor", time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Held {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a 1s lease was still held by %q after 5s", res.Holder)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		if res, err := d.RenewLease(c, lease(q, "crashed", time.Second)); err != nil || res.Held {
+			t.Fatalf("the expired holder renewed: %+v, %v", res, err)
+		}
+	})
+
+	t.Run("FloorIsKeptAcrossLeases", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-floor")
+		floor := base.Add(1500 * time.Microsecond)
+		if err := d.SetFloor(c, &driver.SetFloorParams{Queue: q, Shard: 2, Floor: floor}); err != nil {
+			t.Fatalf("SetFloor: %v", err)
+		}
+		if res, err := d.AcquireLease(c, lease(q, "h", time.Minute)); err != nil || !res.Held {
+			t.Fatalf("AcquireLease = %+v, %v", res, err)
+		}
+		if res, err := d.ReleaseLease(c, lease(q, "h", 0)); err != nil || !res.Held {
+			t.Fatalf("ReleaseLease = %+v, %v", res, err)
+		}
+		st, err := d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := base.Add(time.Millisecond); !st.Floor.Equal(want) || st.Holder != "" {
+			t.Fatalf("ReadShard = %+v, want free with floor %v", st, want)
+		}
+		later := base.Add(time.Hour)
+		if err := d.SetFloor(c, &driver.SetFloorParams{Queue: q, Shard: 2, Floor: later}); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2}); st == nil || !st.Floor.Equal(later) {
+			t.Fatalf("floor not replaced: %+v", st)
+		}
+	})
+}
+
+func exerciseDeadLetters(t *testing.T, d driver.Driver) {
+	t.Run("MoveListRequeueDelete", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-dead")
+		m1, m2, keep := msg(0, base, "poison 1"), msg(time.Second, base, "poison 2"), msg(2*time.Second, base, "fine")
+		m1.Deliveries, m1.LastError = 5, "handler failed"
+		m2.Deliveries, m2.LastError, m2.Shard = 5, "", 1
+		mustPut(t, d, q, m1, m2, keep)
+		died := base.Add(time.Minute)
+		letters := []driver.DeadLetter{{Message: m1, DiedAt: died}, {Message: m2, DiedAt: died}}
+		for range 2 { // repeating is harmless
+			if err := d.DeadLetter(c, &driver.DeadLetterParams{Queue: q, Letters: letters}); err != nil {
+				t.Fatalf("DeadLetter: %v", err)
+			}
+		}
+		for s := range 2 {
+			page := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, Shard: s, From: base.Add(-time.Hour), To: base.Add(time.Hour), Limit: 10})
+			for _, m := range page.Messages {
+				if m.ID == m1.ID || m.ID == m2.ID {
+					t.Errorf("dead message %s is still queued", m.ID)
+				}
+			}
+		}
+		dead, err := d.ListDead(c, &driver.ListDeadParams{Queue: q})
+		if err != nil {
+			t.Fatalf("ListDead: %v", err)
+		}
+		if len(dead) != 2 || dead[0].ID != m1.ID || dead[1].ID != m2.ID {
+			t.Fatalf("ListDead = %d letters, want m1 then m2", len(dead))
+		}
+		sameMessage(t, dead[0].Message, m1, true)
+		sameMessage(t, dead[1].Message, m2, true)
+		if !dead[0].DiedAt.Equal(died) {
+			t.Errorf("DiedAt = %v, want %v", dead[0].DiedAt, died)
+		}
+		one, err := d.ListDead(c, &driver.ListDeadParams{Queue: q, IDs: []driver.MessageID{m2.ID}})
+		if err != nil || len(one) != 1 || one[0].ID != m2.ID {
+			t.Fatalf("ListDead by id = %v, %v", one, err)
+		}
+		if lim, err := d.ListDead(c, &driver.ListDeadParams{Queue: q, Limit: 1}); err != nil || len(lim) != 1 {
+			t.Fatalf("ListDead with limit 1 = %d letters, %v", len(lim), err)
+		}
+		if err := d.DeleteDead(c, &driver.DeleteDeadParams{Queue: q, IDs: []driver.MessageID{m1.ID, newID(base)}}); err != nil {
+			t.Fatalf("DeleteDead: %v", err)
+		}
+		left, err := d.ListDead(c, &driver.ListDeadParams{Queue: q})
+		if err != nil || len(left) != 1 || left[0].ID != m2.ID {
+			t.Fatalf("after DeleteDead: %v, %v", left, err)
+		}
+		if other, err := d.ListDead(c, &driver.ListDeadParams{Queue: q + "x"}); err != nil || len(other) != 0 {
+			t.Fatalf("another queue sees %d dead letters, %v", len(other), err)
+		}
+	})
+}

@@ -1,0 +1,600 @@
+package embedded
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+var _ driver.Queues = (*Driver)(nil)
+
+// Queue rows are plain values, not LWW cells: every read-modify-write of
+// one shard (lease changes, delivery updates, deletes that must not race
+// an update) runs under that shard's lock, which is all the coordination a
+// single process needs. Cassandra gets the same guarantees from
+// lightweight transactions (leases) and from the engine's use of leases.
+//
+// The locks are striped over a fixed array shared by every Driver in the
+// process: two shards that hash alike only wait for each other briefly.
+var queueLocks [64]sync.Mutex
+
+var queueLockSeed = maphash.MakeSeed()
+
+func lockShard(queue string, shard int) func() {
+	var h maphash.Hash
+	h.SetSeed(queueLockSeed)
+	h.WriteString(queue)
+	h.WriteString("\x00" + strconv.Itoa(shard))
+	mu := &queueLocks[h.Sum64()%uint64(len(queueLocks))]
+	mu.Lock()
+	return mu.Unlock
+}
+
+// leaseNow is the store's clock for lease expiry: real time, like the
+// server-side TTLs of Cassandra, whatever clock the caller uses for due
+// times.
+var leaseNow = time.Now
+
+// CreateQueue implements driver.Queues.
+func (d *Driver) CreateQueue(ctx context.Context, p *driver.CreateQueueParams) error {
+	if err := d.acquire(ctx, "create queue"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	q := p.Queue
+	key := queueKey(q.Name)
+	defer lockShard("\x00queue records", 0)()
+	_, closer, err := d.db.Get(key)
+	switch {
+	case err == nil:
+		_ = closer.Close()
+		return fmt.Errorf("embedded: create queue %q: %w", q.Name, driver.ErrExists)
+	case !errors.Is(err, pebble.ErrNotFound):
+		return fmt.Errorf("embedded: create queue %q: %w", q.Name, err)
+	}
+	if err := d.db.Set(key, encodeQueue(&q), d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: create queue %q: %w", q.Name, err)
+	}
+	return nil
+}
+
+// GetQueue implements driver.Queues.
+func (d *Driver) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*driver.Queue, error) {
+	if err := d.acquire(ctx, "get queue"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	raw, closer, err := d.db.Get(queueKey(p.Name))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, fmt.Errorf("embedded: queue %q: %w", p.Name, driver.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("embedded: get queue %q: %w", p.Name, err)
+	}
+	defer closer.Close()
+	q, err := decodeQueue(raw)
+	if err == nil && q.Name != p.Name {
+		err = fmt.Errorf("%w: record names %q", errCorrupt, q.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("embedded: get queue %q: %w", p.Name, err)
+	}
+	return q, nil
+}
+
+// ListQueues implements driver.Queues.
+func (d *Driver) ListQueues(ctx context.Context, p *driver.ListQueuesParams) (_ []*driver.Queue, err error) {
+	if err := d.acquire(ctx, "list queues"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	lo := []byte{tableQueues}
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: list queues: %w", err)
+	}
+	defer closeIter(it, &err, "list queues")
+	out := []*driver.Queue{}
+	for valid := it.First(); valid; valid = it.Next() {
+		k, err := decodeQueueKey(it.Key())
+		if err != nil {
+			return nil, fmt.Errorf("embedded: list queues: key %x: %w", it.Key(), err)
+		}
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("embedded: list queues: %q: %w", k.Queue, err)
+		}
+		q, err := decodeQueue(raw)
+		if err == nil && q.Name != k.Queue {
+			err = fmt.Errorf("%w: record names %q", errCorrupt, q.Name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("embedded: list queues: %q: %w", k.Queue, err)
+		}
+		out = append(out, q)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("embedded: list queues: %w", err)
+	}
+	slices.SortFunc(out, func(a, b *driver.Queue) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func closeIter(it *pebble.Iterator, err *error, op string) {
+	if cerr := it.Close(); *err == nil && cerr != nil {
+		*err = fmt.Errorf("embedded: %s: %w", op, cerr)
+	}
+}
+
+func normalize(m driver.Message) driver.Message {
+	m.Due = ms(m.Due)
+	m.EnqueuedAt = ms(m.EnqueuedAt)
+	m.VisibleAt = ms(m.VisibleAt)
+	return m
+}
+
+// PutMessages implements driver.Queues. The messages are new rows (fresh
+// ids), so they need no lock; one batch makes them durable together.
+func (d *Driver) PutMessages(ctx context.Context, p *driver.PutMessagesParams) error {
+	if err := d.acquire(ctx, "put messages"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, m := range p.Messages {
+		if m.EnqueuedAt.IsZero() {
+			return fmt.Errorf("embedded: put messages in %q: message %s has no EnqueuedAt", p.Queue, m.ID)
+		}
+		m = normalize(m)
+		if err := b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(&m), nil); err != nil {
+			return fmt.Errorf("embedded: put messages in %q: %w", p.Queue, err)
+		}
+	}
+	if err := b.Commit(d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: put messages in %q: %w", p.Queue, err)
+	}
+	return nil
+}
+
+// ReadMessages implements driver.Queues.
+func (d *Driver) ReadMessages(ctx context.Context, p *driver.ReadMessagesParams) (_ *driver.MessagePage, err error) {
+	const op = "read messages"
+	if err := d.acquire(ctx, op); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	if p.Limit <= 0 {
+		return nil, fmt.Errorf("embedded: %s: limit %d must be positive", op, p.Limit)
+	}
+	page := &driver.MessagePage{}
+	from, to := ms(p.From), ms(p.To)
+	if to.Before(from) {
+		return page, nil
+	}
+	it, err := d.db.NewIter(&pebble.IterOptions{
+		LowerBound: messageDuePrefix(p.Queue, p.Shard, from),
+		UpperBound: messageDuePrefix(p.Queue, p.Shard, to.Add(time.Millisecond)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %s: %w", op, err)
+	}
+	defer closeIter(it, &err, op)
+	for valid := it.First(); valid && len(page.Messages) < p.Limit; valid = it.Next() {
+		m, err := messageAt(it, p.Queue, p.WithBody)
+		if err != nil {
+			return nil, fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, p.Shard, err)
+		}
+		page.Messages = append(page.Messages, m)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("embedded: %s: %w", op, err)
+	}
+	return page, nil
+}
+
+// messageAt decodes the message under the iterator, copying what it keeps.
+func messageAt(it *pebble.Iterator, queue string, withBody bool) (driver.Message, error) {
+	var m driver.Message
+	k, err := decodeQueueKey(it.Key())
+	if err == nil && (k.Table != tableQueueMessages || k.Queue != queue) {
+		err = fmt.Errorf("%w: unexpected key in message range", errBadKey)
+	}
+	if err != nil {
+		return m, fmt.Errorf("key %x: %w", it.Key(), err)
+	}
+	raw, err := it.ValueAndErr()
+	if err != nil {
+		return m, err
+	}
+	m.MessageKey = driver.MessageKey{Shard: k.Shard, Due: k.Due, ID: k.ID}
+	if err := decodeMessage(raw, &m, withBody); err != nil {
+		return m, fmt.Errorf("message %s: %w", k.ID, err)
+	}
+	if withBody {
+		m.Body = append([]byte{}, m.Body...) // the iterator reuses its buffer
+	}
+	return m, nil
+}
+
+// GetMessage implements driver.Queues.
+func (d *Driver) GetMessage(ctx context.Context, p *driver.GetMessageParams) (*driver.Message, error) {
+	if err := d.acquire(ctx, "get message"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	m, err := d.getMessage(p.Queue, p.Key)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: get message %s of %q: %w", p.Key.ID, p.Queue, err)
+	}
+	return m, nil
+}
+
+func (d *Driver) getMessage(queue string, k driver.MessageKey) (*driver.Message, error) {
+	k.Due = ms(k.Due)
+	raw, closer, err := d.db.Get(messageKey(queue, k))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, driver.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	m := &driver.Message{MessageKey: k}
+	if err := decodeMessage(raw, m, true); err != nil {
+		return nil, err
+	}
+	m.Body = append([]byte{}, m.Body...)
+	return m, nil
+}
+
+// byShard groups items by their shard, keeping their order within a shard.
+func byShard[T any](items []T, shard func(T) int) map[int][]T {
+	out := map[int][]T{}
+	for _, it := range items {
+		s := shard(it)
+		out[s] = append(out[s], it)
+	}
+	return out
+}
+
+// UpdateMessages implements driver.Queues. Under the shard's lock an update
+// of a message that is gone is simply dropped, so no fragments arise here.
+func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesParams) error {
+	const op = "update messages"
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	for shard, ups := range byShard(p.Updates, func(m driver.Message) int { return m.Shard }) {
+		if err := d.updateShard(p.Queue, shard, ups); err != nil {
+			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, shard, err)
+		}
+	}
+	return nil
+}
+
+func (d *Driver) updateShard(queue string, shard int, ups []driver.Message) error {
+	defer lockShard(queue, shard)()
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, u := range ups {
+		m, err := d.getMessage(queue, u.MessageKey)
+		if errors.Is(err, driver.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		m.Deliveries, m.VisibleAt, m.LastError = u.Deliveries, ms(u.VisibleAt), u.LastError
+		if err := b.Set(messageKey(queue, m.MessageKey), encodeMessage(m), nil); err != nil {
+			return err
+		}
+	}
+	return b.Commit(d.writeOpts)
+}
+
+// DeleteMessages implements driver.Queues.
+func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
+	const op = "delete messages"
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	for shard, keys := range byShard(p.Keys, func(k driver.MessageKey) int { return k.Shard }) {
+		err := func() error {
+			defer lockShard(p.Queue, shard)()
+			b := d.db.NewBatch()
+			defer b.Close()
+			for _, k := range keys {
+				k.Due = ms(k.Due)
+				if err := b.Delete(messageKey(p.Queue, k), nil); err != nil {
+					return err
+				}
+			}
+			return b.Commit(d.writeOpts)
+		}()
+		if err != nil {
+			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, shard, err)
+		}
+	}
+	return nil
+}
+
+// readShardState returns the stored state, with an expired lease already
+// cleared; a shard never written has the zero state.
+func (d *Driver) readShardState(queue string, shard int) (*shardState, error) {
+	raw, closer, err := d.db.Get(shardStateKey(queue, shard))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return &shardState{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer closer.Close()
+	s, err := decodeShardState(raw)
+	if err != nil {
+		return nil, err
+	}
+	if s.Holder != "" && s.Expires <= leaseNow().UnixNano() {
+		s.Holder, s.Since, s.Expires = "", time.Time{}, 0
+	}
+	return s, nil
+}
+
+// ReadShard implements driver.Queues.
+func (d *Driver) ReadShard(ctx context.Context, p *driver.ShardParams) (*driver.ShardState, error) {
+	if err := d.acquire(ctx, "read shard"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	s, err := d.readShardState(p.Queue, p.Shard)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read shard %d of %q: %w", p.Shard, p.Queue, err)
+	}
+	return &s.ShardState, nil
+}
+
+// changeShard runs change on the shard's state under its lock and writes
+// the state back if change says so.
+func (d *Driver) changeShard(ctx context.Context, op, queue string, shard int, change func(s *shardState) (write bool)) error {
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	defer lockShard(queue, shard)()
+	s, err := d.readShardState(queue, shard)
+	if err == nil && change(s) {
+		err = d.db.Set(shardStateKey(queue, shard), encodeShardState(s), d.writeOpts)
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: %s on shard %d of %q: %w", op, shard, queue, err)
+	}
+	return nil
+}
+
+func checkLease(p *driver.LeaseParams) error {
+	if p.Holder == "" {
+		return errors.New("embedded: lease holder is empty")
+	}
+	if p.TTL <= 0 {
+		return fmt.Errorf("embedded: lease TTL %v must be positive", p.TTL)
+	}
+	return nil
+}
+
+// leaseTTL rounds a TTL up to whole seconds, as Cassandra's TTLs are.
+func leaseTTL(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// AcquireLease implements driver.Queues.
+func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
+	var res driver.LeaseResult
+	if err := checkLease(p); err != nil {
+		return res, err
+	}
+	err := d.changeShard(ctx, "acquire lease", p.Queue, p.Shard, func(s *shardState) bool {
+		if s.Holder != "" {
+			res.Holder = s.Holder
+			return false
+		}
+		s.Holder, s.Since = p.Holder, ms(p.Since)
+		s.Expires = leaseNow().Add(leaseTTL(p.TTL)).UnixNano()
+		res.Held = true
+		return true
+	})
+	return res, err
+}
+
+// RenewLease implements driver.Queues.
+func (d *Driver) RenewLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
+	var res driver.LeaseResult
+	if err := checkLease(p); err != nil {
+		return res, err
+	}
+	err := d.changeShard(ctx, "renew lease", p.Queue, p.Shard, func(s *shardState) bool {
+		if s.Holder != p.Holder {
+			res.Holder = s.Holder
+			return false
+		}
+		s.Since = ms(p.Since)
+		s.Expires = leaseNow().Add(leaseTTL(p.TTL)).UnixNano()
+		res.Held = true
+		return true
+	})
+	return res, err
+}
+
+// ReleaseLease implements driver.Queues.
+func (d *Driver) ReleaseLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
+	var res driver.LeaseResult
+	if p.Holder == "" {
+		return res, errors.New("embedded: lease holder is empty")
+	}
+	err := d.changeShard(ctx, "release lease", p.Queue, p.Shard, func(s *shardState) bool {
+		if s.Holder != p.Holder {
+			res.Holder = s.Holder
+			return false
+		}
+		s.Holder, s.Since, s.Expires = "", time.Time{}, 0
+		res.Held = true
+		return true
+	})
+	return res, err
+}
+
+// SetFloor implements driver.Queues.
+func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
+	return d.changeShard(ctx, "set floor", p.Queue, p.Shard, func(s *shardState) bool {
+		s.Floor = ms(p.Floor)
+		return true
+	})
+}
+
+// ShardStats implements driver.Queues.
+func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (_ *driver.ShardStats, err error) {
+	const op = "shard stats"
+	if err := d.acquire(ctx, op); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	st, err := d.readShardState(p.Queue, p.Shard)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %s of %q shard %d: %w", op, p.Queue, p.Shard, err)
+	}
+	out := &driver.ShardStats{ShardState: st.ShardState}
+	prefix := shardMessagesPrefix(p.Queue, p.Shard)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %s: %w", op, err)
+	}
+	defer closeIter(it, &err, op)
+	now := ms(p.Now)
+	for valid := it.First(); valid; valid = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("embedded: %s: %w", op, err)
+		}
+		m, err := messageAt(it, p.Queue, false)
+		if err != nil {
+			return nil, fmt.Errorf("embedded: %s of %q shard %d: %w", op, p.Queue, p.Shard, err)
+		}
+		out.Messages++
+		if !m.Due.After(now) {
+			out.Due++
+			if m.VisibleAt.After(now) {
+				out.InFlight++
+			}
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("embedded: %s: %w", op, err)
+	}
+	return out, nil
+}
+
+// DeadLetter implements driver.Queues: per shard, one batch stores the
+// letters and deletes their messages, atomically.
+func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) error {
+	const op = "dead letter"
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	for shard, letters := range byShard(p.Letters, func(l driver.DeadLetter) int { return l.Shard }) {
+		err := func() error {
+			defer lockShard(p.Queue, shard)()
+			b := d.db.NewBatch()
+			defer b.Close()
+			for _, l := range letters {
+				l.Message = normalize(l.Message)
+				l.DiedAt = ms(l.DiedAt)
+				if err := b.Set(deadKey(p.Queue, l.ID), encodeDead(&l), nil); err != nil {
+					return err
+				}
+				if err := b.Delete(messageKey(p.Queue, l.MessageKey), nil); err != nil {
+					return err
+				}
+			}
+			return b.Commit(d.writeOpts)
+		}()
+		if err != nil {
+			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, shard, err)
+		}
+	}
+	return nil
+}
+
+// ListDead implements driver.Queues.
+func (d *Driver) ListDead(ctx context.Context, p *driver.ListDeadParams) (_ []driver.DeadLetter, err error) {
+	const op = "list dead letters"
+	if err := d.acquire(ctx, op); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	want := map[driver.MessageID]bool{}
+	for _, id := range p.IDs {
+		want[id] = true
+	}
+	prefix := deadPrefix(p.Queue)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %s: %w", op, err)
+	}
+	defer closeIter(it, &err, op)
+	out := []driver.DeadLetter{}
+	for valid := it.First(); valid && (p.Limit <= 0 || len(out) < p.Limit); valid = it.Next() {
+		k, err := decodeQueueKey(it.Key())
+		if err == nil && (k.Table != tableQueueDead || k.Queue != p.Queue || !bytes.HasPrefix(it.Key(), prefix)) {
+			err = fmt.Errorf("%w: unexpected key in dead letter range", errBadKey)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("embedded: %s of %q: key %x: %w", op, p.Queue, it.Key(), err)
+		}
+		if len(want) > 0 && !want[k.ID] {
+			continue
+		}
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("embedded: %s: %w", op, err)
+		}
+		l, err := decodeDead(raw, k.ID)
+		if err != nil {
+			return nil, fmt.Errorf("embedded: %s of %q: %s: %w", op, p.Queue, k.ID, err)
+		}
+		out = append(out, *l)
+	}
+	if err := it.Error(); err != nil {
+		return nil, fmt.Errorf("embedded: %s: %w", op, err)
+	}
+	return out, nil
+}
+
+// DeleteDead implements driver.Queues.
+func (d *Driver) DeleteDead(ctx context.Context, p *driver.DeleteDeadParams) error {
+	if err := d.acquire(ctx, "delete dead letters"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, id := range p.IDs {
+		if err := b.Delete(deadKey(p.Queue, id), nil); err != nil {
+			return fmt.Errorf("embedded: delete dead letters of %q: %w", p.Queue, err)
+		}
+	}
+	if err := b.Commit(d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: delete dead letters of %q: %w", p.Queue, err)
+	}
+	return nil
+}

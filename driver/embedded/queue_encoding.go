@@ -1,0 +1,377 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// ---- queue keys ------------------------------------------------------------
+//
+// Queue keys use the same length-prefixed components as the counter tables,
+// but shard, due time and id are fixed-width big-endian values, so within a
+// queue's shard the keys sort by due time and then by the time in the id,
+// which is the clustering order Cassandra uses:
+//
+//	0x04 | queue                         queue record
+//	0x05 | queue | shard | due | id      message
+//	0x06 | queue | shard                 shard state
+//	0x07 | queue | id                    dead letter
+//
+// shard is 4 bytes; due is 8 bytes, the Unix milliseconds with the sign bit
+// flipped so that negative times sort first; id is the UUID with its time
+// fields moved to the front (time_hi, time_mid, time_low, then the rest),
+// so ids sort by time.
+
+const (
+	shardLen = 4
+	dueLen   = 8
+	idLen    = 16
+)
+
+func appendFixed(b []byte, v []byte) []byte {
+	b = append(b, byte(len(v)))
+	return append(b, v...)
+}
+
+func shardBytes(s int) []byte {
+	return binary.BigEndian.AppendUint32(nil, uint32(s))
+}
+
+func dueBytes(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixMilli())^(1<<63))
+}
+
+// sortableID reorders a version 1 UUID so that byte order is time order.
+func sortableID(id driver.MessageID) []byte {
+	b := make([]byte, 0, idLen)
+	b = append(b, id[6], id[7], id[4], id[5], id[0], id[1], id[2], id[3])
+	return append(b, id[8:]...)
+}
+
+func idFromSortable(b []byte) driver.MessageID {
+	var id driver.MessageID
+	id[6], id[7], id[4], id[5], id[0], id[1], id[2], id[3] = b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]
+	copy(id[8:], b[8:])
+	return id
+}
+
+func queueKey(name string) []byte {
+	return appendComponent([]byte{tableQueues}, name)
+}
+
+// queueMessagesPrefix is the prefix of every message of one queue.
+func queueMessagesPrefix(queue string) []byte {
+	return appendComponent([]byte{tableQueueMessages}, queue)
+}
+
+// shardMessagesPrefix is the prefix of every message of one shard.
+func shardMessagesPrefix(queue string, shard int) []byte {
+	return appendFixed(queueMessagesPrefix(queue), shardBytes(shard))
+}
+
+// messageDuePrefix is the prefix of the shard's messages due at t; it is
+// also the lowest key of those due at t or later.
+func messageDuePrefix(queue string, shard int, due time.Time) []byte {
+	return appendFixed(shardMessagesPrefix(queue, shard), dueBytes(due))
+}
+
+func messageKey(queue string, k driver.MessageKey) []byte {
+	return appendFixed(messageDuePrefix(queue, k.Shard, k.Due), sortableID(k.ID))
+}
+
+func shardStateKey(queue string, shard int) []byte {
+	return appendFixed(appendComponent([]byte{tableQueueShards}, queue), shardBytes(shard))
+}
+
+func deadPrefix(queue string) []byte {
+	return appendComponent([]byte{tableQueueDead}, queue)
+}
+
+func deadKey(queue string, id driver.MessageID) []byte {
+	return appendFixed(deadPrefix(queue), sortableID(id))
+}
+
+// queueKeyParts is a decoded queue key.
+type queueKeyParts struct {
+	Table byte
+	Queue string
+	Shard int
+	Due   time.Time
+	ID    driver.MessageID
+}
+
+// queueKeyLayout lists each queue table's fixed-width components after the
+// queue name.
+var queueKeyLayout = map[byte][]int{
+	tableQueues:        {},
+	tableQueueMessages: {shardLen, dueLen, idLen},
+	tableQueueShards:   {shardLen},
+	tableQueueDead:     {idLen},
+}
+
+// decodeQueueKey splits a stored queue key. Keys come from disk, so any
+// byte string must yield either a result or an error.
+func decodeQueueKey(key []byte) (queueKeyParts, error) {
+	var p queueKeyParts
+	if len(key) == 0 {
+		return p, fmt.Errorf("%w: empty", errBadKey)
+	}
+	p.Table = key[0]
+	layout, ok := queueKeyLayout[p.Table]
+	if !ok {
+		return p, fmt.Errorf("%w: 0x%02x is not a queue table", errBadKey, p.Table)
+	}
+	r := reader{b: key[1:]}
+	p.Queue = r.string("queue name")
+	if r.err != nil {
+		return p, fmt.Errorf("%w: %v", errBadKey, r.err)
+	}
+	for _, width := range layout {
+		if len(r.b) < 1+width || int(r.b[0]) != width {
+			return p, fmt.Errorf("%w: table 0x%02x wants a %d-byte component", errBadKey, p.Table, width)
+		}
+		v := r.b[1 : 1+width]
+		r.b = r.b[1+width:]
+		switch width {
+		case shardLen:
+			s := binary.BigEndian.Uint32(v)
+			if s > math.MaxInt32 {
+				return p, fmt.Errorf("%w: shard %d out of range", errBadKey, s)
+			}
+			p.Shard = int(s)
+		case dueLen:
+			p.Due = time.UnixMilli(int64(binary.BigEndian.Uint64(v) ^ (1 << 63))).UTC()
+		case idLen:
+			p.ID = idFromSortable(v)
+		}
+	}
+	if len(r.b) != 0 {
+		return p, fmt.Errorf("%w: %d trailing bytes", errBadKey, len(r.b))
+	}
+	return p, nil
+}
+
+// encodeQueueKey rebuilds the key decodeQueueKey decoded; the fuzz test
+// checks the two agree.
+func encodeQueueKey(p queueKeyParts) []byte {
+	switch p.Table {
+	case tableQueues:
+		return queueKey(p.Queue)
+	case tableQueueMessages:
+		return messageKey(p.Queue, driver.MessageKey{Shard: p.Shard, Due: p.Due, ID: p.ID})
+	case tableQueueShards:
+		return shardStateKey(p.Queue, p.Shard)
+	case tableQueueDead:
+		return deadKey(p.Queue, p.ID)
+	}
+	return nil
+}
+
+// ---- queue values ----------------------------------------------------------
+//
+// Every value starts with a format version byte (currently 1); a reader
+// refuses versions it does not know. Times are Unix milliseconds (int64,
+// big-endian) except where noted; noTime stands for the zero time. Strings
+// are a uvarint length and the bytes. Each value has exactly one valid
+// encoding, so decode followed by encode gives back the same bytes.
+//
+//	queue record:  version | name | shards uvarint | shard duration ns int64 |
+//	               max deliveries uvarint | visibility timeout ns int64 |
+//	               created_at secs int64 | created_at nanos uint32 (< 1e9)
+//	message:       version | enqueued_at | deliveries uvarint | visible_at |
+//	               last error | body (the rest)
+//	shard state:   version | holder | since | lease expiry (Unix ns, the
+//	               store's clock) | floor
+//	dead letter:   version | shard uvarint | due | enqueued_at |
+//	               deliveries uvarint | last error | died_at | body (the rest)
+
+const queueValueVersion byte = 1
+
+// noTime encodes the zero time.Time, which has no millisecond value worth
+// keeping (it lies before any time the queue writes).
+const noTime = math.MinInt64
+
+func appendTime(b []byte, t time.Time) []byte {
+	v := int64(noTime)
+	if !t.IsZero() {
+		v = t.UnixMilli()
+	}
+	return binary.BigEndian.AppendUint64(b, uint64(v))
+}
+
+func (r *reader) time(what string) time.Time {
+	v := int64(r.uint64(what))
+	if r.err != nil || v == noTime {
+		return time.Time{}
+	}
+	t := time.UnixMilli(v).UTC()
+	if t.IsZero() {
+		// The zero time has its own encoding; accepting its millisecond
+		// value too would give one value two encodings.
+		r.fail("%s encodes the zero time without the marker", what)
+	}
+	return t
+}
+
+// ms truncates t to the millisecond precision the queue tables keep,
+// leaving the zero time alone.
+func ms(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+func (r *reader) int(what string) int {
+	v := r.uvarint(what)
+	if r.err == nil && v > math.MaxInt32 {
+		r.fail("%s %d out of range", what, v)
+	}
+	return int(v)
+}
+
+func (r *reader) version(what string) {
+	if v := r.byte("version"); r.err == nil && v != queueValueVersion {
+		r.fail("%s format version %d, this build reads only version %d", what, v, queueValueVersion)
+	}
+}
+
+func (r *reader) done(what string) error {
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d trailing bytes after %s", len(r.b), what)
+	}
+	return r.err
+}
+
+func encodeQueue(q *driver.Queue) []byte {
+	b := make([]byte, 0, 48+len(q.Name))
+	b = append(b, queueValueVersion)
+	b = appendString(b, q.Name)
+	b = binary.AppendUvarint(b, uint64(q.Shards))
+	b = binary.BigEndian.AppendUint64(b, uint64(q.ShardDuration))
+	b = binary.AppendUvarint(b, uint64(q.MaxDeliveries))
+	b = binary.BigEndian.AppendUint64(b, uint64(q.VisibilityTimeout))
+	b = binary.BigEndian.AppendUint64(b, uint64(q.CreatedAt.Unix()))
+	return binary.BigEndian.AppendUint32(b, uint32(q.CreatedAt.Nanosecond()))
+}
+
+func decodeQueue(b []byte) (*driver.Queue, error) {
+	r := reader{b: b}
+	r.version("queue record")
+	q := &driver.Queue{}
+	q.Name = r.string("name")
+	q.Shards = r.int("shards")
+	q.ShardDuration = time.Duration(r.uint64("shard duration"))
+	q.MaxDeliveries = r.int("max deliveries")
+	q.VisibilityTimeout = time.Duration(r.uint64("visibility timeout"))
+	secs := int64(r.uint64("created_at"))
+	nanos := r.uint32("created_at")
+	if r.err == nil && nanos >= 1e9 {
+		r.fail("created_at nanoseconds %d out of range", nanos)
+	}
+	if err := r.done("queue record"); err != nil {
+		return nil, err
+	}
+	if q.ShardDuration < 0 || q.VisibilityTimeout < 0 {
+		return nil, fmt.Errorf("%w: negative duration in queue record", errCorrupt)
+	}
+	q.CreatedAt = time.Unix(secs, int64(nanos)).UTC()
+	return q, nil
+}
+
+func encodeMessage(m *driver.Message) []byte {
+	b := make([]byte, 0, 32+len(m.LastError)+len(m.Body))
+	b = append(b, queueValueVersion)
+	b = appendTime(b, m.EnqueuedAt)
+	b = binary.AppendUvarint(b, uint64(m.Deliveries))
+	b = appendTime(b, m.VisibleAt)
+	b = appendString(b, m.LastError)
+	return append(b, m.Body...)
+}
+
+// decodeMessage decodes a message value into m, leaving its key alone.
+// The body aliases b unless withBody is false, in which case it is nil.
+func decodeMessage(b []byte, m *driver.Message, withBody bool) error {
+	r := reader{b: b}
+	r.version("message")
+	m.EnqueuedAt = r.time("enqueued_at")
+	m.Deliveries = r.int("deliveries")
+	m.VisibleAt = r.time("visible_at")
+	m.LastError = r.string("last error")
+	if r.err != nil {
+		return r.err
+	}
+	m.Body = nil
+	if withBody {
+		m.Body = r.b
+	}
+	return nil
+}
+
+// shardState is the stored form of driver.ShardState plus the lease's
+// expiry on the store's clock.
+type shardState struct {
+	driver.ShardState
+	// Expires is when the lease lapses, in Unix nanoseconds; a lease whose
+	// expiry has passed is free whatever Holder says.
+	Expires int64
+}
+
+func encodeShardState(s *shardState) []byte {
+	b := make([]byte, 0, 32+len(s.Holder))
+	b = append(b, queueValueVersion)
+	b = appendString(b, s.Holder)
+	b = appendTime(b, s.Since)
+	b = binary.BigEndian.AppendUint64(b, uint64(s.Expires))
+	return appendTime(b, s.Floor)
+}
+
+func decodeShardState(b []byte) (*shardState, error) {
+	r := reader{b: b}
+	r.version("shard state")
+	s := &shardState{}
+	s.Holder = r.string("holder")
+	s.Since = r.time("since")
+	s.Expires = int64(r.uint64("lease expiry"))
+	s.Floor = r.time("floor")
+	if err := r.done("shard state"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func encodeDead(l *driver.DeadLetter) []byte {
+	b := make([]byte, 0, 48+len(l.LastError)+len(l.Body))
+	b = append(b, queueValueVersion)
+	b = binary.AppendUvarint(b, uint64(l.Shard))
+	b = appendTime(b, l.Due)
+	b = appendTime(b, l.EnqueuedAt)
+	b = binary.AppendUvarint(b, uint64(l.Deliveries))
+	b = appendString(b, l.LastError)
+	b = appendTime(b, l.DiedAt)
+	return append(b, l.Body...)
+}
+
+// decodeDead decodes a dead letter value; its id comes from the key. The
+// body is copied.
+func decodeDead(b []byte, id driver.MessageID) (*driver.DeadLetter, error) {
+	r := reader{b: b}
+	r.version("dead letter")
+	l := &driver.DeadLetter{}
+	l.ID = id
+	l.Shard = r.int("shard")
+	l.Due = r.time("due")
+	l.EnqueuedAt = r.time("enqueued_at")
+	l.Deliveries = r.int("deliveries")
+	l.LastError = r.string("last error")
+	l.DiedAt = r.time("died_at")
+	if r.err != nil {
+		return nil, r.err
+	}
+	l.Body = append([]byte{}, r.b...)
+	return l, nil
+}

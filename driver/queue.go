@@ -1,0 +1,360 @@
+package driver
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// Queue is a delay queue's stored configuration (seed 003). Validation
+// belongs to the caller (package queue); drivers store what they are given.
+type Queue struct {
+	// Name is the queue's unique name.
+	Name string
+	// Shards is how many partitions the queue's messages are spread over.
+	Shards int
+	// ShardDuration is the time window each shard stands for.
+	ShardDuration time.Duration
+	// MaxDeliveries is how many times a message is handed out before it
+	// moves to the dead letters.
+	MaxDeliveries int
+	// VisibilityTimeout is how long a delivered message stays hidden from
+	// other consumers while it is being handled.
+	VisibilityTimeout time.Duration
+	// CreatedAt is when the queue was created.
+	CreatedAt time.Time
+}
+
+// MessageID is a message's time-based (version 1) UUID, which Cassandra
+// stores as a timeuuid.
+type MessageID [16]byte
+
+// String formats the id in the canonical 8-4-4-4-12 hex form.
+func (id MessageID) String() string {
+	var b [36]byte
+	hex.Encode(b[0:8], id[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], id[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], id[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], id[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], id[10:])
+	return string(b[:])
+}
+
+// ParseMessageID parses the canonical form written by MessageID.String
+// (upper- or lower-case hex). It accepts only version 1 UUIDs of the RFC
+// 4122 variant, the ids Cassandra accepts as timeuuids.
+func ParseMessageID(s string) (MessageID, error) {
+	var id MessageID
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return id, fmt.Errorf("message id %q is not a UUID in 8-4-4-4-12 form", s)
+	}
+	j := 0
+	for i := 0; i < 36; {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i++
+			continue
+		}
+		hi, ok1 := fromHex(s[i])
+		lo, ok2 := fromHex(s[i+1])
+		if !ok1 || !ok2 {
+			return MessageID{}, fmt.Errorf("message id %q has a character that is not hex", s)
+		}
+		id[j] = hi<<4 | lo
+		j++
+		i += 2
+	}
+	if !id.Valid() {
+		return MessageID{}, fmt.Errorf("message id %q is not a time-based (version 1) UUID", s)
+	}
+	return id, nil
+}
+
+func fromHex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// Valid reports whether id is a version 1 UUID of the RFC 4122 variant.
+func (id MessageID) Valid() bool {
+	return id[6]>>4 == 1 && id[8]&0xc0 == 0x80
+}
+
+// Time returns the instant encoded in a version 1 UUID (100 ns resolution).
+func (id MessageID) Time() time.Time {
+	ts := int64(id[6]&0x0f)<<56 | int64(id[7])<<48 | int64(id[4])<<40 | int64(id[5])<<32 |
+		int64(id[0])<<24 | int64(id[1])<<16 | int64(id[2])<<8 | int64(id[3])
+	// Version 1 timestamps count 100 ns intervals from 1582-10-15.
+	const gregorianToUnix = 0x01B21DD213814000
+	ts -= gregorianToUnix
+	return time.Unix(ts/1e7, (ts%1e7)*100).UTC()
+}
+
+// MessageKey locates one message: its shard partition, then its due time
+// and id, the clustering order within the shard.
+type MessageKey struct {
+	Shard int
+	// Due is when the message may be delivered, at millisecond precision
+	// (CQL timestamps have no more). Callers truncate; drivers truncate too.
+	Due time.Time
+	ID  MessageID
+}
+
+// Message is one queued message as stored.
+type Message struct {
+	MessageKey
+	// Body is the payload. ReadMessages leaves it nil unless asked for it.
+	Body []byte
+	// EnqueuedAt is when the message was put.
+	EnqueuedAt time.Time
+	// Deliveries counts how often the message has been handed out.
+	Deliveries int
+	// VisibleAt hides a delivered message until then; the zero time means
+	// visible as soon as it is due.
+	VisibleAt time.Time
+	// LastError is the last failure recorded for the message.
+	LastError string
+}
+
+// ShardState is a shard's partition-wide state: the consumer lease and the
+// read floor, kept in static columns next to the messages.
+type ShardState struct {
+	// Holder is the consumer holding the lease, "" when the shard is free.
+	Holder string
+	// Since is when the holder took the lease (renewals keep it).
+	Since time.Time
+	// Floor is a due time that no live message of the shard is older than,
+	// allowing for clock skew (see package queue); zero when never set.
+	Floor time.Time
+}
+
+// DeadLetter is a message that exhausted its deliveries.
+type DeadLetter struct {
+	Message
+	// DiedAt is when the message was moved to the dead letters.
+	DiedAt time.Time
+}
+
+// CreateQueueParams are the parameters of Queues.CreateQueue.
+type CreateQueueParams struct {
+	Queue Queue
+}
+
+// GetQueueParams are the parameters of Queues.GetQueue.
+type GetQueueParams struct {
+	Name string
+}
+
+// ListQueuesParams are the parameters of Queues.ListQueues.
+type ListQueuesParams struct{}
+
+// PutMessagesParams are the parameters of Queues.PutMessages.
+type PutMessagesParams struct {
+	Queue string
+	// Messages are written as given: key, body, EnqueuedAt, Deliveries,
+	// VisibleAt and LastError.
+	Messages []Message
+}
+
+// ReadMessagesParams are the parameters of Queues.ReadMessages.
+type ReadMessagesParams struct {
+	Queue string
+	Shard int
+	// From and To bound the due times read, both inclusive.
+	From, To time.Time
+	// Limit caps the number of messages returned; it must be positive.
+	Limit int
+	// WithBody asks for the bodies too; without it Body is nil.
+	WithBody bool
+}
+
+// MessagePage is the answer of Queues.ReadMessages.
+type MessagePage struct {
+	// Messages are sorted by due time, then id.
+	Messages []Message
+	// Fragments are rows left behind when an update raced with the delete
+	// of its message: they have a key but no message. Drivers that cannot
+	// produce them return none. Callers delete them.
+	Fragments []MessageKey
+}
+
+// GetMessageParams are the parameters of Queues.GetMessage.
+type GetMessageParams struct {
+	Queue string
+	Key   MessageKey
+}
+
+// UpdateMessagesParams are the parameters of Queues.UpdateMessages.
+type UpdateMessagesParams struct {
+	Queue string
+	// Updates set Deliveries, VisibleAt and LastError of existing messages;
+	// the other fields of each Message are ignored.
+	Updates []Message
+}
+
+// DeleteMessagesParams are the parameters of Queues.DeleteMessages.
+type DeleteMessagesParams struct {
+	Queue string
+	Keys  []MessageKey
+}
+
+// ShardParams name one shard of a queue.
+type ShardParams struct {
+	Queue string
+	Shard int
+}
+
+// LeaseParams are the parameters of the lease operations.
+type LeaseParams struct {
+	Queue string
+	Shard int
+	// Holder identifies the consumer; it must not be empty.
+	Holder string
+	// Since is recorded as the lease's start when it is acquired; renewals
+	// pass the original value again.
+	Since time.Time
+	// TTL is how long the lease lasts unless renewed, counted on the
+	// store's clock (Cassandra's TTL, rounded up to whole seconds).
+	TTL time.Duration
+}
+
+// LeaseResult is the outcome of a lease operation.
+type LeaseResult struct {
+	// Held reports whether the caller holds the lease afterwards (for
+	// ReleaseLease: whether it held the lease it released).
+	Held bool
+	// Holder is the holder the store saw when the operation was not
+	// applied, "" if unknown or free.
+	Holder string
+}
+
+// SetFloorParams are the parameters of Queues.SetFloor.
+type SetFloorParams struct {
+	Queue string
+	Shard int
+	Floor time.Time
+}
+
+// ShardStatsParams are the parameters of Queues.ShardStats.
+type ShardStatsParams struct {
+	Queue string
+	Shard int
+	// Now decides which messages count as due.
+	Now time.Time
+}
+
+// ShardStats counts one shard's messages.
+type ShardStats struct {
+	ShardState
+	// Messages counts every live message of the shard.
+	Messages int
+	// Due counts the messages whose due time has passed, delivered or not.
+	Due int
+	// InFlight counts the due messages hidden by a delivery in progress.
+	InFlight int
+}
+
+// DeadLetterParams are the parameters of Queues.DeadLetter.
+type DeadLetterParams struct {
+	Queue   string
+	Letters []DeadLetter
+}
+
+// ListDeadParams are the parameters of Queues.ListDead.
+type ListDeadParams struct {
+	Queue string
+	// IDs restricts the answer to these ids when not empty.
+	IDs []MessageID
+	// Limit caps the answer; zero means no cap.
+	Limit int
+}
+
+// DeleteDeadParams are the parameters of Queues.DeleteDead.
+type DeleteDeadParams struct {
+	Queue string
+	IDs   []MessageID
+}
+
+// Queues stores the time-sharded delay queue of seed 003: a partition per
+// (queue, shard) holding messages ordered by due time and id, with the
+// shard's consumer lease and read floor in static columns; plus the queue
+// records and the dead letters.
+//
+// Writes are last-write-wins upserts unless stated otherwise; the queue
+// engine, not the driver, keeps them consistent (one consumer per shard at
+// a time, by lease). Times are stored with millisecond precision.
+type Queues interface {
+	// CreateQueue stores a new queue record, or returns ErrExists and
+	// leaves the stored one unchanged; of racing creators exactly one wins.
+	CreateQueue(ctx context.Context, p *CreateQueueParams) error
+
+	// GetQueue returns the queue record or ErrNotFound.
+	GetQueue(ctx context.Context, p *GetQueueParams) (*Queue, error)
+
+	// ListQueues returns every queue record sorted by name.
+	ListQueues(ctx context.Context, p *ListQueuesParams) ([]*Queue, error)
+
+	// PutMessages writes the messages. Writing the same message again is
+	// harmless.
+	PutMessages(ctx context.Context, p *PutMessagesParams) error
+
+	// ReadMessages returns up to Limit messages of one shard whose due
+	// times lie in [From, To], in due order.
+	ReadMessages(ctx context.Context, p *ReadMessagesParams) (*MessagePage, error)
+
+	// GetMessage returns one message with its body, or ErrNotFound.
+	GetMessage(ctx context.Context, p *GetMessageParams) (*Message, error)
+
+	// UpdateMessages sets the delivery fields of messages. An update of a
+	// message that no longer exists must not bring it back as a message:
+	// it is either dropped or leaves a fragment (see MessagePage).
+	UpdateMessages(ctx context.Context, p *UpdateMessagesParams) error
+
+	// DeleteMessages deletes messages (and fragments); deleting a missing
+	// one is not an error.
+	DeleteMessages(ctx context.Context, p *DeleteMessagesParams) error
+
+	// ReadShard returns the shard's lease holder and floor. A shard never
+	// written reads as free with a zero floor.
+	ReadShard(ctx context.Context, p *ShardParams) (*ShardState, error)
+
+	// AcquireLease takes the shard's lease for p.Holder if nobody holds it
+	// (atomically: a lightweight transaction on Cassandra). Acquiring a
+	// lease one already holds fails like any other held lease.
+	AcquireLease(ctx context.Context, p *LeaseParams) (LeaseResult, error)
+
+	// RenewLease extends the lease if p.Holder still holds it.
+	RenewLease(ctx context.Context, p *LeaseParams) (LeaseResult, error)
+
+	// ReleaseLease frees the lease if p.Holder holds it.
+	ReleaseLease(ctx context.Context, p *LeaseParams) (LeaseResult, error)
+
+	// SetFloor records the shard's read floor.
+	SetFloor(ctx context.Context, p *SetFloorParams) error
+
+	// ShardStats counts the shard's messages (scanning the whole shard)
+	// and returns its lease state.
+	ShardStats(ctx context.Context, p *ShardStatsParams) (*ShardStats, error)
+
+	// DeadLetter stores the letters in the queue's dead letters and then
+	// deletes their messages. Repeating it is harmless.
+	DeadLetter(ctx context.Context, p *DeadLetterParams) error
+
+	// ListDead returns dead letters (with bodies) in the order of the
+	// times in their ids.
+	ListDead(ctx context.Context, p *ListDeadParams) ([]DeadLetter, error)
+
+	// DeleteDead deletes dead letters; missing ones are not an error.
+	DeleteDead(ctx context.Context, p *DeleteDeadParams) error
+}

@@ -1,0 +1,94 @@
+package queue
+
+import (
+	"context"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// DeadLetter is a message that used up its deliveries.
+type DeadLetter struct {
+	ID         ID
+	Body       []byte
+	Due        time.Time
+	EnqueuedAt time.Time
+	// Deliveries is how often it was delivered.
+	Deliveries int
+	// LastError is the failure of its last delivery.
+	LastError string
+	// DiedAt is when it was moved to the dead letters.
+	DiedAt time.Time
+}
+
+func deadFrom(l driver.DeadLetter) DeadLetter {
+	return DeadLetter{
+		ID: l.ID, Body: l.Body, Due: l.Due, EnqueuedAt: l.EnqueuedAt,
+		Deliveries: l.Deliveries, LastError: l.LastError, DiedAt: l.DiedAt,
+	}
+}
+
+// DeadLetters lists a queue's dead letters, oldest first; limit caps the
+// list (zero: all).
+func (s *Service) DeadLetters(ctx context.Context, queue string, limit int) ([]DeadLetter, error) {
+	q, err := s.Queue(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	if limit < 0 {
+		return nil, invalidf("limit %d is negative", limit)
+	}
+	list, err := s.store.ListDead(ctx, &driver.ListDeadParams{Queue: q.Name, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadLetter, len(list))
+	for i, l := range list {
+		out[i] = deadFrom(l)
+	}
+	return out, nil
+}
+
+// Requeue puts dead letters back on the queue, due now, with their
+// delivery count reset and their ids kept; with no ids it requeues every
+// dead letter. It returns the ids requeued (ids that are not dead letters
+// are skipped). Each message is put before its dead letter is deleted, so
+// a failure in between leaves it in both places: it may be delivered, and
+// requeued, twice.
+func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, error) {
+	q, err := s.Queue(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	done := []ID{}
+	for {
+		p := &driver.ListDeadParams{Queue: q.Name, IDs: only, Limit: MaxBatch}
+		list, err := s.store.ListDead(ctx, p)
+		if err != nil || len(list) == 0 {
+			return done, err
+		}
+		now := s.now()
+		sh := q.math.Producer(now)
+		msgs := make([]driver.Message, len(list))
+		batch := make([]ID, len(list))
+		for i, l := range list {
+			batch[i] = l.ID
+			msgs[i] = driver.Message{
+				MessageKey: driver.MessageKey{Shard: sh, Due: now, ID: l.ID},
+				Body:       l.Body,
+				EnqueuedAt: now,
+			}
+		}
+		if err := s.store.PutMessages(ctx, &driver.PutMessagesParams{Queue: q.Name, Messages: msgs}); err != nil {
+			return done, err
+		}
+		if err := s.store.DeleteDead(ctx, &driver.DeleteDeadParams{Queue: q.Name, IDs: batch}); err != nil {
+			return done, err
+		}
+		done = append(done, batch...)
+		s.stats.Requeued.Add(int64(len(batch)))
+		if len(only) > 0 || len(list) < MaxBatch {
+			return done, nil
+		}
+	}
+}

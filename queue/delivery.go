@@ -1,0 +1,203 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Delivery is one message handed to a consumer. Settle it exactly once:
+// Ack when it was handled, Fail when it was not (it comes back after the
+// visibility timeout, or goes to the dead letters after MaxDeliveries), or
+// Release to give it back unhandled at once, uncounted. An unsettled
+// delivery comes back after the visibility timeout and counts as failed.
+type Delivery struct {
+	svc        *Service
+	q          *Queue
+	msg        driver.Message // as marked: Deliveries and VisibleAt of this delivery
+	retryDelay time.Duration
+}
+
+// ID returns the message's id.
+func (d *Delivery) ID() ID { return d.msg.ID }
+
+// Queue returns the queue's name.
+func (d *Delivery) Queue() string { return d.q.Name }
+
+// Body returns the message body. Callers must not modify it.
+func (d *Delivery) Body() []byte { return d.msg.Body }
+
+// Due returns when the message became due.
+func (d *Delivery) Due() time.Time { return d.msg.Due }
+
+// EnqueuedAt returns when the message was put.
+func (d *Delivery) EnqueuedAt() time.Time { return d.msg.EnqueuedAt }
+
+// Attempt returns this delivery's number: 1 for the first delivery.
+func (d *Delivery) Attempt() int { return d.msg.Deliveries }
+
+// Shard returns the shard the message is stored in.
+func (d *Delivery) Shard() int { return d.msg.Shard }
+
+// VisibleUntil returns when the message becomes visible to other consumers
+// again unless it is settled first (service clock).
+func (d *Delivery) VisibleUntil() time.Time { return d.msg.VisibleAt }
+
+// Receipt returns a text token naming this delivery, with which any
+// process can settle it through the Service (the HTTP API does).
+func (d *Delivery) Receipt() string {
+	return receipt{Key: d.msg.MessageKey, Deliveries: d.msg.Deliveries}.String()
+}
+
+// Ack deletes the message: it was handled. An error wrapping
+// ErrUnknownOutcome means the delete may not have happened, and the message
+// may be delivered again.
+func (d *Delivery) Ack(ctx context.Context) error {
+	return d.svc.ack(ctx, d.q, d.msg.MessageKey)
+}
+
+// Fail records that the delivery failed with cause. The message becomes
+// visible again when its visibility timeout ends (or after
+// ConsumerConfig.RetryDelay); if this was its last allowed delivery it
+// moves to the dead letters now, with cause as its last error.
+func (d *Delivery) Fail(ctx context.Context, cause error) error {
+	return d.svc.fail(ctx, d.q, d.msg, cause, d.retryDelay)
+}
+
+// Release gives the message back unhandled: it is visible again at once
+// and this delivery does not count. For consumers that took more than they
+// can handle, for example when shutting down.
+func (d *Delivery) Release(ctx context.Context) error {
+	return d.svc.release(ctx, d.q, d.msg)
+}
+
+func (s *Service) ack(ctx context.Context, q *Queue, k driver.MessageKey) error {
+	err := s.store.DeleteMessages(ctx, &driver.DeleteMessagesParams{Queue: q.Name, Keys: []driver.MessageKey{k}})
+	if err != nil {
+		return err
+	}
+	s.stats.Acked.Add(1)
+	return nil
+}
+
+func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause error, retryDelay time.Duration) error {
+	reason := "failed"
+	if cause != nil {
+		reason = cause.Error()
+	}
+	const maxReason = 4 << 10 // the reason is stored with the message
+	if len(reason) > maxReason {
+		reason = reason[:maxReason] + "..."
+	}
+	m.LastError = fmt.Sprintf("delivery %d: %s", m.Deliveries, reason)
+	s.stats.Failed.Add(1)
+	now := s.now()
+	if m.Deliveries >= q.MaxDeliveries {
+		err := s.store.DeadLetter(ctx, &driver.DeadLetterParams{Queue: q.Name, Letters: []driver.DeadLetter{{Message: m, DiedAt: now}}})
+		if err != nil {
+			return err
+		}
+		s.stats.DeadLettered.Add(1)
+		return nil
+	}
+	if retryDelay > 0 && now.Add(retryDelay).Before(m.VisibleAt) {
+		m.VisibleAt = now.Add(retryDelay)
+	}
+	return s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{m}})
+}
+
+func (s *Service) release(ctx context.Context, q *Queue, m driver.Message) error {
+	cur, err := s.store.GetMessage(ctx, &driver.GetMessageParams{Queue: q.Name, Key: m.MessageKey})
+	if errors.Is(err, driver.ErrNotFound) {
+		return fmt.Errorf("%w: message %s is gone", ErrStaleReceipt, m.ID)
+	}
+	if err != nil {
+		return err
+	}
+	if cur.Deliveries != m.Deliveries {
+		return fmt.Errorf("%w: message %s was delivered again", ErrStaleReceipt, m.ID)
+	}
+	cur.Deliveries--
+	cur.VisibleAt = time.Time{}
+	cur.LastError = ""
+	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{*cur}}); err != nil {
+		return err
+	}
+	s.stats.Released.Add(1)
+	return nil
+}
+
+// Ack acknowledges the delivery a receipt names: the message is deleted.
+// Acknowledging twice, or after the message was delivered again, is
+// harmless.
+func (s *Service) Ack(ctx context.Context, queue, receiptText string) error {
+	q, r, err := s.receipt(ctx, queue, receiptText)
+	if err != nil {
+		return err
+	}
+	return s.ack(ctx, q, r.Key)
+}
+
+// Fail records that the delivery a receipt names failed, as Delivery.Fail
+// does. It returns ErrStaleReceipt if the message was delivered again (or
+// settled) since.
+func (s *Service) Fail(ctx context.Context, queue, receiptText, reason string) error {
+	q, r, err := s.receipt(ctx, queue, receiptText)
+	if err != nil {
+		return err
+	}
+	m, err := s.current(ctx, q, r)
+	if err != nil {
+		return err
+	}
+	return s.fail(ctx, q, *m, errors.New(reason), 0)
+}
+
+// Release gives back the delivery a receipt names, as Delivery.Release
+// does.
+func (s *Service) Release(ctx context.Context, queue, receiptText string) error {
+	q, r, err := s.receipt(ctx, queue, receiptText)
+	if err != nil {
+		return err
+	}
+	m, err := s.current(ctx, q, r)
+	if err != nil {
+		return err
+	}
+	return s.release(ctx, q, *m)
+}
+
+func (s *Service) receipt(ctx context.Context, queue, text string) (*Queue, receipt, error) {
+	q, err := s.Queue(ctx, queue)
+	if err != nil {
+		return nil, receipt{}, err
+	}
+	r, err := parseReceipt(text)
+	if err != nil {
+		return nil, receipt{}, err
+	}
+	if r.Key.Shard >= q.Shards {
+		return nil, receipt{}, invalidf("receipt names shard %d of a queue with %d", r.Key.Shard, q.Shards)
+	}
+	return q, r, nil
+}
+
+// current reads the message a receipt names and checks that the receipt's
+// delivery is still the latest.
+func (s *Service) current(ctx context.Context, q *Queue, r receipt) (*driver.Message, error) {
+	m, err := s.store.GetMessage(ctx, &driver.GetMessageParams{Queue: q.Name, Key: r.Key})
+	if errors.Is(err, driver.ErrNotFound) {
+		return nil, fmt.Errorf("%w: message %s is gone", ErrStaleReceipt, r.Key.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if m.Deliveries != r.Deliveries {
+		return nil, fmt.Errorf("%w: message %s was delivered again (delivery %d, the receipt is for %d)",
+			ErrStaleReceipt, r.Key.ID, m.Deliveries, r.Deliveries)
+	}
+	return m, nil
+}

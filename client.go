@@ -9,6 +9,7 @@ import (
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/ledger"
+	"github.com/abacusdb/abacus/queue"
 	"github.com/abacusdb/abacus/sharded"
 )
 
@@ -17,6 +18,7 @@ type Client struct {
 	cfg        Config
 	sharded    *sharded.Engine
 	ledger     *ledger.Engine
+	queues     *queue.Service
 	namespaces sync.Map // name -> *Namespace
 }
 
@@ -57,7 +59,11 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, sharded: eng, ledger: led}
+	qs, err := newQueues(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, sharded: eng, ledger: led, queues: qs}
 	_, err = c.CreateNamespace(ctx, NamespaceConfig{Name: DefaultNamespace, Model: ModelSharded, Type: TypeSum})
 	if err != nil && !errors.Is(err, ErrNamespaceExists) {
 		return nil, fmt.Errorf("abacus: create the default namespace: %w", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/queue"
 	"github.com/abacusdb/abacus/sharded"
 )
 
@@ -74,6 +75,11 @@ type Config struct {
 	// request id claimed by another process waits for that process's write
 	// before returning ErrUnknownOutcome. Default 2s.
 	LedgerClaimWait time.Duration
+
+	// Queues configures the delay queues (Client.Queues). Its Store, Clock
+	// and Logger default to Driver, Clock and Logger; see queue.Config for
+	// the rest.
+	Queues queue.Config
 }
 
 // withDefaults fills the fields the Client itself uses; the sharded engine

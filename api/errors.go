@@ -41,6 +41,13 @@ const (
 	CodeUnavailable = "unavailable"
 	// CodeInternal: a bug or an unexpected store failure.
 	CodeInternal = "internal"
+	// CodeQueueNotFound: the queue does not exist.
+	CodeQueueNotFound = "queue_not_found"
+	// CodeQueueExists: a queue with that name already exists.
+	CodeQueueExists = "queue_exists"
+	// CodeStaleReceipt: the receipt's message was settled or delivered
+	// again since; nothing was changed.
+	CodeStaleReceipt = "stale_receipt"
 )
 
 // codeStatus is the single source of truth for which status a code uses.
@@ -60,6 +67,9 @@ var codeStatus = map[string]int{
 	CodeNotApplied:           http.StatusServiceUnavailable,
 	CodeUnavailable:          http.StatusServiceUnavailable,
 	CodeInternal:             http.StatusInternalServerError,
+	CodeQueueNotFound:        http.StatusNotFound,
+	CodeQueueExists:          http.StatusConflict,
+	CodeStaleReceipt:         http.StatusConflict,
 }
 
 // Codes returns every error code, in no particular order.

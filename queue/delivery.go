@@ -64,7 +64,8 @@ func (d *Delivery) Ack(ctx context.Context) error {
 // ConsumerConfig.RetryDelay); if this was its last allowed delivery it
 // moves to the dead letters now, with cause as its last error.
 func (d *Delivery) Fail(ctx context.Context, cause error) error {
-	return d.svc.fail(ctx, d.q, d.msg, cause, d.retryDelay)
+	_, err := d.svc.fail(ctx, d.q, d.msg, cause, d.retryDelay)
+	return err
 }
 
 // Release gives the message back unhandled: it is visible again at once
@@ -83,7 +84,7 @@ func (s *Service) ack(ctx context.Context, q *Queue, k driver.MessageKey) error 
 	return nil
 }
 
-func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause error, retryDelay time.Duration) error {
+func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause error, retryDelay time.Duration) (dead bool, _ error) {
 	reason := "failed"
 	if cause != nil {
 		reason = cause.Error()
@@ -98,15 +99,15 @@ func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause er
 	if m.Deliveries >= q.MaxDeliveries {
 		err := s.store.DeadLetter(ctx, &driver.DeadLetterParams{Queue: q.Name, Letters: []driver.DeadLetter{{Message: m, DiedAt: now}}})
 		if err != nil {
-			return err
+			return false, err
 		}
 		s.stats.DeadLettered.Add(1)
-		return nil
+		return true, nil
 	}
 	if retryDelay > 0 && now.Add(retryDelay).Before(m.VisibleAt) {
 		m.VisibleAt = now.Add(retryDelay)
 	}
-	return s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{m}})
+	return false, s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{m}})
 }
 
 func (s *Service) release(ctx context.Context, q *Queue, m driver.Message) error {
@@ -142,16 +143,17 @@ func (s *Service) Ack(ctx context.Context, queue, receiptText string) error {
 }
 
 // Fail records that the delivery a receipt names failed, as Delivery.Fail
-// does. It returns ErrStaleReceipt if the message was delivered again (or
-// settled) since.
-func (s *Service) Fail(ctx context.Context, queue, receiptText, reason string) error {
+// does, and reports whether the message moved to the dead letters. It
+// returns ErrStaleReceipt if the message was delivered again (or settled)
+// since.
+func (s *Service) Fail(ctx context.Context, queue, receiptText, reason string) (dead bool, err error) {
 	q, r, err := s.receipt(ctx, queue, receiptText)
 	if err != nil {
-		return err
+		return false, err
 	}
 	m, err := s.current(ctx, q, r)
 	if err != nil {
-		return err
+		return false, err
 	}
 	return s.fail(ctx, q, *m, errors.New(reason), 0)
 }

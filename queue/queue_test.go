@@ -721,8 +721,8 @@ func TestReceiptsSettleFromAnywhere(t *testing.T) {
 		if err := other.Release(ctx, q.Name, ds[1].Receipt()); !errors.Is(err, ErrStaleReceipt) {
 			t.Fatalf("second Release: %v, want ErrStaleReceipt", err)
 		}
-		if err := other.Fail(ctx, q.Name, ds[0].Receipt(), "downstream timeout"); err != nil {
-			t.Fatalf("Fail: %v", err)
+		if dead, err := other.Fail(ctx, q.Name, ds[0].Receipt(), "downstream timeout"); err != nil || dead {
+			t.Fatalf("Fail = %v, %v", dead, err)
 		}
 		again := receive(t, c, 2) // b at once (released, uncounted); a is hidden
 		if len(again) != 1 || again[0].ID() != b || again[0].Attempt() != 1 {
@@ -736,7 +736,7 @@ func TestReceiptsSettleFromAnywhere(t *testing.T) {
 		if len(third) != 1 || third[0].ID() != a || third[0].Attempt() != 2 {
 			t.Fatalf("after the timeout got %v", deliveryIDs(third))
 		}
-		if err := other.Fail(ctx, q.Name, ds[0].Receipt(), "late"); !errors.Is(err, ErrStaleReceipt) {
+		if _, err := other.Fail(ctx, q.Name, ds[0].Receipt(), "late"); !errors.Is(err, ErrStaleReceipt) {
 			t.Fatalf("Fail with the first delivery's receipt: %v, want ErrStaleReceipt", err)
 		}
 		if err := other.Ack(ctx, q.Name, third[0].Receipt()); err != nil {

@@ -20,6 +20,9 @@ func errorCode(err error) (code, msg string) {
 		return he.code, he.msg
 	}
 	msg = err.Error()
+	if code, ok := queueErrorCode(err); ok {
+		return code, msg
+	}
 	switch {
 	case errors.Is(err, abacus.ErrUnknownOutcome), errors.Is(err, driver.ErrUnknownOutcome):
 		return api.CodeUnknownOutcome, msg

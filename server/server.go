@@ -97,6 +97,7 @@ type Server struct {
 	handler  http.Handler
 	routes   []string // "METHOD /path" patterns, for tests and the OpenAPI check
 	draining atomic.Bool
+	queues   consumers // pull consumers of the receive endpoint (queue.go)
 }
 
 // New returns a server for cfg. It does not listen yet; see Run, Serve and Handler.
@@ -112,6 +113,7 @@ func New(cfg Config) (*Server, error) {
 		metrics: newMetrics(cfg.Registry),
 	}
 	registerClient(cfg.Registry, cfg.Client)
+	register(cfg.Registry, newQueueCollector(cfg.Client.Queues()))
 	s.handler = s.instrument(s.routesMux())
 	return s, nil
 }
@@ -152,6 +154,7 @@ func (s *Server) routesMux() *http.ServeMux {
 	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}/requests/{request_id}", s.ledgerHasRequest)
 	handle("POST", "/v1/updates", s.batch)
 	handle("POST", "/v1/gc", s.gcAll)
+	s.queueRoutes(handle)
 
 	// ServeMux answers unknown routes and wrong methods with plain text; a
 	// method-less pattern per path (less specific than the ones above) and a
@@ -228,6 +231,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// updates end as unknown outcomes, which is the truth.
 		_ = hs.Close()
 		err = errors.Join(err, fmt.Errorf("server: shutdown: %w", serr))
+	}
+	if qerr := s.queues.stop(sctx); qerr != nil {
+		err = errors.Join(err, fmt.Errorf("server: stop queue consumers: %w", qerr))
 	}
 	if cerr := s.client.Stop(sctx); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("server: stop client: %w", cerr))

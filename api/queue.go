@@ -1,0 +1,187 @@
+package api
+
+import "time"
+
+// Limits of the queue API.
+const (
+	// MaxReceive is the most messages one receive returns.
+	MaxReceive = 100
+	// MaxReceiveWait is the longest a receive waits for a message.
+	MaxReceiveWait = 20 * time.Second
+)
+
+// Durations travel as Go duration strings such as "90s", "1m30s" or
+// "250ms".
+
+// CreateQueueRequest is the body of POST /v1/queues. Empty fields take the
+// defaults: 16 shards of "1m", 5 deliveries, a "30s" visibility timeout.
+type CreateQueueRequest struct {
+	Name              string `json:"name"`
+	Shards            int    `json:"shards,omitempty"`
+	ShardDuration     string `json:"shard_duration,omitempty"`
+	MaxDeliveries     int    `json:"max_deliveries,omitempty"`
+	VisibilityTimeout string `json:"visibility_timeout,omitempty"`
+}
+
+// Queue describes a queue (GET /v1/queues/{queue}).
+type Queue struct {
+	Name              string    `json:"name"`
+	Shards            int       `json:"shards"`
+	ShardDuration     string    `json:"shard_duration"`
+	MaxDeliveries     int       `json:"max_deliveries"`
+	VisibilityTimeout string    `json:"visibility_timeout"`
+	CreatedAt         time.Time `json:"created_at"`
+}
+
+// QueueList is the body of GET /v1/queues.
+type QueueList struct {
+	Queues []Queue `json:"queues"`
+}
+
+// PutRequest is the body of POST /v1/queues/{queue}/messages: 1 to 1000
+// messages, all refused if one is invalid.
+type PutRequest struct {
+	Messages []PutMessage `json:"messages"`
+}
+
+// PutMessage is one message to put.
+type PutMessage struct {
+	// Body is the message as UTF-8 text. For other bytes send BodyBase64
+	// (standard encoding, with padding) instead.
+	Body       string `json:"body,omitempty"`
+	BodyBase64 string `json:"body_base64,omitempty"`
+	// Delay postpones delivery, as a non-negative duration; or give Due.
+	Delay string `json:"delay,omitempty"`
+	// Due is when the message may first be delivered, as an RFC 3339 time;
+	// a past time means now.
+	Due string `json:"due,omitempty"`
+}
+
+// PutResponse is the body of a successful put: the ids, in request order.
+type PutResponse struct {
+	IDs []string `json:"ids"`
+}
+
+// ReceiveRequest is the (optional) body of POST /v1/queues/{queue}/receive.
+type ReceiveRequest struct {
+	// Max is how many messages to take, 1 to 100. Default 1.
+	Max int `json:"max,omitempty"`
+	// Wait is how long to wait for a first message when none is due, up to
+	// "20s". Default "0s": answer at once.
+	Wait string `json:"wait,omitempty"`
+}
+
+// ReceiveResponse is the body of a receive; Messages may be empty.
+type ReceiveResponse struct {
+	Messages []Delivery `json:"messages"`
+}
+
+// Delivery is one message handed out by a receive. Settle it with its
+// receipt: ack when handled, nack when it failed, release to give it back.
+type Delivery struct {
+	ID string `json:"id"`
+	// Body is the message when it is valid UTF-8; otherwise it is empty
+	// and BodyBase64 holds it.
+	Body       string    `json:"body"`
+	BodyBase64 string    `json:"body_base64,omitempty"`
+	Due        time.Time `json:"due"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	// Attempt is this delivery's number, 1 for the first.
+	Attempt int `json:"attempt"`
+	// VisibleUntil is when the message is handed out again unless settled.
+	VisibleUntil time.Time `json:"visible_until"`
+	Receipt      string    `json:"receipt"`
+}
+
+// AckRequest is the body of POST /v1/queues/{queue}/ack.
+type AckRequest struct {
+	Receipts []string `json:"receipts"`
+}
+
+// AckResponse is the body of a successful ack.
+type AckResponse struct {
+	Acknowledged int `json:"acknowledged"`
+}
+
+// NackRequest is the body of POST /v1/queues/{queue}/nack.
+type NackRequest struct {
+	Receipt string `json:"receipt"`
+	// Error says why handling failed; it is kept as the message's last
+	// error (and shown with its dead letter).
+	Error string `json:"error,omitempty"`
+}
+
+// NackResponse is the body of a successful nack.
+type NackResponse struct {
+	// Dead is true when this was the message's last delivery and it moved
+	// to the dead letters.
+	Dead bool `json:"dead"`
+}
+
+// ReleaseRequest is the body of POST /v1/queues/{queue}/release.
+type ReleaseRequest struct {
+	Receipts []string `json:"receipts"`
+}
+
+// ReleaseResponse is the body of a successful release. Stale counts
+// receipts whose message was settled or delivered again meanwhile.
+type ReleaseResponse struct {
+	Released int `json:"released"`
+	Stale    int `json:"stale"`
+}
+
+// QueueStats is the body of GET /v1/queues/{queue}/stats: the observer's
+// numbers.
+type QueueStats struct {
+	Queue    string       `json:"queue"`
+	At       time.Time    `json:"at"`
+	Messages int          `json:"messages"`
+	Due      int          `json:"due"`
+	InFlight int          `json:"in_flight"`
+	Shards   []ShardStats `json:"shards"`
+}
+
+// ShardStats is one shard of QueueStats.
+type ShardStats struct {
+	Shard int `json:"shard"`
+	// Behind is how many windows the shard is behind the producers': 0 is
+	// being written, 2 is the one consumers work.
+	Behind int `json:"behind"`
+	// Window is the start of the shard's latest window, YYYYdddHHMM (UTC).
+	Window   string `json:"window"`
+	Messages int    `json:"messages"`
+	Due      int    `json:"due"`
+	InFlight int    `json:"in_flight"`
+	// Holder is the consumer holding the shard's lease, empty if none.
+	Holder          string     `json:"holder,omitempty"`
+	LeaseAgeSeconds float64    `json:"lease_age_seconds,omitempty"`
+	Floor           *time.Time `json:"floor,omitempty"`
+}
+
+// DeadLetterList is the body of GET /v1/queues/{queue}/dead.
+type DeadLetterList struct {
+	DeadLetters []DeadLetter `json:"dead_letters"`
+}
+
+// DeadLetter is a message that used up its deliveries.
+type DeadLetter struct {
+	ID         string    `json:"id"`
+	Body       string    `json:"body"`
+	BodyBase64 string    `json:"body_base64,omitempty"`
+	Due        time.Time `json:"due"`
+	EnqueuedAt time.Time `json:"enqueued_at"`
+	Deliveries int       `json:"deliveries"`
+	LastError  string    `json:"last_error"`
+	DiedAt     time.Time `json:"died_at"`
+}
+
+// RequeueRequest is the body of POST /v1/queues/{queue}/dead/requeue.
+type RequeueRequest struct {
+	// IDs are the dead letters to requeue; empty requeues them all.
+	IDs []string `json:"ids,omitempty"`
+}
+
+// RequeueResponse lists the ids put back on the queue.
+type RequeueResponse struct {
+	Requeued []string `json:"requeued"`
+}

@@ -1,0 +1,283 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/clock"
+)
+
+// queueEnv is a server whose client runs on a manual clock.
+func queueEnv(t *testing.T) (*testEnv, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
+	e := newEnv(t, func(ac *abacus.Config, _ *Config) { ac.Clock = clk })
+	return e, clk
+}
+
+func (e *testEnv) wantError(method, path, body string, status int, code, msgPart string) {
+	e.t.Helper()
+	r := e.do(method, path, body)
+	got := r.apiError()
+	if r.status != status || got.Code != code || !strings.Contains(got.Message, msgPart) {
+		e.t.Errorf("%s %s %s: %d %s %q; want %d %s containing %q", method, path, body, r.status, got.Code, got.Message, status, code, msgPart)
+	}
+}
+
+func (e *testEnv) stats(queue string) api.QueueStats {
+	e.t.Helper()
+	var st api.QueueStats
+	e.mustJSON("GET", "/v1/queues/"+queue+"/stats", "", 200, &st)
+	return st
+}
+
+func TestQueueCreateAndDescribe(t *testing.T) {
+	t.Parallel()
+	e, _ := queueEnv(t)
+	r := e.do("POST", "/v1/queues", `{"name":"jobs","shards":8,"shard_duration":"30s","visibility_timeout":"1m"}`)
+	if r.status != 201 || r.header.Get("Location") != "/v1/queues/jobs" {
+		t.Fatalf("create: %d %s (Location %q)", r.status, r.body, r.header.Get("Location"))
+	}
+	var q api.Queue
+	e.mustJSON("GET", "/v1/queues/jobs", "", 200, &q)
+	if q.Shards != 8 || q.ShardDuration != "30s" || q.MaxDeliveries != 5 || q.VisibilityTimeout != "1m0s" {
+		t.Errorf("queue = %+v", q)
+	}
+	var list api.QueueList
+	e.mustJSON("GET", "/v1/queues", "", 200, &list)
+	if len(list.Queues) != 1 || list.Queues[0].Name != "jobs" {
+		t.Errorf("list = %+v", list)
+	}
+	e.wantError("POST", "/v1/queues", `{"name":"few","shards":3}`, 400, api.CodeInvalidArgument, "at least 4 shards, got 3")
+	e.wantError("POST", "/v1/queues", `{"name":"jobs"}`, 409, api.CodeQueueExists, "jobs")
+	e.wantError("POST", "/v1/queues", `{"name":"x","shard_duration":"soon"}`, 400, api.CodeInvalidArgument, "shard_duration")
+	e.wantError("POST", "/v1/queues", `{"name":"x","max_deliveries":-1}`, 400, api.CodeInvalidArgument, "negative")
+	e.wantError("POST", "/v1/queues", `{"name":""}`, 400, api.CodeInvalidArgument, "empty")
+	e.wantError("POST", "/v1/queues", `{"name":"x","shard":4}`, 400, api.CodeInvalidJSON, "unknown field")
+	e.wantError("GET", "/v1/queues/nope", "", 404, api.CodeQueueNotFound, "nope")
+	e.mustJSON("GET", "/v1/queues", "", 200, &list)
+	if len(list.Queues) != 1 {
+		t.Errorf("refused creates made queues: %+v", list.Queues)
+	}
+}
+
+func TestQueuePutRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	e, _ := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4}`, 201, nil)
+	big := strings.Repeat("x", 64<<10+1)
+	for _, tc := range []struct {
+		body   string
+		status int
+		code   string
+		part   string
+	}{
+		{`{"messages":[{"body":"a","delay":"-1s"}]}`, 400, api.CodeInvalidArgument, "messages[0].delay: -1s is negative"},
+		{`{"messages":[{"body":"a"},{"body":"b","delay":"-5m"}]}`, 400, api.CodeInvalidArgument, "messages[1].delay"},
+		{`{"messages":[{"body":"` + big + `"}]}`, 413, api.CodeBodyTooLarge, "65537 bytes, the limit is 65536"},
+		{`{"messages":[{"body":"a","delay":"1s","due":"2030-01-01T00:00:00Z"}]}`, 400, api.CodeInvalidArgument, "not both"},
+		{`{"messages":[{"body":"a","body_base64":"YQ=="}]}`, 400, api.CodeInvalidArgument, "not both"},
+		{`{"messages":[{"body_base64":"!!"}]}`, 400, api.CodeInvalidArgument, "base64"},
+		{`{"messages":[{"body":"a","delay":"later"}]}`, 400, api.CodeInvalidArgument, "messages[0].delay"},
+		{`{"messages":[]}`, 400, api.CodeInvalidArgument, "at least one"},
+		{`{"messages":[{"bdy":"a"}]}`, 400, api.CodeInvalidJSON, "messages[0] has an unknown field"},
+		{`{"messages":[{"body":"a","due":"tomorrow"}]}`, 400, api.CodeInvalidArgument, "messages[0].due"},
+	} {
+		e.wantError("POST", "/v1/queues/q/messages", tc.body, tc.status, tc.code, tc.part)
+	}
+	e.wantError("POST", "/v1/queues/missing/messages", `{"messages":[{"body":"a"}]}`, 404, api.CodeQueueNotFound, "missing")
+	if st := e.stats("q"); st.Messages != 0 {
+		t.Fatalf("refused puts wrote %d messages", st.Messages)
+	}
+	var put api.PutResponse
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"hello"},{"body_base64":"/wA="},{"delay":"1h"}]}`, 201, &put)
+	if len(put.IDs) != 3 {
+		t.Fatalf("put = %+v", put)
+	}
+	if st := e.stats("q"); st.Messages != 3 {
+		t.Fatalf("%d messages stored, want 3", st.Messages)
+	}
+}
+
+func TestQueueReceiveSettle(t *testing.T) {
+	t.Parallel()
+	e, clk := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4,"visibility_timeout":"10s","max_deliveries":2}`, 201, nil)
+	var put api.PutResponse
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body_base64":"/wA="},{"body":"c"}]}`, 201, &put)
+
+	var rcv api.ReceiveResponse
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":10}`, 200, &rcv)
+	if len(rcv.Messages) != 0 {
+		t.Fatalf("received %d from the producers' own window", len(rcv.Messages))
+	}
+	clk.Advance(2 * time.Minute)
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":10}`, 200, &rcv)
+	if len(rcv.Messages) != 3 {
+		t.Fatalf("received %d, want 3", len(rcv.Messages))
+	}
+	a, bin, c := rcv.Messages[0], rcv.Messages[1], rcv.Messages[2]
+	if a.ID != put.IDs[0] || a.Body != "a" || a.Attempt != 1 || a.Receipt == "" ||
+		!a.VisibleUntil.Equal(clk.Now().Add(10*time.Second)) {
+		t.Errorf("first delivery = %+v", a)
+	}
+	if bin.Body != "" || bin.BodyBase64 != "/wA=" {
+		t.Errorf("binary body came back as %q / %q", bin.Body, bin.BodyBase64)
+	}
+
+	var ack api.AckResponse
+	e.mustJSON("POST", "/v1/queues/q/ack", `{"receipts":["`+a.Receipt+`"]}`, 200, &ack)
+	if ack.Acknowledged != 1 {
+		t.Errorf("ack = %+v", ack)
+	}
+	var rel api.ReleaseResponse
+	e.mustJSON("POST", "/v1/queues/q/release", `{"receipts":["`+bin.Receipt+`","`+bin.Receipt+`"]}`, 200, &rel)
+	if rel.Released != 1 || rel.Stale != 1 {
+		t.Errorf("release = %+v", rel)
+	}
+	var nack api.NackResponse
+	e.mustJSON("POST", "/v1/queues/q/nack", `{"receipt":"`+c.Receipt+`","error":"downstream 502"}`, 200, &nack)
+	if nack.Dead {
+		t.Errorf("first failure moved the message to the dead letters")
+	}
+	e.wantError("POST", "/v1/queues/q/nack", `{"receipt":"1.2.3"}`, 400, api.CodeInvalidArgument, "receipt")
+	e.wantError("POST", "/v1/queues/q/nack", `{}`, 400, api.CodeInvalidArgument, "receipt")
+	e.wantError("POST", "/v1/queues/q/ack", `{"receipts":[]}`, 400, api.CodeInvalidArgument, "at least one")
+
+	// The released message comes back at once; the failed one after its
+	// visibility timeout, and its second failure is its last.
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":10}`, 200, &rcv)
+	if len(rcv.Messages) != 1 || rcv.Messages[0].ID != put.IDs[1] || rcv.Messages[0].Attempt != 1 {
+		t.Fatalf("after release: %+v", rcv.Messages)
+	}
+	e.mustJSON("POST", "/v1/queues/q/ack", `{"receipts":["`+rcv.Messages[0].Receipt+`"]}`, 200, nil)
+	clk.Advance(10 * time.Second)
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":10}`, 200, &rcv)
+	if len(rcv.Messages) != 1 || rcv.Messages[0].ID != put.IDs[2] || rcv.Messages[0].Attempt != 2 {
+		t.Fatalf("after the timeout: %+v", rcv.Messages)
+	}
+	e.wantError("POST", "/v1/queues/q/nack", `{"receipt":"`+c.Receipt+`"}`, 409, api.CodeStaleReceipt, "delivered again")
+	e.mustJSON("POST", "/v1/queues/q/nack", `{"receipt":"`+rcv.Messages[0].Receipt+`","error":"still 502"}`, 200, &nack)
+	if !nack.Dead {
+		t.Errorf("last failure did not move the message to the dead letters")
+	}
+	var dead api.DeadLetterList
+	e.mustJSON("GET", "/v1/queues/q/dead", "", 200, &dead)
+	if len(dead.DeadLetters) != 1 || dead.DeadLetters[0].ID != put.IDs[2] || dead.DeadLetters[0].Body != "c" ||
+		dead.DeadLetters[0].LastError != "delivery 2: still 502" || dead.DeadLetters[0].Deliveries != 2 {
+		t.Fatalf("dead letters = %+v", dead)
+	}
+	e.wantError("GET", "/v1/queues/q/dead?limit=0", "", 400, api.CodeInvalidArgument, "limit")
+	e.wantError("POST", "/v1/queues/q/dead/requeue", `{"ids":["nope"]}`, 400, api.CodeInvalidArgument, "ids[0]")
+	var req api.RequeueResponse
+	e.mustJSON("POST", "/v1/queues/q/dead/requeue", ``, 200, &req)
+	if len(req.Requeued) != 1 || req.Requeued[0] != put.IDs[2] {
+		t.Fatalf("requeue = %+v", req)
+	}
+	clk.Advance(2 * time.Minute)
+	e.mustJSON("POST", "/v1/queues/q/receive", ``, 200, &rcv)
+	if len(rcv.Messages) != 1 || rcv.Messages[0].ID != put.IDs[2] || rcv.Messages[0].Attempt != 1 {
+		t.Fatalf("after requeue: %+v", rcv.Messages)
+	}
+}
+
+func TestQueueReceiveValidationAndWait(t *testing.T) {
+	t.Parallel()
+	e, _ := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4}`, 201, nil)
+	e.wantError("POST", "/v1/queues/q/receive", `{"max":101}`, 400, api.CodeInvalidArgument, "max")
+	e.wantError("POST", "/v1/queues/q/receive", `{"max":-1}`, 400, api.CodeInvalidArgument, "max")
+	e.wantError("POST", "/v1/queues/q/receive", `{"wait":"21s"}`, 400, api.CodeInvalidArgument, "wait")
+	e.wantError("POST", "/v1/queues/q/receive", `{"wait":"-1s"}`, 400, api.CodeInvalidArgument, "wait")
+	e.wantError("POST", "/v1/queues/nope/receive", ``, 404, api.CodeQueueNotFound, "nope")
+	start := time.Now()
+	var rcv api.ReceiveResponse
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"wait":"300ms"}`, 200, &rcv)
+	if el := time.Since(start); len(rcv.Messages) != 0 || el < 300*time.Millisecond || el > 5*time.Second {
+		t.Fatalf("waiting receive: %d messages after %v", len(rcv.Messages), el)
+	}
+	if rcv.Messages == nil {
+		t.Error("an empty receive must answer [] rather than null")
+	}
+}
+
+func TestQueueStatsAndMetrics(t *testing.T) {
+	t.Parallel()
+	e, clk := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body":"b"},{"body":"later","delay":"1h"}]}`, 201, nil)
+	clk.Advance(2 * time.Minute)
+	var rcv api.ReceiveResponse
+	e.mustJSON("POST", "/v1/queues/q/receive", ``, 200, &rcv) // one in flight; the lease kept for the other
+	clk.Advance(3 * time.Second)
+	st := e.stats("q")
+	if st.Messages != 3 || st.Due != 2 || st.InFlight != 1 || len(st.Shards) != 4 {
+		t.Fatalf("stats = %+v", st)
+	}
+	var held *api.ShardStats
+	for i := range st.Shards {
+		if st.Shards[i].Holder != "" {
+			held = &st.Shards[i]
+		}
+	}
+	if held == nil || held.Messages != 3 || held.Behind != 2 || held.LeaseAgeSeconds != 3 {
+		t.Fatalf("leased shard = %+v", held)
+	}
+	r := e.do("GET", "/metrics", "")
+	text := string(r.body)
+	for _, want := range []string{
+		fmt.Sprintf(`abacus_queue_messages{queue="q",shard="%d"} 3`, held.Shard),
+		fmt.Sprintf(`abacus_queue_due_messages{queue="q",shard="%d"} 2`, held.Shard),
+		fmt.Sprintf(`abacus_queue_in_flight_messages{queue="q",shard="%d"} 1`, held.Shard),
+		fmt.Sprintf(`abacus_queue_lease_age_seconds{holder=%q,queue="q",shard="%d"} 3`, held.Holder, held.Shard),
+		"abacus_queue_put_total 3",
+		"abacus_queue_delivered_total 1",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func TestQueueConsumersStopOnShutdown(t *testing.T) {
+	t.Parallel()
+	e, clk := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body":"b"}]}`, 201, nil)
+	clk.Advance(2 * time.Minute)
+	e.mustJSON("POST", "/v1/queues/q/receive", ``, 200, nil)
+	if err := e.srv.queues.stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range e.stats("q").Shards {
+		if sh.Holder != "" {
+			t.Fatalf("shard %d still leased after the consumers stopped", sh.Shard)
+		}
+	}
+	e.wantError("POST", "/v1/queues/q/receive", ``, 503, api.CodeUnavailable, "shutting down")
+}
+
+func TestQueueWireNames(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{api.CreateQueueRequest{Name: "q", Shards: 4}, `{"name":"q","shards":4}`},
+		{api.PutMessage{Body: "b", Delay: "1s"}, `{"body":"b","delay":"1s"}`},
+		{api.AckResponse{Acknowledged: 2}, `{"acknowledged":2}`},
+		{api.ReleaseResponse{Released: 1}, `{"released":1,"stale":0}`},
+		{api.NackRequest{Receipt: "r", Error: "e"}, `{"receipt":"r","error":"e"}`},
+	} {
+		b, err := json.Marshal(tc.v)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("%T encodes as %s, want %s", tc.v, b, tc.want)
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package client_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/client"
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/server"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// queueBackend is a real server whose library client runs on a manual clock.
+func queueBackend(t *testing.T) (*client.Client, *clock.Manual) {
+	t.Helper()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewManual(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
+	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Client: lib, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		_ = lib.Stop(context.Background())
+		_ = drv.Close()
+	})
+	c, err := client.New(ts.URL, client.WithRetries(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, clk
+}
+
+func TestQueueRoundTrip(t *testing.T) {
+	t.Parallel()
+	c, clk := queueBackend(t)
+	ctx := context.Background()
+	q, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "mail/outbox", Shards: 4, MaxDeliveries: 2, VisibilityTimeout: "5s"})
+	if err != nil || q.Name != "mail/outbox" || q.Shards != 4 {
+		t.Fatalf("CreateQueue = %+v, %v", q, err)
+	}
+	if _, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "mail/outbox"}); !client.IsCode(err, api.CodeQueueExists) {
+		t.Fatalf("second CreateQueue: %v", err)
+	}
+	if _, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "tiny", Shards: 2}); !client.IsCode(err, api.CodeInvalidArgument) {
+		t.Fatalf("2 shards: %v", err)
+	}
+	if _, err := c.Queue(ctx, "nope"); !client.IsCode(err, api.CodeQueueNotFound) {
+		t.Fatalf("Queue(nope): %v", err)
+	}
+	if _, err := c.Put(ctx, "", api.PutMessage{Body: "x"}); !client.IsCode(err, api.CodeInvalidArgument) {
+		t.Fatalf("Put to an unnamed queue: %v", err)
+	}
+	if list, err := c.Queues(ctx); err != nil || len(list) != 1 {
+		t.Fatalf("Queues = %v, %v", list, err)
+	}
+
+	ids, err := c.Put(ctx, "mail/outbox", api.PutMessage{Body: "hello"}, api.PutMessage{Body: "bye", Delay: "1h"})
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("Put = %v, %v", ids, err)
+	}
+	if _, err := c.Put(ctx, "mail/outbox", api.PutMessage{Body: "x", Delay: "-1s"}); !client.IsCode(err, api.CodeInvalidArgument) {
+		t.Fatalf("negative delay: %v", err)
+	}
+	clk.Advance(2 * time.Minute)
+	ds, err := c.Receive(ctx, "mail/outbox", api.ReceiveRequest{Max: 10})
+	if err != nil || len(ds) != 1 || ds[0].ID != ids[0] || ds[0].Body != "hello" {
+		t.Fatalf("Receive = %+v, %v", ds, err)
+	}
+	if dead, err := c.Nack(ctx, "mail/outbox", ds[0].Receipt, "smtp 451"); err != nil || dead {
+		t.Fatalf("Nack = %v, %v", dead, err)
+	}
+	clk.Advance(5 * time.Second)
+	ds, err = c.Receive(ctx, "mail/outbox", api.ReceiveRequest{Max: 10})
+	if err != nil || len(ds) != 1 || ds[0].Attempt != 2 {
+		t.Fatalf("second Receive = %+v, %v", ds, err)
+	}
+	if rel, err := c.Release(ctx, "mail/outbox", ds[0].Receipt); err != nil || rel.Released != 1 {
+		t.Fatalf("Release = %+v, %v", rel, err)
+	}
+	ds, err = c.Receive(ctx, "mail/outbox", api.ReceiveRequest{})
+	if err != nil || len(ds) != 1 || ds[0].Attempt != 2 {
+		t.Fatalf("after release = %+v, %v", ds, err)
+	}
+	if dead, err := c.Nack(ctx, "mail/outbox", ds[0].Receipt, "smtp 550"); err != nil || !dead {
+		t.Fatalf("last Nack = %v, %v", dead, err)
+	}
+	letters, err := c.DeadLetters(ctx, "mail/outbox", 10)
+	if err != nil || len(letters) != 1 || letters[0].LastError != "delivery 2: smtp 550" {
+		t.Fatalf("DeadLetters = %+v, %v", letters, err)
+	}
+	back, err := c.Requeue(ctx, "mail/outbox", letters[0].ID)
+	if err != nil || len(back) != 1 {
+		t.Fatalf("Requeue = %v, %v", back, err)
+	}
+	st, err := c.QueueStats(ctx, "mail/outbox")
+	if err != nil || st.Messages != 2 || len(st.Shards) != 4 {
+		t.Fatalf("QueueStats = %+v, %v", st, err)
+	}
+	clk.Advance(time.Hour)
+	ds, err = c.Receive(ctx, "mail/outbox", api.ReceiveRequest{Max: 10})
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("last Receive = %+v, %v", ds, err)
+	}
+	receipts := []string{ds[0].Receipt, ds[1].Receipt}
+	if err := c.Ack(ctx, "mail/outbox", receipts...); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ack(ctx, "mail/outbox", receipts...); err != nil {
+		t.Fatalf("acking twice: %v", err)
+	}
+	if st, _ := c.QueueStats(ctx, "mail/outbox"); st == nil || st.Messages != 0 {
+		t.Fatalf("left: %+v", st)
+	}
+}

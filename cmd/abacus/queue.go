@@ -1,0 +1,576 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/client"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) queueCmd() *cobra.Command {
+	cmd := groupCmd("queue", "Delay queues: create, put, consume, observe, dead letters", `  abacus queue create jobs --shards 16
+  abacus queue put jobs 'resize image 42' --delay 30s
+  abacus queue consume jobs --exec ./handle.sh
+  abacus queue observe jobs
+  abacus queue dead jobs --requeue-all`)
+	cmd.AddCommand(a.queueCreateCmd(), a.queueListCmd(), a.queuePutCmd(), a.queueConsumeCmd(), a.queueObserveCmd(), a.queueDeadCmd())
+	return cmd
+}
+
+// queueName checks a NAME argument before anything is sent.
+func queueName(name string) error {
+	if name == "" {
+		return usagef("NAME is empty")
+	}
+	return nil
+}
+
+func (a *app) queueCreateCmd() *cobra.Command {
+	var req api.CreateQueueRequest
+	var shardDur, visibility time.Duration
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a delay queue",
+		Long: `Create the delay queue NAME. Its messages are spread over --shards
+partitions, one per time window of --shard-duration: producers write the
+current window's shard and consumers work the one two windows back, so at
+least 4 shards are needed. A message is delivered at most --max-deliveries
+times, each time hidden from other consumers for --visibility-timeout;
+after that it moves to the dead letters. A queue cannot be changed later.`,
+		Example: `  abacus queue create jobs
+  abacus queue create emails --shards 32 --shard-duration 30s --visibility-timeout 2m`,
+		Args: exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := queueName(args[0]); err != nil {
+				return err
+			}
+			if req.Shards < 4 {
+				return usagef("--shards %d: a queue needs at least 4 shards (consumers read two windows behind producers)", req.Shards)
+			}
+			if shardDur <= 0 || visibility <= 0 || req.MaxDeliveries < 1 {
+				return usagef("--shard-duration, --visibility-timeout and --max-deliveries must be positive")
+			}
+			req.Name = args[0]
+			req.ShardDuration, req.VisibilityTimeout = shardDur.String(), visibility.String()
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			q, err := c.CreateQueue(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if a.g.json {
+				return a.printJSON(q)
+			}
+			_, err = fmt.Fprintf(a.stdout, "created queue %s (%d shards of %s, %d deliveries, visibility timeout %s)\n",
+				displayName(q.Name), q.Shards, q.ShardDuration, q.MaxDeliveries, q.VisibilityTimeout)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&req.Shards, "shards", 16, "number of shard partitions (at least 4)")
+	f.DurationVar(&shardDur, "shard-duration", time.Minute, "time window of each shard (whole seconds, 1s to 24h)")
+	f.IntVar(&req.MaxDeliveries, "max-deliveries", 5, "deliveries before a message moves to the dead letters")
+	f.DurationVar(&visibility, "visibility-timeout", 30*time.Second, "how long a delivered message stays hidden from other consumers")
+	return cmd
+}
+
+func (a *app) queueListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "List every queue",
+		Example: "  abacus queue list\n  abacus queue list --json",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			list, err := c.Queues(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if a.g.json {
+				return a.printJSON(api.QueueList{Queues: list})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSHARDS\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED")
+			for _, q := range list {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", displayName(q.Name), q.Shards, q.ShardDuration,
+					q.MaxDeliveries, q.VisibilityTimeout, q.CreatedAt.UTC().Format(time.RFC3339))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func (a *app) queuePutCmd() *cobra.Command {
+	var delay time.Duration
+	var due string
+	cmd := &cobra.Command{
+		Use:   "put NAME BODY [--delay D | --due T]",
+		Short: "Put a message on a queue",
+		Long: `Put the message BODY on the queue NAME and print its id. BODY "-" reads
+the body from standard input. The message is delivered once it is due:
+now, after --delay, or at --due (RFC 3339, for example
+2030-01-01T08:00:00Z; a time in the past means now).
+
+If the outcome is unknown (a timeout, a lost connection) the message may
+or may not be queued; putting it again may queue it twice.`,
+		Example: `  abacus queue put jobs 'resize image 42'
+  abacus queue put jobs 'send reminder' --delay 24h
+  abacus queue put jobs 'open the doors' --due 2030-01-01T08:00:00Z
+  generate-report | abacus queue put reports -`,
+		Args: exactArgs(2, "NAME and BODY"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := queueName(args[0]); err != nil {
+				return err
+			}
+			if delay < 0 {
+				return usagef("--delay %v is negative", delay)
+			}
+			if delay > 0 && due != "" {
+				return usagef("give --delay or --due, not both")
+			}
+			msg := api.PutMessage{Body: args[1]}
+			if delay > 0 {
+				msg.Delay = delay.String()
+			}
+			if due != "" {
+				if _, err := time.Parse(time.RFC3339Nano, due); err != nil {
+					return usagef("--due %q is not an RFC 3339 time such as 2030-01-01T08:00:00Z", due)
+				}
+				msg.Due = due
+			}
+			if args[1] == "-" {
+				b, err := io.ReadAll(os.Stdin)
+				if err != nil {
+					return fmt.Errorf("reading the body from standard input: %w", err)
+				}
+				msg.Body = string(b)
+				if !utf8.Valid(b) {
+					msg.Body, msg.BodyBase64 = "", base64.StdEncoding.EncodeToString(b)
+				}
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ids, err := c.Put(cmd.Context(), args[0], msg)
+			if err != nil {
+				return err
+			}
+			if a.g.json {
+				return a.printJSON(api.PutResponse{IDs: ids})
+			}
+			_, err = fmt.Fprintln(a.stdout, ids[0])
+			return err
+		},
+	}
+	cmd.Flags().DurationVar(&delay, "delay", 0, "deliver no sooner than this from now")
+	cmd.Flags().StringVar(&due, "due", "", "deliver no sooner than this time (RFC 3339)")
+	return cmd
+}
+
+type consumeFlags struct {
+	exec  string
+	max   int
+	batch int
+	wait  time.Duration
+	once  bool
+}
+
+func (a *app) queueConsumeCmd() *cobra.Command {
+	var f consumeFlags
+	cmd := &cobra.Command{
+		Use:   "consume NAME [--exec CMD]",
+		Short: "Take messages from a queue and print them or hand them to a command",
+		Long: `Take due messages from the queue NAME until interrupted.
+
+Without --exec each message body is printed on its own line (with --json,
+the whole delivery as a JSON object per line) and acknowledged.
+
+With --exec each message is handed to CMD, run by /bin/sh -c with the body
+on its standard input and ABACUS_QUEUE, ABACUS_MESSAGE_ID,
+ABACUS_MESSAGE_ATTEMPT and ABACUS_MESSAGE_DUE in its environment. Exit
+status 0 acknowledges the message; any other status (or running past the
+queue's visibility timeout, when the command is killed) reports a failure
+with the end of its standard error, and the message is delivered again
+later, or moves to the dead letters after its last delivery.
+
+Delivery is at least once: a consumer that dies before acknowledging leaves
+its message to be delivered again, so handlers should tolerate repeats.
+SIGINT or SIGTERM stops after the message in hand; messages received but
+not started are given back.`,
+		Example: `  abacus queue consume jobs
+  abacus queue consume jobs --exec 'xargs -0 ./resize.sh'
+  abacus queue consume jobs --once --json > drained.jsonl`,
+		Args: exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := queueName(args[0]); err != nil {
+				return err
+			}
+			if f.max < 0 || f.batch < 1 || f.batch > api.MaxReceive {
+				return usagef("--max must not be negative and --batch must be 1 to %d", api.MaxReceive)
+			}
+			if f.wait < 0 || f.wait > api.MaxReceiveWait {
+				return usagef("--wait must be 0s to %v", api.MaxReceiveWait)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return a.consume(ctx, args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.exec, "exec", "", "hand each message to this shell command; exit status 0 acknowledges it")
+	fl.IntVar(&f.max, "max", 0, "stop after this many messages (0: no limit)")
+	fl.IntVar(&f.batch, "batch", 1, "messages to take per request")
+	fl.DurationVar(&f.wait, "wait", 10*time.Second, "how long each request waits for a message (at most 20s)")
+	fl.BoolVar(&f.once, "once", false, "stop as soon as no message is due")
+	return cmd
+}
+
+func (a *app) consume(ctx context.Context, queue string, f consumeFlags) error {
+	// A receive may wait on the server; give it that long on top of the
+	// usual time limit.
+	c, err := client.New(a.g.server, client.WithTimeout(a.g.timeout+f.wait), client.WithRetries(a.g.retries))
+	if err != nil {
+		return usagef("--server: %v", err)
+	}
+	q, err := c.Queue(ctx, queue)
+	if err != nil {
+		return err
+	}
+	visibility, _ := time.ParseDuration(q.VisibilityTimeout)
+	handled := 0
+	// Settling uses its own context: a message in hand is settled even
+	// when the user interrupts.
+	settle := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), a.g.timeout)
+	}
+	for ctx.Err() == nil && (f.max == 0 || handled < f.max) {
+		want := f.batch
+		if f.max > 0 {
+			want = min(want, f.max-handled)
+		}
+		wait := f.wait
+		if f.once {
+			wait = 0
+		}
+		ds, err := c.Receive(ctx, queue, api.ReceiveRequest{Max: want, Wait: wait.String()})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if len(ds) == 0 && f.once {
+			return nil
+		}
+		for i, d := range ds {
+			if ctx.Err() != nil {
+				// Interrupted: give back what was not started.
+				rest := make([]string, 0, len(ds)-i)
+				for _, r := range ds[i:] {
+					rest = append(rest, r.Receipt)
+				}
+				sctx, cancel := settle()
+				_, err := c.Release(sctx, queue, rest...)
+				cancel()
+				return err
+			}
+			if err := a.handle(ctx, c, queue, d, f.exec, visibility, settle); err != nil {
+				return err
+			}
+			handled++
+		}
+	}
+	return nil
+}
+
+// handle processes one delivery and settles it.
+func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.Delivery, command string, visibility time.Duration, settle func() (context.Context, context.CancelFunc)) error {
+	body := []byte(d.Body)
+	if d.BodyBase64 != "" {
+		b, err := base64.StdEncoding.DecodeString(d.BodyBase64)
+		if err != nil {
+			return fmt.Errorf("message %s: undecodable body: %w", d.ID, err)
+		}
+		body = b
+	}
+	if command == "" {
+		var err error
+		if a.g.json {
+			err = a.printJSON(d)
+		} else {
+			_, err = fmt.Fprintf(a.stdout, "%s\n", body)
+		}
+		if err != nil {
+			return err
+		}
+		sctx, cancel := settle()
+		defer cancel()
+		return c.Ack(sctx, queue, d.Receipt)
+	}
+	failure := runHandler(ctx, command, queue, d, body, visibility, a.stdout)
+	sctx, cancel := settle()
+	defer cancel()
+	if failure == "" {
+		return c.Ack(sctx, queue, d.Receipt)
+	}
+	dead, err := c.Nack(sctx, queue, d.Receipt, failure)
+	if client.IsCode(err, api.CodeStaleReceipt) {
+		fmt.Fprintf(a.stderr, "abacus: message %s: %s; it was already delivered again\n", d.ID, failure)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	note := "it will be delivered again"
+	if dead {
+		note = "it moved to the dead letters"
+	}
+	fmt.Fprintf(a.stderr, "abacus: message %s (attempt %d): %s; %s\n", d.ID, d.Attempt, failure, note)
+	return nil
+}
+
+// runHandler runs the command on one message and returns "" on success or
+// a one-line description of the failure. The command's standard output
+// goes to ours; the end of its standard error goes into the failure.
+func runHandler(ctx context.Context, command, queue string, d api.Delivery, body []byte, visibility time.Duration, stdout io.Writer) string {
+	// Interrupting the consumer lets the command finish; only running past
+	// the visibility timeout kills it, since the message is then handed
+	// out again anyway.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(visibility, time.Second))
+	defer cancel()
+	cmd := exec.CommandContext(rctx, "/bin/sh", "-c", command)
+	cmd.Stdin = bytes.NewReader(body)
+	cmd.Stdout = stdout
+	var stderr tailBuffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(),
+		"ABACUS_QUEUE="+queue,
+		"ABACUS_MESSAGE_ID="+d.ID,
+		"ABACUS_MESSAGE_ATTEMPT="+strconv.Itoa(d.Attempt),
+		"ABACUS_MESSAGE_DUE="+d.Due.UTC().Format(time.RFC3339Nano),
+	)
+	err := cmd.Run()
+	if err == nil {
+		return ""
+	}
+	msg := err.Error()
+	if errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		msg = fmt.Sprintf("killed after the visibility timeout of %v", visibility)
+	}
+	if tail := stderr.lastLine(); tail != "" {
+		msg += ": " + tail
+	}
+	return msg
+}
+
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	const keep = 4 << 10
+	t.b = append(t.b, p...)
+	if len(t.b) > keep {
+		t.b = t.b[len(t.b)-keep:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) lastLine() string {
+	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	return oneLine(lines[len(lines)-1])
+}
+
+func (a *app) queueObserveCmd() *cobra.Command {
+	var interval time.Duration
+	var once bool
+	cmd := &cobra.Command{
+		Use:   "observe NAME",
+		Short: "Show a queue's shards: messages, due, in flight, lease holders",
+		Long: `Show, for each shard of the queue NAME, how many messages it holds, how
+many are due, how many are being handled, and which consumer holds its
+lease and since when. The producers' current shard is marked "producing",
+the one consumers work "consuming". The table is refreshed every
+--interval until interrupted (redrawn in place on a terminal); --once
+prints it once. Counting reads every shard whole, so keep the interval
+modest on large queues.`,
+		Example: `  abacus queue observe jobs
+  abacus queue observe jobs --once --json`,
+		Args: exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := queueName(args[0]); err != nil {
+				return err
+			}
+			if interval < 100*time.Millisecond {
+				return usagef("--interval must be at least 100ms")
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			tty := isTerminal(a.stdout)
+			for first := true; ; first = false {
+				st, err := c.QueueStats(ctx, args[0])
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				switch {
+				case a.g.json:
+					err = a.printJSON(st)
+				default:
+					if tty {
+						fmt.Fprint(a.stdout, "\x1b[H\x1b[2J") // home, clear screen
+					} else if !first {
+						fmt.Fprintln(a.stdout)
+					}
+					err = a.observeTable(st)
+				}
+				if err != nil || once {
+					return err
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(interval):
+				}
+			}
+		},
+	}
+	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "time between refreshes")
+	cmd.Flags().BoolVar(&once, "once", false, "print once and exit")
+	return cmd
+}
+
+func (a *app) observeTable(st *api.QueueStats) error {
+	fmt.Fprintf(a.stdout, "queue %s: %d messages, %d due, %d in flight (%s)\n",
+		displayName(st.Queue), st.Messages, st.Due, st.InFlight, st.At.UTC().Format(time.RFC3339))
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "SHARD\tWINDOW\tBEHIND\tMESSAGES\tDUE\tIN FLIGHT\t LEASE\t")
+	for _, s := range st.Shards {
+		role := ""
+		switch s.Behind {
+		case 0:
+			role = " producing"
+		case 2:
+			role = " consuming"
+		}
+		lease := "-"
+		if s.Holder != "" {
+			lease = fmt.Sprintf("%s for %s", displayName(s.Holder), (time.Duration(s.LeaseAgeSeconds * float64(time.Second))).Round(time.Second))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d%s\t%d\t%d\t%d\t %s\t\n", s.Shard, s.Window, s.Behind, role, s.Messages, s.Due, s.InFlight, lease)
+	}
+	return tw.Flush()
+}
+
+// isTerminal reports whether w is a character device (a terminal), where
+// the observer redraws in place.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func (a *app) queueDeadCmd() *cobra.Command {
+	var limit int
+	var requeue []string
+	var requeueAll bool
+	cmd := &cobra.Command{
+		Use:   "dead NAME [--requeue ID]... [--requeue-all]",
+		Short: "List a queue's dead letters, or put them back",
+		Long: `List the dead letters of the queue NAME: messages that were delivered
+as often as the queue allows without being acknowledged, with their last
+error. --requeue ID puts one back on the queue (repeat it for more),
+--requeue-all puts back every one; requeued messages are due at once and
+start with a fresh delivery count.`,
+		Example: `  abacus queue dead jobs
+  abacus queue dead jobs --requeue 6ba7b810-9dad-11d1-80b4-00c04fd430c8
+  abacus queue dead jobs --requeue-all`,
+		Args: exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := queueName(args[0]); err != nil {
+				return err
+			}
+			if limit < 1 || limit > 1000 {
+				return usagef("--limit must be 1 to 1000")
+			}
+			if requeueAll && len(requeue) > 0 {
+				return usagef("give --requeue or --requeue-all, not both")
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			if requeueAll || len(requeue) > 0 {
+				done, err := c.Requeue(cmd.Context(), args[0], requeue...)
+				if err != nil {
+					return err
+				}
+				if a.g.json {
+					return a.printJSON(api.RequeueResponse{Requeued: done})
+				}
+				_, err = fmt.Fprintf(a.stdout, "requeued %d message(s)\n", len(done))
+				return err
+			}
+			list, err := c.DeadLetters(cmd.Context(), args[0], limit)
+			if err != nil {
+				return err
+			}
+			if a.g.json {
+				return a.printJSON(api.DeadLetterList{DeadLetters: list})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tDIED\tDELIVERIES\tLAST ERROR\tBODY")
+			for _, l := range list {
+				body := l.Body
+				if l.BodyBase64 != "" {
+					body = "base64:" + l.BodyBase64
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.ID, l.DiedAt.UTC().Format(time.RFC3339), l.Deliveries,
+					clipText(l.LastError, 60), clipText(body, 40))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 100, "list at most this many")
+	cmd.Flags().StringSliceVar(&requeue, "requeue", nil, "put the dead letter with this id back on the queue")
+	cmd.Flags().BoolVar(&requeueAll, "requeue-all", false, "put every dead letter back on the queue")
+	return cmd
+}
+
+// clipText shortens s to one line of at most n runes for a table cell.
+func clipText(s string, n int) string {
+	s = oneLine(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

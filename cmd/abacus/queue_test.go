@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/server"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// newQueueTestServer is newTestServer with the library on a manual clock,
+// so that shard windows pass without waiting.
+func newQueueTestServer(t *testing.T) (*testServer, *clock.Manual) {
+	t.Helper()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.NewManual(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
+	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Client: lib, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{lib: lib}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		srv.Handler().ServeHTTP(w, r)
+	}))
+	s.url = ts.URL
+	t.Cleanup(func() {
+		ts.Close()
+		_ = lib.Stop(context.Background())
+		_ = drv.Close()
+	})
+	return s, clk
+}
+
+func (s *testServer) queueMessages(t *testing.T, queue string) int {
+	t.Helper()
+	o, err := s.lib.Queues().Observe(context.Background(), queue)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o.Messages
+}
+
+func TestQueueCLI(t *testing.T) {
+	t.Parallel()
+	s, clk := newQueueTestServer(t)
+	if r := s.cli("queue", "create", "jobs", "--shards", "4", "--visibility-timeout", "10s", "--max-deliveries", "2"); r.code != 0 ||
+		!strings.Contains(r.stdout, "created queue jobs (4 shards of 1m0s, 2 deliveries, visibility timeout 10s)") {
+		t.Fatalf("create: %+v", r)
+	}
+	if r := s.cli("queue", "list"); r.code != 0 || !strings.Contains(r.stdout, "jobs") {
+		t.Fatalf("list: %+v", r)
+	}
+	var ids []string
+	for _, body := range []string{"first", "second"} {
+		r := s.cli("queue", "put", "jobs", body)
+		if r.code != 0 || len(strings.TrimSpace(r.stdout)) != 36 {
+			t.Fatalf("put: %+v", r)
+		}
+		ids = append(ids, strings.TrimSpace(r.stdout))
+	}
+	if r := s.cli("queue", "put", "jobs", "later", "--delay", "1h", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"ids"`) {
+		t.Fatalf("put --delay: %+v", r)
+	}
+	if r := s.cli("queue", "put", "jobs", "dated", "--due", "2026-03-14T12:00:00Z"); r.code != 0 {
+		t.Fatalf("put --due: %+v", r)
+	}
+
+	// Nothing is due inside the producers' own window.
+	if r := s.cli("queue", "consume", "jobs", "--once"); r.code != 0 || r.stdout != "" {
+		t.Fatalf("early consume: %+v", r)
+	}
+	clk.Advance(2 * time.Minute)
+	r := s.cli("queue", "observe", "jobs", "--once")
+	for _, want := range []string{"queue jobs: 4 messages, 2 due, 0 in flight", "producing", "consuming", "SHARD", "IN FLIGHT"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Fatalf("observe lacks %q: %+v", want, r)
+		}
+	}
+	var st api.QueueStats
+	if r := s.cli("queue", "observe", "jobs", "--once", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil || st.Due != 2 {
+		t.Fatalf("observe --json: %+v", r)
+	}
+
+	r = s.cli("queue", "consume", "jobs", "--once", "--batch", "10")
+	if r.code != 0 || r.stdout != "first\nsecond\n" {
+		t.Fatalf("consume: %+v", r)
+	}
+	if n := s.queueMessages(t, "jobs"); n != 2 {
+		t.Fatalf("%d messages left, want the two not yet due", n)
+	}
+}
+
+func TestQueueCLIExec(t *testing.T) {
+	t.Parallel()
+	s, clk := newQueueTestServer(t)
+	if r := s.cli("queue", "create", "jobs", "--shards", "4", "--max-deliveries", "2", "--visibility-timeout", "5s"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	for _, body := range []string{"alpha", "beta"} {
+		if r := s.cli("queue", "put", "jobs", body); r.code != 0 {
+			t.Fatalf("put: %+v", r)
+		}
+	}
+	clk.Advance(2 * time.Minute)
+	out := filepath.Join(t.TempDir(), "handled")
+	// The handler sees the body on stdin and the message in its environment.
+	handler := `cat >> ` + out + `; echo " $ABACUS_QUEUE $ABACUS_MESSAGE_ATTEMPT" >> ` + out
+	r := s.cli("queue", "consume", "jobs", "--once", "--exec", handler)
+	if r.code != 0 {
+		t.Fatalf("consume --exec: %+v", r)
+	}
+	got, _ := os.ReadFile(out)
+	if string(got) != "alpha jobs 1\nbeta jobs 1\n" {
+		t.Fatalf("handler saw %q", got)
+	}
+	if n := s.queueMessages(t, "jobs"); n != 0 {
+		t.Fatalf("%d messages left after successful handling", n)
+	}
+
+	// A failing handler: the message comes back, then goes to the dead
+	// letters with the handler's complaint.
+	if r := s.cli("queue", "put", "jobs", "poison"); r.code != 0 {
+		t.Fatalf("put: %+v", r)
+	}
+	clk.Advance(2 * time.Minute)
+	fail := `echo "cannot parse $(cat)" >&2; exit 3`
+	r = s.cli("queue", "consume", "jobs", "--once", "--exec", fail)
+	if r.code != 0 || !strings.Contains(r.stderr, "exit status 3: cannot parse poison") || !strings.Contains(r.stderr, "delivered again") {
+		t.Fatalf("failing handler: %+v", r)
+	}
+	clk.Advance(5 * time.Second)
+	r = s.cli("queue", "consume", "jobs", "--once", "--exec", fail)
+	if r.code != 0 || !strings.Contains(r.stderr, "(attempt 2)") || !strings.Contains(r.stderr, "dead letters") {
+		t.Fatalf("last failure: %+v", r)
+	}
+	r = s.cli("queue", "dead", "jobs")
+	if r.code != 0 || !strings.Contains(r.stdout, "delivery 2: exit status 3: cannot parse poison") || !strings.Contains(r.stdout, "poison") {
+		t.Fatalf("dead: %+v", r)
+	}
+	if r := s.cli("queue", "dead", "jobs", "--requeue-all"); r.code != 0 || r.stdout != "requeued 1 message(s)\n" {
+		t.Fatalf("requeue: %+v", r)
+	}
+	clk.Advance(2 * time.Minute)
+	if r := s.cli("queue", "consume", "jobs", "--once"); r.code != 0 || r.stdout != "poison\n" {
+		t.Fatalf("after requeue: %+v", r)
+	}
+}
+
+// Bad input is refused before anything is sent (exit 2), or by the
+// server (exit 1) with nothing written.
+func TestQueueCLIBadInput(t *testing.T) {
+	t.Parallel()
+	s, _ := newQueueTestServer(t)
+	for _, args := range [][]string{
+		{"queue", "create", "q", "--shards", "3"},
+		{"queue", "create", ""},
+		{"queue", "put", "q", "x", "--delay", "-5s"},
+		{"queue", "put", "q", "x", "--delay", "1s", "--due", "2030-01-01T00:00:00Z"},
+		{"queue", "put", "q", "x", "--due", "tomorrow"},
+		{"queue", "put", "q"},
+		{"queue", "consume", "q", "--batch", "0"},
+		{"queue", "observe", "q", "--interval", "1ms"},
+		{"queue", "dead", "q", "--requeue", "x", "--requeue-all"},
+	} {
+		before := s.requests.Load()
+		r := s.cli(args...)
+		if r.code != exitUsage {
+			t.Errorf("%v: exit %d, want %d (%s)", args, r.code, exitUsage, r.stderr)
+		}
+		r.oneLineError(t)
+		if s.requests.Load() != before {
+			t.Errorf("%v sent a request", args)
+		}
+	}
+	if r := s.cli("queue", "create", "q", "--shards", "4"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"queue", "put", "nope", "x"}, "queue not found"},
+		{[]string{"queue", "consume", "nope"}, "queue not found"},
+		{[]string{"queue", "put", "q", strings.Repeat("x", 70_000)}, "the limit is 65536"},
+		{[]string{"queue", "create", "q"}, "already exists"},
+		{[]string{"queue", "dead", "q", "--requeue", "not-an-id"}, "ids[0]"},
+	} {
+		r := s.cli(tc.args...)
+		if r.code != exitError || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%.60v: %+v, want exit 1 mentioning %q", tc.args, r, tc.want)
+		}
+	}
+	if n := s.queueMessages(t, "q"); n != 0 {
+		t.Fatalf("refused puts wrote %d messages", n)
+	}
+}

@@ -49,6 +49,11 @@ type lease struct {
 	renewedAt time.Time // when it was last written (real time, monotonic)
 	floor     time.Time // the floor as this consumer knows it
 	stored    time.Time // the floor last written
+	// cursor is the last message this lease handed out. While messages
+	// keep coming, reads start after it instead of at the floor, so they do
+	// not page through everything still in flight; when nothing follows it,
+	// a read from the floor picks up messages that became visible again.
+	cursor *driver.MessageKey
 }
 
 // NewConsumer returns a consumer of cfg.Queue, which must exist.
@@ -191,7 +196,7 @@ func (c *Consumer) takeNext(ctx context.Context, now time.Time) (bool, error) {
 		if st.Holder != "" && st.Holder != c.cfg.Name {
 			continue // someone else is working it
 		}
-		page, first, _, err := c.scan(ctx, now, s, st.Floor, false)
+		page, first, _, err := c.scan(ctx, now, s, st.Floor, false, nil)
 		if err != nil {
 			return false, err
 		}
@@ -224,12 +229,18 @@ func hasDeliverable(ms []driver.Message, now time.Time) bool {
 // earliest live message seen, or, when none was seen, the end of the range
 // (or where reading stopped, if it stopped early). full reports that
 // reading stopped at a full page, so more rows may follow.
-func (c *Consumer) scan(ctx context.Context, now time.Time, s int, floor time.Time, withBody bool) (_ *driver.MessagePage, first time.Time, full bool, _ error) {
+//
+// With a start key the read begins just after it instead, and first means
+// nothing (rows below start were not read).
+func (c *Consumer) scan(ctx context.Context, now time.Time, s int, floor time.Time, withBody bool, start *driver.MessageKey) (_ *driver.MessagePage, first time.Time, full bool, _ error) {
 	const maxPages = 10
 	from, deep := c.readFrom(now, s, floor)
 	to := c.readTo(now, s)
 	out := &driver.MessagePage{}
 	var after *driver.MessageKey // the last row of the previous page
+	if start != nil {
+		from, deep, after = start.Due, false, start
+	}
 	for page := 0; ; page++ {
 		p, err := c.svc.store.ReadMessages(ctx, &driver.ReadMessagesParams{
 			Queue: c.q.Name, Shard: s, From: from, To: to, Limit: c.cfg.BatchSize, WithBody: withBody,
@@ -398,18 +409,35 @@ func (c *Consumer) releaseLease(ctx context.Context) {
 // reports that the shard may hold further deliverable messages.
 func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*Delivery, more bool, _ error) {
 	l := c.lease
-	page, first, full, err := c.scan(ctx, now, l.shard, l.floor, true)
-	if err != nil {
-		return nil, false, err
-	}
-	if len(page.Fragments) > 0 {
-		// Leftovers of updates that lost a race with their message's
-		// delete; they hold no message.
-		if err := c.svc.store.DeleteMessages(ctx, &driver.DeleteMessagesParams{Queue: c.q.Name, Keys: page.Fragments}); err != nil {
-			c.log.Debug("queue: deleting fragments failed", "shard", l.shard, "err", err)
+	var (
+		page *driver.MessagePage
+		full bool
+		err  error
+	)
+	if l.cursor != nil {
+		page, _, full, err = c.scan(ctx, now, l.shard, l.floor, true, l.cursor)
+		if err != nil {
+			return nil, false, err
+		}
+		if !hasDeliverable(page.Messages, now) {
+			l.cursor = nil
 		}
 	}
-	l.floor = c.advanceFloor(ctx, l.shard, l.stored, first, l)
+	if l.cursor == nil {
+		var first time.Time
+		page, first, full, err = c.scan(ctx, now, l.shard, l.floor, true, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(page.Fragments) > 0 {
+			// Leftovers of updates that lost a race with their message's
+			// delete; they hold no message.
+			if err := c.svc.store.DeleteMessages(ctx, &driver.DeleteMessagesParams{Queue: c.q.Name, Keys: page.Fragments}); err != nil {
+				c.log.Debug("queue: deleting fragments failed", "shard", l.shard, "err", err)
+			}
+		}
+		l.floor = c.advanceFloor(ctx, l.shard, l.stored, first, l)
+	}
 
 	var dead []driver.DeadLetter
 	var marks []driver.Message
@@ -456,6 +484,8 @@ func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*De
 	for i, m := range marks {
 		out[i] = &Delivery{svc: c.svc, q: c.q, msg: m, retryDelay: c.cfg.RetryDelay}
 	}
+	last := marks[len(marks)-1].MessageKey
+	l.cursor = &last
 	c.svc.stats.Delivered.Add(int64(len(out)))
 	return out, more || full, nil
 }
@@ -488,6 +518,10 @@ func (c *Consumer) Start(ctx context.Context) error {
 	return nil
 }
 
+// gatherWait is how long the receive loop waits for more idle handlers
+// once it has fewer than half of them.
+const gatherWait = 2 * time.Millisecond
+
 func (c *Consumer) loop(ctx, handlerCtx context.Context) {
 	defer close(c.loopDone)
 	slots := make(chan struct{}, c.cfg.Concurrency)
@@ -508,16 +542,30 @@ func (c *Consumer) loop(ctx, handlerCtx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+		// Each receive costs a read and a write whatever its size, so
+		// when handlers are finishing one by one, wait a moment to take
+		// several at once.
 		free := 1
+		gather := time.NewTimer(gatherWait)
 	fill:
 		for free < c.cfg.Concurrency {
+			if free >= c.cfg.Concurrency/2 {
+				select {
+				case slots <- struct{}{}:
+					free++
+					continue
+				default:
+					break fill
+				}
+			}
 			select {
 			case slots <- struct{}{}:
 				free++
-			default:
+			case <-gather.C:
 				break fill
 			}
 		}
+		gather.Stop()
 		ds, err := c.Receive(ctx, free)
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("queue: receiving failed", "err", err)

@@ -40,6 +40,21 @@ func lockShard(queue string, shard int) func() {
 	return mu.Unlock
 }
 
+// Writes made under a shard lock are applied without waiting for the
+// disk (pebble.NoSync), and made durable with syncWAL after the lock is
+// released: the lock orders them, the sync acknowledges them. Holding the
+// lock across an fsync would let only one write per shard reach the disk
+// at a time, while concurrent syncs outside it share one fsync.
+
+// syncWAL waits until everything committed so far is on disk (unless the
+// store runs with NoSync).
+func (d *Driver) syncWAL() error {
+	if d.writeOpts == pebble.NoSync {
+		return nil
+	}
+	return d.db.LogData(nil, pebble.Sync)
+}
+
 // leaseNow is the store's clock for lease expiry: real time, like the
 // server-side TTLs of Cassandra, whatever clock the caller uses for due
 // times.
@@ -281,6 +296,9 @@ func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesPar
 			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, shard, err)
 		}
 	}
+	if err := d.syncWAL(); err != nil {
+		return fmt.Errorf("embedded: %s in %q: %w", op, p.Queue, err)
+	}
 	return nil
 }
 
@@ -301,7 +319,7 @@ func (d *Driver) updateShard(queue string, shard int, ups []driver.Message) erro
 			return err
 		}
 	}
-	return b.Commit(d.writeOpts)
+	return b.Commit(pebble.NoSync)
 }
 
 // DeleteMessages implements driver.Queues.
@@ -322,11 +340,14 @@ func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesPar
 					return err
 				}
 			}
-			return b.Commit(d.writeOpts)
+			return b.Commit(pebble.NoSync)
 		}()
 		if err != nil {
 			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, shard, err)
 		}
+	}
+	if err := d.syncWAL(); err != nil {
+		return fmt.Errorf("embedded: %s in %q: %w", op, p.Queue, err)
 	}
 	return nil
 }
@@ -372,10 +393,16 @@ func (d *Driver) changeShard(ctx context.Context, op, queue string, shard int, c
 		return err
 	}
 	defer d.mu.RUnlock()
-	defer lockShard(queue, shard)()
-	s, err := d.readShardState(queue, shard)
-	if err == nil && change(s) {
-		err = d.db.Set(shardStateKey(queue, shard), encodeShardState(s), d.writeOpts)
+	wrote, err := func() (bool, error) {
+		defer lockShard(queue, shard)()
+		s, err := d.readShardState(queue, shard)
+		if err != nil || !change(s) {
+			return false, err
+		}
+		return true, d.db.Set(shardStateKey(queue, shard), encodeShardState(s), pebble.NoSync)
+	}()
+	if err == nil && wrote {
+		err = d.syncWAL()
 	}
 	if err != nil {
 		return fmt.Errorf("embedded: %s on shard %d of %q: %w", op, shard, queue, err)
@@ -526,11 +553,14 @@ func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) err
 					return err
 				}
 			}
-			return b.Commit(d.writeOpts)
+			return b.Commit(pebble.NoSync)
 		}()
 		if err != nil {
 			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, shard, err)
 		}
+	}
+	if err := d.syncWAL(); err != nil {
+		return fmt.Errorf("embedded: %s in %q: %w", op, p.Queue, err)
 	}
 	return nil
 }

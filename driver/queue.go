@@ -250,6 +250,10 @@ type SetFloorParams struct {
 type ShardStatsParams struct {
 	Queue string
 	Shard int
+	// From is the lowest due time counted: the shard's floor less the clock
+	// skew allowance skips the tombstones of everything consumed, which on
+	// Cassandra can be many. The zero time counts the whole shard.
+	From time.Time
 	// Now decides which messages count as due.
 	Now time.Time
 }
@@ -343,8 +347,8 @@ type Queues interface {
 	// SetFloor records the shard's read floor.
 	SetFloor(ctx context.Context, p *SetFloorParams) error
 
-	// ShardStats counts the shard's messages (scanning the whole shard)
-	// and returns its lease state.
+	// ShardStats counts the shard's messages due at or after p.From and
+	// returns its lease state.
 	ShardStats(ctx context.Context, p *ShardStatsParams) (*ShardStats, error)
 
 	// DeadLetter stores the letters in the queue's dead letters and then

@@ -67,9 +67,9 @@ type Config struct {
 
 	// MaxClockSkew is the largest difference between the clocks of any two
 	// processes that put or consume (plus the time a put may take to land).
-	// Consumers read each shard from its floor minus this much, so that a
-	// message put by a process whose clock runs behind is never skipped.
-	// Default 60s.
+	// A shard's floor is kept at least this far behind the consumer's
+	// clock, so that a message put by a process whose clock runs behind is
+	// never below it. Default 60s.
 	MaxClockSkew time.Duration
 
 	// DeepSweepInterval is how often a consumer reads a shard from its very

@@ -53,7 +53,8 @@ type lease struct {
 	// keep coming, reads start after it instead of at the floor, so they do
 	// not page through everything still in flight; when nothing follows it,
 	// a read from the floor picks up messages that became visible again.
-	cursor *driver.MessageKey
+	cursor      *driver.MessageKey
+	cursorReads int
 }
 
 // NewConsumer returns a consumer of cfg.Queue, which must exist.
@@ -171,15 +172,15 @@ func (c *Consumer) readTo(now time.Time, s int) time.Time {
 	return m.Start(m.Bucket(now)).Add(-time.Millisecond)
 }
 
-// readFrom is the lowest due time to read in shard s: the floor less the
-// clock skew allowance, or the very beginning when the shard is due a deep
-// read (or its floor is unknown).
+// readFrom is the lowest due time to read in shard s: its floor, or the
+// very beginning when the shard is due a deep read (or its floor is
+// unknown).
 func (c *Consumer) readFrom(now time.Time, s int, floor time.Time) (from time.Time, deep bool) {
 	last, ok := c.deepRead[s]
 	if floor.IsZero() || !ok || now.Sub(last) >= c.svc.cfg.DeepSweepInterval {
 		return time.UnixMilli(0).UTC(), true
 	}
-	return floor.Add(-c.svc.cfg.MaxClockSkew), false
+	return floor, false
 }
 
 // takeNext walks the round until it finds a shard with a deliverable
@@ -200,7 +201,7 @@ func (c *Consumer) takeNext(ctx context.Context, now time.Time) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		floor := c.advanceFloor(ctx, s, st.Floor, first, nil)
+		floor := c.advanceFloor(ctx, s, st.Floor, first, now, nil)
 		if !hasDeliverable(page.Messages, now) {
 			continue
 		}
@@ -312,31 +313,64 @@ func lastKey(p *driver.MessagePage) driver.MessageKey {
 // floorStep is the least advance worth a write of the floor.
 const floorStep = time.Second
 
-// advanceFloor records that shard s has no live message due before first,
-// when that moves its floor forward by at least floorStep, or back (a live
-// message turned up below the floor: a late write, or a clock skewed more
-// than allowed). Anyone who has read the shard may do this, holder or not:
-// first comes from a snapshot of the shard, and messages only ever leave a
-// shard, except new ones, whose due times are never earlier than their
-// producer's clock and so never more than MaxClockSkew before first.
+// advanceFloor records a new floor for shard s after a read found no live
+// message due before first (at the service clock's now): the floor is
+// min(first, now - MaxClockSkew). Every live message is at or above it:
+// those the read saw are due at first or later, and any message put since
+// is due no earlier than its producer's clock, which is at most
+// MaxClockSkew behind now. So a reader may start at the floor itself; the
+// skew allowance only costs anything while the shard is nearly drained.
+// Anyone who has read the shard may write the floor, holder or not.
 //
-// It returns the floor in effect afterwards.
-func (c *Consumer) advanceFloor(ctx context.Context, s int, stored, first time.Time, l *lease) time.Time {
-	if d := first.Sub(stored); d >= 0 && d < floorStep {
+// The floor is written when it moves forward by at least floorStep, or
+// back (a live message turned up below it: a late write, or a clock skewed
+// more than allowed). It returns the floor in effect afterwards.
+func (c *Consumer) advanceFloor(ctx context.Context, s int, stored, first, now time.Time, l *lease) time.Time {
+	floor := first
+	if limit := now.Add(-c.svc.cfg.MaxClockSkew); limit.Before(floor) {
+		floor = limit
+	}
+	if d := floor.Sub(stored); d >= 0 && d < floorStep {
 		return stored
 	}
-	err := c.svc.store.SetFloor(ctx, &driver.SetFloorParams{Queue: c.q.Name, Shard: s, Floor: first})
+	err := c.svc.store.SetFloor(ctx, &driver.SetFloorParams{Queue: c.q.Name, Shard: s, Floor: floor})
 	if err != nil {
 		c.log.Warn("queue: recording a shard's floor failed; it will be retried", "shard", s, "err", err)
-		if first.Before(stored) {
-			return first // read from the lower one regardless
+		if floor.Before(stored) {
+			return floor // read from the lower one regardless
 		}
 		return stored
 	}
 	if l != nil {
-		l.stored = first
+		l.stored = floor
 	}
-	return first
+	return floor
+}
+
+// floorRefreshEvery is how many reads after the cursor pass between two
+// floor updates while a lease keeps delivering.
+const floorRefreshEvery = 10
+
+// refreshFloor moves the leased shard's floor up to its first live message
+// without delivering: while the cursor serves a long run of deliveries the
+// floor would otherwise stay where the run began, and whoever reads the
+// shard next (after a lease hand-over, say) would go through every
+// tombstone since.
+func (c *Consumer) refreshFloor(ctx context.Context, now time.Time, l *lease) {
+	to := c.readTo(now, l.shard)
+	page, err := c.svc.store.ReadMessages(ctx, &driver.ReadMessagesParams{
+		Queue: c.q.Name, Shard: l.shard, From: l.floor, To: to, Limit: 10,
+	})
+	if err != nil {
+		c.log.Debug("queue: reading a shard's floor failed", "shard", l.shard, "err", err)
+		return
+	}
+	switch {
+	case len(page.Messages) > 0:
+		l.floor = c.advanceFloor(ctx, l.shard, l.stored, page.Messages[0].Due, now, l)
+	case len(page.Fragments) == 0:
+		l.floor = c.advanceFloor(ctx, l.shard, l.stored, to, now, l)
+	}
 }
 
 // acquire takes shard s's lease. A lease whose outcome is unknown is
@@ -415,6 +449,9 @@ func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*De
 		err  error
 	)
 	if l.cursor != nil {
+		if l.cursorReads++; l.cursorReads%floorRefreshEvery == 0 {
+			c.refreshFloor(ctx, now, l)
+		}
 		page, _, full, err = c.scan(ctx, now, l.shard, l.floor, true, l.cursor)
 		if err != nil {
 			return nil, false, err
@@ -436,7 +473,7 @@ func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*De
 				c.log.Debug("queue: deleting fragments failed", "shard", l.shard, "err", err)
 			}
 		}
-		l.floor = c.advanceFloor(ctx, l.shard, l.stored, first, l)
+		l.floor = c.advanceFloor(ctx, l.shard, l.stored, first, now, l)
 	}
 
 	var dead []driver.DeadLetter

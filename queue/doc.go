@@ -43,15 +43,21 @@
 // Deleted messages leave tombstones, which Cassandra reads through until
 // compaction drops them after gc_grace_seconds: the reason queues are a
 // known Cassandra anti-pattern. Each shard therefore records a floor in a
-// static column: a due time below which it holds no live message. Reads
-// start at the floor less MaxClockSkew, skipping the tombstones of
-// everything consumed before. The floor is safe because messages only ever
-// leave a shard, except new ones, and a new message's due time is never
-// before its producer's clock (a due time in the past is taken as now),
-// which is at most MaxClockSkew behind anyone's floor. For messages that
-// land below a floor anyway (a put whose outcome was unknown and that a
-// replica applied much later), each consumer reads every shard from the
+// static column, a due time no live message of the shard is older than,
+// and reads start there, skipping the tombstones of everything consumed
+// before. A consumer that finds the first live message due at t sets the
+// floor to min(t, now - MaxClockSkew). That is safe because messages only
+// ever leave a shard, except new ones, and a new message's due time is
+// never before its producer's clock (a due time in the past is taken as
+// now), which is at most MaxClockSkew behind the consumer's. For messages
+// that land below a floor anyway (a put whose outcome was unknown and that
+// a replica applied much later), each consumer reads every shard from the
 // start once per DeepSweepInterval.
+//
+// While a lease lasts, the consumer also remembers the last message it
+// handed out and reads on from there, so that it does not page through its
+// own messages in flight; every few reads it moves the floor up to the
+// first live message, so that the next holder of the shard starts there.
 //
 // # Time
 //

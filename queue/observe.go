@@ -47,10 +47,11 @@ func (v ShardView) Producing() bool { return v.Behind == 0 }
 // Consuming reports whether consumers work this shard now.
 func (v ShardView) Consuming() bool { return v.Behind == shard.Lag }
 
-// Observe counts every shard of the queue. It reads each shard whole, so
-// it costs as much as the queue is large (and, on Cassandra, as many
-// tombstones as the shards hold); it is for operators and metrics, not for
-// hot paths.
+// Observe counts every shard of the queue. It reads each shard from its
+// floor to its end, so it costs as much as the queue
+// holds; it is for operators and metrics, not for hot paths. A message
+// below a floor (see DeepSweepInterval) is not counted until a consumer
+// finds it.
 func (s *Service) Observe(ctx context.Context, queue string) (*Observation, error) {
 	q, err := s.Queue(ctx, queue)
 	if err != nil {
@@ -65,7 +66,15 @@ func (s *Service) Observe(ctx context.Context, queue string) (*Observation, erro
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			st, err := s.store.ShardStats(ctx, &driver.ShardStatsParams{Queue: q.Name, Shard: i, Now: now})
+			// Count from the floor, like the consumers read: below it lie
+			// only the tombstones of consumed messages.
+			sh, err := s.store.ReadShard(ctx, &driver.ShardParams{Queue: q.Name, Shard: i})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			from := sh.Floor
+			st, err := s.store.ShardStats(ctx, &driver.ShardStatsParams{Queue: q.Name, Shard: i, From: from, Now: now})
 			if err != nil {
 				errs[i] = err
 				return

@@ -31,9 +31,7 @@ const (
 	// One partition per (queue, shard); messages cluster by due time, then
 	// by their time-based id. The static columns are the shard's consumer
 	// lease (lock, written only by lightweight transactions, with a TTL),
-	// its read floor, and an anchor cell: Cassandra 2.1.0 answers "not
-	// applied" to IF lock = null on a partition without any static cell, so
-	// the driver writes the anchor once before the first lease.
+	// its read floor, and an anchor cell. See anchorDue for the anchor row.
 	queueMessagesDDL = `CREATE TABLE IF NOT EXISTS %[1]s.queue_messages (
 	queue text,
 	shard int,
@@ -75,6 +73,32 @@ func queueSchemaStatements(cfg Config) []string {
 	}
 }
 
+// Each shard partition has an anchor row: a clustering row at due time 0
+// (1970-01-01) with a fixed id, written together with the anchor static
+// cell the first time the shard's floor is recorded or its lease taken. It
+// serves two quirks of Cassandra 2.1.0:
+//
+//   - Reading a partition's static columns (SELECT DISTINCT, or any slice
+//     from the start) goes through every deleted row before the first live
+//     one. A shard whose messages were consumed holds tens of thousands of
+//     tombstones, and such a read takes hundreds of milliseconds, or fails
+//     once it passes tombstone_failure_threshold (100,000). Reading the
+//     anchor row by its full key returns the static columns with it at the
+//     cost of a point read.
+//   - IF lock = null is answered "not applied", without the current value,
+//     on a partition that has no static cell at all.
+//
+// The anchor row is never returned as a message, never counted, and lies
+// below every floor.
+var (
+	anchorDue = time.UnixMilli(0).UTC()
+	anchorID  = driver.MessageID{6: 0x10, 8: 0x80} // a version 1 UUID at the UUID epoch
+)
+
+func isAnchor(due time.Time, id [16]byte) bool {
+	return id == [16]byte(anchorID) && due.Equal(anchorDue)
+}
+
 // queueStatements holds the queue operations' CQL with the keyspace filled in.
 type queueStatements struct {
 	insertQueue, getQueue, listQueues                   string
@@ -101,23 +125,31 @@ func newQueueStatements(ks string) queueStatements {
 		insertQueue: "INSERT INTO " + ks + ".queues (" + queueColumns + ") VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS",
 		getQueue:    "SELECT " + queueColumns + " FROM " + ks + ".queues WHERE name = ?",
 		listQueues:  "SELECT " + queueColumns + " FROM " + ks + ".queues",
-		// A fresh message leaves visible_at and last_error unset rather
-		// than binding nulls, which would write a tombstone per cell.
-		putFresh: "INSERT INTO " + m + " (queue, shard, due, id, body, enqueued_at, deliveries) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		putFull: "INSERT INTO " + m + " (queue, shard, due, id, body, enqueued_at, deliveries, visible_at, last_error)" +
-			" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		// Messages are written with UPDATE, not INSERT, and deleted cell by
+		// cell: see deleteMessage. A fresh message leaves visible_at and
+		// last_error unset rather than binding nulls, which would write a
+		// tombstone per cell.
+		putFresh:           "UPDATE " + m + " SET body = ?, enqueued_at = ?, deliveries = ?" + byMessage,
+		putFull:            "UPDATE " + m + " SET body = ?, enqueued_at = ?, deliveries = ?, visible_at = ?, last_error = ?" + byMessage,
 		readMessages:       "SELECT " + messageColumns + ", body FROM " + m + byShard + " AND due >= ? AND due <= ? LIMIT ?",
 		readMessagesNoBody: "SELECT " + messageColumns + " FROM " + m + byShard + " AND due >= ? AND due <= ? LIMIT ?",
 		getMessage:         "SELECT " + messageColumns + ", body FROM " + m + byMessage,
 		updateMessage:      "UPDATE " + m + " SET deliveries = ?, visible_at = ?, last_error = ?" + byMessage,
-		deleteMessage:      "DELETE FROM " + m + byMessage,
-		readShard:          "SELECT DISTINCT queue, shard, lock, lock_since, floor FROM " + m + byShard,
-		countShard:         "SELECT due, enqueued_at, visible_at FROM " + m + byShard,
+		// A message row has no row marker (it was written with UPDATE), so
+		// deleting its cells deletes the row. A whole-row DELETE would
+		// write a range tombstone instead, and Cassandra 2.1.0 compacts a
+		// partition holding many of those in quadratic time: with 100,000
+		// consumed messages in one shard, a compaction made no progress in
+		// ten minutes (see docs/benchmarks-queue.md). Cell tombstones
+		// compact in linear time.
+		deleteMessage:      "DELETE body, enqueued_at, deliveries, visible_at, last_error FROM " + m + byMessage,
+		readShard:          "SELECT lock, lock_since, floor, deliveries FROM " + m + byMessage,
+		countShard:         "SELECT due, id, enqueued_at, visible_at FROM " + m + byShard + " AND due >= ?",
 		acquire:            "UPDATE " + m + " USING TTL ? SET lock = ?, lock_since = ?" + byShard + " IF lock = null",
 		renew:              "UPDATE " + m + " USING TTL ? SET lock = ?, lock_since = ?" + byShard + " IF lock = ?",
 		release:            "UPDATE " + m + " SET lock = null, lock_since = null" + byShard + " IF lock = ?",
-		anchor:             "UPDATE " + m + " SET anchor = true" + byShard,
-		setFloor:           "UPDATE " + m + " SET floor = ?" + byShard,
+		anchor:             "INSERT INTO " + m + " (queue, shard, due, id, anchor) VALUES (?, ?, ?, ?, true)",
+		setFloor:           "INSERT INTO " + m + " (queue, shard, due, id, anchor, floor) VALUES (?, ?, ?, ?, true, ?)",
 		insertDead:         "INSERT INTO " + ks + ".queue_dead (queue, " + deadColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		listDead:           "SELECT " + deadColumns + " FROM " + ks + ".queue_dead WHERE queue = ?",
 		listDeadByID:       "SELECT " + deadColumns + " FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
@@ -418,11 +450,11 @@ func (d *Driver) PutMessages(ctx context.Context, p *driver.PutMessagesParams) e
 		}
 		add := func(b *gocql.Batch) {
 			if m.VisibleAt.IsZero() && m.LastError == "" {
-				b.Query(d.q.queue.putFresh, p.Queue, m.Shard, m.Due, [16]byte(m.ID), nonNil(m.Body), m.EnqueuedAt, m.Deliveries)
+				b.Query(d.q.queue.putFresh, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, p.Queue, m.Shard, m.Due, [16]byte(m.ID))
 				return
 			}
-			b.Query(d.q.queue.putFull, p.Queue, m.Shard, m.Due, [16]byte(m.ID), nonNil(m.Body), m.EnqueuedAt, m.Deliveries,
-				nullTime(m.VisibleAt), nullString(m.LastError))
+			b.Query(d.q.queue.putFull, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, nullTime(m.VisibleAt), nullString(m.LastError),
+				p.Queue, m.Shard, m.Due, [16]byte(m.ID))
 		}
 		shards[m.Shard] = append(shards[m.Shard], add)
 	}
@@ -522,6 +554,9 @@ func (d *Driver) ReadMessages(ctx context.Context, p *driver.ReadMessagesParams)
 		if !iter.Scan(r.dest(p.WithBody)...) {
 			break
 		}
+		if r.Due != nil && r.ID != nil && isAnchor(*r.Due, *r.ID) {
+			continue
+		}
 		m, fragment, err := messageFromRow(p.Shard, r, p.WithBody)
 		switch {
 		case err != nil:
@@ -552,6 +587,9 @@ func (d *Driver) GetMessage(ctx context.Context, p *driver.GetMessageParams) (*d
 		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
 	}
 	k := p.Key
+	if isAnchor(k.Due, k.ID) {
+		return nil, fmt.Errorf("cassandra: message %s of %q: %w", k.ID, p.Queue, driver.ErrNotFound)
+	}
 	iter := d.session.Query(d.q.queue.getMessage, p.Queue, k.Shard, k.Due, [16]byte(k.ID)).Consistency(cl).IterContext(ctx)
 	var r messageRow
 	found := iter.Scan(r.dest(true)...)
@@ -612,17 +650,16 @@ func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesPar
 
 // ---- shard state and leases ----------------------------------------------------
 
-// shardStateRow is the DISTINCT row of a shard partition.
+// shardStateRow is the shard's static columns, read with the anchor row.
 type shardStateRow struct {
-	Queue *string
-	Shard *int
-	Lock  *string
-	Since *time.Time
-	Floor *time.Time
+	Lock       *string
+	Since      *time.Time
+	Floor      *time.Time
+	Deliveries *int // a regular column, selected because CQL needs one
 }
 
 func (r *shardStateRow) dest() []any {
-	return []any{&r.Queue, &r.Shard, &r.Lock, &r.Since, &r.Floor}
+	return []any{&r.Lock, &r.Since, &r.Floor, &r.Deliveries}
 }
 
 func shardStateFromRow(r shardStateRow) driver.ShardState {
@@ -639,8 +676,10 @@ func shardStateFromRow(r shardStateRow) driver.ShardState {
 	return s
 }
 
-// ReadShard reads the shard's static columns. SELECT DISTINCT touches only
-// the partition's static row, however many deleted messages follow it.
+// ReadShard reads the shard's static columns through its anchor row (see
+// anchorDue), a point read however many deleted messages the shard holds.
+// A shard without an anchor row has never had a floor or a lease; it reads
+// as free with no floor.
 func (d *Driver) ReadShard(ctx context.Context, p *driver.ShardParams) (*driver.ShardState, error) {
 	const op = "read shard"
 	if err := d.begin(ctx, op); err != nil {
@@ -658,7 +697,7 @@ func (d *Driver) readShard(ctx context.Context, queue string, shard int) (*drive
 	if err != nil {
 		return nil, err
 	}
-	iter := d.session.Query(d.q.queue.readShard, queue, shard).Consistency(cl).IterContext(ctx)
+	iter := d.session.Query(d.q.queue.readShard, queue, shard, anchorDue, [16]byte(anchorID)).Consistency(cl).IterContext(ctx)
 	var r shardStateRow
 	iter.Scan(r.dest()...)
 	if err := iter.Close(); err != nil {
@@ -723,11 +762,11 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 			return driver.LeaseResult{Held: applied, Holder: holder}, nil
 		}
 		// Not applied, and no current lock value came back: Cassandra
-		// 2.1.0 does this for a partition without a static row. Give it
-		// one (a plain, idempotent write) and ask again, once.
+		// 2.1.0 does this for a partition without a static cell. Write the
+		// anchor (a plain, idempotent write) and ask again, once.
 		cl, err := level(driver.Default, d.cfg.WriteConsistency)
 		if err == nil {
-			err = d.session.Query(d.q.queue.anchor, p.Queue, p.Shard).Consistency(cl).ExecContext(ctx)
+			err = d.session.Query(d.q.queue.anchor, p.Queue, p.Shard, anchorDue, [16]byte(anchorID)).Consistency(cl).ExecContext(ctx)
 		}
 		if err != nil {
 			return res, fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, mapError(opWrite, err))
@@ -773,7 +812,8 @@ func (d *Driver) ReleaseLease(ctx context.Context, p *driver.LeaseParams) (drive
 	return driver.LeaseResult{Held: applied, Holder: holder}, nil
 }
 
-// SetFloor writes the static floor column with a plain write.
+// SetFloor writes the static floor column, and the anchor row with it,
+// in one plain write.
 func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
 	const op = "set floor"
 	if err := d.begin(ctx, op); err != nil {
@@ -783,14 +823,16 @@ func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
 	if err != nil {
 		return fmt.Errorf("cassandra: %s: %w", op, err)
 	}
-	if err := d.session.Query(d.q.queue.setFloor, nullTime(p.Floor), p.Queue, p.Shard).Consistency(cl).ExecContext(ctx); err != nil {
+	err = d.session.Query(d.q.queue.setFloor, p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)).
+		Consistency(cl).ExecContext(ctx)
+	if err != nil {
 		return fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, mapError(opWrite, err))
 	}
 	return nil
 }
 
-// ShardStats pages through the whole partition (due, enqueued_at and
-// visible_at only) and counts.
+// ShardStats pages through the partition from p.From (due, id,
+// enqueued_at and visible_at only) and counts.
 func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (*driver.ShardStats, error) {
 	const op = "shard stats"
 	if err := d.begin(ctx, op); err != nil {
@@ -806,11 +848,13 @@ func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (*d
 	}
 	out := &driver.ShardStats{ShardState: *st}
 	now := p.Now.Truncate(time.Millisecond)
-	iter := d.session.Query(d.q.queue.countShard, p.Queue, p.Shard).Consistency(cl).PageSize(5000).IterContext(ctx)
+	iter := d.session.Query(d.q.queue.countShard, p.Queue, p.Shard, p.From.Truncate(time.Millisecond)).
+		Consistency(cl).PageSize(5000).IterContext(ctx)
 	var due, enqueued, visible *time.Time
-	for iter.Scan(&due, &enqueued, &visible) {
+	var id *[16]byte
+	for iter.Scan(&due, &id, &enqueued, &visible) {
 		if due == nil || enqueued == nil {
-			continue // the static-only row, or a fragment
+			continue // the anchor row, or a fragment
 		}
 		out.Messages++
 		if !due.After(now) {
@@ -819,7 +863,7 @@ func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (*d
 				out.InFlight++
 			}
 		}
-		due, enqueued, visible = nil, nil, nil
+		due, id, enqueued, visible = nil, nil, nil, nil
 	}
 	if err := iter.Close(); err != nil {
 		return nil, fmt.Errorf("cassandra: %s of %q shard %d: %w", op, p.Queue, p.Shard, mapError(opRead, err))

@@ -502,7 +502,11 @@ func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (_ 
 	}
 	out := &driver.ShardStats{ShardState: st.ShardState}
 	prefix := shardMessagesPrefix(p.Queue, p.Shard)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	lo := prefix
+	if !p.From.IsZero() {
+		lo = messageDuePrefix(p.Queue, p.Shard, ms(p.From))
+	}
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s: %w", op, err)
 	}

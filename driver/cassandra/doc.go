@@ -36,6 +36,27 @@
 //	    actor text, negative boolean, seq bigint, amount bigint,
 //	    PRIMARY KEY ((ns, ledger, request_id)))
 //
+// and the delay queue's (queue.go; seed 003):
+//
+//	CREATE TABLE queues (name text PRIMARY KEY, shards int, shard_ms bigint,
+//	    max_deliveries int, visibility_ms bigint, created_at timestamp)
+//
+//	CREATE TABLE queue_messages (
+//	    queue text, shard int,            -- partition: one time shard
+//	    lock text static,                 -- consumer lease: LWT, with a TTL
+//	    lock_since timestamp static,
+//	    floor timestamp static,           -- no live message is due earlier
+//	    anchor boolean static,
+//	    due timestamp, id timeuuid,       -- clustering: due time, then id
+//	    body blob, enqueued_at timestamp, deliveries int,
+//	    visible_at timestamp, last_error text,
+//	    PRIMARY KEY ((queue, shard), due, id))
+//	    WITH gc_grace_seconds = <Config.QueueGCGrace>
+//
+//	CREATE TABLE queue_dead (queue text, id timeuuid, shard int, due timestamp,
+//	    body blob, enqueued_at timestamp, deliveries int, last_error text,
+//	    died_at timestamp, PRIMARY KEY (queue, id))
+//
 // The CQL avoids everything some supported server lacks: no aggregates, no
 // PER PARTITION LIMIT, no SASI or materialized views.
 //

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if cass.d != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		err := cass.d.Session().Query("DROP KEYSPACE IF EXISTS " + cass.d.Keyspace()).WithContext(ctx).Exec()
+		err := cass.d.Session().Query("DROP KEYSPACE IF EXISTS " + cass.d.Keyspace()).ExecContext(ctx)
 		cancel()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "queue tests: dropping keyspace %s: %v\n", cass.d.Keyspace(), err)

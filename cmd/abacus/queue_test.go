@@ -104,8 +104,15 @@ func TestQueueCLI(t *testing.T) {
 		t.Fatalf("observe --json: %+v", r)
 	}
 
-	r = s.cli("queue", "consume", "jobs", "--once", "--batch", "10")
-	if r.code != 0 || r.stdout != "first\nsecond\n" {
+	r = s.cli("queue", "consume", "jobs", "--once", "--batch", "10", "--json")
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	for i, want := range []string{"first", "second"} {
+		var d api.Delivery
+		if err := dec.Decode(&d); err != nil || d.ID != ids[i] || d.Body != want || d.Attempt != 1 {
+			t.Fatalf("consume --json delivery %d: %+v, %v (output %q)", i, d, err, r.stdout)
+		}
+	}
+	if r.code != 0 || dec.More() {
 		t.Fatalf("consume: %+v", r)
 	}
 	if n := s.queueMessages(t, "jobs"); n != 2 {

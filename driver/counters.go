@@ -1,0 +1,120 @@
+package driver
+
+import "context"
+
+// ActorValue is one actor's latest absolute value of a counter of the actor
+// model (seed 001, state-based).
+type ActorValue struct {
+	Actor string
+	Value int64
+	// Version is the write timestamp the value was set at.
+	Version int64
+}
+
+// SetActorValueParams are the parameters of Actors.SetActorValue.
+type SetActorValueParams struct {
+	Namespace string
+	Counter   string
+	Actor     string
+	Value     int64
+	// Version is the write timestamp; it must be positive.
+	Version     int64
+	Consistency Consistency
+}
+
+// ReadActorValuesParams are the parameters of Actors.ReadActorValues.
+type ReadActorValuesParams struct {
+	Namespace   string
+	Counter     string
+	Consistency Consistency
+}
+
+// Actors stores the actor model: per counter one row per actor holding its
+// absolute value, last write (highest version) wins.
+type Actors interface {
+	// SetActorValue writes the actor's value at timestamp p.Version. A value
+	// set at a higher version is left as it is; of two at the same version
+	// the greater value wins on every replica. It is blind and idempotent.
+	SetActorValue(ctx context.Context, p *SetActorValueParams) error
+
+	// ReadActorValues returns every actor's value, sorted by actor. A counter
+	// never set returns no values, not ErrNotFound.
+	ReadActorValues(ctx context.Context, p *ReadActorValuesParams) ([]ActorValue, error)
+}
+
+// AddNativeParams are the parameters of NativeCounters.AddNative.
+type AddNativeParams struct {
+	Namespace   string
+	Counter     string
+	Delta       int64
+	Consistency Consistency
+}
+
+// ReadNativeParams are the parameters of NativeCounters.ReadNative.
+type ReadNativeParams struct {
+	Namespace   string
+	Counter     string
+	Consistency Consistency
+}
+
+// NativeCounters is the native baseline (seed 002): a Cassandra counter
+// column, and an atomic add on the embedded store. An add is not
+// idempotent: replaying it, or retrying one whose outcome was unknown,
+// may count twice.
+type NativeCounters interface {
+	// AddNative adds p.Delta to the counter.
+	AddNative(ctx context.Context, p *AddNativeParams) error
+
+	// ReadNative returns the counter's value; 0 for a counter never added to.
+	ReadNative(ctx context.Context, p *ReadNativeParams) (int64, error)
+}
+
+// CASValue is the stored value of a counter of the cas model.
+type CASValue struct {
+	// Exists is false for a counter never written; Value is then 0.
+	Exists bool
+	Value  int64
+}
+
+// ReadCASParams are the parameters of CASCounters.ReadCAS.
+type ReadCASParams struct {
+	Namespace string
+	Counter   string
+	// Consistency of the read. Serial reads (through Paxos) are what a
+	// compare-and-set loop wants; the driver maps Quorum or stronger to
+	// SERIAL and local levels to LOCAL_SERIAL.
+	Consistency Consistency
+}
+
+// CompareAndSetCASParams are the parameters of CASCounters.CompareAndSetCAS.
+type CompareAndSetCASParams struct {
+	Namespace string
+	Counter   string
+	// Expect is the value the counter must hold for the set to apply
+	// (Expect.Exists false: the counter must not exist yet).
+	Expect CASValue
+	// Value is the new value.
+	Value int64
+	// Consistency is the commit level of the lightweight transaction.
+	Consistency Consistency
+}
+
+// CASResult is the outcome of CompareAndSetCAS.
+type CASResult struct {
+	// Applied is true when the new value was stored.
+	Applied bool
+	// Current is the stored value when the set did not apply.
+	Current CASValue
+}
+
+// CASCounters is the compare-and-set baseline (seed 001's linearizable
+// counter): a plain value changed only by lightweight transactions.
+type CASCounters interface {
+	// ReadCAS returns the counter's value.
+	ReadCAS(ctx context.Context, p *ReadCASParams) (CASValue, error)
+
+	// CompareAndSetCAS stores p.Value if the counter holds p.Expect,
+	// atomically with the check. A timeout returns ErrUnknownOutcome: the
+	// set may still apply.
+	CompareAndSetCAS(ctx context.Context, p *CompareAndSetCASParams) (CASResult, error)
+}

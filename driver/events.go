@@ -1,0 +1,138 @@
+package driver
+
+import "context"
+
+// Event is one increment of a counter of the events model (seed 001,
+// op-based). Its key within the counter is (Time, ID): a retry that carries
+// the same id and time writes the same row again, from any process.
+type Event struct {
+	// ID is the request id that made the event.
+	ID string
+	// Time is the event time in microseconds since the epoch. It is also
+	// the write timestamp of the event's row.
+	Time int64
+	// Delta is the amount the event adds (negative to subtract).
+	Delta int64
+}
+
+// Rollup is the folded value of every event at or before Epoch.
+type Rollup struct {
+	// Value is the sum of the folded events (plus the previous rollup).
+	Value int64
+	// Epoch is in microseconds since the epoch. Events with Time <= Epoch
+	// are part of Value (or were cleared); a read adds only later events.
+	// It is also the rollup's write timestamp, so a rollup never replaces
+	// one with a later epoch.
+	Epoch int64
+}
+
+// EventCounter is the per-counter record of the events model: the current
+// rollup and the time buckets that may hold events.
+type EventCounter struct {
+	// Rollup is nil when the counter was never rolled up or cleared.
+	Rollup *Rollup
+	// Buckets are the start times (µs) of every bucket marked by
+	// MarkEventBucket and not yet removed by DeleteEventBuckets, ascending.
+	Buckets []int64
+}
+
+// MarkEventBucketParams are the parameters of Events.MarkEventBucket.
+type MarkEventBucketParams struct {
+	Namespace string
+	Counter   string
+	// Bucket is the start (µs) of the time bucket; it is also the marker's
+	// write timestamp, so a marker removed at a later timestamp stays
+	// removed when a late write of it arrives.
+	Bucket      int64
+	Consistency Consistency
+}
+
+// WriteEventParams are the parameters of Events.WriteEvent.
+type WriteEventParams struct {
+	Namespace string
+	Counter   string
+	// Bucket is the start (µs) of the time bucket holding Event.Time; it
+	// selects the partition. The caller computes it; drivers do not check.
+	Bucket      int64
+	Event       Event
+	Consistency Consistency
+}
+
+// ReadEventCounterParams are the parameters of Events.ReadEventCounter.
+type ReadEventCounterParams struct {
+	Namespace   string
+	Counter     string
+	Consistency Consistency
+}
+
+// ReadEventsParams are the parameters of Events.ReadEvents.
+type ReadEventsParams struct {
+	Namespace string
+	Counter   string
+	Bucket    int64
+	// After and UpTo select the events with After < Time <= UpTo.
+	After       int64
+	UpTo        int64
+	Consistency Consistency
+}
+
+// WriteRollupParams are the parameters of Events.WriteRollup.
+type WriteRollupParams struct {
+	Namespace   string
+	Counter     string
+	Rollup      Rollup
+	Consistency Consistency
+}
+
+// DeleteEventBucketsParams are the parameters of Events.DeleteEventBuckets.
+type DeleteEventBucketsParams struct {
+	Namespace string
+	Counter   string
+	// Buckets are the bucket start times whose events and markers go.
+	Buckets []int64
+	// Timestamp is the write timestamp of the deletes (the rollup's epoch).
+	// Only what was written at or below it is removed.
+	Timestamp   int64
+	Consistency Consistency
+}
+
+// Events stores the events model: one row per event in a partition per
+// (namespace, counter, time bucket), and per counter a record holding the
+// rollup and the marked buckets.
+type Events interface {
+	// MarkEventBucket records that the bucket may hold events of the
+	// counter. It is a blind, idempotent write at timestamp p.Bucket.
+	MarkEventBucket(ctx context.Context, p *MarkEventBucketParams) error
+
+	// WriteEvent stores the event at timestamp p.Event.Time. It is blind and
+	// idempotent: the same event written twice is one row. Two writes with
+	// the same (Time, ID) and different deltas leave one of them, the same
+	// one on every replica.
+	WriteEvent(ctx context.Context, p *WriteEventParams) error
+
+	// ReadEventCounter returns the counter's rollup and marked buckets from
+	// one read. A counter never written returns an empty record, not
+	// ErrNotFound.
+	ReadEventCounter(ctx context.Context, p *ReadEventCounterParams) (*EventCounter, error)
+
+	// ReadEvents returns the bucket's events with After < Time <= UpTo,
+	// newest first (ties by ID ascending). It reads the whole range however
+	// many rows it holds.
+	ReadEvents(ctx context.Context, p *ReadEventsParams) ([]Event, error)
+
+	// WriteRollup writes the rollup at timestamp p.Rollup.Epoch. A rollup
+	// with a higher epoch is left as it is; of two with the same epoch and
+	// different values one wins, the same one on every replica. Replaying
+	// is harmless.
+	WriteRollup(ctx context.Context, p *WriteRollupParams) error
+
+	// DeleteEventBuckets deletes, at p.Timestamp, every event of the listed
+	// buckets and then their markers. Events and markers written at a
+	// higher timestamp survive; ones written later at a lower timestamp
+	// stay deleted. Replaying is harmless.
+	DeleteEventBuckets(ctx context.Context, p *DeleteEventBucketsParams) error
+
+	// ListEventCounters returns the key of every counter that has a record
+	// (a rollup or a marked bucket). It scans; it is for rollup sweeps.
+	ListEventCounters(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
+}

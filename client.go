@@ -6,8 +6,13 @@ import (
 	"fmt"
 	"sync"
 
+	"time"
+
+	"github.com/abacusdb/abacus/actor"
+	"github.com/abacusdb/abacus/cas"
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/events"
 	"github.com/abacusdb/abacus/ledger"
 	"github.com/abacusdb/abacus/queue"
 	"github.com/abacusdb/abacus/sharded"
@@ -17,6 +22,7 @@ import (
 type Client struct {
 	cfg        Config
 	sharded    *sharded.Engine
+	events     *events.Engine
 	ledger     *ledger.Engine
 	queues     *queue.Service
 	namespaces sync.Map // name -> *Namespace
@@ -64,6 +70,16 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, sharded: eng, ledger: led, queues: qs}
+	c.events, err = events.New(events.Config{
+		Store:        cfg.Driver,
+		Clock:        cfg.Clock,
+		WriteTimeout: cfg.WriteTimeout,
+		Resolve:      c.resolveEvents,
+		Logger:       cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
 	_, err = c.CreateNamespace(ctx, NamespaceConfig{Name: DefaultNamespace, Model: ModelSharded, Type: TypeSum})
 	if err != nil && !errors.Is(err, ErrNamespaceExists) {
 		return nil, fmt.Errorf("abacus: create the default namespace: %w", err)
@@ -71,9 +87,11 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Start runs the background GC sweeper (every Config.GCInterval).
+// Start runs the background sweepers (every Config.GCInterval): GC of
+// sharded counters and rollups of events counters.
 func (c *Client) Start(ctx context.Context) error {
 	c.sharded.Start(c.cfg.GCInterval)
+	c.events.Start(c.cfg.GCInterval)
 	return nil
 }
 
@@ -81,7 +99,7 @@ func (c *Client) Start(ctx context.Context) error {
 // accepted before Stop is either acknowledged or reported to its caller.
 // It also stops finishing strict-mode ledger writes in the background.
 func (c *Client) Stop(ctx context.Context) error {
-	return errors.Join(c.sharded.Close(ctx), c.ledger.Close(ctx))
+	return errors.Join(c.sharded.Close(ctx), c.events.Close(ctx), c.ledger.Close(ctx))
 }
 
 // Update is one change to a counter.
@@ -95,42 +113,93 @@ type Update struct {
 	Delta int64
 	// Item is the element added to a distinct counter; empty for other types.
 	Item string
-	// RequestID, when set, makes retries of this update that reach the same
-	// process within Config.RequestIDWindow count once.
+	// RequestID identifies the update for retries. Sharded counters count
+	// a retry once when it reaches the same process within
+	// Config.RequestIDWindow. Events counters count it once from any
+	// process within the namespace's accept window; there it must be a
+	// version 7 UUID (see NewRequestID) unless Time is given, and empty
+	// means a new event at the current time. Native and cas counters
+	// ignore it: their retries may count twice.
 	RequestID string
+	// Time is the event time of an events-model increment; zero takes the
+	// time in RequestID. Other models refuse a non-zero Time.
+	Time time.Time
 }
+
+// NewRequestID returns a fresh request id: a version 7 UUID, whose time
+// part lets every model (events included) use it.
+func NewRequestID() string { return events.NewID(time.Now()) }
 
 // Apply applies an update and returns once it is durable (see the package
 // documentation for what each error means).
 func (c *Client) Apply(ctx context.Context, u Update) error {
-	t, op, err := c.prepare(ctx, u)
+	p, err := c.prepare(ctx, u)
 	if err != nil {
 		return err
 	}
-	return c.sharded.Apply(ctx, t, op, u.RequestID)
+	switch p.ns.Model {
+	case ModelEvents:
+		_, err := c.events.Add(ctx, c.eventsTarget(p.ns, u.Counter), events.Request{ID: u.RequestID, Time: u.Time, Delta: u.Delta})
+		return modelError(err)
+	case ModelNative:
+		err := c.cfg.Driver.AddNative(ctx, &driver.AddNativeParams{
+			Namespace: p.ns.Name, Counter: u.Counter, Delta: u.Delta, Consistency: p.ns.WriteConsistency,
+		})
+		return wrapDriverError(err)
+	case ModelCAS:
+		_, err := cas.Add(ctx, c.cfg.Driver, casTarget(p.ns, u.Counter), u.Delta, cas.Options{})
+		return modelError(err)
+	}
+	return c.sharded.Apply(ctx, p.sharded, p.op, u.RequestID)
 }
 
-// Check validates an update as Apply would — names, namespace, type fit,
-// request id — without applying it. Batch callers use it to refuse a batch
-// as a whole before applying any of it.
+// Check validates an update as Apply would — names, namespace, model and
+// type fit, request id — without applying it. Batch callers use it to
+// refuse a batch as a whole before applying any of it.
 func (c *Client) Check(ctx context.Context, u Update) error {
-	_, _, err := c.prepare(ctx, u)
+	_, err := c.prepare(ctx, u)
 	return err
 }
 
-func (c *Client) prepare(ctx context.Context, u Update) (sharded.Target, crdt.Op, error) {
-	ns, t, err := c.target(ctx, u.Namespace, u.Counter)
+// prepared is an update checked against its namespace.
+type prepared struct {
+	ns      *Namespace
+	sharded sharded.Target // sharded model only
+	op      crdt.Op        // sharded model only
+}
+
+func (c *Client) prepare(ctx context.Context, u Update) (prepared, error) {
+	ns, err := c.counterNamespace(ctx, u.Namespace, u.Counter)
 	if err != nil {
-		return t, crdt.Op{}, err
+		return prepared{}, err
 	}
-	op, err := opFor(ns, u)
-	if err != nil {
-		return t, crdt.Op{}, err
-	}
+	p := prepared{ns: ns}
 	if len(u.RequestID) > MaxNameLen {
-		return t, crdt.Op{}, fmt.Errorf("%w: request id is longer than %d bytes", ErrInvalid, MaxNameLen)
+		return p, fmt.Errorf("%w: request id is longer than %d bytes", ErrInvalid, MaxNameLen)
 	}
-	return t, op, nil
+	if !u.Time.IsZero() && ns.Model != ModelEvents {
+		return p, fmt.Errorf("%w: an event time is only meaningful for events counters; namespace %q is of model %q", ErrWrongModel, ns.Name, ns.Model)
+	}
+	switch ns.Model {
+	case ModelSharded:
+		if p.sharded, err = shardedTarget(ns, u.Counter); err != nil {
+			return p, err
+		}
+		p.op, err = opFor(ns, u)
+		return p, err
+	case ModelEvents, ModelNative, ModelCAS:
+		if u.Item != "" {
+			return p, fmt.Errorf("%w: namespace %q holds %s sum counters, which take a number, not an item", ErrWrongType, ns.Name, ns.Model)
+		}
+		if ns.Model == ModelEvents {
+			_, err := c.events.Event(c.eventsTarget(ns, u.Counter), events.Request{ID: u.RequestID, Time: u.Time, Delta: u.Delta})
+			return p, modelError(err)
+		}
+		return p, nil
+	case ModelActor:
+		return p, fmt.Errorf("%w: namespace %q holds actor counters, which take a set (actor, version, value), not an increment", ErrWrongModel, ns.Name)
+	}
+	return p, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)
 }
 
 // Ping checks that the store answers, bypassing every cache.
@@ -157,25 +226,28 @@ func opFor(ns *Namespace, u Update) (crdt.Op, error) {
 	return crdt.Op{Delta: u.Delta}, nil
 }
 
-func (c *Client) target(ctx context.Context, namespace, counter string) (*Namespace, sharded.Target, error) {
+// counterNamespace checks a counter name and finds its namespace, which
+// must hold counters (not ledgers).
+func (c *Client) counterNamespace(ctx context.Context, namespace, counter string) (*Namespace, error) {
 	if err := ValidateName("counter", counter); err != nil {
-		return nil, sharded.Target{}, err
+		return nil, err
 	}
 	ns, err := c.Namespace(ctx, namespace)
 	if err != nil {
-		return nil, sharded.Target{}, err
+		return nil, err
 	}
 	if ns.Model == ModelLedger {
-		return nil, sharded.Target{}, fmt.Errorf("%w: namespace %q holds ledgers; use the ledger operations (Credit, Debit, LedgerValue)", ErrInvalid, ns.Name)
+		return nil, fmt.Errorf("%w: namespace %q holds ledgers; use the ledger operations (Credit, Debit, LedgerValue)", ErrWrongModel, ns.Name)
 	}
-	if ns.Model != ModelSharded {
-		return nil, sharded.Target{}, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)
-	}
+	return ns, nil
+}
+
+func shardedTarget(ns *Namespace, counter string) (sharded.Target, error) {
 	kind, err := crdt.ParseKind(ns.Type)
 	if err != nil {
-		return nil, sharded.Target{}, fmt.Errorf("namespace %q has a corrupt type: %w", ns.Name, err)
+		return sharded.Target{}, fmt.Errorf("namespace %q has a corrupt type: %w", ns.Name, err)
 	}
-	return ns, sharded.Target{
+	return sharded.Target{
 		Namespace:        ns.Name,
 		Counter:          counter,
 		Kind:             kind,
@@ -193,49 +265,131 @@ type Value struct {
 	Value int64
 	// Empty is true when nothing was ever counted (Value is then 0).
 	Empty bool
-	// Shards is how many live shards the read merged.
+	// Model is the namespace's model.
+	Model Model
+	// Shards is how many live shards the read merged (sharded model).
 	Shards int
+	// Events is how many events after the last rollup the read added
+	// (events model).
+	Events int
+	// Actors is how many actors' values the read summed (actor model).
+	Actors int
 }
 
 // Get reads a counter. A counter that was never written reads as 0 (Empty).
 func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, error) {
-	ns, t, err := c.target(ctx, namespace, counter)
+	ns, err := c.counterNamespace(ctx, namespace, counter)
 	if err != nil {
 		return nil, err
 	}
-	r, err := c.sharded.Read(ctx, t)
-	if err != nil {
-		return nil, wrapDriverError(err)
+	v := &Value{Namespace: ns.Name, Counter: counter, Type: ns.Type, Model: ns.Model}
+	switch ns.Model {
+	case ModelSharded:
+		t, err := shardedTarget(ns, counter)
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.sharded.Read(ctx, t)
+		if err != nil {
+			return nil, wrapDriverError(err)
+		}
+		v.Value, v.Empty, v.Shards = r.State.Value(), r.State.Empty(), r.Shards
+	case ModelEvents:
+		r, err := c.events.Read(ctx, c.eventsTarget(ns, counter))
+		if err != nil {
+			return nil, modelError(err)
+		}
+		v.Value, v.Empty, v.Events = r.Value, r.Empty, r.Events
+	case ModelActor:
+		vals, err := c.cfg.Driver.ReadActorValues(ctx, &driver.ReadActorValuesParams{
+			Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency,
+		})
+		if err != nil {
+			return nil, wrapDriverError(err)
+		}
+		if v.Value, err = actor.Sum(vals); err != nil {
+			return nil, modelError(err)
+		}
+		v.Empty, v.Actors = len(vals) == 0, len(vals)
+	case ModelNative:
+		n, err := c.cfg.Driver.ReadNative(ctx, &driver.ReadNativeParams{
+			Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency,
+		})
+		if err != nil {
+			return nil, wrapDriverError(err)
+		}
+		// A native counter cannot tell "never written" from "sums to 0".
+		v.Value, v.Empty = n, n == 0
+	case ModelCAS:
+		cv, err := c.cfg.Driver.ReadCAS(ctx, &driver.ReadCASParams{
+			Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency,
+		})
+		if err != nil {
+			return nil, wrapDriverError(err)
+		}
+		v.Value, v.Empty = cv.Value, !cv.Exists
+	default:
+		return nil, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)
 	}
-	return &Value{
-		Namespace: ns.Name, Counter: counter, Type: ns.Type,
-		Value: r.State.Value(), Empty: r.State.Empty(), Shards: r.Shards,
-	}, nil
+	return v, nil
+}
+
+// ApplyAndGet applies an update and then reads the counter. The read is a
+// separate operation: other updates may land between the two.
+func (c *Client) ApplyAndGet(ctx context.Context, u Update) (*Value, error) {
+	if err := c.Apply(ctx, u); err != nil {
+		return nil, err
+	}
+	return c.Get(ctx, u.Namespace, u.Counter)
 }
 
 // GCResult is the outcome of collecting one counter.
 type GCResult = sharded.GCResult
 
-// GC folds the final shards of one counter into its tally. A collection that
-// cannot reach every replica is reported as Skipped, not as an error.
+// GC folds the final shards of a sharded counter into its tally, or rolls
+// up an events counter (Folded is then the number of events folded). A
+// collection that cannot reach every replica is reported as Skipped, not
+// as an error. Other models have nothing to collect.
 func (c *Client) GC(ctx context.Context, namespace, counter string) (GCResult, error) {
-	ns, _, err := c.target(ctx, namespace, counter)
+	ns, err := c.counterNamespace(ctx, namespace, counter)
 	if err != nil {
 		return GCResult{}, err
 	}
-	return c.sharded.Collect(ctx, driver.CounterKey{Namespace: ns.Name, Counter: counter}), nil
+	key := driver.CounterKey{Namespace: ns.Name, Counter: counter}
+	switch ns.Model {
+	case ModelSharded:
+		return c.sharded.Collect(ctx, key), nil
+	case ModelEvents:
+		return rollupResult(c.events.Rollup(ctx, c.eventsTarget(ns, counter))), nil
+	}
+	return GCResult{Key: key}, nil
 }
 
-// GCAll collects every counter, or every counter of one namespace when
-// namespace is not empty.
+func rollupResult(r events.RollupResult) GCResult {
+	return GCResult{Key: r.Key, Folded: r.Events, Skipped: r.Skipped, Err: r.Err}
+}
+
+// GCAll collects every sharded counter and rolls up every events counter,
+// or only those of one namespace when namespace is not empty.
 func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error) {
 	if namespace != "" {
 		if _, err := c.Namespace(ctx, namespace); err != nil {
 			return nil, err
 		}
 	}
-	return c.sharded.CollectAll(ctx, namespace)
+	out, err := c.sharded.CollectAll(ctx, namespace)
+	if err != nil {
+		return out, err
+	}
+	rolled, err := c.events.RollupAll(ctx, namespace)
+	for _, r := range rolled {
+		out = append(out, rollupResult(r))
+	}
+	return out, err
 }
+
+// EventsStats returns the events engine's running totals (for metrics).
+func (c *Client) EventsStats() *events.Stats { return c.events.Stats() }
 
 // LiveMutators returns how many mutators this process holds (for metrics).
 func (c *Client) LiveMutators() int { return c.sharded.LiveMutators() }

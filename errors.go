@@ -6,6 +6,7 @@ import (
 
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/events"
 	"github.com/abacusdb/abacus/sharded"
 )
 
@@ -39,6 +40,17 @@ var (
 
 	// ErrRequestConflict means a RequestID was reused for a different update.
 	ErrRequestConflict = sharded.ErrRequestConflict
+
+	// ErrWrongModel means the operation does not fit the namespace's model
+	// (a set on an events namespace, a clear of a native counter, an
+	// increment of an actor counter). Nothing was changed.
+	ErrWrongModel = errors.New("operation does not fit the namespace's model")
+
+	// ErrTooLate means an events-model increment (or clear) carries an
+	// event time at or before the point up to which the counter may already
+	// be rolled up: counting it could count a retry twice. Nothing was
+	// written; the increment is either already counted (a retry) or lost.
+	ErrTooLate = events.ErrTooLate
 
 	// ErrUnavailable means the store could not reach enough replicas.
 	ErrUnavailable = driver.ErrUnavailable

@@ -15,8 +15,7 @@ import (
 // Model is how a namespace's counters are stored.
 type Model string
 
-// Models. ModelSharded and ModelLedger are available in this release; the
-// others are reserved names that CreateNamespace refuses until they ship.
+// Models: how a namespace's counters are stored (see docs/guarantees.md).
 const (
 	ModelSharded Model = "sharded"
 	ModelEvents  Model = "events"
@@ -54,6 +53,9 @@ type Namespace struct {
 	// Ledger holds the options of a ledger namespace, with every default
 	// filled in; nil for other models.
 	Ledger *LedgerOptions
+	// Events holds the options of an events namespace, with every default
+	// filled in; nil for other models.
+	Events *EventsOptions
 }
 
 // NamespaceConfig is what CreateNamespace takes.
@@ -62,7 +64,8 @@ type NamespaceConfig struct {
 	Name string
 	// Model defaults to ModelSharded.
 	Model Model
-	// Type defaults to TypeSum.
+	// Type defaults to TypeSum. Only sharded counters have other types;
+	// events, actor, native and cas counters are sums.
 	Type string
 	// ReadConsistency and WriteConsistency default to the driver's levels.
 	// A ledger's de-duplication across processes relies on reads that see
@@ -73,6 +76,9 @@ type NamespaceConfig struct {
 	// Ledger sets the options of a ModelLedger namespace; nil takes every
 	// default. It must be nil for other models.
 	Ledger *LedgerOptions
+	// Events sets the options of a ModelEvents namespace; nil takes every
+	// default. It must be nil for other models.
+	Events *EventsOptions
 }
 
 // ValidateName checks a namespace or counter name.
@@ -96,8 +102,11 @@ func (c NamespaceConfig) withDefaults() NamespaceConfig {
 	if c.Model == "" {
 		c.Model = ModelSharded
 	}
-	if c.Model == ModelSharded && c.Type == "" {
-		c.Type = TypeSum
+	switch c.Model {
+	case ModelSharded, ModelEvents, ModelActor, ModelNative, ModelCAS:
+		if c.Type == "" {
+			c.Type = TypeSum
+		}
 	}
 	return c
 }
@@ -119,12 +128,22 @@ func (c NamespaceConfig) validate() error {
 			return fmt.Errorf("%w: ledger options: %v", ErrInvalid, err)
 		}
 	case ModelEvents, ModelActor, ModelNative, ModelCAS:
-		return fmt.Errorf("%w: model %q is not available in this release (only %q and %q are)", ErrInvalid, c.Model, ModelSharded, ModelLedger)
+		if c.Type != TypeSum {
+			return fmt.Errorf("%w: type %q: %s counters are sums (type sum or none)", ErrInvalid, c.Type, c.Model)
+		}
+		if c.Model == ModelEvents {
+			if err := c.eventsOptions().engine().Validate(); err != nil {
+				return fmt.Errorf("%w: events options: %v", ErrInvalid, err)
+			}
+		}
 	default:
-		return fmt.Errorf("%w: unknown model %q", ErrInvalid, c.Model)
+		return fmt.Errorf("%w: unknown model %q (want sharded, events, actor, ledger, native or cas)", ErrInvalid, c.Model)
 	}
 	if c.Model != ModelLedger && c.Ledger != nil {
 		return fmt.Errorf("%w: ledger options given for a namespace of model %q", ErrInvalid, c.Model)
+	}
+	if c.Model != ModelEvents && c.Events != nil {
+		return fmt.Errorf("%w: events options given for a namespace of model %q", ErrInvalid, c.Model)
 	}
 	for _, cl := range []driver.Consistency{c.ReadConsistency, c.WriteConsistency} {
 		if cl > driver.Any {
@@ -132,6 +151,13 @@ func (c NamespaceConfig) validate() error {
 		}
 	}
 	return nil
+}
+
+func (c NamespaceConfig) eventsOptions() EventsOptions {
+	if c.Events == nil {
+		return EventsOptions{}
+	}
+	return *c.Events
 }
 
 func namespaceFromRecord(r *driver.Namespace) (*Namespace, error) {
@@ -149,6 +175,13 @@ func namespaceFromRecord(r *driver.Namespace) (*Namespace, error) {
 			return nil, fmt.Errorf("namespace %q has corrupt ledger options: %w", r.Name, err)
 		}
 		ns.Ledger = &o
+	}
+	if ns.Model == ModelEvents {
+		o, err := eventsOptionsFromMap(r.Options)
+		if err != nil {
+			return nil, fmt.Errorf("namespace %q has corrupt events options: %w", r.Name, err)
+		}
+		ns.Events = &o
 	}
 	return ns, nil
 }
@@ -168,8 +201,11 @@ func (c *Client) CreateNamespace(ctx context.Context, nc NamespaceConfig) (*Name
 		WriteConsistency: nc.WriteConsistency,
 		CreatedAt:        c.cfg.Clock.Now().UTC().Truncate(time.Millisecond),
 	}
-	if nc.Model == ModelLedger {
+	switch nc.Model {
+	case ModelLedger:
 		rec.Options = nc.ledgerOptions().toMap()
+	case ModelEvents:
+		rec.Options = nc.eventsOptions().toMap()
 	}
 	err := c.cfg.Driver.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: rec})
 	if errors.Is(err, driver.ErrExists) {

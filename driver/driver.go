@@ -104,8 +104,12 @@ func Micros(t time.Time) int64 { return t.UnixMicro() }
 
 // Driver is everything a storage backend provides.
 type Driver interface {
+	Actors
+	CASCounters
+	Events
 	Ledgers
 	Namespaces
+	NativeCounters
 	Shards
 	Queues
 

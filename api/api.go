@@ -45,6 +45,8 @@ type Namespace struct {
 	CreatedAt        time.Time `json:"created_at"`
 	// Ledger holds the options of a ledger namespace; absent otherwise.
 	Ledger *LedgerOptions `json:"ledger,omitempty"`
+	// Events holds the options of an events namespace; absent otherwise.
+	Events *EventsOptions `json:"events,omitempty"`
 }
 
 // NamespaceList is the body of GET /v1/namespaces.
@@ -63,6 +65,8 @@ type CreateNamespaceRequest struct {
 	WriteConsistency string `json:"write_consistency,omitempty"`
 	// Ledger sets the options of a namespace of model "ledger".
 	Ledger *LedgerOptions `json:"ledger,omitempty"`
+	// Events sets the options of a namespace of model "events".
+	Events *EventsOptions `json:"events,omitempty"`
 }
 
 // UpdateRequest is the body of POST /v1/namespaces/{ns}/counters/{counter}/updates.
@@ -72,9 +76,17 @@ type UpdateRequest struct {
 	Delta int64 `json:"delta,omitempty"`
 	// Item is the element added to a distinct counter; empty otherwise.
 	Item string `json:"item,omitempty"`
-	// RequestID makes retries that reach the same server count once. When
-	// empty the server generates one and returns it.
+	// RequestID identifies the update for retries (see docs/guarantees.md
+	// per model). When empty the server generates one (a version 7 UUID)
+	// and returns it.
 	RequestID string `json:"request_id,omitempty"`
+	// Time is the event time of an events-model increment (RFC 3339);
+	// absent: the time in request_id, which must then be a version 7 UUID.
+	// Other models refuse it.
+	Time *time.Time `json:"time,omitempty"`
+	// ReturnValue asks for the counter's value, read after the update was
+	// applied, in the response (add-and-get).
+	ReturnValue bool `json:"return_value,omitempty"`
 }
 
 // UpdateResponse is the body of a successful update.
@@ -83,6 +95,8 @@ type UpdateResponse struct {
 	Counter      string `json:"counter"`
 	RequestID    string `json:"request_id"`
 	Acknowledged bool   `json:"acknowledged"`
+	// Value is present when the request asked for it.
+	Value *Value `json:"value,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/updates.
@@ -98,6 +112,8 @@ type BatchUpdate struct {
 	Delta     int64  `json:"delta,omitempty"`
 	Item      string `json:"item,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
+	// Time is the event time of an events-model increment.
+	Time *time.Time `json:"time,omitempty"`
 }
 
 // BatchResponse is the body of a POST /v1/updates that passed validation.
@@ -123,8 +139,67 @@ type Value struct {
 	Value int64 `json:"value"`
 	// Empty is true when nothing was ever counted (Value is then 0).
 	Empty bool `json:"empty"`
-	// Shards is how many live shards the read merged.
+	// Model is the namespace's model.
+	Model string `json:"model"`
+	// Shards is how many live shards the read merged (sharded model).
 	Shards int `json:"shards"`
+	// Events is how many events after the last rollup the read added
+	// (events model).
+	Events int `json:"events,omitempty"`
+	// Actors is how many actors' values the read summed (actor model).
+	Actors int `json:"actors,omitempty"`
+}
+
+// EventsOptions are the options of a namespace of model "events". In a
+// create request zero fields take the defaults; in a namespace
+// description every field is filled in.
+type EventsOptions struct {
+	// BucketSeconds is the width of the time buckets. Default 3600.
+	BucketSeconds int64 `json:"bucket_seconds"`
+	// AcceptWindowSeconds is how long after its event time an increment
+	// (or its retry) is accepted. Default 3600.
+	AcceptWindowSeconds int64 `json:"accept_window_seconds"`
+	// RollupDelaySeconds is the extra margin rollups keep behind the
+	// accept window (clock skew plus the longest write). Default 300.
+	RollupDelaySeconds int64 `json:"rollup_delay_seconds"`
+	// FutureLimitSeconds is how far ahead of the server's clock an event
+	// time may be. Default 60.
+	FutureLimitSeconds int64 `json:"future_limit_seconds"`
+}
+
+// SetRequest is the body of POST
+// /v1/namespaces/{ns}/counters/{counter}/actors/{actor} (actor model).
+type SetRequest struct {
+	// Version orders the actor's sets; the highest wins. Positive.
+	Version int64 `json:"version"`
+	// Value is the actor's absolute value.
+	Value int64 `json:"value"`
+}
+
+// SetResponse is the body of a successful set.
+type SetResponse struct {
+	Namespace    string `json:"namespace"`
+	Counter      string `json:"counter"`
+	Actor        string `json:"actor"`
+	Version      int64  `json:"version"`
+	Acknowledged bool   `json:"acknowledged"`
+}
+
+// ClearRequest is the (optional) body of POST
+// /v1/namespaces/{ns}/counters/{counter}/clear.
+type ClearRequest struct {
+	// RequestID identifies the clear: repeating it with the same id is the
+	// same clear. For events counters a version 7 UUID also fixes the
+	// clear's time. Empty: a clear at the server's current time.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// ClearResponse is the body of a successful clear.
+type ClearResponse struct {
+	Namespace    string `json:"namespace"`
+	Counter      string `json:"counter"`
+	RequestID    string `json:"request_id"`
+	Acknowledged bool   `json:"acknowledged"`
 }
 
 // GCResult is the body of POST /v1/namespaces/{ns}/counters/{counter}/gc.

@@ -15,6 +15,15 @@ const (
 	// CodeWrongType: the update does not fit the namespace's type (an item
 	// for a sum counter, a delta for a distinct counter).
 	CodeWrongType = "wrong_type"
+	// CodeWrongModel: the operation does not fit the namespace's model (a
+	// set on an events namespace, an increment of an actor counter, a
+	// clear of a native counter).
+	CodeWrongModel = "wrong_model"
+	// CodeTooLate: an events-model increment or clear carries a time at or
+	// before the point the counter may already be rolled up to; it was not
+	// written. A retry of an increment that old is either counted already
+	// or lost.
+	CodeTooLate = "too_late"
 	// CodeOverflow: the update would take the counter outside the int64 range.
 	CodeOverflow = "overflow"
 	// CodeNamespaceNotFound: the namespace does not exist.
@@ -56,6 +65,8 @@ var codeStatus = map[string]int{
 	CodeInvalidArgument:      http.StatusBadRequest,
 	CodeWrongType:            http.StatusBadRequest,
 	CodeOverflow:             http.StatusBadRequest,
+	CodeWrongModel:           http.StatusBadRequest,
+	CodeTooLate:              http.StatusConflict,
 	CodeNamespaceNotFound:    http.StatusNotFound,
 	CodeNotFound:             http.StatusNotFound,
 	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,

@@ -30,6 +30,10 @@ func errorCode(err error) (code, msg string) {
 		return api.CodeNotApplied, msg
 	case errors.Is(err, abacus.ErrRequestConflict):
 		return api.CodeRequestConflict, msg
+	case errors.Is(err, abacus.ErrTooLate):
+		return api.CodeTooLate, msg
+	case errors.Is(err, abacus.ErrWrongModel):
+		return api.CodeWrongModel, msg
 	case errors.Is(err, abacus.ErrWrongType):
 		return api.CodeWrongType, msg
 	case errors.Is(err, abacus.ErrOverflow):

@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
+	"time"
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
@@ -50,6 +48,7 @@ func namespaceJSON(ns *abacus.Namespace) api.Namespace {
 		WriteConsistency: ns.WriteConsistency.String(),
 		CreatedAt:        ns.CreatedAt,
 		Ledger:           ledgerOptionsJSON(ns.Ledger),
+		Events:           eventsOptionsJSON(ns.Events),
 	}
 }
 
@@ -104,15 +103,19 @@ func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, er
 	if err != nil {
 		return abacus.NamespaceConfig{}, err
 	}
-	// The library parses types case-insensitively but compares them
-	// verbatim afterwards, so store the canonical lower-case spelling.
+	eo, err := eventsOptionsFromJSON(req.Events)
+	if err != nil {
+		return abacus.NamespaceConfig{}, err
+	}
+	// The library canonicalises model and type spelling itself.
 	return abacus.NamespaceConfig{
 		Name:             req.Name,
-		Model:            abacus.Model(strings.ToLower(req.Model)),
-		Type:             strings.ToLower(req.Type),
+		Model:            abacus.Model(req.Model),
+		Type:             req.Type,
 		ReadConsistency:  rc,
 		WriteConsistency: wc,
 		Ledger:           lo,
+		Events:           eo,
 	}, nil
 }
 
@@ -125,13 +128,11 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, namespaceJSON(ns))
 }
 
-// newRequestID returns 128 random bits in hex: enough that two updates never
-// share an id by chance, which would make the second a "retry" of the first.
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	return hex.EncodeToString(b[:])
-}
+// newRequestID returns a version 7 UUID: 74 random bits per millisecond
+// are enough that two updates never share an id by chance (which would
+// make the second a "retry" of the first), and its time part lets an
+// events counter use it as the event's time.
+func newRequestID() string { return abacus.NewRequestID() }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 	ns, counter := r.PathValue("ns"), r.PathValue("counter")
@@ -156,15 +157,41 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 	logAttrs(r, slog.String("request_id", req.RequestID))
 	err = s.client.Apply(r.Context(), abacus.Update{
 		Namespace: ns, Counter: counter, Delta: req.Delta, Item: req.Item, RequestID: req.RequestID,
+		Time: timeOrZero(req.Time),
 	})
 	s.countUpdate(err)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.UpdateResponse{
-		Namespace: nsOrDefault(ns), Counter: counter, RequestID: req.RequestID, Acknowledged: true,
-	})
+	out := api.UpdateResponse{Namespace: nsOrDefault(ns), Counter: counter, RequestID: req.RequestID, Acknowledged: true}
+	if req.ReturnValue {
+		// The update is acknowledged whatever the read does; a failed
+		// read is reported as such, and a retry of the update is safe
+		// exactly as the model's guarantees say.
+		v, err := s.client.Get(r.Context(), ns, counter)
+		if err != nil {
+			writeError(w, r, fmt.Errorf("the update was acknowledged, but reading the value failed: %w", err))
+			return
+		}
+		vj := valueJSON(v)
+		out.Value = &vj
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func valueJSON(v *abacus.Value) api.Value {
+	return api.Value{
+		Namespace: v.Namespace, Counter: v.Counter, Type: v.Type, Model: string(v.Model),
+		Value: v.Value, Empty: v.Empty, Shards: v.Shards, Events: v.Events, Actors: v.Actors,
+	}
 }
 
 func nsOrDefault(ns string) string {
@@ -227,6 +254,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 		wg.Go(func() {
 			err := s.client.Apply(r.Context(), abacus.Update{
 				Namespace: u.Namespace, Counter: u.Counter, Delta: u.Delta, Item: u.Item, RequestID: u.RequestID,
+				Time: timeOrZero(u.Time),
 			})
 			s.countUpdate(err)
 			if err != nil {
@@ -247,6 +275,7 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 func (s *Server) checkUpdate(ctx context.Context, u api.BatchUpdate) error {
 	return s.client.Check(ctx, abacus.Update{
 		Namespace: u.Namespace, Counter: u.Counter, Delta: u.Delta, Item: u.Item, RequestID: u.RequestID,
+		Time: timeOrZero(u.Time),
 	})
 }
 
@@ -256,10 +285,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Value{
-		Namespace: v.Namespace, Counter: v.Counter, Type: v.Type,
-		Value: v.Value, Empty: v.Empty, Shards: v.Shards,
-	})
+	writeJSON(w, http.StatusOK, valueJSON(v))
 }
 
 func (s *Server) gc(w http.ResponseWriter, r *http.Request) {

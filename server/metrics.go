@@ -134,6 +134,18 @@ func registerClient(reg prometheus.Registerer, c *abacus.Client) {
 		Name: "abacus_mutator_births_total",
 		Help: "Mutators born (one per counter per process, renewed before each dies).",
 	}, func() float64 { return float64(c.Stats().Births.Load()) }))
+	for _, f := range []struct {
+		name, help string
+		get        func() uint64
+	}{
+		{"abacus_events_rollups_total", "Rollups of events counters that ran (skipped ones excluded).", func() uint64 { return c.EventsStats().Rollups.Load() }},
+		{"abacus_events_rollup_skips_total", "Rollups of events counters skipped (a replica down, a racing rollup); retried later.", func() uint64 { return c.EventsStats().RollupSkips.Load() }},
+		{"abacus_events_rolled_total", "Events folded into rollups.", func() uint64 { return c.EventsStats().EventsRolled.Load() }},
+		{"abacus_events_scanned_total", "Events added up by reads (events after the last rollup).", func() uint64 { return c.EventsStats().EventsScanned.Load() }},
+		{"abacus_events_too_late_total", "Increments refused as too late to de-duplicate.", func() uint64 { return c.EventsStats().TooLate.Load() }},
+	} {
+		register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: f.name, Help: f.help}, func() float64 { return float64(f.get()) }))
+	}
 	register(reg, collectors.NewGoCollector())
 	register(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }

@@ -146,6 +146,8 @@ func (s *Server) routesMux() *http.ServeMux {
 	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/updates", s.update)
 	handle("GET", "/v1/namespaces/{ns}/counters/{counter}", s.get)
 	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/gc", s.gc)
+	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/clear", s.clear)
+	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/actors/{actor}", s.setActor)
 	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/credits", s.ledgerUpdate(opCredit))
 	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/debits", s.ledgerUpdate(opDebit))
 	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/updates", s.ledgerUpdate(opUpdate))

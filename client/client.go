@@ -3,8 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/events"
 )
 
 // DefaultTimeout bounds one HTTP attempt unless WithTimeout says otherwise.
@@ -148,12 +147,10 @@ func (e *decodeError) Unwrap() error { return e.err }
 // errLocal marks failures that happened before anything was sent.
 var errLocal = errors.New("request not sent")
 
-// NewRequestID returns a fresh random request id (128 bits, hex).
-func NewRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	return hex.EncodeToString(b[:])
-}
+// NewRequestID returns a fresh request id: a version 7 UUID (74 random
+// bits per millisecond). Its time part is what lets an events counter
+// recognise a retry from any server: the id fixes the event's time.
+func NewRequestID() string { return events.NewID(time.Now()) }
 
 // escape percent-encodes a name as one path segment. Everything outside the
 // unreserved set is escaped, '.' included: the server cleans paths, and a
@@ -347,6 +344,58 @@ func (c *Client) Update(ctx context.Context, namespace, counter string, req api.
 // Add adds delta to a sum counter (or observes it, for max and min).
 func (c *Client) Add(ctx context.Context, namespace, counter string, delta int64) (string, error) {
 	return c.Update(ctx, namespace, counter, api.UpdateRequest{Delta: delta})
+}
+
+// UpdateAndGet applies an update like Update and returns the counter's
+// value read right after it (add-and-get). The response's RequestID is
+// set also when it fails.
+func (c *Client) UpdateAndGet(ctx context.Context, namespace, counter string, req api.UpdateRequest) (*api.UpdateResponse, error) {
+	if req.RequestID == "" {
+		req.RequestID = NewRequestID()
+	}
+	req.ReturnValue = true
+	out := &api.UpdateResponse{RequestID: req.RequestID}
+	if err := requireName("counter", counter); err != nil {
+		return out, err
+	}
+	path := counterPath(namespace, counter) + "/updates"
+	err := c.retrying(ctx, func() error {
+		return c.do(ctx, "POST", path, req, out)
+	})
+	out.RequestID = req.RequestID
+	return out, err
+}
+
+// Set stores an actor's value of a counter of model actor. Sets are
+// idempotent, so retries need no request id.
+func (c *Client) Set(ctx context.Context, namespace, counter, actor string, version, value int64) error {
+	if err := requireName("counter", counter); err != nil {
+		return err
+	}
+	if err := requireName("actor", actor); err != nil {
+		return err
+	}
+	path := counterPath(namespace, counter) + "/actors/" + escape(actor)
+	return c.retrying(ctx, func() error {
+		return c.do(ctx, "POST", path, api.SetRequest{Version: version, Value: value}, nil)
+	})
+}
+
+// Clear resets an events or cas counter to zero and returns the request id
+// it was sent with (a fresh one when requestID is empty); repeating the
+// clear of an events counter with that id is the same clear.
+func (c *Client) Clear(ctx context.Context, namespace, counter, requestID string) (string, error) {
+	if requestID == "" {
+		requestID = NewRequestID()
+	}
+	if err := requireName("counter", counter); err != nil {
+		return requestID, err
+	}
+	path := counterPath(namespace, counter) + "/clear"
+	err := c.retrying(ctx, func() error {
+		return c.do(ctx, "POST", path, api.ClearRequest{RequestID: requestID}, nil)
+	})
+	return requestID, err
 }
 
 // UpdateBatch applies up to api.MaxBatchItems updates and returns one result

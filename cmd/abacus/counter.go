@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/abacusdb/abacus/api"
 	"github.com/spf13/cobra"
@@ -11,13 +12,16 @@ import (
 
 func (a *app) counterCmd() *cobra.Command {
 	cmd := groupCmd("counter", "Update and read counters", `  abacus counter add likes 5
-  abacus counter get likes`)
-	cmd.AddCommand(a.counterAddCmd(), a.counterGetCmd())
+  abacus counter get likes
+  abacus --ns orders counter set open-qty order-17 2 1500
+  abacus --ns likes counter clear post-9`)
+	cmd.AddCommand(a.counterAddCmd(), a.counterGetCmd(), a.counterSetCmd(), a.counterClearCmd())
 	return cmd
 }
 
 func (a *app) counterAddCmd() *cobra.Command {
-	var item string
+	var item, at string
+	var get bool
 	cmd := &cobra.Command{
 		Use:   "add NAME DELTA | add NAME ITEM | add NAME --item ITEM",
 		Short: "Add to a counter (or record an item in a distinct counter)",
@@ -30,12 +34,18 @@ argument is the item to count (or give it with --item).
 The update is sent with a request id (a new random one unless --request-id
 is given). If the outcome is unknown (a timeout, a lost connection), repeat
 the command with the request id printed in the error: the server counts a
-retry with the same id once.`,
+retry with the same id once. On an events namespace the request id is a
+version 7 UUID whose time is the event's time (or give --time with any
+id), and a retry counts once on any server within the accept window.
+
+With --get the counter's value, read after the update, is printed.`,
 		Example: `  abacus counter add likes 5
   abacus counter add likes -2
   abacus --ns peaks counter add temperature 31
   abacus --ns visitors counter add daily alice
-  abacus counter add likes 1 --request-id 7f3c9a`,
+  abacus counter add likes 1 --request-id 7f3c9a
+  abacus --ns clicks counter add home 1 --get
+  abacus --ns clicks counter add home 1 --request-id batch-7 --time 2026-11-22T09:30:00Z`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if item != "" {
 				return exactArgs(1, "NAME when --item is given")(cmd, args)
@@ -48,6 +58,13 @@ retry with the same id once.`,
 				return usagef("NAME is empty")
 			}
 			req := api.UpdateRequest{Item: item, RequestID: a.g.requestID}
+			if at != "" {
+				t, err := time.Parse(time.RFC3339Nano, at)
+				if err != nil {
+					return usagef("--time %q is not an RFC 3339 time such as 2026-11-22T09:30:00Z", at)
+				}
+				req.Time = &t
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
@@ -69,6 +86,20 @@ retry with the same id once.`,
 					return err
 				}
 			}
+			if get {
+				resp, err := c.UpdateAndGet(cmd.Context(), a.g.ns, name, req)
+				if err != nil {
+					return a.unknownOutcomeHint(err, resp.RequestID)
+				}
+				if a.g.json {
+					return a.printJSON(resp)
+				}
+				if resp.Value == nil {
+					return fmt.Errorf("the server acknowledged the update but returned no value")
+				}
+				_, err = fmt.Fprintln(a.stdout, resp.Value.Value)
+				return err
+			}
 			id, err := c.Update(cmd.Context(), a.g.ns, name, req)
 			if err != nil {
 				return a.unknownOutcomeHint(err, id)
@@ -80,7 +111,80 @@ retry with the same id once.`,
 		},
 	}
 	cmd.Flags().StringVar(&item, "item", "", "item to record in a distinct counter (instead of DELTA)")
+	cmd.Flags().StringVar(&at, "time", "", "events: the increment's event time (RFC 3339); default: the time in the request id")
+	cmd.Flags().BoolVar(&get, "get", false, "print the counter's value read after the update (add-and-get)")
 	return cmd
+}
+
+func (a *app) counterSetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "set NAME ACTOR VERSION VALUE",
+		Short: "Set an actor's value of an actor counter",
+		Long: `Set ACTOR's absolute VALUE of the counter NAME at VERSION, in a namespace
+of model actor (--ns). The counter is the sum of every actor's value at
+its highest version, whatever order sets arrive in, so repeating a set is
+harmless. VERSION must be positive and must not be reused with another
+value.`,
+		Example: `  abacus --ns orders counter set open-qty order-17 1 1000
+  abacus --ns orders counter set open-qty order-17 2 1500`,
+		Args: exactArgs(4, "NAME, ACTOR, VERSION and VALUE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" || args[1] == "" {
+				return usagef("NAME and ACTOR must not be empty")
+			}
+			version, err := strconv.ParseInt(args[2], 10, 64)
+			if err != nil || version <= 0 {
+				return usagef("VERSION %q is not a positive whole number", args[2])
+			}
+			value, err := strconv.ParseInt(args[3], 10, 64)
+			if err != nil {
+				return usagef("VALUE %q is not a whole number in the int64 range", args[3])
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			if err := c.Set(cmd.Context(), a.g.ns, args[0], args[1], version, value); err != nil {
+				return err
+			}
+			if a.g.json {
+				return a.printJSON(api.SetResponse{Namespace: a.g.ns, Counter: args[0], Actor: args[1], Version: version, Acknowledged: true})
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) counterClearCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "clear NAME",
+		Short: "Reset an events or cas counter to zero",
+		Long: `Reset the counter NAME in the namespace --ns to zero. Events counters
+clear every increment whose time is at or before the clear's time (the
+time in --request-id, or now); repeating the clear with the same
+--request-id is the same clear, and the counter takes increments at once.
+Cas counters are set to zero. Sharded, actor and native counters cannot
+be cleared (a deleted Cassandra counter cannot be written again).`,
+		Example: `  abacus --ns likes counter clear post-9`,
+		Args:    exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return usagef("NAME is empty")
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			id, err := c.Clear(cmd.Context(), a.g.ns, args[0], a.g.requestID)
+			if err != nil {
+				return a.unknownOutcomeHint(err, id)
+			}
+			if a.g.json {
+				return a.printJSON(api.ClearResponse{Namespace: a.g.ns, Counter: args[0], RequestID: id, Acknowledged: true})
+			}
+			return nil
+		},
+	}
 }
 
 // parseDelta checks DELTA before anything is sent.

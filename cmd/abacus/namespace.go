@@ -22,14 +22,30 @@ func (a *app) namespaceCreateCmd() *cobra.Command {
 	var req api.CreateNamespaceRequest
 	var lo api.LedgerOptions
 	var claimTTL time.Duration
+	var eo struct{ bucket, window, delay, future time.Duration }
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a namespace",
 		Long: `Create the namespace NAME. A namespace fixes how its counters are stored
 (--model) and what they hold (--type); it cannot be changed later.
 
-Types: sum (a signed total), max and min (the largest or smallest value
-observed), distinct (an estimate of the number of distinct items).
+Models:
+  sharded  (default) a shard per server, merged on read; retries to the
+           same server count once
+  events   one row per increment keyed by its request id: retries count
+           once from any server within the accept window; add-and-get,
+           clear; options --bucket, --accept-window, --rollup-delay,
+           --future-limit
+  actor    each actor sets its absolute value at a version ('abacus counter
+           set'); the counter is the sum of the latest values
+  ledger   credits and debits with per-actor request history ('abacus ledger')
+  native   a Cassandra counter column (an atomic add on the embedded store):
+           the baseline; a retried add may count twice; cannot be cleared
+  cas      read then compare-and-set (a lightweight transaction): the other
+           baseline; a retried add may count twice
+Types (sharded only; the other counter models are sums): sum (a signed
+total), max and min (the largest or smallest value observed), distinct (an
+estimate of the number of distinct items).
 Ledger namespaces (--model ledger) have no type; their options are
 --history-length, --strict, --retry-count and --claim-ttl (see
 'abacus ledger --help').
@@ -37,13 +53,35 @@ Consistency levels (ONE, QUORUM, ALL, LOCAL_QUORUM, ...) apply on Cassandra;
 DEFAULT uses the server's configured level.`,
 		Example: `  abacus namespace create visitors --type distinct
   abacus namespace create peaks --type max --write-consistency QUORUM
-  abacus namespace create wallets --model ledger --strict --history-length 20`,
+  abacus namespace create wallets --model ledger --strict --history-length 20
+  abacus namespace create likes --model events --accept-window 2h
+  abacus namespace create orders --model actor`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Name = args[0]
 			fl := cmd.Flags()
-			if strings.EqualFold(req.Model, "ledger") && !fl.Changed("type") {
+			if !strings.EqualFold(req.Model, "sharded") && !fl.Changed("type") {
 				req.Type = ""
+			}
+			if fl.Changed("bucket") || fl.Changed("accept-window") || fl.Changed("rollup-delay") || fl.Changed("future-limit") {
+				if !strings.EqualFold(req.Model, "events") {
+					return usagef("--bucket, --accept-window, --rollup-delay and --future-limit apply to --model events only")
+				}
+				opts := &api.EventsOptions{}
+				for _, f := range []struct {
+					name string
+					d    time.Duration
+					dst  *int64
+				}{
+					{"bucket", eo.bucket, &opts.BucketSeconds}, {"accept-window", eo.window, &opts.AcceptWindowSeconds},
+					{"rollup-delay", eo.delay, &opts.RollupDelaySeconds}, {"future-limit", eo.future, &opts.FutureLimitSeconds},
+				} {
+					if f.d < 0 || f.d%time.Second != 0 {
+						return usagef("--%s %v must be a whole number of seconds, not negative", f.name, f.d)
+					}
+					*f.dst = int64(f.d / time.Second)
+				}
+				req.Events = opts
 			}
 			if fl.Changed("history-length") || fl.Changed("strict") || fl.Changed("retry-count") || fl.Changed("claim-ttl") {
 				if claimTTL < 0 || claimTTL%time.Second != 0 {
@@ -68,14 +106,23 @@ DEFAULT uses the server's configured level.`,
 					ns.Name, ns.Model, o.HistoryLength, o.Strict, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, ns.ReadConsistency, ns.WriteConsistency)
 				return err
 			}
+			if o := ns.Events; o != nil {
+				_, err = fmt.Fprintf(a.stdout, "created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)\n",
+					ns.Name, ns.Model, secs(o.BucketSeconds), secs(o.AcceptWindowSeconds), secs(o.RollupDelaySeconds), secs(o.FutureLimitSeconds), ns.ReadConsistency, ns.WriteConsistency)
+				return err
+			}
 			_, err = fmt.Fprintf(a.stdout, "created namespace %s (model %s, type %s, read %s, write %s)\n",
 				ns.Name, ns.Model, ns.Type, ns.ReadConsistency, ns.WriteConsistency)
 			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.Model, "model", "sharded", "storage model: sharded (counters) or ledger")
-	f.StringVar(&req.Type, "type", "sum", "counter type: sum, max, min or distinct (none for ledgers)")
+	f.StringVar(&req.Model, "model", "sharded", "storage model: sharded, events, actor, ledger, native or cas")
+	f.StringVar(&req.Type, "type", "sum", "counter type of a sharded namespace: sum, max, min or distinct")
+	f.DurationVar(&eo.bucket, "bucket", time.Hour, "events: width of the time buckets events are stored in")
+	f.DurationVar(&eo.window, "accept-window", time.Hour, "events: how long after its time an increment or its retry is accepted")
+	f.DurationVar(&eo.delay, "rollup-delay", 5*time.Minute, "events: margin rollups keep behind the accept window (> clock skew + write time)")
+	f.DurationVar(&eo.future, "future-limit", time.Minute, "events: how far ahead of the server's clock an event time may be")
 	f.IntVar(&lo.HistoryLength, "history-length", 10, "ledger: request ids each server's actor keeps per side")
 	f.BoolVar(&lo.Strict, "strict", false, "ledger: claim each request id with a lightweight transaction first")
 	f.IntVar(&lo.RetryCount, "retry-count", 10, "ledger: resubmissions of a write with an unknown outcome (-1: none)")
@@ -84,6 +131,8 @@ DEFAULT uses the server's configured level.`,
 	f.StringVar(&req.WriteConsistency, "write-consistency", "DEFAULT", "consistency level of writes")
 	return cmd
 }
+
+func secs(n int64) time.Duration { return time.Duration(n) * time.Second }
 
 func (a *app) namespaceGetCmd() *cobra.Command {
 	return &cobra.Command{

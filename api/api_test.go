@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCodesHaveErrorStatuses(t *testing.T) {
@@ -48,6 +49,8 @@ func TestOpenAPIDocumentsEveryCode(t *testing.T) {
 }
 
 // The wire names are the contract; a renamed Go field must not change them.
+var wireTime = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+
 func TestWireNames(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -56,9 +59,15 @@ func TestWireNames(t *testing.T) {
 	}{
 		{UpdateRequest{Delta: 1, Item: "i", RequestID: "r"}, `{"delta":1,"item":"i","request_id":"r"}`},
 		{UpdateRequest{}, `{}`},
-		{UpdateResponse{"n", "c", "r", true}, `{"namespace":"n","counter":"c","request_id":"r","acknowledged":true}`},
+		{UpdateResponse{"n", "c", "r", true, nil}, `{"namespace":"n","counter":"c","request_id":"r","acknowledged":true}`},
+		{UpdateRequest{Time: &wireTime, ReturnValue: true}, `{"time":"2026-11-22T09:30:00Z","return_value":true}`},
+		{SetRequest{Version: 2, Value: -3}, `{"version":2,"value":-3}`},
+		{ClearRequest{}, `{}`},
+		{ClearResponse{"n", "c", "r", true}, `{"namespace":"n","counter":"c","request_id":"r","acknowledged":true}`},
+		{EventsOptions{1, 2, 3, 4}, `{"bucket_seconds":1,"accept_window_seconds":2,"rollup_delay_seconds":3,"future_limit_seconds":4}`},
+		{Value{Namespace: "n", Counter: "c", Type: "sum", Value: 3, Model: "events", Events: 4}, `{"namespace":"n","counter":"c","type":"sum","value":3,"empty":false,"model":"events","shards":0,"events":4}`},
 		{BatchResult{RequestID: "r", Error: &Error{"overflow", "m"}}, `{"request_id":"r","acknowledged":false,"error":{"code":"overflow","message":"m"}}`},
-		{Value{"n", "c", "sum", 3, false, 1}, `{"namespace":"n","counter":"c","type":"sum","value":3,"empty":false,"shards":1}`},
+		{Value{Namespace: "n", Counter: "c", Type: "sum", Value: 3, Model: "sharded", Shards: 1}, `{"namespace":"n","counter":"c","type":"sum","value":3,"empty":false,"model":"sharded","shards":1}`},
 		{GCResult{Namespace: "n", Counter: "c", Folded: 2}, `{"namespace":"n","counter":"c","folded":2,"skipped":false}`},
 		{GCAllResult{1, 2, 3}, `{"counters":1,"folded":2,"skipped":3}`},
 		{CreateNamespaceRequest{Name: "n"}, `{"name":"n"}`},

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/abacusdb/abacus/api"
@@ -239,7 +240,24 @@ func decodeUpdate(data []byte) (api.UpdateRequest, error) {
 	if err := decodeStrict(data, &req, ""); err != nil {
 		return api.UpdateRequest{}, err
 	}
+	if err := normalizeTime(&req.Time, "time"); err != nil {
+		return api.UpdateRequest{}, err
+	}
 	return req, nil
+}
+
+// normalizeTime keeps event times in UTC, the form they are echoed and
+// stored in, and refuses years a JSON timestamp cannot carry back.
+func normalizeTime(t **time.Time, field string) error {
+	if *t == nil {
+		return nil
+	}
+	u := (*t).UTC()
+	if u.Year() < 1 || u.Year() > 9999 {
+		return errorf(api.CodeInvalidArgument, "field %q: %s is outside the years 1 to 9999", field, (*t).Format(time.RFC3339Nano))
+	}
+	*t = &u
+	return nil
 }
 
 func decodeNamespaceCreate(data []byte) (api.CreateNamespaceRequest, error) {
@@ -277,6 +295,9 @@ func decodeBatch(data []byte) (api.BatchRequest, error) {
 	req := api.BatchRequest{Updates: make([]api.BatchUpdate, len(env.Updates))}
 	for i, raw := range env.Updates {
 		if err := decodeStrict(raw, &req.Updates[i], fmt.Sprintf("updates[%d]", i)); err != nil {
+			return api.BatchRequest{}, err
+		}
+		if err := normalizeTime(&req.Updates[i].Time, fmt.Sprintf("updates[%d].time", i)); err != nil {
 			return api.BatchRequest{}, err
 		}
 	}

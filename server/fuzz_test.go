@@ -47,6 +47,8 @@ func FuzzDecodeUpdate(f *testing.F) {
 		`{"delta":1}`, `{"delta":-9223372036854775808,"request_id":"r"}`, `{"item":"x"}`, `{}`,
 		`{"delta":9223372036854775808}`, `{"delta":1.5}`, `{"delta":"1"}`, `{"delta":1}{}`,
 		`{"Delta":1}`, `{"delta":null}`, "{\"item\":\"\xff\"}", `{"item":"\ud800"}`, ``, `null`, ` {"delta" : 2 } `,
+		`{"delta":1,"time":"2026-11-22T09:30:00+01:00","return_value":true}`, `{"time":"0000-01-01T00:00:00Z"}`,
+		`{"time":"9999-12-31T23:59:59-01:00"}`, `{"time":"2026-11-22"}`, `{"time":null,"return_value":false}`,
 	} {
 		f.Add([]byte(s))
 	}

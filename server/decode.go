@@ -123,6 +123,8 @@ func jsonError(err error, where string) error {
 			return errorf(api.CodeInvalidJSON, "%smust be a JSON object", orBody(where))
 		}
 		return errorf(api.CodeInvalidArgument, "field %q: want %s, got %s", field, describeType(typ.Type), typ.Value)
+	case errors.As(err, new(*time.ParseError)):
+		return errorf(api.CodeInvalidArgument, "%shas a time that is not RFC 3339 (such as 2026-11-22T09:30:00Z): %v", orBody(where), err)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no typed error for this case.
 		name := strings.TrimPrefix(err.Error(), "json: unknown field ")

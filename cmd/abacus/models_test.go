@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/abacusdb/abacus/api"
+)
+
+func TestEveryModelFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	for _, args := range [][]string{
+		{"namespace", "create", "ev", "--model", "events", "--accept-window", "2h", "--bucket", "30m"},
+		{"namespace", "create", "orders", "--model", "actor"},
+		{"namespace", "create", "nat", "--model", "native"},
+		{"namespace", "create", "lwt", "--model", "cas"},
+	} {
+		if r := s.cli(args...); r.code != 0 || !strings.HasPrefix(r.stdout, "created namespace") {
+			t.Fatalf("%v: %+v", args, r)
+		}
+	}
+	r := s.cli("namespace", "get", "ev", "--json")
+	var ns api.Namespace
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ns) != nil || ns.Events == nil ||
+		ns.Events.AcceptWindowSeconds != 7200 || ns.Events.BucketSeconds != 1800 || ns.Events.RollupDelaySeconds != 300 {
+		t.Fatalf("events namespace: %+v (%+v)", r, ns.Events)
+	}
+
+	// Events: the same request id from the command line counts once.
+	r = s.cli("--ns", "ev", "counter", "add", "likes", "5", "--json")
+	var ur api.UpdateResponse
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ur) != nil {
+		t.Fatalf("add: %+v", r)
+	}
+	if r := s.cli("--ns", "ev", "counter", "add", "likes", "5", "--request-id", ur.RequestID); r.code != 0 {
+		t.Fatalf("retry: %+v", r)
+	}
+	if r := s.cli("--ns", "ev", "counter", "add", "likes", "-2", "--get"); r.code != 0 || r.stdout != "3\n" {
+		t.Fatalf("add --get: %+v, want 3", r)
+	}
+	if r := s.cli("--ns", "ev", "counter", "add", "likes", "1", "--request-id", "batch-1", "--time", "2001-01-01T00:00:00Z"); r.code != 1 || !strings.Contains(r.stderr, "too late") {
+		t.Fatalf("a stale event time: %+v", r)
+	}
+	if r := s.cli("--ns", "ev", "counter", "clear", "likes"); r.code != 0 {
+		t.Fatalf("clear: %+v", r)
+	}
+	if r := s.cli("--ns", "ev", "counter", "get", "likes"); r.stdout != "0\n" {
+		t.Fatalf("after clear: %+v", r)
+	}
+
+	// Actor: seed 001's order quantities.
+	for _, set := range [][]string{{"P1", "2", "1500"}, {"P2", "1", "500"}, {"P1", "1", "1000"}} {
+		if r := s.cli(append([]string{"--ns", "orders", "counter", "set", "open-qty"}, set...)...); r.code != 0 || r.stdout != "" {
+			t.Fatalf("set %v: %+v", set, r)
+		}
+	}
+	if r := s.cli("--ns", "orders", "counter", "get", "open-qty"); r.stdout != "2000\n" {
+		t.Fatalf("actor sum: %+v", r)
+	}
+	if r := s.cli("--ns", "orders", "counter", "set", "open-qty", "P3", "1", "-40"); r.code != 0 {
+		t.Fatalf("negative value: %+v", r)
+	}
+
+	for _, ns := range []string{"nat", "lwt"} {
+		if r := s.cli("--ns", ns, "counter", "add", "c", "7", "--get"); r.code != 0 || r.stdout != "7\n" {
+			t.Fatalf("%s add --get: %+v", ns, r)
+		}
+	}
+	if r := s.cli("--ns", "lwt", "counter", "clear", "c"); r.code != 0 {
+		t.Fatalf("cas clear: %+v", r)
+	}
+}
+
+func TestModelMistakesFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	s.cli("namespace", "create", "orders", "--model", "actor")
+	s.cli("namespace", "create", "nat", "--model", "native")
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+		sent bool // whether the mistake is only found by the server
+	}{
+		{[]string{"--ns", "orders", "counter", "set", "q", "a", "0", "1"}, 2, "VERSION", false},
+		{[]string{"--ns", "orders", "counter", "set", "q", "a", "x", "1"}, 2, "VERSION", false},
+		{[]string{"--ns", "orders", "counter", "set", "q", "a", "1"}, 2, "VALUE", false},
+		{[]string{"--ns", "orders", "counter", "set", "q", "a", "1", "1e3"}, 2, "VALUE", false},
+		{[]string{"--ns", "orders", "counter", "add", "q", "1"}, 1, "actor", true},
+		{[]string{"counter", "set", "q", "a", "1", "1"}, 1, "model", true},
+		{[]string{"--ns", "nat", "counter", "clear", "c"}, 1, "cannot be reset", true},
+		{[]string{"counter", "add", "c", "1", "--time", "yesterday"}, 2, "RFC 3339", false},
+		{[]string{"namespace", "create", "x", "--model", "cas", "--bucket", "1m"}, 2, "--model events", false},
+		{[]string{"namespace", "create", "x", "--model", "events", "--bucket", "1500ms"}, 2, "whole number of seconds", false},
+		{[]string{"namespace", "create", "x", "--model", "events", "--type", "max"}, 1, "sums", true},
+	} {
+		before := s.requests.Load()
+		r := s.cli(c.args...)
+		if r.code != c.code || !strings.Contains(r.stderr, c.msg) {
+			t.Errorf("%v: %+v, want exit %d mentioning %q", c.args, r, c.code, c.msg)
+			continue
+		}
+		r.oneLineError(t)
+		if sent := s.requests.Load() > before; sent != c.sent {
+			t.Errorf("%v: sent a request: %v, want %v", c.args, sent, c.sent)
+		}
+	}
+	if r := s.cli("--ns", "orders", "counter", "get", "q"); r.stdout != "0\n" {
+		t.Fatalf("refused commands changed the counter: %+v", r)
+	}
+}

@@ -47,15 +47,18 @@ type Env struct {
 // Row is one measured scenario.
 type Row struct {
 	// Scenario is a human-readable name; Kind is a stable one: increments,
-	// http, read or read_after_gc.
+	// http, read, read_after_gc or read_after_rollup.
 	Scenario string `json:"scenario"`
 	Kind     string `json:"kind"`
-	// Model is "sharded" or "native"; Via is "library", "http" or "cql".
+	// Model is "sharded", "native", "events", "actor" or "cas"; Via is
+	// "library", "http" or "cql".
 	Model    string `json:"model"`
 	Via      string `json:"via"`
 	Counters int    `json:"counters"`
 	// Shards is the number of live shards each read merges (read scenarios).
 	Shards int `json:"shards,omitempty"`
+	// Events is the number of un-rolled events each read adds (events reads).
+	Events int `json:"events,omitempty"`
 	// Started is when the run (its warm-up) began, to line rows up with
 	// outside measurements such as the store's own CPU use.
 	Started time.Time `json:"started"`
@@ -136,6 +139,20 @@ func ratios(rows []Row) []Ratio {
 				})
 			}
 		}
+		for _, m := range Models {
+			mr := find(rows, "increments", m, n)
+			if mr == nil {
+				continue
+			}
+			ratio := Ratio{
+				Name:  fmt.Sprintf("increments/s over %s: %s / native", plural(n, "counter"), m),
+				Value: mr.OpsPerSec / r.OpsPerSec,
+			}
+			if m == ModelEvents {
+				ratio.Target, ratio.Met = "≥ 1×", isMet(ratio.Value >= 1)
+			}
+			out = append(out, ratio)
+		}
 		if h := find(rows, "http", "sharded", n); h != nil {
 			out = append(out, Ratio{
 				Name:  fmt.Sprintf("increments/s over %s: sharded (HTTP) / native", plural(n, "counter")),
@@ -146,20 +163,20 @@ func ratios(rows []Row) []Ratio {
 	nat := find(rows, "read", "native", 1)
 	if nat != nil && nat.P50 > 0 {
 		for _, r := range rows {
-			if r.Model != "sharded" || (r.Kind != "read" && r.Kind != "read_after_gc") {
+			if (r.Model != "sharded" && r.Model != ModelEvents) || (r.Kind != "read" && r.Kind != "read_after_gc" && r.Kind != "read_after_rollup") {
 				continue
 			}
 			ratio := Ratio{
-				Name:  fmt.Sprintf("read p50 latency: sharded (%s) / native", r.Scenario),
+				Name:  fmt.Sprintf("read p50 latency: %s (%s) / native", r.Model, r.Scenario),
 				Value: float64(r.P50) / float64(nat.P50),
 			}
-			if r.Kind == "read_after_gc" {
+			if r.Kind == "read_after_gc" || r.Kind == "read_after_rollup" {
 				ratio.Target, ratio.Met = "≤ 2×", isMet(ratio.Value <= 2)
 			}
 			out = append(out, ratio)
-			if r.Kind == "read_after_gc" && nat.P99 > 0 {
+			if (r.Kind == "read_after_gc" || r.Kind == "read_after_rollup") && nat.P99 > 0 {
 				out = append(out, Ratio{
-					Name:  fmt.Sprintf("read p99 latency: sharded (%s) / native", r.Scenario),
+					Name:  fmt.Sprintf("read p99 latency: %s (%s) / native", r.Model, r.Scenario),
 					Value: float64(r.P99) / float64(nat.P99),
 				})
 			}

@@ -38,10 +38,13 @@ const (
 	// counter with n live shards and of one whose n final shards GC has
 	// folded into its tally; then reads of a native counter.
 	ScenarioReads = "reads"
+	// ScenarioEventReads: for each Config.EventReads value n, reads of an
+	// events counter with n un-rolled events, then after a rollup.
+	ScenarioEventReads = "event-reads"
 )
 
 // Scenarios lists every scenario group in the order RunSuite runs them.
-var Scenarios = []string{ScenarioIncrements, ScenarioHTTP, ScenarioReads}
+var Scenarios = []string{ScenarioIncrements, ScenarioHTTP, ScenarioReads, ScenarioEventReads}
 
 // DefaultKeyspace is the keyspace the benchmark uses on Cassandra. It is
 // kept apart from the product's "abacus" so benchmark rows never mix with
@@ -88,6 +91,15 @@ type Config struct {
 	// folds before the reads. Default 1, 100, 1000.
 	ReadShards []int
 
+	// Models are measured in the increments scenario after the sharded and
+	// native rows of each Counters setting, from Models. Default: all.
+	// An empty (non-nil) slice measures none.
+	Models []string
+
+	// EventReads: the numbers of un-rolled events the event-reads scenario
+	// gives its counters. Default 10, 1000, 100000.
+	EventReads []int
+
 	// StorePID, when not 0, is the process id of a Cassandra node on this
 	// machine; its CPU use is recorded per scenario (Linux only), which
 	// gives throughput per store core, a figure that survives a noisy,
@@ -122,6 +134,12 @@ func (c Config) withDefaults() Config {
 	if len(c.ReadShards) == 0 {
 		c.ReadShards = []int{1, 100, 1000}
 	}
+	if c.Models == nil {
+		c.Models = Models
+	}
+	if len(c.EventReads) == 0 {
+		c.EventReads = []int{10, 1000, 100_000}
+	}
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
@@ -150,6 +168,16 @@ func (c Config) validate() error {
 	for _, n := range c.ReadShards {
 		if n < 1 {
 			errs = append(errs, fmt.Errorf("read shards must be at least 1, got %d", n))
+		}
+	}
+	for _, m := range c.Models {
+		if !slices.Contains(Models, m) {
+			errs = append(errs, fmt.Errorf("unknown model %q (want %s)", m, strings.Join(Models, ", ")))
+		}
+	}
+	for _, n := range c.EventReads {
+		if n < 1 || n > 10_000_000 {
+			errs = append(errs, fmt.Errorf("event reads must be from 1 to 10,000,000 events, got %d", n))
 		}
 	}
 	if c.ReplicationFactor < 1 {
@@ -216,11 +244,15 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 				if err := add(s.libraryIncrements(ctx, n)); err != nil {
 					return err
 				}
-				if s.native == nil {
-					continue
+				if s.native != nil {
+					if err := add(s.nativeIncrements(ctx, n)); err != nil {
+						return err
+					}
 				}
-				if err := add(s.nativeIncrements(ctx, n)); err != nil {
-					return err
+				for _, m := range s.cfg.Models {
+					if err := add(s.modelIncrements(ctx, m, n)); err != nil {
+						return err
+					}
 				}
 			}
 		case ScenarioHTTP:
@@ -242,6 +274,22 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 			}
 			if s.native != nil {
 				if err := add(s.nativeReads(ctx, slices.Max(s.cfg.ReadShards))); err != nil {
+					return err
+				}
+			}
+		case ScenarioEventReads:
+			for _, n := range s.cfg.EventReads {
+				rows, err := s.eventsReads(ctx, n)
+				if err != nil {
+					return err
+				}
+				rep.Rows = append(rep.Rows, rows...)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+			}
+			if s.native != nil && !slices.Contains(s.cfg.Scenarios, ScenarioReads) {
+				if err := add(s.nativeReads(ctx, 1)); err != nil {
 					return err
 				}
 			}

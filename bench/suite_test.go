@@ -73,6 +73,7 @@ func TestRunSuiteEmbedded(t *testing.T) {
 		Options:    shortOptions,
 		Counters:   []int{1, 3},
 		ReadShards: []int{1, 7},
+		EventReads: []int{5},
 		// This process stands in for a store process, to exercise the
 		// sampling of another process's CPU.
 		StorePID: os.Getpid(),
@@ -81,9 +82,10 @@ func TestRunSuiteEmbedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// increments ×2 and http ×2 (no native without Cassandra), reads of 1
-	// and 7 live shards, and of 1 and 7 folded ones.
-	checkReport(t, rep, 8)
+	// increments (sharded, events, actor, cas) ×2 and http ×2 (no native
+	// without Cassandra), reads of 1 and 7 live shards, and of 1 and 7
+	// folded ones, reads of 5 events before and after a rollup.
+	checkReport(t, rep, 16)
 	if len(rep.Ratios) != 0 {
 		t.Errorf("ratios without a native baseline: %+v", rep.Ratios)
 	}
@@ -114,13 +116,15 @@ func TestRunSuiteCassandra(t *testing.T) {
 		Options:    Options{Concurrency: 4, Duration: 500 * time.Millisecond, Warmup: time.Second},
 		Counters:   []int{1, 3},
 		ReadShards: []int{1, 7},
+		EventReads: []int{20},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// increments sharded+native ×2, http ×2, reads of 1 and 7 live and
-	// folded shards, native read.
-	checkReport(t, rep, 11)
+	// increments sharded+native+events+actor+cas ×2, http ×2, reads of 1
+	// and 7 live and folded shards, native read, reads of 20 events before
+	// and after a rollup.
+	checkReport(t, rep, 19)
 	if rep.Env.StoreVersion == "" {
 		t.Error("no Cassandra release version in the report")
 	}
@@ -133,7 +137,8 @@ func TestRunSuiteCassandra(t *testing.T) {
 			t.Logf("%s %s: %d errors, first: %s", r.Scenario, r.Model, r.Errors, r.FirstError)
 		}
 	}
-	for _, want := range []string{"1 counter: sharded (library) / native", "3 counters: sharded (HTTP) / native", "read p50 latency: sharded (read after GC"} {
+	for _, want := range []string{"1 counter: sharded (library) / native", "3 counters: sharded (HTTP) / native", "read p50 latency: sharded (read after GC",
+		"1 counter: events / native", "3 counters: cas / native", "read p50 latency: events (read after rollup of 20 events)"} {
 		if !strings.Contains(strings.Join(names, "\n"), want) {
 			t.Errorf("no ratio %q among %q", want, names)
 		}
@@ -146,6 +151,8 @@ func TestConfigValidate(t *testing.T) {
 		{Scenarios: []string{"increments", "writes"}},
 		{Counters: []int{0}},
 		{ReadShards: []int{-1}},
+		{Models: []string{"events", "lamport"}},
+		{EventReads: []int{0}},
 		{ReplicationFactor: -2},
 		{Consistency: driver.Consistency(200)},
 	} {
@@ -189,6 +196,8 @@ func TestRatios(t *testing.T) {
 		{Kind: "increments", Model: "native", Counters: 100, Result: Result{OpsPerSec: 5_000}},
 		{Kind: "read_after_gc", Model: "sharded", Scenario: "read after GC", Counters: 1, Result: Result{P50: 3 * time.Millisecond, P99: 9 * time.Millisecond}},
 		{Kind: "read", Model: "native", Counters: 1, Result: Result{P50: 2 * time.Millisecond, P99: 4 * time.Millisecond}},
+		{Kind: "increments", Model: "events", Counters: 1, Result: Result{OpsPerSec: 3_000}},
+		{Kind: "read_after_rollup", Model: "events", Scenario: "read after rollup", Counters: 1, Result: Result{P50: 5 * time.Millisecond}},
 	}
 	got := map[string]Ratio{}
 	for _, r := range ratios(rows) {
@@ -204,6 +213,8 @@ func TestRatios(t *testing.T) {
 		{"increments/s over 100 counters: sharded (library) / native", 1.8, isMet(false)},
 		{"read p50 latency: sharded (read after GC) / native", 1.5, isMet(true)},
 		{"read p99 latency: sharded (read after GC) / native", 2.25, nil},
+		{"increments/s over 1 counter: events / native", 0.75, isMet(false)},
+		{"read p50 latency: events (read after rollup) / native", 2.5, isMet(false)},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ratios %+v", got)

@@ -31,6 +31,8 @@ func newBenchCmd() *cobra.Command {
 		counters       []int
 		scenarios      []string
 		readShards     []int
+		models         []string
+		eventReads     []int
 		markdown       bool
 		asJSON         bool
 		cpuProfile     string
@@ -38,20 +40,25 @@ func newBenchCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure sharded counters against Cassandra's native counters",
-		Long: `Measure the sharded model against the baseline it replaces: Cassandra's
+		Short: "Measure every counter model against Cassandra's native counters",
+		Long: `Measure the counter models against the baseline they replace: Cassandra's
 native counters, on the same session, at the same consistency, in the same run.
 
 Scenarios (--scenarios):
   increments  sharded increments through the library on each --counters
               setting (1 = one hot counter; N = spread uniformly over N
               counters), then the same load as native counter updates
-              (UPDATE <keyspace>.native_bench SET c = c + ? WHERE k = ?)
+              (UPDATE <keyspace>.native_bench SET c = c + ? WHERE k = ?), then
+              the same load on each --models model through the library:
+              events (a new event per call), actor (each caller an actor
+              setting its running count), cas (read + compare-and-set)
   http        sharded increments through an HTTP server started in this
               process on 127.0.0.1, driven by the Go client
   reads       for each --read-shards value N: reads of a counter with N live
               shards, and of one whose N shards GC folded into its tally
               (0 shards + tally); then reads of a native counter
+  event-reads for each --event-reads value N: reads of an events counter
+              holding N un-rolled events, then after one rollup folded them
 
 Each run has --concurrency callers in a closed loop: --warmup (discarded),
 then --duration measured. After each increments run the counters are read
@@ -111,6 +118,8 @@ uses new counter names, so runs can share a keyspace. The global flags
 				Counters:          counters,
 				Scenarios:         scenarios,
 				ReadShards:        readShards,
+				Models:            models,
+				EventReads:        eventReads,
 				StorePID:          storePID,
 				Progress:          cmd.ErrOrStderr(),
 			}
@@ -166,6 +175,8 @@ uses new counter names, so runs can share a keyspace. The global flags
 	fl.IntSliceVar(&counters, "counters", []int{1, 100}, "increments settings: spread updates uniformly over this many counters (1 = one hot counter)")
 	fl.StringSliceVar(&scenarios, "scenarios", bench.Scenarios, "scenarios to run: "+strings.Join(bench.Scenarios, ", "))
 	fl.IntSliceVar(&readShards, "read-shards", []int{1, 100, 1000}, "shards of the counters in the read scenarios (live, and folded by GC)")
+	fl.StringSliceVar(&models, "models", bench.Models, "models measured next to sharded and native in the increments scenario: events, actor, cas (empty: none)")
+	fl.IntSliceVar(&eventReads, "event-reads", []int{10, 1000, 100000}, "un-rolled events of the counters in the event-reads scenario")
 	fl.BoolVar(&markdown, "markdown", false, "print the results as a Markdown table")
 	fl.BoolVar(&asJSON, "json", false, "print the results as JSON (durations in nanoseconds)")
 	fl.IntVar(&storePID, "store-pid", 0, "process id of a Cassandra node on this machine: record its CPU use per scenario (Linux), for throughput per store core")

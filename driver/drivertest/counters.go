@@ -337,11 +337,11 @@ func exerciseNative(t *testing.T, d driver.Driver, open Opener) {
 		var want int64
 		for i := range adders {
 			for j := range adds {
-				want += delta(i, j)
+				want += nativeDelta(i, j)
 			}
 			wg.Go(func() {
 				for j := range adds {
-					if err := n.AddNative(ctx(t), &driver.AddNativeParams{Namespace: k.Namespace, Counter: k.Counter, Delta: delta(i, j)}); err != nil {
+					if err := n.AddNative(ctx(t), &driver.AddNativeParams{Namespace: k.Namespace, Counter: k.Counter, Delta: nativeDelta(i, j)}); err != nil {
 						errs[i] = fmt.Errorf("adder %d, add %d: %w", i, j, err)
 						return
 					}
@@ -371,8 +371,8 @@ func exerciseNative(t *testing.T, d driver.Driver, open Opener) {
 	})
 }
 
-// delta is adder i's j-th delta: mixed signs and sizes.
-func delta(i, j int) int64 {
+// nativeDelta is adder i's j-th delta: mixed signs and sizes.
+func nativeDelta(i, j int) int64 {
 	v := int64(i*1000 + j + 1)
 	if (i+j)%3 == 0 {
 		return -v

@@ -35,6 +35,16 @@ type Actors interface {
 	// SetActorValue writes the actor's value at timestamp p.Version. A value
 	// set at a higher version is left as it is; of two at the same version
 	// the greater value wins on every replica. It is blind and idempotent.
+	// A version below 1 is refused with an error and nothing is written.
+	//
+	// "Greater" at a tie is Cassandra's order, not numeric order: Cassandra
+	// compares the two cells' 8-byte big-endian encodings byte by byte as
+	// signed (Java) bytes. Measured on Cassandra 2.1.0, and the same code
+	// in later releases: 1500 beats 1000, but 127 beats 128, 100 beats 200
+	// and 1 beats -1. The embedded driver reproduces that order, so both
+	// drivers, every replica and every arrival order settle on the same
+	// value; callers should rely on that agreement, not on which value it
+	// is, and should never write two values at one version on purpose.
 	SetActorValue(ctx context.Context, p *SetActorValueParams) error
 
 	// ReadActorValues returns every actor's value, sorted by actor. A counter
@@ -62,7 +72,9 @@ type ReadNativeParams struct {
 // idempotent: replaying it, or retrying one whose outcome was unknown,
 // may count twice.
 type NativeCounters interface {
-	// AddNative adds p.Delta to the counter.
+	// AddNative adds p.Delta to the counter. A sum beyond the int64 range
+	// wraps around on Cassandra (the server adds Java longs); the embedded
+	// driver refuses such an add with an error and changes nothing.
 	AddNative(ctx context.Context, p *AddNativeParams) error
 
 	// ReadNative returns the counter's value; 0 for a counter never added to.
@@ -81,8 +93,11 @@ type ReadCASParams struct {
 	Namespace string
 	Counter   string
 	// Consistency of the read. Serial reads (through Paxos) are what a
-	// compare-and-set loop wants; the driver maps Quorum or stronger to
-	// SERIAL and local levels to LOCAL_SERIAL.
+	// compare-and-set loop wants; the driver maps Default, Quorum or
+	// stronger to SERIAL and local levels (LocalQuorum, LocalOne) to
+	// LOCAL_SERIAL. One, Two and Three read without Paxos at that level:
+	// cheaper, but the value may be stale and a Paxos round in progress is
+	// not finished first.
 	Consistency Consistency
 }
 
@@ -91,7 +106,8 @@ type CompareAndSetCASParams struct {
 	Namespace string
 	Counter   string
 	// Expect is the value the counter must hold for the set to apply
-	// (Expect.Exists false: the counter must not exist yet).
+	// (Expect.Exists false: the counter must not exist yet, and
+	// Expect.Value is ignored).
 	Expect CASValue
 	// Value is the new value.
 	Value int64
@@ -103,7 +119,9 @@ type CompareAndSetCASParams struct {
 type CASResult struct {
 	// Applied is true when the new value was stored.
 	Applied bool
-	// Current is the stored value when the set did not apply.
+	// Current is the stored value after the call: the one that made the
+	// set fail when it did not apply (Exists false if the counter does not
+	// exist), p.Value when it did.
 	Current CASValue
 }
 

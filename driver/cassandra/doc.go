@@ -57,6 +57,21 @@
 //	    body blob, enqueued_at timestamp, deliveries int, last_error text,
 //	    died_at timestamp, PRIMARY KEY (queue, id))
 //
+// and the tables of the actor, native and cas counter models (counters.go;
+// seeds 001 and 002):
+//
+//	CREATE TABLE actor_values (
+//	    ns text, counter text,            -- partition: one counter
+//	    actor text,                       -- clustering: one row per actor
+//	    value bigint,                     -- the actor's absolute value
+//	    PRIMARY KEY ((ns, counter), actor))
+//
+//	CREATE TABLE native_counters (ns text, counter text, value counter,
+//	    PRIMARY KEY ((ns, counter)))
+//
+//	CREATE TABLE cas_counters (ns text, counter text, value bigint,
+//	    PRIMARY KEY ((ns, counter)))
+//
 // The CQL avoids everything some supported server lacks: no aggregates, no
 // PER PARTITION LIMIT, no SASI or materialized views.
 //
@@ -71,11 +86,30 @@
 // on each replica, and replaying it changes nothing. ReadShards reads the
 // partition unpaged so that a concurrent fold cannot be seen half-applied.
 // WriteLedgerRow is likewise an INSERT ... USING TIMESTAMP of the actor's
-// whole row. Lightweight transactions are used by CreateNamespace (IF NOT
+// whole row, and SetActorValue an INSERT ... USING TIMESTAMP of the
+// actor's value with its version as the timestamp; ReadActorValues
+// returns WRITETIME(value) as the version.
+//
+// Between two values written at the same timestamp Cassandra keeps the
+// one whose serialized bytes compare greater as signed bytes (Java's
+// ByteBuffer.compareTo). For a bigint that is not numeric order: measured
+// on Cassandra 2.1.0, 127 beats 128 and 1 beats -1. The embedded driver
+// reproduces this order for actor values. ScyllaDB's order has not been
+// measured. Lightweight transactions are used by CreateNamespace (IF NOT
 // EXISTS) and by the claims of strict-mode ledgers (INSERT ... IF NOT
 // EXISTS USING TTL, and a conditional DELETE); the claims table is never
 // written any other way, since mixing Paxos and plain writes on one row
-// breaks Paxos' guarantees.
+// breaks Paxos' guarantees. The same holds for cas_counters, written only
+// by CompareAndSetCAS: INSERT ... IF NOT EXISTS when the counter must not
+// exist yet, UPDATE ... SET value = ? IF value = ? otherwise, with the
+// Paxos phase at SERIAL (LOCAL_SERIAL for local levels). ReadCAS reads at
+// SERIAL for Default and Quorum or stronger, LOCAL_SERIAL for LocalQuorum
+// and LocalOne, and plainly at One, Two and Three.
+//
+// AddNative is UPDATE native_counters SET value = value + ?. Counter
+// updates are not idempotent and Cassandra adds them as Java longs, so a
+// sum beyond the int64 range wraps around silently (the embedded driver
+// refuses such an add instead).
 //
 // # Consistency
 //
@@ -94,8 +128,9 @@
 //     replicas were alive (or no connection was free); nothing was
 //     applied. A read timeout that heard from too few replicas maps here
 //     too.
-//   - driver.ErrUnknownOutcome: a write (or fold, or namespace creation)
-//     was sent but its result is unknown: server write timeouts and
+//   - driver.ErrUnknownOutcome: a write (or fold, or namespace creation,
+//     counter update, or compare-and-set) was sent but its result is
+//     unknown: server write timeouts (Paxos contention included) and
 //     failures, client timeouts, cancelled contexts, broken connections,
 //     overload. The write may be applied now or later.
 //   - driver.ErrExists, driver.ErrNotFound, driver.ErrClosed as documented

@@ -23,4 +23,12 @@
 // last-write-wins rules, and a request id's claim has exactly one winner
 // among racing callers, is released only by a caller that names it
 // exactly, and expires after its TTL.
+//
+// The counter models' contracts are in counters.go. Their interfaces
+// (driver.Actors, driver.NativeCounters, driver.CASCounters) are not part
+// of driver.Driver yet, so Exercise asserts them on the driver it is given
+// and fails if one is missing. Actor values follow last-write-wins on
+// their versions and settle ties in Cassandra's order; native adds sum
+// exactly under concurrency; a compare-and-set is atomic with its check,
+// which racing inserts and racing increment loops verify.
 package drivertest

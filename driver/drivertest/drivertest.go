@@ -32,6 +32,9 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })
 	t.Run("ListCounters", func(t *testing.T) { exerciseListCounters(t, d) })
 	t.Run("Queues", func(t *testing.T) { exerciseQueues(t, d, open) })
+	t.Run("Actors", func(t *testing.T) { exerciseActors(t, d, open) })
+	t.Run("NativeCounters", func(t *testing.T) { exerciseNative(t, d, open) })
+	t.Run("CASCounters", func(t *testing.T) { exerciseCAS(t, d, open) })
 	t.Run("Closed", func(t *testing.T) {
 		d2 := open(t)
 		if err := d2.Close(); err != nil {

@@ -77,6 +77,31 @@
 // has no TTL, so expired claims are swept in one pass once the claims
 // stored since the last sweep outnumber the claims that pass left alive.
 //
+// # Actor, native and cas counters
+//
+// The counter models of seeds 001 and 002 use three more tables:
+//
+//	0x30 | ns | counter | actor -> LWW cell {value}, timestamp = the version
+//	0x31 | ns | counter         -> native counter {version 1, int64}
+//	0x32 | ns | counter         -> cas counter {version 1, int64}
+//
+// Actor values are LWW cells written by merge, like shards, so a write
+// never reads. The payload is the value's 8 big-endian bytes with the top
+// bit of each byte flipped: at equal versions the merge operator keeps the
+// greater payload (bytes.Compare), and the flip turns that into the order
+// Cassandra uses for bigint cells, which compares the unflipped bytes as
+// signed bytes (1500 beats 1000, but 127 beats 128 and 1 beats -1). Both
+// drivers therefore settle every tie on the same value.
+//
+// Native and cas counters are plain 9-byte values changed by a
+// read-modify-write under a per-counter mutex (striped; the directory lock
+// admits one process, so that is atomic): AddNative adds, CompareAndSetCAS
+// checks and sets. The write is made without waiting for the disk and the
+// WAL is synced once the mutex is released, so concurrent callers share
+// fsyncs; a read may see an add or set whose sync is still under way. An
+// add that would leave the int64 range fails with ErrOverflow and changes
+// nothing, where Cassandra's counters wrap around silently.
+//
 // # Known limitations
 //
 //   - Tombstones are never removed. Cassandra drops them after

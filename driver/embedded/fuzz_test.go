@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -82,6 +83,9 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(tallyKey("a", "bc"))
 	f.Add(ledgerRowKey("ns", "ledger", "actor-1"))
 	f.Add(claimKey("ns", "ledger", "request-1"))
+	f.Add(actorKey("ns", "counter", "P1"))
+	f.Add(nativeKey("ns", "counter"))
+	f.Add(casKey("a", "bc"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		table, parts, err := decodeKey(b)
 		if err != nil {
@@ -107,6 +111,16 @@ func FuzzDecodeKey(f *testing.F) {
 			}
 		case tableLedgerClaims:
 			got = claimKey(parts[0], parts[1], parts[2])
+		case tableActorValues:
+			got = actorKey(parts[0], parts[1], parts[2])
+			actor, err := shardIDAfter(b, len(actorPrefix(parts[0], parts[1])))
+			if err != nil || actor != parts[2] {
+				t.Fatalf("actor after the counter prefix of %x = %q, %v; want %q", b, actor, err, parts[2])
+			}
+		case tableNativeCounters:
+			got = nativeKey(parts[0], parts[1])
+		case tableCASCounters:
+			got = casKey(parts[0], parts[1])
 		default:
 			t.Fatalf("decodeKey(%x) returned unknown table %d", b, table)
 		}
@@ -174,6 +188,14 @@ func TestSeedCorpusValidEntries(t *testing.T) {
 		},
 		"FuzzDecodeNamespace": func(_ string, b []byte) error { _, err := decodeNamespace(b); return err },
 		"FuzzDecodeKey":       func(_ string, b []byte) error { _, _, err := decodeKey(b); return err },
+		"FuzzDecodeActorCell": func(_ string, b []byte) error {
+			_, _, live, err := decodeActorCell(b)
+			if err == nil && !live {
+				err = errors.New("tombstone")
+			}
+			return err
+		},
+		"FuzzDecodeCounterValue": func(_ string, b []byte) error { _, err := decodeCounterValue(b); return err },
 	}
 	checked := 0
 	for target, decode := range decoders {

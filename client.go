@@ -145,7 +145,7 @@ func (c *Client) Apply(ctx context.Context, u Update) error {
 		err := c.cfg.Driver.AddNative(ctx, &driver.AddNativeParams{
 			Namespace: p.ns.Name, Counter: u.Counter, Delta: u.Delta, Consistency: p.ns.WriteConsistency,
 		})
-		return wrapDriverError(err)
+		return modelError(err)
 	case ModelCAS:
 		_, err := cas.Add(ctx, c.cfg.Driver, casTarget(p.ns, u.Counter), u.Delta, cas.Options{})
 		return modelError(err)

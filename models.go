@@ -95,7 +95,7 @@ func modelError(err error) error {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	case errors.Is(err, events.ErrNotApplied), errors.Is(err, cas.ErrContention):
 		return fmt.Errorf("%w: %w", ErrNotApplied, err)
-	case errors.Is(err, cas.ErrOverflow), errors.Is(err, actor.ErrOverflow):
+	case errors.Is(err, cas.ErrOverflow), errors.Is(err, actor.ErrOverflow), errors.Is(err, driver.ErrOverflow):
 		return fmt.Errorf("%w: %w", ErrOverflow, err)
 	}
 	return wrapDriverError(err)

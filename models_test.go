@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"testing"
@@ -244,6 +245,17 @@ func TestBaselinesThroughTheClient(t *testing.T) {
 			if err != nil || v.Value != 0 {
 				t.Fatalf("%s ApplyAndGet = %+v, %v", model, v, err)
 			}
+		}
+		if d.Name() == "embedded" {
+			// Cassandra's counters wrap silently; the embedded store refuses.
+			nat := freshNamespace(t, c, abacus.NamespaceConfig{Model: abacus.ModelNative})
+			if err := c.Apply(ctx, abacus.Update{Namespace: nat, Counter: "big", Delta: math.MaxInt64}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Apply(ctx, abacus.Update{Namespace: nat, Counter: "big", Delta: 1}); !errors.Is(err, abacus.ErrOverflow) {
+				t.Fatalf("overflowing native add: %v, want ErrOverflow", err)
+			}
+			wantCounter(t, c, nat, "big", math.MaxInt64)
 		}
 		cas := freshNamespace(t, c, abacus.NamespaceConfig{Model: abacus.ModelCAS})
 		if err := c.Apply(ctx, abacus.Update{Namespace: cas, Counter: "x", Delta: 5}); err != nil {

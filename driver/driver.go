@@ -30,6 +30,10 @@ var (
 
 	// ErrClosed means the driver has been closed.
 	ErrClosed = errors.New("driver is closed")
+
+	// ErrOverflow means a store-side arithmetic update (the embedded native
+	// counter's add) would leave the int64 range. Nothing was changed.
+	ErrOverflow = errors.New("value would leave the int64 range")
 )
 
 // Consistency is the number of replicas that must answer an operation.

@@ -21,7 +21,7 @@ var (
 
 // ErrOverflow is wrapped by AddNative when the sum would leave the int64
 // range; nothing is added then. Cassandra wraps around instead.
-var ErrOverflow = errors.New("native counter would overflow int64")
+var ErrOverflow = fmt.Errorf("native counter: %w", driver.ErrOverflow)
 
 // ---- actors ----------------------------------------------------------------
 

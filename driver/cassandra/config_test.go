@@ -146,7 +146,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 8 { // keyspace, namespaces, shards, two ledger and three queue tables
+	if len(stmts) != 10 { // keyspace, namespaces, shards, two ledger, three queue and two events tables
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"

@@ -60,7 +60,7 @@ func schemaStatements(cfg Config) []string {
 		fmt.Sprintf(shardsDDL, cfg.Keyspace),
 		fmt.Sprintf(ledgersDDL, cfg.Keyspace),
 		fmt.Sprintf(ledgerClaimsDDL, cfg.Keyspace),
-	}, queueSchemaStatements(cfg)...)
+	}, append(queueSchemaStatements(cfg), eventSchemaStatements(cfg)...)...)
 }
 
 // statements holds the CQL of every operation, with the keyspace filled in
@@ -88,6 +88,9 @@ type statements struct {
 
 	// The delay queue's statements (queue.go).
 	queue queueStatements
+
+	// The events model's statements (events.go).
+	events eventStatements
 }
 
 const namespaceColumns = "name, model, type, read_cl, write_cl, retention_ms, options, created_at"
@@ -108,6 +111,7 @@ func newStatements(ks string) statements {
 		probeNamespaces: "SELECT name FROM " + ks + ".namespaces LIMIT 1",
 		probeShards:     "SELECT ns FROM " + ks + ".shards LIMIT 1",
 		queue:           newQueueStatements(ks),
+		events:          newEventStatements(ks),
 	}
 	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
 	return q
@@ -142,9 +146,10 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 
 // probe checks that every table can be queried. A keyspace created by an
 // earlier release lacks the newer tables (ledgers, ledger_claims, the queue
-// tables); their probes fail, and prepareSchema then creates them.
+// and events tables); their probes fail, and prepareSchema then creates them.
 func (d *Driver) probe(ctx context.Context) error {
 	probes := append([]string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims}, d.q.queue.probes()...)
+	probes = append(probes, d.q.events.probes()...)
 	for _, probe := range probes {
 		// ONE: this only asks whether the table exists.
 		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {

@@ -32,6 +32,15 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })
 	t.Run("ListCounters", func(t *testing.T) { exerciseListCounters(t, d) })
 	t.Run("Queues", func(t *testing.T) { exerciseQueues(t, d, open) })
+	t.Run("Events", func(t *testing.T) {
+		// Events is not yet part of driver.Driver; every driver must
+		// implement it all the same.
+		ev, ok := d.(driver.Events)
+		if !ok {
+			t.Fatalf("%s driver does not implement driver.Events", d.Name())
+		}
+		exerciseEvents(t, ev, open)
+	})
 	t.Run("Closed", func(t *testing.T) {
 		d2 := open(t)
 		if err := d2.Close(); err != nil {

@@ -70,8 +70,10 @@ func newEventStatements(ks string) eventStatements {
 	c, e := ks+".event_counters", ks+".events"
 	return eventStatements{
 		markBucket: "UPDATE " + c + " USING TIMESTAMP ? SET marked = true WHERE ns = ? AND counter = ? AND bucket = ?",
-		// No USING TIMESTAMP: the batch carrying these deletes sets it.
-		deleteMarker: "DELETE marked FROM " + c + " WHERE ns = ? AND counter = ? AND bucket = ?",
+		// The timestamp goes into each statement, not into the batch
+		// frame: Cassandra refuses a negative protocol-level timestamp,
+		// while USING TIMESTAMP takes any bigint, as everywhere else here.
+		deleteMarker: "DELETE marked FROM " + c + " USING TIMESTAMP ? WHERE ns = ? AND counter = ? AND bucket = ?",
 		writeRollup:  "UPDATE " + c + " USING TIMESTAMP ? SET rollup_value = ?, rollup_epoch = ? WHERE ns = ? AND counter = ?",
 		readCounter:  "SELECT bucket, marked, rollup_value, rollup_epoch FROM " + c + " WHERE ns = ? AND counter = ?",
 		listCounters: "SELECT DISTINCT ns, counter FROM " + c,
@@ -374,9 +376,9 @@ func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBu
 		}
 	}
 	for chunk := range slices.Chunk(p.Buckets, maxMarkerDeletesPerBatch) {
-		b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl).WithTimestamp(p.Timestamp)
+		b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
 		for _, bucket := range chunk {
-			b.Query(d.q.events.deleteMarker, p.Namespace, p.Counter, bucket)
+			b.Query(d.q.events.deleteMarker, p.Timestamp, p.Namespace, p.Counter, bucket)
 		}
 		if err := b.ExecContext(ctx); err != nil {
 			return fmt.Errorf("cassandra: %s %s/%s: markers: %w", op, p.Namespace, p.Counter, mapError(opWrite, err))

@@ -326,6 +326,33 @@ func exerciseEvents(t *testing.T, d driver.Events, open Opener) {
 		}
 	})
 
+	t.Run("TimesBeforeTheEpoch", func(t *testing.T) {
+		t.Parallel()
+		// Negative times are valid timestamps too; every write and delete
+		// must take them (Cassandra refuses a negative timestamp in a
+		// batch frame, but not in USING TIMESTAMP).
+		ns := unique("ns-evneg")
+		b := -2 * evWidth
+		events := []driver.Event{{ID: "c", Time: b + 3, Delta: 3}, {ID: "b", Time: b + 2, Delta: 2}, {ID: "a", Time: b + 1, Delta: 1}}
+		for _, e := range events {
+			writeEvent(t, d, ns, "c", b, e)
+		}
+		markBucket(t, d, ns, "c", b)
+		markBucket(t, d, ns, "c", b+evWidth)
+		writeRollup(t, d, ns, "c", driver.Rollup{Value: 3, Epoch: b + 2})
+		if got := readEvents(t, d, ns, "c", b, b, b+2); !reflect.DeepEqual(got, events[1:]) {
+			t.Errorf("ReadEvents(%d, %d] = %+v, want %+v", b, b+2, got, events[1:])
+		}
+		deleteBuckets(t, d, ns, "c", b+2, b)
+		if got := readEvents(t, d, ns, "c", b, math.MinInt64, math.MaxInt64); !reflect.DeepEqual(got, events[:1]) {
+			t.Errorf("events after a delete at %d = %+v, want %+v", b+2, got, events[:1])
+		}
+		want := driver.EventCounter{Rollup: &driver.Rollup{Value: 3, Epoch: b + 2}, Buckets: []int64{b + evWidth}}
+		if got := readEventCounter(t, d, ns, "c"); !reflect.DeepEqual(*got, want) {
+			t.Errorf("record = %s, want %s", fmtCounter(got), fmtCounter(&want))
+		}
+	})
+
 	t.Run("ListEventCounters", func(t *testing.T) {
 		t.Parallel()
 		ns := unique("ns-evlist")

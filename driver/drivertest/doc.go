@@ -23,4 +23,11 @@
 // last-write-wins rules, and a request id's claim has exactly one winner
 // among racing callers, is released only by a caller that names it
 // exactly, and expires after its TTL.
+//
+// The events contracts are in events.go: events are rows keyed by (time,
+// id) that a replay writes again, read newest first within After < time
+// <= UpTo however many there are; markers and rollups obey their
+// timestamps; DeleteEventBuckets removes what was written at or below its
+// timestamp, for good, and nothing above it. driver.Events is not yet part
+// of driver.Driver, but Exercise fails a driver that lacks it.
 package drivertest

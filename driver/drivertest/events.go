@@ -362,6 +362,11 @@ func exerciseEvents(t *testing.T, d driver.Events, open Opener) {
 		writeRollup(t, d, ns, "both", driver.Rollup{Value: 1, Epoch: evBase})
 		markBucket(t, d, ns, "both", evBase)
 		markBucket(t, d, other, "rollup-only", evBase)
+		// Events alone make no record, and a counter whose only marker
+		// was deleted has none left.
+		writeEvent(t, d, ns, "events-only", evBase, driver.Event{ID: "r", Time: evBase + 1, Delta: 1})
+		markBucket(t, d, ns, "deleted", evBase)
+		deleteBuckets(t, d, ns, "deleted", evBase+evWidth, evBase)
 		want := []driver.CounterKey{{Namespace: ns, Counter: "both"}, {Namespace: ns, Counter: "marker-only"}, {Namespace: ns, Counter: "rollup-only"}}
 		if got := listEventCounters(t, d, ns); !reflect.DeepEqual(got, want) {
 			t.Errorf("ListEventCounters(%s) = %+v, want %+v", ns, got, want)

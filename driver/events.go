@@ -116,8 +116,11 @@ type Events interface {
 	ReadEventCounter(ctx context.Context, p *ReadEventCounterParams) (*EventCounter, error)
 
 	// ReadEvents returns the bucket's events with After < Time <= UpTo,
-	// newest first (ties by ID ascending). It reads the whole range however
-	// many rows it holds.
+	// newest first (ties by ID ascending, in byte order). It reads the
+	// whole range however many rows it holds, possibly in several requests
+	// (pages), so a DeleteEventBuckets landing meanwhile may remove rows at
+	// or before its timestamp that were not read yet. An empty range
+	// (After >= UpTo) returns no events, not an error.
 	ReadEvents(ctx context.Context, p *ReadEventsParams) ([]Event, error)
 
 	// WriteRollup writes the rollup at timestamp p.Rollup.Epoch. A rollup
@@ -128,11 +131,15 @@ type Events interface {
 
 	// DeleteEventBuckets deletes, at p.Timestamp, every event of the listed
 	// buckets and then their markers. Events and markers written at a
-	// higher timestamp survive; ones written later at a lower timestamp
-	// stay deleted. Replaying is harmless.
+	// higher timestamp survive; ones written later at a lower or equal
+	// timestamp stay deleted, also events with an id never seen before.
+	// The call is not atomic across buckets, but a bucket's marker never
+	// goes before its events; after an error the caller replays the call,
+	// which is harmless.
 	DeleteEventBuckets(ctx context.Context, p *DeleteEventBucketsParams) error
 
 	// ListEventCounters returns the key of every counter that has a record
-	// (a rollup or a marked bucket). It scans; it is for rollup sweeps.
+	// (a rollup or a marked bucket), sorted by namespace and then counter.
+	// Events alone make no record. It scans; it is for rollup sweeps.
 	ListEventCounters(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
 }

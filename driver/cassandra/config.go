@@ -51,17 +51,20 @@ type Config struct {
 	// keyspace keeps its replication. Default: SimpleStrategy, factor 1.
 	Replication Replication
 
-	// ReadConsistency is used by ReadShards, GetNamespace, ListNamespaces and
-	// ListCounters when the operation's Consistency is driver.Default.
-	// Default: driver.Quorum.
+	// ReadConsistency is used by ReadShards, GetNamespace, ListNamespaces,
+	// ListCounters and the events model's reads (ReadEventCounter,
+	// ReadEvents, ListEventCounters) when the operation's Consistency is
+	// driver.Default. Default: driver.Quorum.
 	ReadConsistency driver.Consistency
 
-	// WriteConsistency is used by WriteShard and CreateNamespace when the
-	// operation's Consistency is driver.Default. Default: driver.Quorum.
+	// WriteConsistency is used by WriteShard, CreateNamespace, WriteEvent
+	// and MarkEventBucket when the operation's Consistency is
+	// driver.Default. Default: driver.Quorum.
 	WriteConsistency driver.Consistency
 
-	// FoldConsistency is used by Fold when its Consistency is driver.Default.
-	// Default: driver.Quorum.
+	// FoldConsistency is used by Fold, WriteRollup and DeleteEventBuckets
+	// (the events model's counterpart of a fold) when their Consistency is
+	// driver.Default. Default: driver.Quorum.
 	FoldConsistency driver.Consistency
 
 	// GCReadConsistency is the level for the read that precedes a fold: it

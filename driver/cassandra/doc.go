@@ -71,6 +71,22 @@
 //
 //	CREATE TABLE cas_counters (ns text, counter text, value bigint,
 //	    PRIMARY KEY ((ns, counter)))
+// and the events model's (events.go; seed 001, op-based):
+//
+//	CREATE TABLE event_counters (
+//	    ns text, counter text,            -- partition: one counter
+//	    bucket bigint,                    -- clustering: one row per marked bucket
+//	    rollup_value bigint static,       -- the rollup, written at its epoch
+//	    rollup_epoch bigint static,
+//	    marked boolean,                   -- true; written at the bucket start
+//	    PRIMARY KEY ((ns, counter), bucket))
+//
+//	CREATE TABLE events (
+//	    ns text, counter text, bucket bigint, -- partition: one time bucket
+//	    time bigint, id text,             -- clustering: newest first, then id
+//	    delta bigint,                     -- written at the event time
+//	    PRIMARY KEY ((ns, counter, bucket), time, id))
+//	    WITH CLUSTERING ORDER BY (time DESC, id ASC)
 //
 // The CQL avoids everything some supported server lacks: no aggregates, no
 // PER PARTITION LIMIT, no SASI or materialized views.
@@ -96,6 +112,25 @@
 // on Cassandra 2.1.0, 127 beats 128 and 1 beats -1. The embedded driver
 // reproduces this order for actor values. ScyllaDB's order has not been
 // measured. Lightweight transactions are used by CreateNamespace (IF NOT
+// whole row.
+//
+// The events model's timestamps are the caller's: an event is INSERTed
+// USING TIMESTAMP its event time, so a retry rewrites the same row; the
+// rollup's two static columns are one UPDATE USING TIMESTAMP its epoch, so
+// an older rollup never replaces a newer one; a marker is an UPDATE of
+// marked USING TIMESTAMP the bucket start. DeleteEventBuckets sends, per
+// bucket, a partition delete of the events USING TIMESTAMP the rollup's
+// epoch, which also covers events that arrive later with an earlier time,
+// and then deletes the markers' cells at the same timestamp in
+// single-partition batches (markers are written without a row marker, so
+// a cell tombstone removes the row; a row delete would be a range
+// tombstone). ReadEventCounter reads its partition unpaged, like
+// ReadShards; ReadEvents pages, 5000 rows at a time. Deleted markers stay
+// in the counter's partition as tombstones until gc_grace_seconds have
+// passed and a compaction drops them, and ReadEventCounter reads past
+// them: with buckets shorter than gc_grace_seconds / 1000 (some 14
+// minutes under the default ten days) a rolled-up counter's partition
+// holds more than the 1,000 tombstones at which Cassandra logs a warning. Lightweight transactions are used by CreateNamespace (IF NOT
 // EXISTS) and by the claims of strict-mode ledgers (INSERT ... IF NOT
 // EXISTS USING TTL, and a conditional DELETE); the claims table is never
 // written any other way, since mixing Paxos and plain writes on one row
@@ -115,8 +150,9 @@
 //
 // An operation whose Consistency is driver.Default uses the configured
 // level for its kind: Config.ReadConsistency for reads (QUORUM),
-// Config.WriteConsistency for shard and namespace writes (QUORUM) and
-// Config.FoldConsistency for folds (QUORUM). The read that precedes a fold
+// Config.WriteConsistency for shard, ledger, event, marker and namespace
+// writes (QUORUM) and Config.FoldConsistency for folds, rollups and
+// bucket deletes (QUORUM). The read that precedes a fold
 // must see every replica; Config.GCReadConsistency (ALL) records that level,
 // and GC callers pass it as the read's Consistency.
 //

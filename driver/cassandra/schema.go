@@ -60,7 +60,7 @@ func schemaStatements(cfg Config) []string {
 		fmt.Sprintf(shardsDDL, cfg.Keyspace),
 		fmt.Sprintf(ledgersDDL, cfg.Keyspace),
 		fmt.Sprintf(ledgerClaimsDDL, cfg.Keyspace),
-	}, append(queueSchemaStatements(cfg), counterSchemaStatements(cfg.Keyspace)...)...)
+	}, append(append(queueSchemaStatements(cfg), eventSchemaStatements(cfg)...), counterSchemaStatements(cfg.Keyspace)...)...)
 }
 
 // statements holds the CQL of every operation, with the keyspace filled in
@@ -89,6 +89,9 @@ type statements struct {
 	// The delay queue's statements (queue.go).
 	queue queueStatements
 
+	// The events model's statements (events.go).
+	events eventStatements
+
 	// The actor, native and cas models' statements (counters.go).
 	counters counterStatements
 }
@@ -111,6 +114,7 @@ func newStatements(ks string) statements {
 		probeNamespaces: "SELECT name FROM " + ks + ".namespaces LIMIT 1",
 		probeShards:     "SELECT ns FROM " + ks + ".shards LIMIT 1",
 		queue:           newQueueStatements(ks),
+		events:          newEventStatements(ks),
 		counters:        newCounterStatements(ks),
 	}
 	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
@@ -146,10 +150,11 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 
 // probe checks that every table can be queried. A keyspace created by an
 // earlier release lacks the newer tables (ledgers, ledger_claims, the queue
-// tables, the counter models' tables); their probes fail, and
-// prepareSchema then creates them.
+// tables, the events tables, the counter models' tables); their probes
+// fail, and prepareSchema then creates them.
 func (d *Driver) probe(ctx context.Context) error {
 	probes := append([]string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims}, d.q.queue.probes()...)
+	probes = append(probes, d.q.events.probes()...)
 	probes = append(probes, d.q.counters.probes()...)
 	for _, probe := range probes {
 		// ONE: this only asks whether the table exists.

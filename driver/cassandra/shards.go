@@ -114,22 +114,33 @@ func (d *Driver) ListCounters(ctx context.Context, p *driver.ListCountersParams)
 	if err := d.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	keys, err := d.listPartitionKeys(ctx, d.q.listCounters, p.Namespace)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
 	}
-	iter := d.session.Query(d.q.listCounters).Consistency(cl).IterContext(ctx)
+	return keys, nil
+}
+
+// listPartitionKeys runs stmt, a SELECT DISTINCT ns, counter, at the
+// ReadConsistency level and returns the keys in namespace ns (every key
+// when ns is empty), de-duplicated and sorted.
+func (d *Driver) listPartitionKeys(ctx context.Context, stmt, ns string) ([]driver.CounterKey, error) {
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, err
+	}
+	iter := d.session.Query(stmt).Consistency(cl).IterContext(ctx)
 	seen := make(map[driver.CounterKey]struct{})
 	var (
-		out    []driver.CounterKey
-		ns, ct *string
+		out       []driver.CounterKey
+		rowNS, ct *string
 	)
-	for iter.Scan(&ns, &ct) {
-		if ns == nil || ct == nil {
+	for iter.Scan(&rowNS, &ct) {
+		if rowNS == nil || ct == nil {
 			continue // not a partition this driver wrote; nothing to list
 		}
-		k := driver.CounterKey{Namespace: *ns, Counter: *ct}
-		if p.Namespace != "" && k.Namespace != p.Namespace {
+		k := driver.CounterKey{Namespace: *rowNS, Counter: *ct}
+		if ns != "" && k.Namespace != ns {
 			continue
 		}
 		if _, dup := seen[k]; dup {
@@ -139,7 +150,7 @@ func (d *Driver) ListCounters(ctx context.Context, p *driver.ListCountersParams)
 		out = append(out, k)
 	}
 	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, mapError(opRead, err))
+		return nil, mapError(opRead, err)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {

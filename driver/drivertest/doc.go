@@ -31,4 +31,10 @@
 // their versions and settle ties in Cassandra's order; native adds sum
 // exactly under concurrency; a compare-and-set is atomic with its check,
 // which racing inserts and racing increment loops verify.
+// The events contracts are in events.go: events are rows keyed by (time,
+// id) that a replay writes again, read newest first within After < time
+// <= UpTo however many there are; markers and rollups obey their
+// timestamps; DeleteEventBuckets removes what was written at or below its
+// timestamp, for good, and nothing above it. driver.Events is not yet part
+// of driver.Driver, but Exercise fails a driver that lacks it.
 package drivertest

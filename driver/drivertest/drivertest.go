@@ -35,6 +35,9 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("Actors", func(t *testing.T) { exerciseActors(t, d, open) })
 	t.Run("NativeCounters", func(t *testing.T) { exerciseNative(t, d, open) })
 	t.Run("CASCounters", func(t *testing.T) { exerciseCAS(t, d, open) })
+	t.Run("Events", func(t *testing.T) {
+		exerciseEvents(t, d, open)
+	})
 	t.Run("Closed", func(t *testing.T) {
 		d2 := open(t)
 		if err := d2.Close(); err != nil {

@@ -43,7 +43,9 @@
 //
 // The queue tables (0x04-0x07) are plain values written with Set and
 // Delete under a per-shard lock, not LWW cells; queue_encoding.go describes
-// their fixed-width components, which sort by shard, due time and id.
+// their fixed-width components, which sort by shard, due time and id. The
+// ledger tables (0x10, 0x11) and the events tables (0x20, 0x21) are
+// described in their own sections below.
 //
 // Length prefixes make keys unambiguous: namespace "a" with counter "bc" and
 // namespace "ab" with counter "c" cannot share a key, and the shards of one
@@ -101,12 +103,43 @@
 // fsyncs; a read may see an add or set whose sync is still under way. An
 // add that would leave the int64 range fails with ErrOverflow and changes
 // nothing, where Cassandra's counters wrap around silently.
+// # Events
+//
+// The events model (seed 001, op-based) uses two more tables of LWW cells,
+// with fixed-width numbers after the length-prefixed names
+// (events_encoding.go):
+//
+//	0x20 | ns | counter | bucket                -> bucket deletion (tombstone)
+//	0x20 | ns | counter | bucket | ^time | id   -> event cell {delta}, timestamp = time
+//	0x21 | ns | counter | 0x00                  -> rollup cell {value}, timestamp = epoch
+//	0x21 | ns | counter | 0x01 | bucket         -> marker cell {}, timestamp = bucket start
+//
+// bucket is big-endian with the sign bit flipped, so markers list in
+// ascending order; ^time is the same with every bit inverted, so a
+// bucket's events iterate newest first, and the id, the last component,
+// is stored raw, so ties sort by id in byte order. Every write is a blind
+// merge, and the timestamps are the caller's, so the merge operator
+// settles replays and races exactly as Cassandra's USING TIMESTAMP does.
+//
+// DeleteEventBuckets is one batch. Per bucket it merges a tombstone at
+// the delete's timestamp into the bucket deletion cell, which reads treat
+// like Cassandra's partition tombstone: it hides every event at or before
+// its timestamp, including events written afterwards whose ids were never
+// seen before (a tombstone per existing event could not). In the same
+// batch a range delete drops the hidden events' keys, which is safe
+// because an event key is only ever written at the time it holds; and a
+// marker tombstone at the timestamp removes the marker unless it was
+// written later.
 //
 // # Known limitations
 //
 //   - Tombstones are never removed. Cassandra drops them after
 //     gc_grace_seconds; here every folded shard leaves a small tombstone
 //     behind for good. They cost a few bytes each and are skipped on reads.
+//   - An event that arrives after its bucket was deleted, with a time at
+//     or before the delete, is stored but hidden for good; its key stays
+//     until a later delete of the same bucket removes it. Cassandra would
+//     purge it after gc_grace_seconds.
 //   - A corrupt or unknown-version cell makes reads of that counter fail (and
 //     Pebble compactions touching it retry) rather than guess a winner,
 //     because guessing could resurrect a deleted shard.

@@ -1,0 +1,312 @@
+package embedded
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/cockroachdb/pebble/v2"
+)
+
+var _ driver.Events = (*Driver)(nil)
+
+// The events model's writes are blind merges of LWW cells, like shard
+// writes: the timestamps the caller gives (event time, bucket start,
+// epoch) decide between writes exactly as Cassandra's USING TIMESTAMP
+// does, so a replay from any process lands on the same cell. Keys and
+// values are described in events_encoding.go.
+
+// MarkEventBucket implements driver.Events with a merge of a live marker
+// cell at the bucket start.
+func (d *Driver) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketParams) error {
+	if err := d.acquire(ctx, "mark event bucket"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	value := encodeEventValue(kindMarker, eventValue{Timestamp: p.Bucket})
+	if err := d.db.Merge(markerKey(p.Namespace, p.Counter, p.Bucket), value, d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: mark event bucket %s/%s/%d: %w", p.Namespace, p.Counter, p.Bucket, err)
+	}
+	return nil
+}
+
+// WriteEvent implements driver.Events with a merge of the event's cell at
+// the event time. Of two writes of one (time, id) with different deltas
+// the merge operator keeps the greater cell bytes, whatever their order.
+func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) error {
+	if err := d.acquire(ctx, "write event"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	e := p.Event
+	value := encodeEventValue(kindEvent, eventValue{Timestamp: e.Time, Value: e.Delta})
+	if err := d.db.Merge(eventKey(p.Namespace, p.Counter, p.Bucket, e.Time, e.ID), value, d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: write event %s/%s/%d/%s: %w", p.Namespace, p.Counter, e.Time, e.ID, err)
+	}
+	return nil
+}
+
+// WriteRollup implements driver.Events with a merge of the rollup cell at
+// the epoch.
+func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) error {
+	if err := d.acquire(ctx, "write rollup"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	value := encodeEventValue(kindRollup, eventValue{Timestamp: p.Rollup.Epoch, Value: p.Rollup.Value})
+	if err := d.db.Merge(rollupKey(p.Namespace, p.Counter), value, d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: write rollup %s/%s@%d: %w", p.Namespace, p.Counter, p.Rollup.Epoch, err)
+	}
+	return nil
+}
+
+// ReadEventCounter implements driver.Events. The rollup and the markers
+// are read through one iterator, hence from one snapshot: a rollup and
+// the bucket deletes that follow it are never seen half-applied in the
+// wrong direction (new markers list with an old rollup).
+func (d *Driver) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounterParams) (*driver.EventCounter, error) {
+	if err := d.acquire(ctx, "read event counter"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	ec, err := d.readEventCounter(p.Namespace, p.Counter)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read event counter %s/%s: %w", p.Namespace, p.Counter, err)
+	}
+	return ec, nil
+}
+
+func (d *Driver) readEventCounter(ns, counter string) (_ *driver.EventCounter, err error) {
+	prefix := eventRecordPrefix(ns, counter)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	ec := &driver.EventCounter{Buckets: []int64{}}
+	for valid := it.First(); valid; valid = it.Next() {
+		k, err := decodeEventKey(it.Key())
+		if err != nil {
+			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		v, err := decodeEventValue(k, raw)
+		if err != nil {
+			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		switch {
+		case v.Deleted:
+		case k.Kind == kindRollup:
+			ec.Rollup = &driver.Rollup{Value: v.Value, Epoch: v.Timestamp}
+		case k.Kind == kindMarker:
+			// Marker keys sort by bucket, so the list comes out ascending.
+			ec.Buckets = append(ec.Buckets, k.Bucket)
+		}
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	return ec, nil
+}
+
+// ReadEvents implements driver.Events. The bucket's deletion cell, if
+// any, is the first key under the bucket's prefix; events at or before its
+// timestamp are hidden, as Cassandra's partition tombstone hides them.
+// The rest is one ordered range scan, already newest first.
+func (d *Driver) ReadEvents(ctx context.Context, p *driver.ReadEventsParams) ([]driver.Event, error) {
+	if err := d.acquire(ctx, "read events"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	events, err := d.readEvents(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: read events %s/%s/%d: %w", p.Namespace, p.Counter, p.Bucket, err)
+	}
+	return events, nil
+}
+
+func (d *Driver) readEvents(ctx context.Context, p *driver.ReadEventsParams) (_ []driver.Event, err error) {
+	events := []driver.Event{}
+	if p.After >= p.UpTo {
+		return events, nil
+	}
+	prefix := eventBucketPrefix(p.Namespace, p.Counter, p.Bucket)
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: eventTimeBound(prefix, p.After)})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	after := p.After
+	if it.First() && len(it.Key()) == len(prefix) {
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		v, err := decodeEventValue(eventKeyParts{Kind: kindBucketDeletion}, raw)
+		if err != nil {
+			return nil, fmt.Errorf("bucket deletion: %w", err)
+		}
+		after = max(after, v.Timestamp)
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	if after >= p.UpTo {
+		return events, nil
+	}
+	// Narrowing the upper bound skips the deleted events that Pebble has
+	// not compacted away yet, rather than reading and dropping them.
+	it.SetBounds(eventTimeBound(prefix, p.UpTo), eventTimeBound(prefix, after))
+	for valid := it.First(); valid; valid = it.Next() {
+		if len(events)%4096 == 4095 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		k, err := eventKeyAfter(it.Key(), len(prefix))
+		if err != nil {
+			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		v, err := decodeEventValue(k, raw)
+		if err != nil {
+			return nil, fmt.Errorf("event %d/%q: %w", k.Time, k.ID, err)
+		}
+		events = append(events, driver.Event{ID: k.ID, Time: k.Time, Delta: v.Value})
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	return events, nil
+}
+
+// eventKeyAfter decodes the time and id that end an event key after the
+// bucket prefix of length n, sparing ReadEvents the namespace and counter
+// of every event, which the iterator bounds already fix.
+func eventKeyAfter(key []byte, n int) (eventKeyParts, error) {
+	rest := key[n:]
+	if len(rest) < int64Len {
+		return eventKeyParts{}, fmt.Errorf("%w: event key with a %d-byte time", errBadKey, len(rest))
+	}
+	return eventKeyParts{Kind: kindEvent, Time: descendingFrom(rest), ID: string(rest[int64Len:])}, nil
+}
+
+// DeleteEventBuckets implements driver.Events in one batch, committed
+// atomically. Per bucket it merges:
+//
+//   - a deletion cell at p.Timestamp under the bucket's prefix. Like
+//     Cassandra's partition tombstone it hides every event at or before
+//     the timestamp, also ones written after the delete (a per-event
+//     tombstone could not cover an event never seen before);
+//   - a range delete of the bucket's events at or before p.Timestamp,
+//     which gives their space back. It is safe to drop these keys whole,
+//     every write included, because an event key's only timestamp is the
+//     time in the key: no write to one of them could have been newer;
+//   - a marker tombstone at p.Timestamp, which the merge operator weighs
+//     against the marker's own timestamp (the bucket start).
+func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBucketsParams) error {
+	if err := d.acquire(ctx, "delete event buckets"); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	tombstone := encodeEventValue(kindBucketDeletion, eventValue{Timestamp: p.Timestamp, Deleted: true})
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, bucket := range p.Buckets {
+		prefix := eventBucketPrefix(p.Namespace, p.Counter, bucket)
+		err := b.Merge(prefix, tombstone, nil)
+		if err == nil {
+			err = b.DeleteRange(eventTimeBound(prefix, p.Timestamp), prefixEnd(prefix), nil)
+		}
+		if err == nil {
+			err = b.Merge(markerKey(p.Namespace, p.Counter, bucket), tombstone, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("embedded: delete event buckets %s/%s: %w", p.Namespace, p.Counter, err)
+		}
+	}
+	if err := b.Commit(d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: delete event buckets %s/%s: %w", p.Namespace, p.Counter, err)
+	}
+	return nil
+}
+
+// ListEventCounters implements driver.Events: it scans the record table
+// (of one namespace when p.Namespace is set) and lists every counter with
+// a rollup or a live marker.
+func (d *Driver) ListEventCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
+	if err := d.acquire(ctx, "list event counters"); err != nil {
+		return nil, err
+	}
+	defer d.mu.RUnlock()
+	keys, err := d.listEventCounters(ctx, p.Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: list event counters: %w", err)
+	}
+	return keys, nil
+}
+
+func (d *Driver) listEventCounters(ctx context.Context, ns string) (_ []driver.CounterKey, err error) {
+	lo := []byte{tableEventCounters}
+	if ns != "" {
+		lo = appendComponent(lo, ns)
+	}
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	var out []driver.CounterKey
+	for valid := it.First(); valid; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k, err := decodeEventKey(it.Key())
+		if err != nil {
+			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		raw, err := it.ValueAndErr()
+		if err != nil {
+			return nil, err
+		}
+		v, err := decodeEventValue(k, raw)
+		if err != nil {
+			return nil, fmt.Errorf("record %s/%s: %w", k.Namespace, k.Counter, err)
+		}
+		if v.Deleted {
+			valid = it.Next()
+			continue
+		}
+		// One live cell is enough; skip the counter's other records.
+		out = append(out, driver.CounterKey{Namespace: k.Namespace, Counter: k.Counter})
+		valid = it.SeekGE(prefixEnd(eventRecordPrefix(k.Namespace, k.Counter)))
+	}
+	if err := it.Error(); err != nil {
+		return nil, err
+	}
+	// Length-prefixed keys sort by name length first.
+	slices.SortFunc(out, func(a, b driver.CounterKey) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Counter, b.Counter))
+	})
+	return out, nil
+}

@@ -1,0 +1,124 @@
+package embedded
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Keys and cells of the events tables come from disk like every other
+// stored byte: the decoders must never panic, and what they accept must
+// re-encode to the same bytes.
+
+func FuzzDecodeEventKey(f *testing.F) {
+	f.Add(eventKey("ns", "counter", 1_700_000_040_000_000, 1_700_000_040_000_123, "req-1"))
+	f.Add(eventKey("", "", math.MinInt64, math.MaxInt64, ""))
+	f.Add(eventBucketPrefix("a", "bc", -60))
+	f.Add(rollupKey("ns", "counter"))
+	f.Add(markerKey("ns", "counter", 60_000_000))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := decodeEventKey(b)
+		if err != nil {
+			return
+		}
+		if got := encodeEventKey(k); !bytes.Equal(got, b) {
+			t.Fatalf("decodeEventKey(%x) = %+v, which re-encodes as %x", b, k, got)
+		}
+		if k.Kind == kindEvent {
+			// ReadEvents decodes only what follows the bucket prefix.
+			got, err := eventKeyAfter(b, len(eventBucketPrefix(k.Namespace, k.Counter, k.Bucket)))
+			if err != nil || got.Time != k.Time || got.ID != k.ID {
+				t.Fatalf("eventKeyAfter(%x) = %+v, %v; want time %d id %q", b, got, err, k.Time, k.ID)
+			}
+		}
+	})
+}
+
+func FuzzDecodeEventValue(f *testing.F) {
+	ev := eventKey("n", "c", 0, 5, "r")
+	f.Add(ev, encodeEventValue(kindEvent, eventValue{Timestamp: 5, Value: -3}))
+	f.Add(ev, encodeEventValue(kindEvent, eventValue{Timestamp: 6, Value: -3}))
+	f.Add(eventBucketPrefix("n", "c", 0), encodeEventValue(kindBucketDeletion, eventValue{Timestamp: 9, Deleted: true}))
+	f.Add(rollupKey("n", "c"), encodeEventValue(kindRollup, eventValue{Timestamp: 9, Value: math.MinInt64}))
+	f.Add(markerKey("n", "c", 0), encodeEventValue(kindMarker, eventValue{Timestamp: 0}))
+	f.Add(markerKey("n", "c", 0), encodeEventValue(kindMarker, eventValue{Timestamp: 9, Deleted: true}))
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		k, err := decodeEventKey(key)
+		if err != nil {
+			return
+		}
+		v, err := decodeEventValue(k, value)
+		if err != nil {
+			return
+		}
+		if k.Kind == kindEvent && v.Timestamp != k.Time {
+			t.Fatalf("event at time %d accepted with timestamp %d", k.Time, v.Timestamp)
+		}
+		if got := encodeEventValue(k.Kind, v); !bytes.Equal(got, value) {
+			t.Fatalf("decodeEventValue(%+v, %x) = %+v, which re-encodes as %x", k, value, v, got)
+		}
+	})
+}
+
+// TestEventSeedCorpus keeps the hand-written seeds honest: files named
+// valid-* must decode, files named bad-* must not. Value seeds hold a key
+// and a cell.
+func TestEventSeedCorpus(t *testing.T) {
+	t.Parallel()
+	decoders := map[string]func(args [][]byte) error{
+		"FuzzDecodeEventKey": func(args [][]byte) error { _, err := decodeEventKey(args[0]); return err },
+		"FuzzDecodeEventValue": func(args [][]byte) error {
+			k, err := decodeEventKey(args[0])
+			if err != nil {
+				return err
+			}
+			_, err = decodeEventValue(k, args[1])
+			return err
+		},
+	}
+	arity := map[string]int{"FuzzDecodeEventKey": 1, "FuzzDecodeEventValue": 2}
+	checked := 0
+	for target, decode := range decoders {
+		files, err := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			name := filepath.Base(file)
+			valid := strings.HasPrefix(name, "valid-")
+			if !valid && !strings.HasPrefix(name, "bad-") {
+				continue
+			}
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+			if len(lines) != 1+arity[target] || lines[0] != "go test fuzz v1" {
+				t.Fatalf("%s: not a go test fuzz v1 file with %d arguments", file, arity[target])
+			}
+			var args [][]byte
+			for _, l := range lines[1:] {
+				if !strings.HasPrefix(l, "[]byte(") || !strings.HasSuffix(l, ")") {
+					t.Fatalf("%s: argument %q is not a []byte", file, l)
+				}
+				b, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(l, "[]byte("), ")"))
+				if err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				args = append(args, []byte(b))
+			}
+			if err := decode(args); (err == nil) != valid {
+				t.Errorf("%s: decode error = %v", file, err)
+			}
+			checked++
+		}
+	}
+	if checked < 8 {
+		t.Errorf("checked only %d named seed files", checked)
+	}
+}

@@ -71,6 +71,7 @@
 //
 //	CREATE TABLE cas_counters (ns text, counter text, value bigint,
 //	    PRIMARY KEY ((ns, counter)))
+//
 // and the events model's (events.go; seed 001, op-based):
 //
 //	CREATE TABLE event_counters (

@@ -16,6 +16,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/events"
 	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/server"
@@ -102,7 +103,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	id, err := c.Add(ctx, "", "likes", 5)
-	if err != nil || len(id) != 32 {
+	if _, ok := events.IDTime(id); err != nil || !ok {
 		t.Fatalf("Add = %q, %v", id, err)
 	}
 	id, err = c.Update(ctx, "default", "likes", api.UpdateRequest{Delta: -2, RequestID: "mine"})
@@ -116,7 +117,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *v != (api.Value{Namespace: "default", Counter: "likes", Type: "sum", Value: 3, Shards: 1}) {
+	if *v != (api.Value{Namespace: "default", Counter: "likes", Type: "sum", Model: "sharded", Value: 3, Shards: 1}) {
 		t.Errorf("Get = %+v", v)
 	}
 

@@ -35,7 +35,7 @@ func TestLedgerEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	u, err := c.UpdateLedger(ctx, "", "wallet", api.LedgerUpdateRequest{Amount: -5})
-	if err != nil || len(u.RequestID) != 32 {
+	if err != nil || len(u.RequestID) != 36 {
 		t.Fatalf("UpdateLedger = %+v, %v", u, err)
 	}
 	v, err := c.LedgerValue(ctx, "", "wallet")

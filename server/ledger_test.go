@@ -24,7 +24,7 @@ func TestLedgerEndpoints(t *testing.T) {
 	}
 	e.mustJSON("POST", base+"/debits", `{"amount":30,"request_id":"d1"}`, 200, &up)
 	r := e.do("POST", base+"/updates", `{"amount":-5}`)
-	if r.status != 200 || len(r.header.Get("Abacus-Request-Id")) != 32 {
+	if r.status != 200 || len(r.header.Get("Abacus-Request-Id")) != 36 {
 		t.Fatalf("update without an id: status %d, header %q", r.status, r.header.Get("Abacus-Request-Id"))
 	}
 
@@ -90,7 +90,7 @@ func TestLedgerBadRequests(t *testing.T) {
 		{"POST", base + "/credits", `{"amount":1,"request_id":"` + strings.Repeat("x", 257) + `"}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces/default/ledgers/w/credits", `{"amount":1}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces/nope/ledgers/w/credits", `{"amount":1}`, 404, api.CodeNamespaceNotFound},
-		{"GET", "/v1/namespaces/ledgers/counters/w", "", 400, api.CodeInvalidArgument},
+		{"GET", "/v1/namespaces/ledgers/counters/w", "", 400, api.CodeWrongModel},
 		{"DELETE", base, "", 405, api.CodeMethodNotAllowed},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","type":"sum"}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","ledger":{"strict":true}}`, 400, api.CodeInvalidArgument},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/events"
 	"github.com/abacusdb/abacus/clock"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
@@ -150,7 +151,7 @@ func TestUpdateAndGetEveryType(t *testing.T) {
 	} {
 		var v api.Value
 		e.mustJSON("GET", "/v1/namespaces/"+tc.ns+"/counters/"+tc.counter, "", 200, &v)
-		want := api.Value{Namespace: tc.ns, Counter: tc.counter, Type: tc.typ, Value: tc.value, Shards: 1}
+		want := api.Value{Namespace: tc.ns, Counter: tc.counter, Type: tc.typ, Model: "sharded", Value: tc.value, Shards: 1}
 		if v != want {
 			t.Errorf("get %s/%s = %+v, want %+v", tc.ns, tc.counter, v, want)
 		}
@@ -176,8 +177,8 @@ func TestServerGeneratesRequestID(t *testing.T) {
 		if err := json.Unmarshal(r.body, &ur); err != nil {
 			t.Fatal(err)
 		}
-		if len(ur.RequestID) != 32 || strings.Trim(ur.RequestID, "0123456789abcdef") != "" {
-			t.Errorf("generated request id %q is not 128 bits of hex", ur.RequestID)
+		if _, ok := events.IDTime(ur.RequestID); !ok {
+			t.Errorf("generated request id %q is not a version 7 UUID", ur.RequestID)
 		}
 		if h := r.header.Get("Abacus-Request-Id"); h != ur.RequestID {
 			t.Errorf("header id %q, body id %q", h, ur.RequestID)
@@ -303,7 +304,7 @@ func TestBadNamespaceCreate(t *testing.T) {
 		{"257-byte name", `{"name":"` + strings.Repeat("n", 257) + `"}`, api.CodeInvalidArgument, "257"},
 		{"invalid UTF-8 name", "{\"name\":\"\xc3\x28\"}", api.CodeInvalidArgument, `"name"`},
 		{"unknown type", `{"name":"x","type":"avg"}`, api.CodeInvalidArgument, "avg"},
-		{"unavailable model", `{"name":"x","model":"events"}`, api.CodeInvalidArgument, "events"},
+		{"type for a sum-only model", `{"name":"x","model":"events","type":"max"}`, api.CodeInvalidArgument, "sums"},
 		{"unknown model", `{"name":"x","model":"magic"}`, api.CodeInvalidArgument, "magic"},
 		{"bad read consistency", `{"name":"x","read_consistency":"MOST"}`, api.CodeInvalidArgument, "read_consistency"},
 		{"bad write consistency", `{"name":"x","write_consistency":"MOST"}`, api.CodeInvalidArgument, "write_consistency"},

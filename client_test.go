@@ -119,7 +119,8 @@ func TestCreateNamespace(t *testing.T) {
 		{Name: ""},
 		{Name: "x", Type: "avg"},
 		{Name: "x", Model: "magic"},
-		{Name: "x", Model: abacus.ModelEvents},
+		{Name: "x", Model: abacus.ModelEvents, Type: abacus.TypeDistinct},
+		{Name: "x", Model: "counter"},
 		{Name: "x", Model: abacus.ModelLedger, Type: abacus.TypeSum},
 		{Name: "x", Ledger: &abacus.LedgerOptions{Strict: true}},
 	} {

@@ -133,7 +133,7 @@ func TestLedgerThroughTheClient(t *testing.T) {
 		{"bad id", func() error { _, err := c.Credit(ctx, "", "wallet", 1, "\xff"); return err }, abacus.ErrInvalid},
 		{"empty ledger name", func() error { _, err := c.Credit(ctx, "", "", 1, ""); return err }, abacus.ErrInvalid},
 		{"ledger op on a counter namespace", func() error { _, err := c.Credit(ctx, abacus.DefaultNamespace, "x", 1, ""); return err }, abacus.ErrInvalid},
-		{"counter op on a ledger namespace", func() error { return c.Add(ctx, abacus.DefaultLedgerNamespace, "wallet", 1) }, abacus.ErrInvalid},
+		{"counter op on a ledger namespace", func() error { return c.Add(ctx, abacus.DefaultLedgerNamespace, "wallet", 1) }, abacus.ErrWrongModel},
 		{"missing namespace", func() error { _, err := c.Credit(ctx, "nope", "x", 1, ""); return err }, abacus.ErrNamespaceNotFound},
 	}
 	for _, b := range bad {

@@ -16,9 +16,9 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
-	"github.com/abacusdb/abacus/events"
 	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/events"
 	"github.com/abacusdb/abacus/server"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )

@@ -12,8 +12,8 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
-	"github.com/abacusdb/abacus/events"
 	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/events"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 )

@@ -55,6 +55,8 @@ type Row struct {
 	Model    string `json:"model"`
 	Via      string `json:"via"`
 	Counters int    `json:"counters"`
+	// Concurrency is the number of callers of this row's run.
+	Concurrency int `json:"concurrency"`
 	// Shards is the number of live shards each read merges (read scenarios).
 	Shards int `json:"shards,omitempty"`
 	// Events is the number of un-rolled events each read adds (events reads).

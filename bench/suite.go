@@ -419,12 +419,17 @@ func (s *suite) names(kind string, n int) []string {
 
 // measure runs op under the suite's options and fills in row's results.
 func (s *suite) measure(ctx context.Context, row Row, op Op) Row {
-	o := s.cfg.Options
+	return s.measureWith(ctx, s.cfg.Options, row, op)
+}
+
+// measureWith is measure under other options (another concurrency).
+func (s *suite) measureWith(ctx context.Context, o Options, row Row, op Op) Row {
 	fmt.Fprintf(s.cfg.Progress, "%-34s %-7s counters=%-4d warmup %v + %v ...",
 		row.Scenario, row.Model, row.Counters, o.Warmup, o.Duration)
 	row.Started = time.Now().UTC()
 	before := sampleCPU(s.cfg.StorePID)
 	row.Result = Run(ctx, o, op)
+	row.Concurrency = o.Concurrency
 	c := sampleCPU(s.cfg.StorePID).coresSince(before)
 	row.ProcessCPU, row.HostCPU, row.StoreCPU = c.proc, c.host, c.store
 	fmt.Fprintf(s.cfg.Progress, " %.0f ops/s, p50 %s, p99 %s, errors %d\n",

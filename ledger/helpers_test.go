@@ -14,7 +14,7 @@ import (
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/internal/cassandratest"
+	"github.com/abacusdb/abacus/internal/sharedkeyspace"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -42,49 +42,13 @@ func onEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
 	})
 }
 
-// The engine tests share one Cassandra keyspace, fresh for each run of the
-// package and dropped at its end (TestMain): creating a keyspace and its
-// tables costs seconds of schema agreement, which a keyspace per test
-// would multiply. Every test uses its own namespace, so they cannot see
-// each other's rows.
-var cassandraOnce struct {
-	sync.Once
-	d   *cassandra.Driver
-	err error
-}
+var shared = sharedkeyspace.Keyspace{Name: "ledger engine"}
 
-func sharedCassandra(t testing.TB) driver.Driver {
-	t.Helper()
-	hosts := cassandratest.Hosts(t) // skips without ABACUS_TEST_CASSANDRA
-	cassandraOnce.Do(func() {
-		cfg := cassandra.Config{
-			Hosts:       hosts,
-			Keyspace:    cassandratest.KeyspaceName("ledger engine"),
-			Replication: cassandra.Replication{ReplicationFactor: cassandratest.ReplicationFactor(t)},
-			// The dev node shares two cores with compilers and other suites.
-			Timeout: 15 * time.Second,
-			Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cassandraOnce.d, cassandraOnce.err = cassandra.Open(ctx, cfg)
-	})
-	if cassandraOnce.err != nil {
-		t.Fatalf("cassandra.Open: %v", cassandraOnce.err)
-	}
-	return cassandraOnce.d
-}
+func sharedCassandra(t testing.TB) *cassandra.Driver { return shared.Driver(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if d := cassandraOnce.d; d != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := d.Session().Query("DROP KEYSPACE IF EXISTS " + d.Keyspace()).ExecContext(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "dropping keyspace %s: %v\n", d.Keyspace(), err)
-		}
-		cancel()
-		_ = d.Close()
-	}
+	shared.Drop()
 	os.Exit(code)
 }
 

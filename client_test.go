@@ -165,3 +165,34 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// The sharded model's documented limit: a request id is remembered by the
+// process that applied it, so the same update retried on another process
+// counts again (at-least-once). The events model is the one to use when
+// that matters.
+func TestShardedRetryOnAnotherProcessCountsAgain(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Dir: "db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	var procs [2]*abacus.Client
+	for i := range procs {
+		if procs[i], err = abacus.NewClient(ctx, abacus.Config{Driver: store, GCInterval: -1}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = procs[i].Stop(ctx) })
+	}
+	u := abacus.Update{Counter: "c", Delta: 5, RequestID: "retry-me"}
+	for _, c := range []*abacus.Client{procs[0], procs[0], procs[1]} {
+		if err := c.Apply(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := procs[0].Get(ctx, "", "c")
+	if err != nil || v.Value != 10 {
+		t.Fatalf("value %+v, %v: want 10 (once per process)", v, err)
+	}
+}

@@ -321,3 +321,33 @@ func createErr(c *abacus.Client, nc abacus.NamespaceConfig) error {
 	_, err := c.CreateNamespace(context.Background(), nc)
 	return err
 }
+
+func TestClockSkew(t *testing.T) {
+	t.Parallel()
+	modelStores(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		for _, offset := range []time.Duration{0, 90 * time.Second, -3 * time.Minute} {
+			c := clientOn(t, d, clock.Offset{Base: clock.Real{}, By: offset})
+			r, ok, err := c.ClockSkew(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Name() == "embedded" {
+				if ok {
+					t.Fatalf("the embedded store has no clock, yet ClockSkew read %+v", r)
+				}
+				continue
+			}
+			if !ok {
+				t.Fatal("Cassandra has a clock")
+			}
+			// The dev cluster runs on this machine: the skew is the offset.
+			if diff := (r.Skew - offset).Abs(); diff > r.Uncertainty+50*time.Millisecond {
+				t.Errorf("offset %v: measured %v ± %v", offset, r.Skew, r.Uncertainty)
+			}
+			if beyond := r.Beyond(time.Minute); beyond != (offset.Abs() > time.Minute) {
+				t.Errorf("offset %v: Beyond(1m) = %v", offset, beyond)
+			}
+		}
+	})
+}

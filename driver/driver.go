@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -105,6 +106,18 @@ func (c *Consistency) UnmarshalText(b []byte) error {
 
 // Micros converts t to a write timestamp in microseconds since the Unix epoch.
 func Micros(t time.Time) int64 { return t.UnixMicro() }
+
+// TimeSource is implemented by stores with clocks of their own (Cassandra
+// coordinators). Every timestamp Abacus writes comes from its processes'
+// clocks, and the models' margins (GC grace, rollup delay) assume those
+// clocks agree; comparing each process with the store is how a process
+// finds out that its clock has drifted. The embedded store, written by one
+// process only, has no clock of its own.
+type TimeSource interface {
+	// StoreTime returns the store's current time, as one of its nodes
+	// reads it (to the millisecond on Cassandra).
+	StoreTime(ctx context.Context) (time.Time, error)
+}
 
 // Driver is everything a storage backend provides.
 type Driver interface {

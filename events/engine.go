@@ -13,6 +13,7 @@ import (
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/sweep"
 )
 
 // Errors returned to callers. They are wrapped with detail; test with errors.Is.
@@ -142,8 +143,7 @@ type Engine struct {
 	closed bool
 	wg     sync.WaitGroup
 
-	sweepStop chan struct{}
-	sweepDone chan struct{}
+	sweeper sweep.Sweeper
 }
 
 // New returns an engine.
@@ -595,28 +595,11 @@ func (e *Engine) RollupAll(ctx context.Context, ns string) ([]RollupResult, erro
 // Start runs a sweeper that rolls up every counter each interval until
 // Close. An interval of zero or less starts nothing.
 func (e *Engine) Start(interval time.Duration) {
-	if interval <= 0 || e.sweepStop != nil {
-		return
-	}
-	e.sweepStop = make(chan struct{})
-	e.sweepDone = make(chan struct{})
-	go func() {
-		defer close(e.sweepDone)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-e.sweepStop:
-				return
-			case <-tick.C:
-				ctx, cancel := context.WithTimeout(context.Background(), interval)
-				if _, err := e.RollupAll(ctx, ""); err != nil {
-					e.cfg.Logger.Warn("rollup sweep failed", "err", err)
-				}
-				cancel()
-			}
+	e.sweeper.Start(interval, func(ctx context.Context) {
+		if _, err := e.RollupAll(ctx, ""); err != nil {
+			e.cfg.Logger.Warn("rollup sweep failed", "err", err)
 		}
-	}()
+	})
 }
 
 // Close stops the sweeper and waits for writes and background rollups.
@@ -624,11 +607,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.life.Lock()
 	e.closed = true
 	e.life.Unlock()
-	if e.sweepStop != nil {
-		close(e.sweepStop)
-		<-e.sweepDone
-		e.sweepStop = nil
-	}
+	e.sweeper.Stop()
 	done := make(chan struct{})
 	go func() { e.wg.Wait(); close(done) }()
 	select {

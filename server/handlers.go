@@ -25,6 +25,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errorf(api.CodeUnavailable, "shutting down"))
 		return
 	}
+	if s.clock.skewed.Load() {
+		writeError(w, r, s.clockError())
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
 	defer cancel()
 	if _, err := s.client.Namespaces(ctx); err != nil {

@@ -15,6 +15,7 @@ import (
 // are unbounded and would blow up the series count.
 type metrics struct {
 	updates       *prometheus.CounterVec
+	clockSkew     prometheus.Gauge
 	ledgerUpdates *prometheus.CounterVec
 	groupCommit   prometheus.Histogram
 	shardWrite    prometheus.Histogram
@@ -48,6 +49,10 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	return &metrics{
+		clockSkew: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "abacus_clock_skew_seconds",
+			Help: "This server's clock minus the store's at the last check (0 until measured; stores without a clock are not measured).",
+		})),
 		updates: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "abacus_updates_total",
 			Help: "Counter updates received over HTTP, by result: acknowledged or the error code.",

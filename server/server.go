@@ -52,6 +52,19 @@ type Config struct {
 
 	// ReadyTimeout bounds the store probe of /readyz. Default 2s.
 	ReadyTimeout time.Duration
+
+	// MaxClockSkew is how far this server's clock may be from the store's
+	// (Client.ClockSkew) before the server stops taking writes: every POST
+	// answers 503 unavailable and /readyz fails, until the clock is back
+	// within it. Keep it below the smallest margin the models rely on (the
+	// events rollup delay, 5m by default; the sharded GC grace, 24h).
+	// Default 1m; negative disables the check. Stores without a clock (the
+	// embedded store) are never checked.
+	MaxClockSkew time.Duration
+
+	// ClockCheckInterval is how often the clock is compared with the
+	// store's while serving (once before serving, too). Default 30s.
+	ClockCheckInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -73,6 +86,12 @@ func (c Config) withDefaults() Config {
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = 2 * time.Second
 	}
+	if c.MaxClockSkew == 0 {
+		c.MaxClockSkew = time.Minute
+	}
+	if c.ClockCheckInterval == 0 {
+		c.ClockCheckInterval = 30 * time.Second
+	}
 	return c
 }
 
@@ -84,6 +103,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("server: Config.MaxBodyBytes is %d, must not be negative", c.MaxBodyBytes)
 	case c.ShutdownTimeout < 0 || c.ReadyTimeout < 0:
 		return errors.New("server: timeouts in Config must not be negative")
+	case c.ClockCheckInterval < 0:
+		return errors.New("server: Config.ClockCheckInterval must not be negative")
 	}
 	return nil
 }
@@ -98,6 +119,7 @@ type Server struct {
 	routes   []string // "METHOD /path" patterns, for tests and the OpenAPI check
 	draining atomic.Bool
 	queues   consumers // pull consumers of the receive endpoint (queue.go)
+	clock    clockGuard
 }
 
 // New returns a server for cfg. It does not listen yet; see Run, Serve and Handler.
@@ -131,6 +153,9 @@ func (s *Server) routesMux() *http.ServeMux {
 	methods := map[string][]string{} // path -> methods, for 405 answers
 	handle := func(method, path string, h http.HandlerFunc) {
 		pattern := method + " " + path
+		if method == "POST" {
+			h = s.refuseWhenSkewed(h)
+		}
 		mux.HandleFunc(pattern, h)
 		s.routes = append(s.routes, pattern)
 		methods[path] = append(methods[path], method)
@@ -201,6 +226,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return fmt.Errorf("server: start client: %w", err)
 	}
+	// The first comparison runs before the first request, so a server
+	// started with a wrong clock never takes a write.
+	s.checkClock(ctx)
+	stopClock := s.watchClock()
+	defer stopClock()
 	hs := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -13,6 +13,7 @@ import (
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/sweep"
 )
 
 // Errors returned to callers. They are wrapped with detail; test with errors.Is.
@@ -171,8 +172,7 @@ type Engine struct {
 
 	stats Stats
 
-	sweepStop chan struct{}
-	sweepDone chan struct{}
+	sweeper sweep.Sweeper
 }
 
 // Stats are running totals, read with Engine.Stats.
@@ -514,28 +514,11 @@ func (e *Engine) CollectAll(ctx context.Context, ns string) ([]GCResult, error) 
 // Start runs a sweeper that collects every counter each interval until Close.
 // An interval of zero or less starts nothing.
 func (e *Engine) Start(interval time.Duration) {
-	if interval <= 0 || e.sweepStop != nil {
-		return
-	}
-	e.sweepStop = make(chan struct{})
-	e.sweepDone = make(chan struct{})
-	go func() {
-		defer close(e.sweepDone)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-e.sweepStop:
-				return
-			case <-tick.C:
-				ctx, cancel := context.WithTimeout(context.Background(), interval)
-				if _, err := e.CollectAll(ctx, ""); err != nil {
-					e.cfg.Logger.Warn("gc sweep failed", "err", err)
-				}
-				cancel()
-			}
+	e.sweeper.Start(interval, func(ctx context.Context) {
+		if _, err := e.CollectAll(ctx, ""); err != nil {
+			e.cfg.Logger.Warn("gc sweep failed", "err", err)
 		}
-	}()
+	})
 }
 
 // Close stops the sweeper and waits until every in-flight shard write has
@@ -544,11 +527,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.life.Lock()
 	e.closed = true
 	e.life.Unlock()
-	if e.sweepStop != nil {
-		close(e.sweepStop)
-		<-e.sweepDone
-		e.sweepStop = nil
-	}
+	e.sweeper.Stop()
 	done := make(chan struct{})
 	go func() { e.wg.Wait(); close(done) }()
 	select {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/driver/embedded"
@@ -44,6 +45,12 @@ type serveFlags struct {
 	maxBodyBytes    int64
 	shutdownTimeout time.Duration
 	ledgerActorID   string
+	lifetime        time.Duration
+	refusalMargin   time.Duration
+	gcGrace         time.Duration
+	clockOffset     time.Duration
+	maxClockSkew    time.Duration
+	clockCheck      time.Duration
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -91,6 +98,13 @@ ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", api.DefaultMaxBodyBytes, "largest accepted request body")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests on shutdown")
+	fl.DurationVar(&f.lifetime, "mutator-lifetime", 24*time.Hour, "sharded: how long one server writes one shard of a counter before starting a new one")
+	fl.DurationVar(&f.refusalMargin, "refusal-margin", time.Hour, "sharded: a shard stops taking updates this long before its end (below --mutator-lifetime)")
+	fl.DurationVar(&f.gcGrace, "gc-grace", 24*time.Hour, "sharded: how long after its end a shard may be folded; must exceed the worst clock skew between servers plus the store's hint window")
+	fl.DurationVar(&f.maxClockSkew, "max-clock-skew", time.Minute, "largest difference from the store's clock (Cassandra) at which this server takes writes; keep it below the events rollup delay and --gc-grace; 0 or negative disables the check")
+	fl.DurationVar(&f.clockCheck, "clock-check-interval", 30*time.Second, "how often the clock is compared with the store's")
+	fl.DurationVar(&f.clockOffset, "clock-offset", 0, "testing only: shift this server's clock by this much")
+	_ = fl.MarkHidden("clock-offset")
 	fl.StringVar(&f.ledgerActorID, "ledger-actor-id", "", "prefix of this server's ledger actor ids (default: random at every start); never give two servers, or two runs, the same one")
 	return cmd
 }
@@ -131,6 +145,24 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if gcInterval <= 0 {
 		gcInterval = -1 // the library's "disabled"; zero would mean its default
 	}
+	if f.lifetime <= 0 || f.refusalMargin <= 0 || f.gcGrace <= 0 {
+		return usagef("--mutator-lifetime, --refusal-margin and --gc-grace must be positive")
+	}
+	if f.refusalMargin >= f.lifetime {
+		return usagef("--refusal-margin %v must be below --mutator-lifetime %v", f.refusalMargin, f.lifetime)
+	}
+	if f.clockCheck <= 0 {
+		return usagef("--clock-check-interval must be positive")
+	}
+	maxSkew := f.maxClockSkew
+	if maxSkew == 0 {
+		maxSkew = -1 // the server reads 0 as "its default"; here 0 disables, as the help says
+	}
+	var clk clock.Clock = clock.Real{}
+	if f.clockOffset != 0 {
+		clk = clock.Offset{Base: clock.Real{}, By: f.clockOffset}
+		log.Warn("clock shifted for testing", "clock_offset", f.clockOffset)
+	}
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -147,22 +179,28 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 
 	reg := prometheus.NewRegistry()
 	c, err := abacus.NewClient(ctx, abacus.Config{
-		Driver:        drv,
-		GCInterval:    gcInterval,
-		Logger:        log,
-		ShardedHooks:  server.Hooks(reg),
-		LedgerActorID: f.ledgerActorID,
+		Driver:          drv,
+		GCInterval:      gcInterval,
+		Logger:          log,
+		ShardedHooks:    server.Hooks(reg),
+		LedgerActorID:   f.ledgerActorID,
+		MutatorLifetime: f.lifetime,
+		RefusalMargin:   f.refusalMargin,
+		GCGrace:         f.gcGrace,
+		Clock:           clk,
 	})
 	if err != nil {
 		return err
 	}
 	srv, err := server.New(server.Config{
-		Client:          c,
-		Addr:            f.addr,
-		MaxBodyBytes:    f.maxBodyBytes,
-		Logger:          log,
-		Registry:        reg,
-		ShutdownTimeout: f.shutdownTimeout,
+		Client:             c,
+		Addr:               f.addr,
+		MaxBodyBytes:       f.maxBodyBytes,
+		Logger:             log,
+		Registry:           reg,
+		ShutdownTimeout:    f.shutdownTimeout,
+		MaxClockSkew:       maxSkew,
+		ClockCheckInterval: f.clockCheck,
 	})
 	if err != nil {
 		_ = c.Stop(context.Background())

@@ -637,3 +637,19 @@ func TestMalformedRows(t *testing.T) {
 		}
 	}
 }
+
+// The store's clock is this machine's clock on the dev cluster, so the
+// reading must land between two local readings (1 ms of now()'s rounding).
+func TestStoreTime(t *testing.T) {
+	t.Parallel()
+	d := open(t, testConfig(t))
+	before := time.Now().Add(-time.Millisecond)
+	st, err := d.StoreTime(ctxT(t))
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Before(before) || st.After(after) {
+		t.Fatalf("store time %v outside [%v, %v]", st, before, after)
+	}
+}

@@ -1,0 +1,86 @@
+package server
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver/cassandra"
+	"github.com/abacusdb/abacus/internal/cassandratest"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// A server whose clock is off the store's by more than MaxClockSkew takes
+// no writes and is not ready; reads go on; once its clock is back within
+// the limit it takes writes again. Only Cassandra has a clock to compare
+// with.
+func TestClockSkewRefusesWrites(t *testing.T) {
+	t.Parallel()
+	hosts := cassandratest.Hosts(t) // skips without ABACUS_TEST_CASSANDRA
+	ctx := context.Background()
+	d, err := cassandra.Open(ctx, cassandra.Config{
+		Hosts: hosts, Keyspace: cassandratest.Keyspace(t),
+		Replication: cassandra.Replication{ReplicationFactor: cassandratest.ReplicationFactor(t)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	offset := &clock.Offset{Base: clock.Real{}, By: 3 * time.Minute}
+	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, Clock: offset, GCInterval: -1, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	srv, err := New(Config{Client: c, Logger: quietLogger(), Registry: prometheus.NewRegistry(), MaxClockSkew: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	e := &testEnv{t: t, srv: srv, ts: ts, client: c}
+
+	srv.checkClock(ctx)
+	for _, path := range []string{"/v1/namespaces/default/counters/c/updates", "/v1/namespaces"} {
+		r := e.do("POST", path, `{"delta":1,"name":"x"}`)
+		if r.status != 503 || r.apiError().Code != api.CodeUnavailable || !strings.Contains(r.apiError().Message, "clock skew") {
+			t.Fatalf("POST %s with a 3m skew: %d %s", path, r.status, r.body)
+		}
+	}
+	if r := e.do("GET", "/readyz", ""); r.status != 503 || !strings.Contains(string(r.body), "clock skew") {
+		t.Fatalf("readyz with a 3m skew: %d %s", r.status, r.body)
+	}
+	if r := e.do("GET", "/v1/namespaces/default/counters/c", ""); r.status != 200 {
+		t.Fatalf("reads go on: %d %s", r.status, r.body)
+	}
+	if m := string(e.do("GET", "/metrics", "").body); !strings.Contains(m, "abacus_clock_skew_seconds 1") {
+		t.Fatalf("metrics lack the skew:\n%s", m)
+	}
+	v, err := c.Get(ctx, "", "c")
+	if err != nil || !v.Empty {
+		t.Fatalf("a refused write left a trace: %+v %v", v, err)
+	}
+
+	// The clock is fixed (within the limit): writes are taken again.
+	offset.By = 10 * time.Second
+	srv.checkClock(ctx)
+	e.mustJSON("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, 200, nil)
+	if r := e.do("GET", "/readyz", ""); r.status != 200 {
+		t.Fatalf("readyz after the fix: %d %s", r.status, r.body)
+	}
+}
+
+// The embedded store has no clock: the check never refuses anything.
+func TestClockSkewIgnoredOnEmbedded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(ac *abacus.Config, _ *Config) {
+		ac.Clock = clock.Offset{Base: clock.Real{}, By: time.Hour}
+	})
+	e.srv.checkClock(context.Background())
+	e.mustJSON("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, 200, nil)
+}

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -270,7 +271,7 @@ func runFaultLoad(t *testing.T, cfg loadConfig) *faultLedger {
 	var started atomic.Int64
 	hookDone := make([]sync.Once, len(cfg.hooks))
 	var wg sync.WaitGroup
-	for mi, m := range cfg.models {
+	for _, m := range cfg.models {
 		var next atomic.Int64
 		ops := cfg.ops
 		if n, ok := cfg.opsOf[m.name]; ok {
@@ -299,7 +300,9 @@ func runFaultLoad(t *testing.T, cfg loadConfig) *faultLedger {
 						o.actor = fmt.Sprintf("w%d", w)
 						o.amount = version
 					}
-					first := w + i + mi
+					// A random first server: a fixed pattern could pair a
+					// model's workers with one server only.
+					first := rand.IntN(1 << 20)
 					var attempts []attempt
 					var pinned *server // sharded: the server of the unknown outcome
 					for n := 0; n < cfg.maxAttempts; n++ {

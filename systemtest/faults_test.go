@@ -8,6 +8,7 @@ package systemtest
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,19 @@ import (
 	"github.com/abacusdb/abacus/internal/cassandratest"
 )
 
+// faultSuite skips a fault test that stops no node unless the fault suite
+// was asked for: these tests take minutes, and their timings (15 ms client
+// timeouts, GC races) assume they have the cluster to themselves, which
+// `go test ./...` running every package at once does not give them. The test
+// that stops a node goes through cassandratest.Faults instead.
+func faultSuite(t *testing.T) {
+	t.Helper()
+	cassandratest.Hosts(t) // skips, saying why, without a cluster
+	if os.Getenv(cassandratest.EnvFaults) != "1" {
+		t.Skipf("fault suite: set %s=1 (make test-faults does) to run it; it needs the cluster to itself", cassandratest.EnvFaults)
+	}
+}
+
 // Fault 1. The client gives up after a few milliseconds while the server
 // goes on, and retries with the same request id until it gets an answer:
 // sharded to the same server (its documented scope), every other model to
@@ -23,6 +37,7 @@ import (
 // actor, strict ledger) must end exact; native and cas, which ignore
 // request ids, show their drift in the same run.
 func TestFaultClientTimeoutRetries(t *testing.T) {
+	faultSuite(t)
 	servers := startFaultServers(t, 3, cassandraArgs(t), nil, nil)
 	models := faultModels(eventsOptions{bucket: 60, accept: 60, delay: 20, future: 10}, true)
 	createModels(t, servers[0], models)
@@ -76,6 +91,7 @@ func TestFaultClientTimeoutRetries(t *testing.T) {
 // server); requests that could not connect are sent to a survivor. No
 // model may lose an acknowledged update or apply anything twice.
 func TestFaultServerKill(t *testing.T) {
+	faultSuite(t)
 	servers := startFaultServers(t, 3, cassandraArgs(t), nil, nil)
 	models := faultModels(eventsOptions{bucket: 60, accept: 60, delay: 20, future: 10}, false)
 	createModels(t, servers[0], models)
@@ -111,7 +127,7 @@ func TestFaultServerKill(t *testing.T) {
 // Nothing acknowledged is lost; GC and rollups, which need every replica,
 // are skipped while the node is down and complete once it is back, without
 // moving a value.
-func TestFaultCassandraNodeDown(t *testing.T) {
+func TestFaultCassandraNodeStopped(t *testing.T) {
 	cluster := cassandratest.Faults(t) // skips unless node-loss tests are enabled
 	// Shards are final 20 s after their mutator's birth; events can be
 	// rolled up 25 s after their time. The sweeper is off: this test calls
@@ -189,6 +205,7 @@ func TestFaultCassandraNodeDown(t *testing.T) {
 // counter keeps gaining final shards and rollable events. The values must
 // be exact and the collections must have folded something.
 func TestFaultRacingGC(t *testing.T) {
+	faultSuite(t)
 	// Mutators live 4 s (refusing the last second), shards are final 1 s
 	// after that; events can be rolled up 8 s after their time.
 	args := append(cassandraArgs(t), shortLifetimes(4*time.Second, time.Second, time.Second)...)
@@ -239,6 +256,7 @@ func TestFaultRacingGC(t *testing.T) {
 // here), and below --max-clock-skew. Collections race from every server,
 // the skewed one included; the values must be exact.
 func TestFaultClockSkewWithinMargin(t *testing.T) {
+	faultSuite(t)
 	const offset = 3 * time.Second
 	args := append(cassandraArgs(t), shortLifetimes(8*time.Second, 2*time.Second, 6*time.Second)...)
 	args = append(args, "--gc-interval", "0", "--max-clock-skew", "10s")
@@ -289,6 +307,7 @@ func TestFaultClockSkewWithinMargin(t *testing.T) {
 // with 503 unavailable naming the clock skew, so clients go elsewhere and
 // nothing is written by it; nothing is lost.
 func TestFaultClockSkewBeyondMargin(t *testing.T) {
+	faultSuite(t)
 	const offset = 2 * time.Minute
 	servers := startFaultServers(t, 3, cassandraArgs(t), func(i int) []string {
 		if i == 2 {

@@ -13,7 +13,7 @@ STATICCHECK_VERSION ?= 2026.2.2
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-unit lint fuzz bench cassandra-start cassandra-stop clean
+.PHONY: help build test test-faults test-unit lint fuzz bench cassandra-start cassandra-stop clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,6 +45,23 @@ test: ## Run the whole suite against the embedded store and a real Cassandra
 	else \
 		echo "== node-loss tests skipped: they need the 3-node cluster (DEV_NODES=3)"; \
 	fi
+
+# The fault suite (docs/faults.md): real servers and the 3-node cluster under
+# client timeouts, SIGKILL, a stopped Cassandra node, racing GC and clock skew,
+# one checker over every model. Serial, since it stops and restarts nodes; -v
+# shows the per-fault table at the end. Starts and cleans a 3-node cluster like
+# `make test` unless ABACUS_TEST_CASSANDRA points at one (which must then be
+# the scripts/devcassandra cluster on 127.0.0.1-3 for the node-stopping test).
+test-faults: ## Run the fault suite (every model under five faults) against a 3-node Cassandra
+	@set -euo pipefail; \
+	if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then \
+		trap 'scripts/devcassandra clean' EXIT; \
+		scripts/devcassandra clean; \
+		scripts/devcassandra start 3; \
+		export $$(scripts/devcassandra env); \
+	fi; \
+	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
+	ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 20m -v -run Fault ./systemtest/
 
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

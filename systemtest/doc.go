@@ -8,4 +8,7 @@
 // need ABACUS_TEST_CASSANDRA_FAULTS=1, because stopping a node disturbs other
 // packages' tests running at the same time; `make test` runs them in a
 // separate, serial phase.
+//
+// The fault suite (TestFault*, `make test-faults`, docs/faults.md) runs
+// every model under one load generator and one checker through five faults.
 package systemtest

@@ -88,6 +88,14 @@ func freeAddr(t *testing.T) string {
 // if the test failed.
 func startServer(t *testing.T, name string, args ...string) *server {
 	t.Helper()
+	return startServerWaiting(t, name, "/readyz", args...)
+}
+
+// startServerWaiting is startServer waiting for a 200 from path instead of
+// /readyz: "/healthz" for a server that is expected never to be ready (one
+// whose clock is skewed beyond the limit answers 503 on /readyz for good).
+func startServerWaiting(t *testing.T, name, path string, args ...string) *server {
+	t.Helper()
 	addr := freeAddr(t)
 	s := &server{name: name, base: "http://" + addr, log: &lockedBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(abacusBinary(t), append([]string{"serve", "--addr", addr}, args...)...)
@@ -104,7 +112,7 @@ func startServer(t *testing.T, name string, args ...string) *server {
 	})
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		resp, err := http.Get(s.base + "/readyz")
+		resp, err := http.Get(s.base + path)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

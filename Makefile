@@ -9,6 +9,7 @@ RACE_PKGS   ?= ./crdt/... ./clock/... ./sharded/... ./ledger/... ./driver/embedd
 # the replica-loss tests run; set DEV_NODES=1 for a quicker local loop.
 DEV_NODES   ?= 3
 FUZZTIME    ?= 30s
+FAULT_SUITE  = ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 20m -v -run Fault ./systemtest/
 STATICCHECK_VERSION ?= 2026.2.2
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
@@ -42,8 +43,10 @@ test: ## Run the whole suite against the embedded store and a real Cassandra
 	if [ "$$(echo "$$ABACUS_TEST_CASSANDRA" | tr ',' '\n' | grep -c .)" -ge 3 ]; then \
 		echo "== node-loss tests (serial: they stop and restart Cassandra nodes)"; \
 		ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 15m -run 'NodeDown' ./...; \
+		echo "== fault suite (the same as make test-faults)"; \
+		$(FAULT_SUITE); \
 	else \
-		echo "== node-loss tests skipped: they need the 3-node cluster (DEV_NODES=3)"; \
+		echo "== node-loss tests and fault suite skipped: they need the 3-node cluster (DEV_NODES=3)"; \
 	fi
 
 # The fault suite (docs/faults.md): real servers and the 3-node cluster under
@@ -61,7 +64,7 @@ test-faults: ## Run the fault suite (every model under five faults) against a 3-
 		export $$(scripts/devcassandra env); \
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
-	ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 20m -v -run Fault ./systemtest/
+	$(FAULT_SUITE)
 
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -93,7 +93,7 @@ func modelError(err error) error {
 		return nil
 	case errors.Is(err, events.ErrInvalid), errors.Is(err, actor.ErrInvalid):
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
-	case errors.Is(err, events.ErrNotApplied), errors.Is(err, cas.ErrContention):
+	case errors.Is(err, events.ErrNotApplied), errors.Is(err, cas.ErrContention), errors.Is(err, cas.ErrNotApplied):
 		return fmt.Errorf("%w: %w", ErrNotApplied, err)
 	case errors.Is(err, cas.ErrOverflow), errors.Is(err, actor.ErrOverflow), errors.Is(err, driver.ErrOverflow):
 		return fmt.Errorf("%w: %w", ErrOverflow, err)

@@ -14,6 +14,10 @@ import (
 // writer. Nothing was applied; retrying is safe.
 var ErrContention = errors.New("compare-and-set lost to other writers on every attempt")
 
+// ErrNotApplied means nothing was written: the read that starts the loop
+// failed. Retrying is safe.
+var ErrNotApplied = errors.New("not applied")
+
 // ErrOverflow means the result would leave the int64 range. Nothing was applied.
 var ErrOverflow = errors.New("value would leave the int64 range")
 
@@ -80,7 +84,9 @@ func update(ctx context.Context, store driver.CASCounters, t Target, o Options, 
 		Namespace: t.Namespace, Counter: t.Counter, Consistency: t.ReadConsistency,
 	})
 	if err != nil {
-		return Result{}, err
+		// No compare-and-set was sent: the caller may retry safely, which
+		// a bare read error would not tell it.
+		return Result{}, fmt.Errorf("%w: reading the value before the compare-and-set: %w", ErrNotApplied, err)
 	}
 	var res Result
 	for res.Attempts < o.MaxAttempts {

@@ -116,3 +116,18 @@ func TestUnknownOutcomeIsNotRetried(t *testing.T) {
 		t.Fatalf("Add = %v after %d calls; want the unknown outcome after 1", err, st.calls)
 	}
 }
+
+// failingRead fails the read that starts the loop, as a dropped connection does.
+type failingRead struct{ driver.CASCounters }
+
+func (failingRead) ReadCAS(context.Context, *driver.ReadCASParams) (driver.CASValue, error) {
+	return driver.CASValue{}, errors.New("EOF")
+}
+
+func TestFailedReadIsNotApplied(t *testing.T) {
+	t.Parallel()
+	st := failingRead{openStore(t)}
+	if _, err := Add(context.Background(), st, Target{Namespace: "ns", Counter: "c"}, 1, Options{}); !errors.Is(err, ErrNotApplied) {
+		t.Fatalf("Add after a failed read: %v, want ErrNotApplied", err)
+	}
+}

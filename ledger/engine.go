@@ -178,7 +178,10 @@ type Stats struct {
 	Resubmissions atomic.Uint64 // writes and claims sent again after an unknown outcome
 	Unknown       atomic.Uint64 // requests reported as ErrUnknownOutcome
 	ClaimsLost    atomic.Uint64 // strict-mode claims another actor held
-	Retired       atomic.Uint64 // actors abandoned after a failed write
+	// LateClaimsWithdrawn counts claims that landed after their first
+	// withdrawal found nothing, and were withdrawn by the background check.
+	LateClaimsWithdrawn atomic.Uint64
+	Retired             atomic.Uint64 // actors abandoned after a failed write
 }
 
 type slotKey struct{ ns, ledger string }

@@ -114,27 +114,70 @@ func (e *Engine) settleWrite(t Target, s *slot, id string, claimed time.Time) {
 // It tries once in the caller's path and reports whether that worked; if
 // not, it keeps trying in the background until the claim would have
 // expired anyway.
+//
+// A withdrawal that finds no claim of ours is not the end of it: the
+// claim's own lightweight transaction may still be running on the store
+// (its caller timed out, the coordinator did not) and land after the
+// withdrawal, naming an actor that will never write the entry, which would
+// make every retry of the request answer "unknown" until the claim
+// expires. So the withdrawal is repeated in the background for a while,
+// long enough for any such transaction to have finished.
 func (e *Engine) releaseOrSettle(t Target, id string, c driver.Claim, claimed time.Time) bool {
-	release := func(ctx context.Context) error {
-		_, err := e.cfg.Store.ReleaseClaim(ctx, &driver.ReleaseClaimParams{
+	release := func(ctx context.Context) (bool, error) {
+		return e.cfg.Store.ReleaseClaim(ctx, &driver.ReleaseClaimParams{
 			Namespace: t.Namespace, Ledger: t.Ledger, RequestID: id, Expect: c, Consistency: t.WriteConsistency,
 		})
-		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
-	err := release(ctx)
+	removed, err := release(ctx)
 	cancel()
 	if err == nil {
+		if !removed {
+			e.releaseLateClaim(t, id, release)
+		}
 		return true
 	}
 	deadline := claimed.Add(t.Options.ClaimTTL)
 	e.goSettle(func(stop <-chan struct{}) {
-		if err := e.retryUntil(stop, deadline, release); err != nil {
+		err := e.retryUntil(stop, deadline, func(ctx context.Context) error {
+			_, err := release(ctx)
+			return err
+		})
+		if err != nil {
 			e.cfg.Logger.Warn("ledger: could not withdraw a claim; it blocks retries of the request until it expires",
 				"namespace", t.Namespace, "ledger", t.Ledger, "request_id", id, "err", err)
 		}
 	})
 	return false
+}
+
+// releaseLateClaim repeats a withdrawal that found nothing, for twice the
+// write timeout, in case the claim lands late.
+func (e *Engine) releaseLateClaim(t Target, id string, release func(context.Context) (bool, error)) {
+	// Real time, not the injected clock: this waits out the store's own
+	// in-flight transaction.
+	until := time.Now().Add(2 * e.cfg.WriteTimeout)
+	e.goSettle(func(stop <-chan struct{}) {
+		pause := max(e.cfg.WriteTimeout/10, 10*time.Millisecond)
+		for time.Now().Before(until) {
+			timer := time.NewTimer(pause)
+			select {
+			case <-stop:
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
+			removed, err := release(ctx)
+			cancel()
+			if err == nil && removed {
+				e.stats.LateClaimsWithdrawn.Add(1)
+				e.cfg.Logger.Info("ledger: withdrew a claim that landed after its first withdrawal",
+					"namespace", t.Namespace, "ledger", t.Ledger, "request_id", id)
+				return
+			}
+		}
+	})
 }
 
 // Close stops background settling and waits for it, or for ctx. Requests

@@ -514,6 +514,12 @@ func (s *suite) measureWorkload(ctx context.Context, o Options, row Row, wl Work
 	before := sampleCPU(s.cfg.StorePID)
 	rss := startRSS(rssInterval)
 	row.Result = RunWorkload(ctx, o, wl)
+	if row.Kind == "increments" {
+		row.HotFraction = s.cfg.HotFraction
+		if wl.Read != nil {
+			row.ReadRatio = wl.ReadRatio
+		}
+	}
 	row.RSSPeak, row.RSSEnd = rss.Stop()
 	row.Concurrency = o.Concurrency
 	c := sampleCPU(s.cfg.StorePID).coresSince(before)

@@ -256,6 +256,27 @@ func TestRatios(t *testing.T) {
 	})
 }
 
+func TestRatiosWithoutBarsForMixedLoads(t *testing.T) {
+	t.Parallel()
+	// The bars are for writes only, spread uniformly: reads mixed in, or a
+	// hot counter among 100, void them; one counter stays one counter
+	// whatever the hot fraction.
+	rows := []Row{
+		{Kind: "increments", Model: "sharded", Via: "library", Counters: 1, HotFraction: 0.5, Result: Result{OpsPerSec: 50_000}},
+		{Kind: "increments", Model: "native", Via: "cql", Counters: 1, HotFraction: 0.5, Result: Result{OpsPerSec: 4_000}},
+		{Kind: "increments", Model: "sharded", Via: "library", Counters: 100, HotFraction: 0.5, Result: Result{OpsPerSec: 9_000}},
+		{Kind: "increments", Model: "native", Via: "cql", Counters: 100, HotFraction: 0.5, Result: Result{OpsPerSec: 3_000}},
+		{Kind: "increments", Model: "events", Via: "library", Counters: 7, ReadRatio: 0.2, Result: Result{OpsPerSec: 3_000, ReadOps: 1, ReadP50: 1}},
+		{Kind: "increments", Model: "native", Via: "cql", Counters: 7, ReadRatio: 0.2, Result: Result{OpsPerSec: 2_000, ReadOps: 1, ReadP50: 1}},
+	}
+	checkRatios(t, ratios(rows), []wantRatio{
+		{"increments/s over 1 counter: sharded (library) / native", 12.5, isMet(true)},
+		{"increments/s over 100 counters: sharded (library) / native", 3, nil},
+		{"increments/s over 7 counters: events / native", 1.5, nil},
+		{"read p50 latency in the mix over 7 counters: events / native", 1, nil},
+	})
+}
+
 func TestRatiosEmbeddedBaselineAndReadMix(t *testing.T) {
 	t.Parallel()
 	// No raw CQL counter: the library's native model is the baseline and
@@ -391,6 +412,9 @@ func TestRunSuiteReadMixEmbedded(t *testing.T) {
 		}
 		if r.ReadErrors > 0 {
 			t.Errorf("%s: %d read errors: %s", r.label(), r.ReadErrors, r.FirstError)
+		}
+		if r.HotFraction != 0.5 || r.ReadRatio != 0.4 {
+			t.Errorf("%s: row mix %v/%v", r.label(), r.HotFraction, r.ReadRatio)
 		}
 		if r.ReadP50 <= 0 || r.ReadP50 > r.ReadP99 || r.ReadP99 > r.ReadMax {
 			t.Errorf("%s: read percentiles p50 %v p99 %v max %v", r.label(), r.ReadP50, r.ReadP99, r.ReadMax)

@@ -40,10 +40,11 @@ func BenchmarkShardedIncrementEmbedded(b *testing.B) {
 			}()
 			names := CounterNames("bench", n)
 			const callers = 64
-			op, err := ShardedIncrements(c, abacus.DefaultNamespace, names, callers)
+			p, err := NewPicker(names, callers, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
+			op := ShardedIncrements(c, abacus.DefaultNamespace, p)
 			// Worker ids for the picker's per-worker generators: each
 			// RunParallel goroutine takes the next one.
 			ids := make(chan int, callers)

@@ -125,3 +125,70 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	}
 	return time.Duration(h.max) // unreachable: the counts add up to n
 }
+
+// CDFPoint is one step of a latency distribution: Fraction of the
+// observations took at most Latency.
+type CDFPoint struct {
+	Latency  time.Duration `json:"latency_ns"`
+	Fraction float64       `json:"fraction"`
+}
+
+// CDF returns the cumulative distribution, one point per non-empty bucket
+// in increasing order of latency: the bucket's upper bound (clamped to the
+// exact maximum) and the fraction of observations at or below it. The last
+// point has Fraction 1. It returns nil when the histogram is empty.
+func (h *Histogram) CDF() []CDFPoint {
+	if h.n == 0 {
+		return nil
+	}
+	var (
+		out  []CDFPoint
+		seen uint64
+	)
+	for i, c := range h.counts {
+		if c == 0 {
+			continue
+		}
+		seen += c
+		_, hi := bucketBounds(i)
+		out = append(out, CDFPoint{Latency: time.Duration(min(hi, h.max)), Fraction: float64(seen) / float64(h.n)})
+	}
+	return out
+}
+
+// Nines maps a cumulative fraction to the "number of nines" scale that
+// latency plots use so tails stay visible: 0.9 is 1, 0.99 is 2, 0.999 is 3.
+// Fractions of 1 (or more) map to +Inf.
+func Nines(f float64) float64 {
+	if f >= 1 {
+		return math.Inf(1)
+	}
+	return -math.Log10(1 - max(f, 0))
+}
+
+// ThinCDF keeps the points of cdf at which, since the last kept point,
+// the fraction rose by at least step on the Nines scale or the latency by
+// at least step decades, plus the first and the last point. A CDF of tens
+// of thousands of observations then fits in a report, with the resolution
+// a log-latency, nines-fraction plot can show. step <= 0 keeps every point.
+func ThinCDF(cdf []CDFPoint, step float64) []CDFPoint {
+	if step <= 0 || len(cdf) <= 2 {
+		return cdf
+	}
+	out := []CDFPoint{cdf[0]}
+	last := cdf[0]
+	for i, p := range cdf[1:] {
+		if i+1 == len(cdf)-1 {
+			out = append(out, p)
+			break
+		}
+		if Nines(p.Fraction)-Nines(last.Fraction) >= step || decades(p.Latency)-decades(last.Latency) >= step {
+			out = append(out, p)
+			last = p
+		}
+	}
+	return out
+}
+
+// decades is log10 of d in nanoseconds (0 for 1ns and below).
+func decades(d time.Duration) float64 { return math.Log10(float64(max(d, 1))) }

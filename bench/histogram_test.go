@@ -174,3 +174,68 @@ func BenchmarkHistogramRecord(b *testing.B) {
 		h.Record(d + time.Duration(i&1023))
 	}
 }
+
+func TestHistogramCDF(t *testing.T) {
+	t.Parallel()
+	var empty Histogram
+	if empty.CDF() != nil {
+		t.Fatal("an empty histogram has a CDF")
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	var h Histogram
+	vals := make([]time.Duration, 50_000)
+	for i := range vals {
+		vals[i] = time.Duration(math.Exp(math.Log(1e5) + r.NormFloat64()))
+		h.Record(vals[i])
+	}
+	slices.Sort(vals)
+	cdf := h.CDF()
+	if len(cdf) < 2 {
+		t.Fatalf("%d points", len(cdf))
+	}
+	for i := 1; i < len(cdf); i++ {
+		if cdf[i].Latency <= cdf[i-1].Latency || cdf[i].Fraction <= cdf[i-1].Fraction {
+			t.Fatalf("not increasing at %d: %+v then %+v", i, cdf[i-1], cdf[i])
+		}
+	}
+	if last := cdf[len(cdf)-1]; last.Fraction != 1 || last.Latency != h.Max() {
+		t.Fatalf("last point %+v, want fraction 1 at the max %v", last, h.Max())
+	}
+	// Each point's fraction is exactly the share of values at or below
+	// its latency: points sit on bucket upper bounds, so no value of a
+	// later bucket can be at or below them.
+	for _, p := range cdf {
+		n, _ := slices.BinarySearch(vals, p.Latency+1)
+		if got := float64(n) / float64(len(vals)); math.Abs(got-p.Fraction) > 1e-12 {
+			t.Fatalf("at %v: fraction %v, but %v of the values are at or below it", p.Latency, p.Fraction, got)
+		}
+	}
+
+	thin := ThinCDF(cdf, 0.05)
+	if len(thin) >= len(cdf) || len(thin) < 2 {
+		t.Fatalf("thinning %d points kept %d", len(cdf), len(thin))
+	}
+	if thin[0] != cdf[0] || thin[len(thin)-1] != cdf[len(cdf)-1] {
+		t.Fatal("thinning lost the first or the last point")
+	}
+	for i := 1; i < len(thin)-1; i++ {
+		if Nines(thin[i].Fraction)-Nines(thin[i-1].Fraction) < 0.05 && decades(thin[i].Latency)-decades(thin[i-1].Latency) < 0.05 {
+			t.Fatalf("kept points %d and %d closer than the step on both scales: %+v %+v", i-1, i, thin[i-1], thin[i])
+		}
+	}
+	if got := ThinCDF(cdf, 0); len(got) != len(cdf) {
+		t.Fatal("a step of 0 dropped points")
+	}
+}
+
+func TestNines(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ f, want float64 }{{0, 0}, {0.9, 1}, {0.99, 2}, {0.999, 3}, {-1, 0}} {
+		if got := Nines(tc.f); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("Nines(%v) = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+	if !math.IsInf(Nines(1), 1) {
+		t.Error("Nines(1) is not +Inf")
+	}
+}

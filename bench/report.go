@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -12,8 +13,14 @@ import (
 
 // Report is everything one RunSuite measured.
 type Report struct {
-	Env      Env       `json:"env"`
-	Options  Options   `json:"options"`
+	Env     Env     `json:"env"`
+	Options Options `json:"options"`
+	// HotFraction and ReadRatio are the increments scenario's mix (see
+	// Config).
+	HotFraction float64 `json:"hot_fraction"`
+	ReadRatio   float64 `json:"read_ratio"`
+	// Command is the command line of the run, when the caller gave it.
+	Command  string    `json:"command,omitempty"`
 	Rows     []Row     `json:"rows"`
 	Ratios   []Ratio   `json:"ratios"`
 	Finished time.Time `json:"finished"`
@@ -50,13 +57,18 @@ type Row struct {
 	// http, read, read_after_gc or read_after_rollup.
 	Scenario string `json:"scenario"`
 	Kind     string `json:"kind"`
-	// Model is "sharded", "native", "events", "actor" or "cas"; Via is
-	// "library", "http" or "cql".
+	// Model is one of Models; Via is "library", "http", "cql" (the raw CQL
+	// native counter, the plain insert on Cassandra) or "pebble" (the plain
+	// insert on the embedded store's engine).
 	Model    string `json:"model"`
 	Via      string `json:"via"`
 	Counters int    `json:"counters"`
 	// Concurrency is the number of callers of this row's run.
 	Concurrency int `json:"concurrency"`
+	// HotFraction and ReadRatio are the mix of this row's calls (see
+	// Config); both 0 outside the increments scenario.
+	HotFraction float64 `json:"hot_fraction,omitempty"`
+	ReadRatio   float64 `json:"read_ratio,omitempty"`
 	// Shards is the number of live shards each read merges (read scenarios).
 	Shards int `json:"shards,omitempty"`
 	// Events is the number of un-rolled events each read adds (events reads).
@@ -88,8 +100,43 @@ type Row struct {
 	// is set (-1 otherwise), averaged over the warm-up and the run.
 	StoreCPU float64 `json:"store_cpu_cores"`
 
+	// RSSPeak is the largest resident set size of this process seen while
+	// the row ran (sampled every 100 ms), RSSEnd the one at its end, in
+	// bytes; 0 where unknown (Linux only). The process holds the load
+	// generator and the library, and on the embedded store the store too.
+	RSSPeak int64 `json:"rss_peak_bytes,omitempty"`
+	RSSEnd  int64 `json:"rss_end_bytes,omitempty"`
+
+	// LatencyCDF is the distribution of the write latency of increments
+	// rows (thinned, see ThinCDF), for plots.
+	LatencyCDF []CDFPoint `json:"latency_cdf,omitempty"`
+
 	// Check is the result of reading the counters back after the run.
 	Check string `json:"check,omitempty"`
+}
+
+// label names the row's model and, when it is not the library, its path:
+// "sharded", "native (cql)", "plain (pebble)", "sharded (http)".
+func (r Row) label() string {
+	if r.Via == "" || r.Via == "library" {
+		return r.Model
+	}
+	return r.Model + " (" + r.Via + ")"
+}
+
+// ratioLabel is the row's name in the ratios.
+func (r Row) ratioLabel() string {
+	switch {
+	case r.Model == ModelPlain:
+		return "plain-insert ceiling"
+	case r.Model == ModelSharded && r.Via == "library":
+		return "sharded (library)"
+	case r.Via == "http":
+		return r.Model + " (HTTP)"
+	case r.Model == ModelNative && r.Via == "library":
+		return "native (library)"
+	}
+	return r.Model
 }
 
 // Ratio compares the sharded model with the native baseline.
@@ -102,70 +149,101 @@ type Ratio struct {
 	Met    *bool  `json:"met,omitempty"`
 }
 
-func find(rows []Row, kind, model string, counters int) *Row {
+// find returns the first row of that kind, model and number of counters,
+// and of that path unless via is "".
+func find(rows []Row, kind, model, via string, counters int) *Row {
 	for i := range rows {
 		r := &rows[i]
-		if r.Kind == kind && r.Model == model && r.Counters == counters {
+		if r.Kind == kind && r.Model == model && r.Counters == counters && (via == "" || r.Via == via) {
 			return r
 		}
 	}
 	return nil
 }
 
-// ratios derives the comparisons DESIGN.md §7 sets bars for.
+// ratios derives the comparisons DESIGN.md §7 sets bars for, and every
+// model's share of the plain-insert ceiling.
+//
+// The baseline is the raw CQL native counter; the bars apply to it only.
+// Without Cassandra the library's native model on the embedded store (an
+// atomic add) stands in, and the ratios carry no target: the bars are set
+// for Cassandra.
 func ratios(rows []Row) []Ratio {
 	out := []Ratio{} // [] rather than null in JSON
+	var settings []int
 	for _, r := range rows {
-		if r.Kind != "increments" || r.Model != "native" || r.OpsPerSec <= 0 {
-			continue
+		if r.Kind == "increments" && !slices.Contains(settings, r.Counters) {
+			settings = append(settings, r.Counters)
 		}
-		n := r.Counters
-		if lib := find(rows, "increments", "sharded", n); lib != nil {
-			ratio := Ratio{
-				Name:  fmt.Sprintf("increments/s over %s: sharded (library) / native", plural(n, "counter")),
-				Value: lib.OpsPerSec / r.OpsPerSec,
+	}
+	for _, n := range settings {
+		base, baseName, bars := find(rows, "increments", ModelNative, "cql", n), "native", true
+		if base == nil {
+			base, baseName, bars = find(rows, "increments", ModelNative, "library", n), "native (library)", false
+		}
+		if base != nil && base.OpsPerSec > 0 {
+			for i := range rows {
+				r := &rows[i]
+				if r == base || r.Counters != n || (r.Kind != "increments" && r.Kind != "http") {
+					continue
+				}
+				ratio := Ratio{
+					Name:  fmt.Sprintf("increments/s over %s: %s / %s", plural(n, "counter"), r.ratioLabel(), baseName),
+					Value: r.OpsPerSec / base.OpsPerSec,
+				}
+				// The bars are set for writes only, uniform over the
+				// counters: a skewed or mixed run is compared without them.
+				plainLoad := r.ReadRatio == 0 && base.ReadRatio == 0 && (n == 1 || (r.HotFraction == 0 && base.HotFraction == 0))
+				if bars && plainLoad && r.Kind == "increments" && r.Via == "library" {
+					switch {
+					case r.Model == ModelSharded && n == 1:
+						ratio.Target, ratio.Met = "≥ 10×", isMet(ratio.Value >= 10)
+					case r.Model == ModelSharded && n == 100:
+						ratio.Target, ratio.Met = "≥ 2×", isMet(ratio.Value >= 2)
+					case r.Model == ModelEvents:
+						ratio.Target, ratio.Met = "≥ 1×", isMet(ratio.Value >= 1)
+					}
+				}
+				out = append(out, ratio)
+				if r.Kind == "increments" && r.Model == ModelSharded && r.StoreCPU > 0 && base.StoreCPU > 0 {
+					// Updates per second of store CPU: what each model costs
+					// the database, independent of how much CPU it could get.
+					out = append(out, Ratio{
+						Name:  fmt.Sprintf("increments per store CPU-second over %s: sharded (library) / %s", plural(n, "counter"), baseName),
+						Value: (r.OpsPerSec / r.StoreCPU) / (base.OpsPerSec / base.StoreCPU),
+					})
+				}
 			}
-			switch n {
-			case 1:
-				ratio.Target, ratio.Met = "≥ 10×", isMet(ratio.Value >= 10)
-			case 100:
-				ratio.Target, ratio.Met = "≥ 2×", isMet(ratio.Value >= 2)
+			if base.ReadP50 > 0 {
+				for i := range rows {
+					r := &rows[i]
+					if r == base || r.Counters != n || r.Kind != "increments" || r.ReadP50 <= 0 {
+						continue
+					}
+					out = append(out, Ratio{
+						Name:  fmt.Sprintf("read p50 latency in the mix over %s: %s / %s", plural(n, "counter"), r.ratioLabel(), baseName),
+						Value: float64(r.ReadP50) / float64(base.ReadP50),
+					})
+				}
 			}
-			out = append(out, ratio)
-			if lib.StoreCPU > 0 && r.StoreCPU > 0 {
-				// Updates per second of store CPU: what each model costs the
-				// database, independent of how much CPU it could get.
+		}
+		if pl := find(rows, "increments", ModelPlain, "", n); pl != nil && pl.OpsPerSec > 0 {
+			for i := range rows {
+				r := &rows[i]
+				if r == pl || r.Counters != n || (r.Kind != "increments" && r.Kind != "http") {
+					continue
+				}
 				out = append(out, Ratio{
-					Name:  fmt.Sprintf("increments per store CPU-second over %s: sharded (library) / native", plural(n, "counter")),
-					Value: (lib.OpsPerSec / lib.StoreCPU) / (r.OpsPerSec / r.StoreCPU),
+					Name:  fmt.Sprintf("increments/s over %s: %s / plain-insert ceiling", plural(n, "counter"), r.ratioLabel()),
+					Value: r.OpsPerSec / pl.OpsPerSec,
 				})
 			}
 		}
-		for _, m := range Models {
-			mr := find(rows, "increments", m, n)
-			if mr == nil {
-				continue
-			}
-			ratio := Ratio{
-				Name:  fmt.Sprintf("increments/s over %s: %s / native", plural(n, "counter"), m),
-				Value: mr.OpsPerSec / r.OpsPerSec,
-			}
-			if m == ModelEvents {
-				ratio.Target, ratio.Met = "≥ 1×", isMet(ratio.Value >= 1)
-			}
-			out = append(out, ratio)
-		}
-		if h := find(rows, "http", "sharded", n); h != nil {
-			out = append(out, Ratio{
-				Name:  fmt.Sprintf("increments/s over %s: sharded (HTTP) / native", plural(n, "counter")),
-				Value: h.OpsPerSec / r.OpsPerSec,
-			})
-		}
 	}
-	nat := find(rows, "read", "native", 1)
+	nat := find(rows, "read", ModelNative, "cql", 1)
 	if nat != nil && nat.P50 > 0 {
 		for _, r := range rows {
-			if (r.Model != "sharded" && r.Model != ModelEvents) || (r.Kind != "read" && r.Kind != "read_after_gc" && r.Kind != "read_after_rollup") {
+			if (r.Model != ModelSharded && r.Model != ModelEvents) || (r.Kind != "read" && r.Kind != "read_after_gc" && r.Kind != "read_after_rollup") {
 				continue
 			}
 			ratio := Ratio{
@@ -203,6 +281,10 @@ func fmtDuration(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "-"
+	case d < time.Microsecond: // in-memory reads of the embedded store
+		return fmt.Sprintf("%dns", d.Nanoseconds())
+	case d < 10*time.Microsecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/float64(time.Microsecond))
 	case d < time.Millisecond:
 		return fmt.Sprintf("%dµs", d.Microseconds())
 	case d < time.Second:
@@ -231,42 +313,87 @@ func fmtRatio(r Ratio) string {
 	return s
 }
 
-// header names the table's columns; the "cpu store" column is left out of
-// reports that did not sample a store process (see columns).
-var header = []string{"scenario", "model", "counters", "ops/s", "p50", "p99", "p99.9", "max", "errors", "upd/write", "write avg", "cpu bench", "cpu store", "cpu host"}
+// column is one column of the table: its header, its cell of a row, and
+// whether a report shows it at all (read and store columns only when
+// something filled them).
+type column struct {
+	head string
+	cell func(Row) string
+	show func(rows []Row) bool
+}
 
-const storeColumn = 12
+func always([]Row) bool { return true }
+
+func anyRow(pred func(Row) bool) func([]Row) bool {
+	return func(rows []Row) bool {
+		for _, r := range rows {
+			if pred(r) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+var hasReads = anyRow(func(r Row) bool { return r.ReadOps+r.ReadErrors > 0 })
+
+var columns = []column{
+	{"scenario", func(r Row) string { return r.Scenario }, always},
+	{"model", func(r Row) string { return r.label() }, always},
+	{"counters", func(r Row) string { return strconv.Itoa(r.Counters) }, always},
+	{"ops/s", func(r Row) string { return strconv.FormatFloat(r.OpsPerSec, 'f', 0, 64) }, always},
+	{"p50", func(r Row) string { return fmtDuration(r.P50) }, always},
+	{"p99", func(r Row) string { return fmtDuration(r.P99) }, always},
+	{"p99.9", func(r Row) string { return fmtDuration(r.P999) }, always},
+	{"max", func(r Row) string { return fmtDuration(r.Max) }, always},
+	{"errors", func(r Row) string { return strconv.FormatUint(r.Errors, 10) }, always},
+	{"reads/s", func(r Row) string { return strconv.FormatFloat(r.ReadOpsPerSec, 'f', 0, 64) }, hasReads},
+	{"read p50", func(r Row) string { return fmtDuration(r.ReadP50) }, hasReads},
+	{"read p99", func(r Row) string { return fmtDuration(r.ReadP99) }, hasReads},
+	{"read p99.9", func(r Row) string { return fmtDuration(r.ReadP999) }, hasReads},
+	{"read errors", func(r Row) string { return strconv.FormatUint(r.ReadErrors, 10) }, hasReads},
+	{"upd/write", func(r Row) string {
+		if r.UpdatesPerWrite > 0 {
+			return strconv.FormatFloat(r.UpdatesPerWrite, 'f', 1, 64)
+		}
+		return "-"
+	}, always},
+	{"write avg", func(r Row) string { return fmtDuration(r.ShardWriteMean) }, always},
+	{"cpu bench", func(r Row) string { return fmtCores(r.ProcessCPU) }, always},
+	{"cpu store", func(r Row) string { return fmtCores(r.StoreCPU) }, anyRow(func(r Row) bool { return r.StoreCPU >= 0 })},
+	{"cpu host", func(r Row) string { return fmtCores(r.HostCPU) }, always},
+	{"rss peak", func(r Row) string { return fmtBytes(r.RSSPeak) }, always},
+	{"rss end", func(r Row) string { return fmtBytes(r.RSSEnd) }, always},
+}
+
+// fmtBytes prints a memory size in MiB; "?" when unknown.
+func fmtBytes(b int64) string {
+	if b <= 0 {
+		return "?"
+	}
+	return strconv.FormatFloat(float64(b)/(1<<20), 'f', 0, 64) + " MiB"
+}
 
 // columns returns the header and rows of the table.
 func (rep *Report) columns() ([]string, [][]string) {
-	withStore := false
-	for _, r := range rep.Rows {
-		withStore = withStore || r.StoreCPU >= 0
-	}
-	drop := func(c []string) []string {
-		if withStore {
-			return c
+	var cols []column
+	for _, c := range columns {
+		if c.show(rep.Rows) {
+			cols = append(cols, c)
 		}
-		return append(append([]string(nil), c[:storeColumn]...), c[storeColumn+1:]...)
+	}
+	head := make([]string, len(cols))
+	for i, c := range cols {
+		head[i] = c.head
 	}
 	rows := make([][]string, len(rep.Rows))
 	for i, r := range rep.Rows {
-		rows[i] = drop(r.cells())
+		rows[i] = make([]string, len(cols))
+		for j, c := range cols {
+			rows[i][j] = c.cell(r)
+		}
 	}
-	return drop(header), rows
-}
-
-func (r Row) cells() []string {
-	upw := "-"
-	if r.UpdatesPerWrite > 0 {
-		upw = strconv.FormatFloat(r.UpdatesPerWrite, 'f', 1, 64)
-	}
-	return []string{
-		r.Scenario, r.Model, strconv.Itoa(r.Counters),
-		strconv.FormatFloat(r.OpsPerSec, 'f', 0, 64),
-		fmtDuration(r.P50), fmtDuration(r.P99), fmtDuration(r.P999), fmtDuration(r.Max),
-		strconv.FormatUint(r.Errors, 10), upw, fmtDuration(r.ShardWriteMean), fmtCores(r.ProcessCPU), fmtCores(r.StoreCPU), fmtCores(r.HostCPU),
-	}
+	return head, rows
 }
 
 func (rep *Report) envLine() string {
@@ -294,6 +421,19 @@ func (rep *Report) envLine() string {
 	}
 	s += fmt.Sprintf("; concurrency %d, warmup %v, duration %v",
 		rep.Options.Concurrency, rep.Options.Warmup, rep.Options.Duration)
+	if rep.HotFraction > 0 {
+		s += fmt.Sprintf("; hot counter takes %.0f%% of calls", rep.HotFraction*100)
+	}
+	if rep.ReadRatio > 0 {
+		s += fmt.Sprintf("; %.0f%% of increments-scenario calls are reads", rep.ReadRatio*100)
+	}
+	// The CPU and RSS of "bench" are of this one process, which is the
+	// load generator, the library and, where there is one, the server.
+	if e.Store == "embedded" {
+		s += "; cpu bench and rss: load generator, library, HTTP server and embedded store in one process"
+	} else {
+		s += "; cpu bench and rss: load generator, library and HTTP server in one process"
+	}
 	if e.LoadAvg != "" {
 		s += fmt.Sprintf("; load avg %s before, %s after", e.LoadAvg, e.LoadAvgAfter)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -60,8 +61,24 @@ func (o Options) withDefaults() Options {
 // per-worker state in a slice indexed by worker without locking.
 type Op func(ctx context.Context, worker int) error
 
+// Workload is what a run calls: writes, and optionally reads mixed in.
+type Workload struct {
+	// Write is the operation whose successes are counted as Result.Ops and
+	// checked against the store afterwards. Required.
+	Write Op
+	// Read, when not nil, is called instead of Write for a ReadRatio
+	// fraction of the calls. Reads are tallied apart from writes, so
+	// Result.Ops stays the number of acknowledged writes.
+	Read Op
+	// ReadRatio is the probability, per call, of a read: 0 means writes
+	// only, 0.25 one read in four on average. It must be in [0, 1).
+	ReadRatio float64
+}
+
 // Result is what one Run measured. Only calls that started inside the
 // measured window are counted; latency percentiles cover successful calls.
+// With a Workload that mixes in reads, the fields without "Read" in their
+// name describe the writes alone.
 type Result struct {
 	// Ops is the number of calls that succeeded.
 	Ops uint64 `json:"ops"`
@@ -85,22 +102,46 @@ type Result struct {
 	P99  time.Duration `json:"p99_ns"`
 	P999 time.Duration `json:"p999_ns"`
 	Max  time.Duration `json:"max_ns"`
-	// FirstError is the text of the earliest error in the measured window.
+
+	// The same for the reads of a mixed Workload; all zero without reads.
+	// WarmupReads counts the reads of the warm-up, failed ones included.
+	ReadOps       uint64        `json:"read_ops,omitempty"`
+	ReadErrors    uint64        `json:"read_errors,omitempty"`
+	WarmupReads   uint64        `json:"warmup_reads,omitempty"`
+	ReadOpsPerSec float64       `json:"read_ops_per_sec,omitempty"`
+	ReadMean      time.Duration `json:"read_mean_ns,omitempty"`
+	ReadP50       time.Duration `json:"read_p50_ns,omitempty"`
+	ReadP99       time.Duration `json:"read_p99_ns,omitempty"`
+	ReadP999      time.Duration `json:"read_p999_ns,omitempty"`
+	ReadMax       time.Duration `json:"read_max_ns,omitempty"`
+
+	// Latency and ReadLatency are the merged histograms behind the
+	// percentiles, kept for CDF plots; never nil after Run.
+	Latency     *Histogram `json:"-"`
+	ReadLatency *Histogram `json:"-"`
+
+	// FirstError is the text of the earliest error in the measured window,
+	// of a write or a read.
 	FirstError string `json:"first_error,omitempty"`
 	// Interrupted is set when ctx ended the run before Duration was over.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
-// worker is one goroutine's private tally. Nothing in it is shared until
-// Run merges the workers after they have all returned.
-type worker struct {
+// tally counts one kind of call of one worker.
+type tally struct {
 	hist       Histogram
 	ops        uint64
 	errors     uint64
 	warmup     uint64
 	warmupErrs uint64
-	firstErr   error
-	firstErrAt time.Time
+}
+
+// worker is one goroutine's private tally. Nothing in it is shared until
+// Run merges the workers after they have all returned.
+type worker struct {
+	writes, reads tally
+	firstErr      error
+	firstErrAt    time.Time
 }
 
 // Run calls op from opts.Concurrency goroutines in a closed loop, first for
@@ -108,7 +149,18 @@ type worker struct {
 // and latency. It returns early, with Result.Interrupted set, when ctx is
 // cancelled. Run never fails: errors from op are counted, not returned.
 func Run(ctx context.Context, opts Options, op Op) Result {
+	return RunWorkload(ctx, opts, Workload{Write: op})
+}
+
+// RunWorkload is Run for a Workload that may mix reads into the writes.
+// Each worker decides per call, with its own seeded generator, whether the
+// call is a read; a ReadRatio outside [0, 1) or a nil Read means no reads.
+func RunWorkload(ctx context.Context, opts Options, wl Workload) Result {
 	opts = opts.withDefaults()
+	ratio := wl.ReadRatio
+	if wl.Read == nil || !(ratio > 0 && ratio < 1) {
+		ratio = 0
+	}
 	start := time.Now()
 	from := start.Add(opts.Warmup)
 	end := from.Add(opts.Duration)
@@ -125,11 +177,21 @@ func Run(ctx context.Context, opts Options, op Op) Result {
 		wg.Add(1)
 		go func(w *worker, id int) {
 			defer wg.Done()
+			var mix *rand.Rand
+			if ratio > 0 {
+				// Fixed seeds, as in the picker: repeated runs issue the
+				// same sequence of reads and writes.
+				mix = rand.New(rand.NewPCG(uint64(id)+1, 0x2545f4914f6cdd1d))
+			}
 			// ctx.Err is an atomic load, cheap enough for every call, and
 			// cancellation reaches it synchronously: once ctx is cancelled no
 			// worker starts another call (each of which would apply an
 			// update and then report it as an unknown outcome).
 			for ctx.Err() == nil {
+				op, t := wl.Write, &w.writes
+				if mix != nil && mix.Float64() < ratio {
+					op, t = wl.Read, &w.reads
+				}
 				t0 := time.Now()
 				if !t0.Before(end) {
 					return
@@ -138,18 +200,18 @@ func Run(ctx context.Context, opts Options, op Op) Result {
 				d := time.Since(t0)
 				switch {
 				case t0.Before(from):
-					w.warmup++
+					t.warmup++
 					if err != nil {
-						w.warmupErrs++
+						t.warmupErrs++
 					}
 				case err != nil:
-					w.errors++
+					t.errors++
 					if w.firstErr == nil {
 						w.firstErr, w.firstErrAt = err, t0
 					}
 				default:
-					w.ops++
-					w.hist.Record(d)
+					t.ops++
+					t.hist.Record(d)
 				}
 			}
 		}(&workers[i], i)
@@ -158,18 +220,22 @@ func Run(ctx context.Context, opts Options, op Op) Result {
 	finished := time.Now()
 
 	var (
-		total      Histogram
-		res        Result
-		firstErr   error
-		firstErrAt time.Time
+		writes, reads Histogram
+		res           Result
+		firstErr      error
+		firstErrAt    time.Time
 	)
 	for i := range workers {
 		w := &workers[i]
-		total.Merge(&w.hist)
-		res.Ops += w.ops
-		res.Errors += w.errors
-		res.WarmupOps += w.warmup
-		res.WarmupErrors += w.warmupErrs
+		writes.Merge(&w.writes.hist)
+		reads.Merge(&w.reads.hist)
+		res.Ops += w.writes.ops
+		res.Errors += w.writes.errors
+		res.WarmupOps += w.writes.warmup
+		res.WarmupErrors += w.writes.warmupErrs
+		res.ReadOps += w.reads.ops
+		res.ReadErrors += w.reads.errors
+		res.WarmupReads += w.reads.warmup
 		if w.firstErr != nil && (firstErr == nil || w.firstErrAt.Before(firstErrAt)) {
 			firstErr, firstErrAt = w.firstErr, w.firstErrAt
 		}
@@ -181,11 +247,18 @@ func Run(ctx context.Context, opts Options, op Op) Result {
 	res.Elapsed = max(finished.Sub(from), 0)
 	if res.Elapsed > 0 {
 		res.OpsPerSec = float64(res.Ops) / res.Elapsed.Seconds()
+		res.ReadOpsPerSec = float64(res.ReadOps) / res.Elapsed.Seconds()
 	}
-	res.Mean = total.Mean()
-	res.P50 = total.Quantile(0.50)
-	res.P99 = total.Quantile(0.99)
-	res.P999 = total.Quantile(0.999)
-	res.Max = total.Max()
+	res.Mean = writes.Mean()
+	res.P50 = writes.Quantile(0.50)
+	res.P99 = writes.Quantile(0.99)
+	res.P999 = writes.Quantile(0.999)
+	res.Max = writes.Max()
+	res.ReadMean = reads.Mean()
+	res.ReadP50 = reads.Quantile(0.50)
+	res.ReadP99 = reads.Quantile(0.99)
+	res.ReadP999 = reads.Quantile(0.999)
+	res.ReadMax = reads.Max()
+	res.Latency, res.ReadLatency = &writes, &reads
 	return res
 }

@@ -1,10 +1,14 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -147,4 +151,163 @@ func TestPIDCPU(t *testing.T) {
 	if _, _, ok := hostCPU(); !ok {
 		t.Fatal("cannot read /proc/stat")
 	}
+}
+
+func TestRunWorkloadMixesReads(t *testing.T) {
+	t.Parallel()
+	var writes, reads atomic.Uint64
+	wl := Workload{
+		Write: func(context.Context, int) error { writes.Add(1); return nil },
+		Read: func(context.Context, int) error {
+			if reads.Add(1)%10 == 0 {
+				return errors.New("every tenth read fails")
+			}
+			return nil
+		},
+		ReadRatio: 0.3,
+	}
+	res := RunWorkload(context.Background(), Options{Concurrency: 4, Duration: 60 * time.Millisecond, Warmup: 20 * time.Millisecond}, wl)
+	// Writes and reads are counted apart: Ops + Errors + WarmupOps are the
+	// writes alone, which is what the read-back check relies on.
+	if got := res.Ops + res.Errors + res.WarmupOps; got != writes.Load() {
+		t.Fatalf("write tallies add up to %d, but %d writes ran", got, writes.Load())
+	}
+	if res.Errors != 0 || res.WarmupErrors != 0 {
+		t.Fatalf("write errors %d/%d, but only reads fail", res.Errors, res.WarmupErrors)
+	}
+	if got := res.ReadOps + res.ReadErrors + res.WarmupReads; got != reads.Load() {
+		t.Fatalf("read tallies add up to %d, but %d reads ran", got, reads.Load())
+	}
+	total := float64(writes.Load() + reads.Load())
+	if total < 1000 {
+		t.Skipf("only %v calls ran; too few to check the mix", total)
+	}
+	// Binomial: the standard deviation of the read share is below
+	// sqrt(0.21/1000) < 0.015; 0.08 is more than 5 of them.
+	if share := float64(reads.Load()) / total; math.Abs(share-0.3) > 0.08 {
+		t.Fatalf("%.3f of the calls were reads, want about 0.3", share)
+	}
+	if res.ReadOps > 0 && (res.ReadP50 > res.ReadP99 || res.ReadP99 > res.ReadMax || res.ReadOpsPerSec <= 0) {
+		t.Fatalf("read results out of order: %+v", res)
+	}
+	if res.Latency == nil || res.ReadLatency == nil || res.Latency.Count() != res.Ops || res.ReadLatency.Count() != res.ReadOps {
+		t.Fatal("the histograms do not match the counts")
+	}
+}
+
+func TestRunWorkloadWithoutReads(t *testing.T) {
+	t.Parallel()
+	// A read ratio with no read op, or a ratio of 0, runs writes only.
+	for _, wl := range []Workload{
+		{Write: func(context.Context, int) error { return nil }, ReadRatio: 0.5},
+		{Write: func(context.Context, int) error { return nil }, Read: func(context.Context, int) error {
+			panic("a read with a read ratio of 0")
+		}},
+	} {
+		res := RunWorkload(context.Background(), Options{Concurrency: 2, Duration: 10 * time.Millisecond, Warmup: -1}, wl)
+		if res.ReadOps+res.ReadErrors+res.WarmupReads != 0 {
+			t.Fatalf("reads without a read op or ratio: %+v", res)
+		}
+	}
+}
+
+func TestRSS(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc is Linux only")
+	}
+	before, ok := rssBytes()
+	if !ok || before <= 0 {
+		t.Fatalf("cannot read VmRSS: %d %v", before, ok)
+	}
+	s := startRSS(5 * time.Millisecond)
+	// Touch 64 MiB so it becomes resident; other tests running in
+	// parallel may free memory, but not this block while it is held.
+	const size = 64 << 20
+	block := make([]byte, size)
+	for i := range block {
+		if i%4096 == 0 {
+			block[i] = 1
+		}
+	}
+	time.Sleep(30 * time.Millisecond)
+	peak, end := s.Stop()
+	runtime.KeepAlive(block)
+	if peak < size || end < size {
+		t.Fatalf("peak %d, end %d while holding %d resident bytes", peak, end, size)
+	}
+	if end > peak {
+		t.Fatalf("end %d above peak %d", end, peak)
+	}
+}
+
+func TestStatusKB(t *testing.T) {
+	t.Parallel()
+	status := []byte("Name:\tabacus\nVmPeak:\t  200 kB\nVmRSS:\t    1234 kB\nThreads:\t7\n")
+	if v, ok := statusKB(status, "VmRSS:"); !ok || v != 1234*1024 {
+		t.Fatalf("VmRSS = %d, %v", v, ok)
+	}
+	for _, bad := range []string{"VmRSS:\t12 MB\n", "VmRSS:\n", "VmRSS:\t-5 kB\n", "VmSize:\t5 kB\n"} {
+		if v, ok := statusKB([]byte(bad), "VmRSS:"); ok {
+			t.Errorf("%q parsed as %d", bad, v)
+		}
+	}
+}
+
+func TestProgressLines(t *testing.T) {
+	t.Parallel()
+	var b bytes.Buffer
+	p := startProgress(&b, false, "row", time.Second, 2*time.Second)
+	p.finish("done")
+	if got := b.String(); got != "row warmup 1s + 2s ... done\n" {
+		t.Fatalf("plain progress %q", got)
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	t.Parallel()
+	var b syncBuffer
+	p := startProgress(&b, true, "row", 100*time.Millisecond, 200*time.Millisecond)
+	time.Sleep(3 * progressTick / 2)
+	p.finish("done")
+	out := b.String()
+	if !strings.HasPrefix(out, "\r\x1b[Krow [") || !strings.HasSuffix(out, ": done\n") {
+		t.Fatalf("bar output %q", out)
+	}
+	// The first drawing and at least one redraw, then the result.
+	if n := strings.Count(out, "\r\x1b[K"); n < 3 {
+		t.Fatalf("%d redraws in %q", n, out)
+	}
+	// The bar's arithmetic, at fixed times.
+	start := p.start
+	for _, tc := range []struct {
+		at   time.Duration
+		want string
+	}{
+		{0, "row [........................]   0%   0.0s/0.3s warm-up"},
+		{160 * time.Millisecond, "row [############............]  53%   0.2s/0.3s measuring"},
+		{time.Second, "row [########################] 100%   1.0s/0.3s finishing"},
+	} {
+		if got := p.line(start.Add(tc.at)); got != tc.want {
+			t.Errorf("at %v: %q, want %q", tc.at, got, tc.want)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the progress ticker and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

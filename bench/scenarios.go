@@ -25,12 +25,14 @@ func CounterNames(prefix string, n int) []string {
 	return names
 }
 
-// picker chooses a counter for each call, uniformly at random over its
-// names. Each worker has its own generator (no shared state on the hot
-// path), padded to its own cache line because neighbouring workers write
-// theirs concurrently.
-type picker struct {
+// Picker chooses the counter of each call: uniformly at random over its
+// names, or with a hot counter that takes a fixed share of the calls. Each
+// worker has its own generator (no shared state on the hot path), padded to
+// its own cache line because neighbouring workers write theirs
+// concurrently.
+type Picker struct {
 	names []string
+	hot   float64
 	rngs  []paddedRand
 }
 
@@ -39,14 +41,22 @@ type paddedRand struct {
 	_ [56]byte
 }
 
-func newPicker(names []string, workers int) (*picker, error) {
+// NewPicker returns a picker over names for workers callers. hotFraction
+// is the share of calls that go to names[0], the hot counter; the other
+// calls are spread uniformly over the other names. 0 means no hot counter:
+// every call is uniform over all names, so names[0] gets 1/len(names) like
+// any other. hotFraction must be in [0, 1]; with one name it plays no part.
+func NewPicker(names []string, workers int, hotFraction float64) (*Picker, error) {
 	if len(names) == 0 {
 		return nil, errors.New("bench: no counter names")
 	}
 	if workers <= 0 {
 		return nil, fmt.Errorf("bench: %d workers", workers)
 	}
-	p := &picker{names: names, rngs: make([]paddedRand, workers)}
+	if !(hotFraction >= 0 && hotFraction <= 1) { // also refuses NaN
+		return nil, fmt.Errorf("bench: hot fraction %v is not in [0, 1]", hotFraction)
+	}
+	p := &Picker{names: names, hot: hotFraction, rngs: make([]paddedRand, workers)}
 	for i := range p.rngs {
 		// Fixed seeds: runs choose the same sequence of counters, which
 		// makes repeated runs comparable. Workers differ by their seed.
@@ -55,45 +65,61 @@ func newPicker(names []string, workers int) (*picker, error) {
 	return p, nil
 }
 
-func (p *picker) pick(worker int) string {
-	if len(p.names) == 1 {
+// Names returns every name the picker chooses from, the hot one first.
+func (p *Picker) Names() []string { return p.names }
+
+// Pick returns the counter of worker's next call. Only worker may call it
+// with that index (its generator is not locked).
+func (p *Picker) Pick(worker int) string {
+	n := len(p.names)
+	if n == 1 {
 		return p.names[0]
 	}
-	return p.names[p.rngs[worker].r.IntN(len(p.names))]
+	r := p.rngs[worker].r
+	if p.hot > 0 {
+		if r.Float64() < p.hot {
+			return p.names[0]
+		}
+		return p.names[1+r.IntN(n-1)]
+	}
+	return p.names[r.IntN(n)]
 }
 
 // ShardedIncrements returns an op that adds 1 through the library
-// (abacus.Client.Apply) to a counter of namespace chosen uniformly from
-// names. It sends no request id: the library's de-duplication is only
-// exercised by the HTTP scenario, where the server always assigns one.
-func ShardedIncrements(c *abacus.Client, namespace string, names []string, workers int) (Op, error) {
-	p, err := newPicker(names, workers)
-	if err != nil {
-		return nil, err
-	}
+// (abacus.Client.Apply) to a counter of namespace chosen by p. It sends no
+// request id: the library generates one where the model needs it (events),
+// and the HTTP scenario exercises the server's. Every counter model but
+// the ledger takes increments this way.
+func ShardedIncrements(c *abacus.Client, namespace string, p *Picker) Op {
 	return func(ctx context.Context, worker int) error {
-		return c.Apply(ctx, abacus.Update{Namespace: namespace, Counter: p.pick(worker), Delta: 1})
-	}, nil
+		return c.Apply(ctx, abacus.Update{Namespace: namespace, Counter: p.Pick(worker), Delta: 1})
+	}
 }
 
 // HTTPIncrements returns an op that adds 1 through the HTTP API with the
-// Go client, to a counter of namespace chosen uniformly from names. The
-// client assigns every update a request id, as any real caller would.
-func HTTPIncrements(c *client.Client, namespace string, names []string, workers int) (Op, error) {
-	p, err := newPicker(names, workers)
-	if err != nil {
-		return nil, err
-	}
+// Go client, to a counter of namespace chosen by p. The client assigns
+// every update a request id, as any real caller would.
+func HTTPIncrements(c *client.Client, namespace string, p *Picker) Op {
 	return func(ctx context.Context, worker int) error {
-		_, err := c.Add(ctx, namespace, p.pick(worker), 1)
+		_, err := c.Add(ctx, namespace, p.Pick(worker), 1)
 		return err
-	}, nil
+	}
 }
 
 // ShardedReads returns an op that reads one counter through the library.
 func ShardedReads(c *abacus.Client, namespace, counter string) Op {
 	return func(ctx context.Context, _ int) error {
 		_, err := c.Get(ctx, namespace, counter)
+		return err
+	}
+}
+
+// PickedReads returns an op that reads, through the library
+// (Client.Get), a counter of namespace chosen by p: the read side of a
+// mixed workload, on the counters its writes go to.
+func PickedReads(c *abacus.Client, namespace string, p *Picker) Op {
+	return func(ctx context.Context, worker int) error {
+		_, err := c.Get(ctx, namespace, p.Pick(worker))
 		return err
 	}
 }
@@ -155,21 +181,25 @@ func (n *Native) Get(ctx context.Context, k string) (int64, error) {
 }
 
 // NativeIncrements returns an op that adds 1 to a native counter chosen
-// uniformly from names.
-func NativeIncrements(n *Native, names []string, workers int) (Op, error) {
-	p, err := newPicker(names, workers)
-	if err != nil {
-		return nil, err
-	}
+// by p.
+func NativeIncrements(n *Native, p *Picker) Op {
 	return func(ctx context.Context, worker int) error {
-		return n.Add(ctx, p.pick(worker), 1)
-	}, nil
+		return n.Add(ctx, p.Pick(worker), 1)
+	}
 }
 
 // NativeReads returns an op that reads the native counter k.
 func NativeReads(n *Native, k string) Op {
 	return func(ctx context.Context, _ int) error {
 		_, err := n.Get(ctx, k)
+		return err
+	}
+}
+
+// NativePickedReads returns an op that reads a native counter chosen by p.
+func NativePickedReads(n *Native, p *Picker) Op {
+	return func(ctx context.Context, worker int) error {
+		_, err := n.Get(ctx, p.Pick(worker))
 		return err
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -28,8 +29,9 @@ import (
 
 // Scenario groups accepted in Config.Scenarios.
 const (
-	// ScenarioIncrements: sharded increments through the library and native
-	// Cassandra counter increments, for every Config.Counters setting.
+	// ScenarioIncrements: for every Config.Counters setting, increments of
+	// each Config.Models model (the raw CQL native counter included on
+	// Cassandra) and the plain-insert ceiling.
 	ScenarioIncrements = "increments"
 	// ScenarioHTTP: sharded increments through an in-process HTTP server on
 	// 127.0.0.1, driven by the Go client.
@@ -80,8 +82,20 @@ type Config struct {
 	Options Options
 
 	// Counters: each value is one increments setting, updates spread
-	// uniformly over that many counters. Default 1 and 100.
+	// over that many counters (see HotFraction). Default 1 and 100.
 	Counters []int
+
+	// HotFraction is the share of the increments scenario's calls that go
+	// to the first counter of each setting; the rest are uniform over the
+	// others. 0 (the default) is uniform over all counters. In [0, 1].
+	HotFraction float64
+
+	// ReadRatio is the share of the increments scenario's calls that are
+	// reads of the model under test (Client.Get, Client.LedgerValue, a CQL
+	// SELECT) on the same counters, instead of writes. Rows then report
+	// reads apart from writes, and the read-back check counts acknowledged
+	// writes only. 0 (the default) is writes only. In [0, 1).
+	ReadRatio float64
 
 	// Scenarios to run, from Scenarios. Default: all of them.
 	Scenarios []string
@@ -91,9 +105,11 @@ type Config struct {
 	// folds before the reads. Default 1, 100, 1000.
 	ReadShards []int
 
-	// Models are measured in the increments scenario after the sharded and
-	// native rows of each Counters setting, from Models. Default: all.
-	// An empty (non-nil) slice measures none.
+	// Models are measured in the increments scenario, for each Counters
+	// setting, in the order of Models (sharded first, the plain-insert
+	// ceiling last). ModelNative measures the library's native model and,
+	// on Cassandra, the raw CQL counter baseline. Default: all. An empty
+	// (non-nil) slice measures none.
 	Models []string
 
 	// EventReads: the numbers of un-rolled events the event-reads scenario
@@ -108,6 +124,15 @@ type Config struct {
 
 	// Progress receives a line per scenario as it runs. Default: discarded.
 	Progress io.Writer
+
+	// ProgressBar redraws each row's line on Progress with a bar while it
+	// runs; only for a terminal (it writes carriage returns and an ANSI
+	// erase-line sequence).
+	ProgressBar bool
+
+	// Command is the command line that started the run, recorded in the
+	// report. Optional.
+	Command string
 
 	// Logger receives warnings from the store, the library and the server.
 	// Default: warnings and errors to standard error.
@@ -180,6 +205,12 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("event reads must be from 1 to 10,000,000 events, got %d", n))
 		}
 	}
+	if !(c.HotFraction >= 0 && c.HotFraction <= 1) { // NaN fails too
+		errs = append(errs, fmt.Errorf("hot fraction must be from 0 to 1, got %v", c.HotFraction))
+	}
+	if !(c.ReadRatio >= 0 && c.ReadRatio < 1) {
+		errs = append(errs, fmt.Errorf("read ratio must be at least 0 and below 1, got %v", c.ReadRatio))
+	}
 	if c.ReplicationFactor < 1 {
 		errs = append(errs, fmt.Errorf("replication factor must be at least 1, got %d", c.ReplicationFactor))
 	}
@@ -201,6 +232,7 @@ type suite struct {
 	log    *slog.Logger
 	store  driver.Driver
 	native *Native // nil without Cassandra
+	plain  Plain   // nil unless ModelPlain is measured
 	runID  string  // makes this run's counter names unique in a reused keyspace
 	tmpDir string  // removed by close
 }
@@ -214,7 +246,7 @@ func RunSuite(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	s := &suite{cfg: cfg, log: cfg.Logger, runID: shardID()[:8]}
-	rep := &Report{Env: environment(cfg), Options: cfg.Options, Rows: []Row{}}
+	rep := &Report{Env: environment(cfg), Options: cfg.Options, HotFraction: cfg.HotFraction, ReadRatio: cfg.ReadRatio, Command: cfg.Command, Rows: []Row{}}
 	if err := s.open(ctx, &rep.Env); err != nil {
 		return nil, err
 	}
@@ -238,19 +270,28 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 	for _, sc := range s.cfg.Scenarios {
 		switch sc {
 		case ScenarioIncrements:
-			// Sharded and native alternate per setting, so that slow drift
-			// of the machine (compactions, other builds) hits both alike.
+			// Every model runs once per setting before the next setting,
+			// so that slow drift of the machine (compactions, other builds)
+			// hits the rows compared with each other alike.
 			for _, n := range s.cfg.Counters {
-				if err := add(s.libraryIncrements(ctx, n)); err != nil {
-					return err
-				}
-				if s.native != nil {
-					if err := add(s.nativeIncrements(ctx, n)); err != nil {
-						return err
-					}
-				}
 				for _, m := range s.cfg.Models {
-					if err := add(s.modelIncrements(ctx, m, n)); err != nil {
+					var err error
+					switch m {
+					case ModelPlain:
+						err = add(s.plainIncrements(ctx, n))
+					case ModelNative:
+						// The raw CQL update first, then the library's
+						// native model built on it.
+						if s.native != nil {
+							err = add(s.nativeIncrements(ctx, n))
+						}
+						if err == nil {
+							err = add(s.modelIncrements(ctx, m, n))
+						}
+					default:
+						err = add(s.modelIncrements(ctx, m, n))
+					}
+					if err != nil {
 						return err
 					}
 				}
@@ -320,6 +361,13 @@ func (s *suite) open(ctx context.Context, env *Env) error {
 		if err := s.native.CreateTable(ctx); err != nil {
 			return errors.Join(err, d.Close())
 		}
+		if slices.Contains(s.cfg.Models, ModelPlain) && slices.Contains(s.cfg.Scenarios, ScenarioIncrements) {
+			pl := NewCQLPlain(d.Session(), d.Keyspace(), cl)
+			if err := pl.CreateTable(ctx); err != nil {
+				return errors.Join(err, d.Close())
+			}
+			s.plain = pl
+		}
 		var version string
 		if err := d.Session().Query("SELECT release_version FROM system.local").ScanContext(ctx, &version); err == nil {
 			env.StoreVersion = version
@@ -342,10 +390,31 @@ func (s *suite) open(ctx context.Context, env *Env) error {
 		return err
 	}
 	s.store = d
+	if slices.Contains(s.cfg.Models, ModelPlain) && slices.Contains(s.cfg.Scenarios, ScenarioIncrements) {
+		// Next to the store's directory, on the same disk: the store holds
+		// its own directory locked. Always removed, even with --data.
+		pdir, err := os.MkdirTemp(filepath.Dir(filepath.Clean(dir)), "abacus-bench-plain-*")
+		if err != nil {
+			s.close()
+			return fmt.Errorf("bench: %w", err)
+		}
+		pl, err := OpenPebblePlain(pdir, s.cfg.NoSync, true, s.log)
+		if err != nil {
+			_ = os.RemoveAll(pdir)
+			s.close()
+			return err
+		}
+		s.plain = pl
+	}
 	return nil
 }
 
 func (s *suite) close() {
+	if s.plain != nil {
+		if err := s.plain.Close(); err != nil {
+			s.log.Warn("bench: closing the plain-insert store", "err", err)
+		}
+	}
 	if s.store != nil {
 		if err := s.store.Close(); err != nil {
 			s.log.Warn("bench: closing the store", "err", err)
@@ -417,6 +486,12 @@ func (s *suite) names(kind string, n int) []string {
 	return CounterNames(fmt.Sprintf("bench-%s-%s%d", s.runID, kind, n), n)
 }
 
+// picker returns a picker over n new counter names, skewed by the
+// configured hot fraction.
+func (s *suite) picker(kind string, n int) (*Picker, error) {
+	return NewPicker(s.names(kind, n), s.cfg.Options.Concurrency, s.cfg.HotFraction)
+}
+
 // measure runs op under the suite's options and fills in row's results.
 func (s *suite) measure(ctx context.Context, row Row, op Op) Row {
 	return s.measureWith(ctx, s.cfg.Options, row, op)
@@ -424,18 +499,46 @@ func (s *suite) measure(ctx context.Context, row Row, op Op) Row {
 
 // measureWith is measure under other options (another concurrency).
 func (s *suite) measureWith(ctx context.Context, o Options, row Row, op Op) Row {
-	fmt.Fprintf(s.cfg.Progress, "%-34s %-7s counters=%-4d warmup %v + %v ...",
-		row.Scenario, row.Model, row.Counters, o.Warmup, o.Duration)
+	return s.measureWorkload(ctx, o, row, Workload{Write: op})
+}
+
+// rssInterval is how often a row's memory is sampled.
+const rssInterval = 100 * time.Millisecond
+
+// measureWorkload runs wl and fills in row's results, its CPU and memory.
+func (s *suite) measureWorkload(ctx context.Context, o Options, row Row, wl Workload) Row {
+	o = o.withDefaults()
+	label := fmt.Sprintf("%-34s %-15s counters=%-4d", row.Scenario, row.label(), row.Counters)
+	pr := startProgress(s.cfg.Progress, s.cfg.ProgressBar, label, o.Warmup, o.Duration)
 	row.Started = time.Now().UTC()
 	before := sampleCPU(s.cfg.StorePID)
-	row.Result = Run(ctx, o, op)
+	rss := startRSS(rssInterval)
+	row.Result = RunWorkload(ctx, o, wl)
+	if row.Kind == "increments" {
+		row.HotFraction = s.cfg.HotFraction
+		if wl.Read != nil {
+			row.ReadRatio = wl.ReadRatio
+		}
+	}
+	row.RSSPeak, row.RSSEnd = rss.Stop()
 	row.Concurrency = o.Concurrency
 	c := sampleCPU(s.cfg.StorePID).coresSince(before)
 	row.ProcessCPU, row.HostCPU, row.StoreCPU = c.proc, c.host, c.store
-	fmt.Fprintf(s.cfg.Progress, " %.0f ops/s, p50 %s, p99 %s, errors %d\n",
-		row.OpsPerSec, fmtDuration(row.P50), fmtDuration(row.P99), row.Errors)
+	if row.Kind == "increments" || row.Kind == "http" {
+		row.LatencyCDF = ThinCDF(row.Latency.CDF(), cdfStep)
+	}
+	res := fmt.Sprintf("%.0f ops/s, p50 %s, p99 %s, errors %d", row.OpsPerSec, fmtDuration(row.P50), fmtDuration(row.P99), row.Errors)
+	if row.ReadOps+row.ReadErrors > 0 {
+		res += fmt.Sprintf("; reads %.0f/s, p50 %s, p99 %s, errors %d", row.ReadOpsPerSec, fmtDuration(row.ReadP50), fmtDuration(row.ReadP99), row.ReadErrors)
+	}
+	pr.finish(res)
 	return row
 }
+
+// cdfStep thins the latency CDF kept in each row (see ThinCDF): at most
+// a point per 0.04 nines or 0.04 decades of latency, a couple of hundred
+// points for a row, finer than the charts draw.
+const cdfStep = 0.04
 
 // acknowledged is how many calls succeeded over the whole run, warm-up
 // included: every one of them applied an update.
@@ -459,51 +562,45 @@ func checkCount(got int64, r Result) string {
 	}
 }
 
-func (s *suite) sumSharded(ctx context.Context, c *abacus.Client, names []string) (int64, error) {
-	var total int64
-	for _, n := range names {
-		v, err := c.Get(ctx, abacus.DefaultNamespace, n)
-		if err != nil {
-			return 0, err
-		}
-		total += v.Value
-	}
-	return total, nil
-}
-
-func (s *suite) libraryIncrements(ctx context.Context, n int) (Row, error) {
-	var cm commits
-	c, err := s.newClient(ctx, cm.hooks(sharded.Hooks{}))
-	if err != nil {
-		return Row{}, err
-	}
-	defer s.stopClient(c)
-	names := s.names("lib", n)
-	op, err := ShardedIncrements(c, abacus.DefaultNamespace, names, s.cfg.Options.Concurrency)
-	if err != nil {
-		return Row{}, err
-	}
-	row := s.measure(ctx, Row{Scenario: "increments", Kind: "increments", Model: "sharded", Via: "library", Counters: n}, op)
-	cm.record(&row)
-	row.Check = s.check(ctx, row.Result, func() (int64, error) { return s.sumSharded(ctx, c, names) })
-	return row, nil
-}
-
+// nativeIncrements measures the baseline: Cassandra's own counter update
+// in CQL, on the store driver's session.
 func (s *suite) nativeIncrements(ctx context.Context, n int) (Row, error) {
-	names := s.names("native", n)
-	op, err := NativeIncrements(s.native, names, s.cfg.Options.Concurrency)
+	p, err := s.picker("native", n)
 	if err != nil {
 		return Row{}, err
 	}
-	row := s.measure(ctx, Row{Scenario: "increments", Kind: "increments", Model: "native", Via: "cql", Counters: n}, op)
+	wl := Workload{Write: NativeIncrements(s.native, p), Read: NativePickedReads(s.native, p), ReadRatio: s.cfg.ReadRatio}
+	row := s.measureWorkload(ctx, s.cfg.Options, Row{Scenario: "increments", Kind: "increments", Model: ModelNative, Via: "cql", Counters: n}, wl)
 	row.Check = s.check(ctx, row.Result, func() (int64, error) {
 		var total int64
-		for _, k := range names {
+		for _, k := range p.Names() {
 			v, err := s.native.Get(ctx, k)
 			if err != nil {
 				return 0, err
 			}
 			total += v
+		}
+		return total, nil
+	})
+	return row, nil
+}
+
+// plainIncrements measures the plain-insert ceiling: a new row per call.
+func (s *suite) plainIncrements(ctx context.Context, n int) (Row, error) {
+	p, err := s.picker("plain", n)
+	if err != nil {
+		return Row{}, err
+	}
+	wl := Workload{Write: PlainInserts(s.plain, p, s.cfg.Options.Concurrency), Read: PlainReads(s.plain, p), ReadRatio: s.cfg.ReadRatio}
+	row := s.measureWorkload(ctx, s.cfg.Options, Row{Scenario: "increments", Kind: "increments", Model: ModelPlain, Via: s.plain.Via(), Counters: n}, wl)
+	row.Check = s.check(ctx, row.Result, func() (int64, error) {
+		var total int64
+		for _, k := range p.Names() {
+			c, err := s.plain.Count(ctx, k)
+			if err != nil {
+				return 0, err
+			}
+			total += c
 		}
 		return total, nil
 	})
@@ -569,14 +666,15 @@ func (s *suite) httpIncrements(ctx context.Context, n int) (Row, error) {
 	if err := waitHealthy(ctx, hc); err != nil {
 		return Row{}, err
 	}
-	names := s.names("http", n)
-	op, err := HTTPIncrements(hc, abacus.DefaultNamespace, names, s.cfg.Options.Concurrency)
+	p, err := s.picker("http", n)
 	if err != nil {
 		return Row{}, err
 	}
-	row := s.measure(ctx, Row{Scenario: "increments via HTTP", Kind: "http", Model: "sharded", Via: "http", Counters: n}, op)
+	row := s.measure(ctx, Row{Scenario: "increments via HTTP", Kind: "http", Model: ModelSharded, Via: "http", Counters: n}, HTTPIncrements(hc, abacus.DefaultNamespace, p))
 	cm.record(&row)
-	row.Check = s.check(ctx, row.Result, func() (int64, error) { return s.sumSharded(ctx, c, names) })
+	row.Check = s.check(ctx, row.Result, func() (int64, error) {
+		return sumModel(ctx, c, ModelSharded, abacus.DefaultNamespace, p.Names())
+	})
 	return row, nil
 }
 

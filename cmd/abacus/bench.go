@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 	"github.com/abacusdb/abacus/bench"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // newBenchCmd returns `abacus bench`. It runs everything in this process
@@ -29,6 +31,9 @@ func newBenchCmd() *cobra.Command {
 		duration       time.Duration
 		warmup         time.Duration
 		counters       []int
+		hotFraction    float64
+		readRatio      float64
+		reportDir      string
 		scenarios      []string
 		readShards     []int
 		models         []string
@@ -40,18 +45,30 @@ func newBenchCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure every counter model against Cassandra's native counters",
-		Long: `Measure the counter models against the baseline they replace: Cassandra's
-native counters, on the same session, at the same consistency, in the same run.
+		Short: "Measure every counter model against Cassandra's native counters and a plain insert",
+		Long: `Measure the counter models against the baseline they replace, Cassandra's
+native counters, and against the ceiling of any durable write, a plain insert:
+on the same session, at the same consistency, in the same run.
 
 Scenarios (--scenarios):
-  increments  sharded increments through the library on each --counters
-              setting (1 = one hot counter; N = spread uniformly over N
-              counters), then the same load as native counter updates
-              (UPDATE <keyspace>.native_bench SET c = c + ? WHERE k = ?), then
-              the same load on each --models model through the library:
-              events (a new event per call), actor (each caller an actor
-              setting its running count), cas (read + compare-and-set)
+  increments  for each --counters setting (1 = one hot counter; N = spread
+              over N counters, see --hot-fraction), the same load on each
+              --models model, in this order:
+                sharded  Client.Apply on the sharded model
+                native   on Cassandra first the raw CQL baseline (UPDATE
+                         <keyspace>.native_bench SET c = c + ? WHERE k = ?),
+                         then Client.Apply on the library's native model
+                events   a new event per call
+                actor    each caller an actor setting its running count
+                ledger   a credit of 1 with a new request id per call
+                cas      read + compare-and-set
+                plain    the plain-insert ceiling, no counter at all: on
+                         Cassandra INSERT INTO <keyspace>.plain_bench (k, id, v)
+                         VALUES (?, ?, ?), a new row per call; embedded, a
+                         Pebble Set per call with the store's fsync setting
+              With --read-ratio R, a fraction R of the calls read instead
+              (Client.Get, Client.LedgerValue, a CQL SELECT) the counters
+              the writes go to; reads are reported in their own columns.
   http        sharded increments through an HTTP server started in this
               process on 127.0.0.1, driven by the Go client
   reads       for each --read-shards value N: reads of a counter with N live
@@ -62,19 +79,37 @@ Scenarios (--scenarios):
 
 Each run has --concurrency callers in a closed loop: --warmup (discarded),
 then --duration measured. After each increments run the counters are read
-back and compared with the acknowledged calls. The table shows throughput,
-latency percentiles, errors, updates per shard write (group commit), the mean
-shard write latency, and the cores used by this process, by the store (with
---store-pid) and by the whole machine: the load generator shares the machine
+back and compared with the acknowledged writes (reads are never counted).
+The table shows throughput, latency percentiles, errors, updates per shard
+write (group commit), the mean shard write latency, the cores used by this
+process, by the store (with --store-pid) and by the whole machine, and this
+process's resident memory (peak while the row ran, and at its end). Nothing
+runs as a separate server: the load generator, the library, the HTTP server
+and the embedded store are all this one process, which shares the machine
 with the store, so read the CPU columns before the ratios.
 
-Without --cassandra the embedded store runs in a temporary directory (or
---data) and the native baselines are skipped. On Cassandra the keyspace
-(--keyspace) and the native_bench table are created when missing; every run
-uses new counter names, so runs can share a keyspace. The global flags
-(--server, --ns, ...) play no part: nothing talks to a running server.`,
-		Example: `  abacus bench --duration 5s
+Ratios follow the table: every model against the native baseline, with the
+bars of DESIGN.md §7 (sharded >= 10x native on one hot counter, >= 2x over
+100 counters, events >= 1x, reads after GC or rollup <= 2x a native read),
+and every model as a share of the plain-insert ceiling. Without --cassandra
+the raw CQL baseline cannot run; the library's native model on the embedded
+store (an atomic add) is the baseline and no bar applies.
+
+While it runs a line per row goes to standard error, redrawn with a progress
+bar when standard error is a terminal. --report DIR also writes DIR/report.md
+(conditions, command line, table, ratios), DIR/report.json,
+DIR/throughput.png (ops/s per model and counters setting) and
+DIR/latency-cdf.png (write latency distribution per model on the hot counter).
+
+On Cassandra the keyspace (--keyspace) and the native_bench and plain_bench
+tables are created when missing; every run uses new counter names, so runs
+can share a keyspace. The global flags (--server, --ns, ...) play no part:
+nothing talks to a running server.`,
+		Example: `  abacus bench --duration 5s --report bench-report
   abacus bench --cassandra 127.0.0.1 --duration 20s --markdown
+  abacus bench --cassandra 127.0.0.1,127.0.0.2,127.0.0.3 --replication-factor 3 --consistency QUORUM \
+      --keyspace abacus_bench_rf3 --scenarios increments --counters 1,100 --report rf3
+  abacus bench --counters 100 --hot-fraction 0.5 --read-ratio 0.2 --models sharded,native,plain
   abacus bench --cassandra 127.0.0.1 --scenarios reads --read-shards 1,10,100 --json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -92,6 +127,17 @@ uses new counter names, so runs can share a keyspace. The global flags
 			}
 			if storePID < 0 {
 				return usagef("--store-pid must not be negative")
+			}
+			if !(hotFraction >= 0 && hotFraction <= 1) {
+				return usagef("--hot-fraction %v: want a fraction from 0 (uniform) to 1 (every call on the first counter)", hotFraction)
+			}
+			if !(readRatio >= 0 && readRatio < 1) {
+				return usagef("--read-ratio %v: want a fraction from 0 (writes only) up to but not including 1", readRatio)
+			}
+			if reportDir != "" {
+				if fi, err := os.Stat(reportDir); err == nil && !fi.IsDir() {
+					return usagef("--report %s: not a directory", reportDir)
+				}
 			}
 			cl, err := driver.ParseConsistency(consistency)
 			if err != nil || cl == driver.Default {
@@ -116,12 +162,17 @@ uses new counter names, so runs can share a keyspace. The global flags
 				NoSync:            noSync,
 				Options:           opts,
 				Counters:          counters,
+				HotFraction:       hotFraction,
+				ReadRatio:         readRatio,
 				Scenarios:         scenarios,
 				ReadShards:        readShards,
 				Models:            models,
 				EventReads:        eventReads,
 				StorePID:          storePID,
 				Progress:          cmd.ErrOrStderr(),
+				// A dumb terminal cannot erase a line to redraw it.
+				ProgressBar: isTerminal(cmd.ErrOrStderr()) && os.Getenv("TERM") != "dumb",
+				Command:     commandLine(cmd),
 			}
 			if err := cfg.Validate(); err != nil {
 				return usagef("%v; see 'abacus bench --help'", err)
@@ -156,8 +207,17 @@ uses new counter names, so runs can share a keyspace. The global flags
 			default:
 				werr = rep.WriteText(out)
 			}
+			if reportDir != "" {
+				// Written even after an early stop: the rows measured so far
+				// are worth keeping.
+				if err := rep.WriteDir(reportDir); err != nil {
+					werr = errors.Join(werr, err)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "report written to %s\n", reportDir)
+				}
+			}
 			if runErr != nil {
-				return fmt.Errorf("benchmark stopped early: %w", runErr)
+				return errors.Join(fmt.Errorf("benchmark stopped early: %w", runErr), werr)
 			}
 			return werr
 		},
@@ -172,14 +232,45 @@ uses new counter names, so runs can share a keyspace. The global flags
 	fl.IntVar(&concurrency, "concurrency", bench.DefaultConcurrency, "callers running operations back to back")
 	fl.DurationVar(&duration, "duration", bench.DefaultDuration, "measured time of each scenario")
 	fl.DurationVar(&warmup, "warmup", bench.DefaultWarmup, "unmeasured time before each scenario (0 for none)")
-	fl.IntSliceVar(&counters, "counters", []int{1, 100}, "increments settings: spread updates uniformly over this many counters (1 = one hot counter)")
+	fl.IntSliceVar(&counters, "counters", []int{1, 100}, "increments settings: spread updates over this many counters (1 = one hot counter)")
+	fl.Float64Var(&hotFraction, "hot-fraction", 0, "share of the increments calls going to the first counter of each setting, the rest uniform over the others (default 0: uniform over all)")
+	fl.Float64Var(&readRatio, "read-ratio", 0, "share of the increments calls that read the model's counters instead of writing, below 1 (default 0: writes only)")
 	fl.StringSliceVar(&scenarios, "scenarios", bench.Scenarios, "scenarios to run: "+strings.Join(bench.Scenarios, ", "))
 	fl.IntSliceVar(&readShards, "read-shards", []int{1, 100, 1000}, "shards of the counters in the read scenarios (live, and folded by GC)")
-	fl.StringSliceVar(&models, "models", bench.Models, "models measured next to sharded and native in the increments scenario: events, actor, cas (empty: none)")
+	fl.StringSliceVar(&models, "models", bench.Models, "models of the increments scenario: "+strings.Join(bench.Models, ", ")+" (native includes the raw CQL baseline on Cassandra; plain is the plain-insert ceiling)")
 	fl.IntSliceVar(&eventReads, "event-reads", []int{10, 1000, 100000}, "un-rolled events of the counters in the event-reads scenario")
 	fl.BoolVar(&markdown, "markdown", false, "print the results as a Markdown table")
 	fl.BoolVar(&asJSON, "json", false, "print the results as JSON (durations in nanoseconds)")
+	fl.StringVar(&reportDir, "report", "", "also write report.md, report.json, throughput.png and latency-cdf.png into this directory (created when missing)")
 	fl.IntVar(&storePID, "store-pid", 0, "process id of a Cassandra node on this machine: record its CPU use per scenario (Linux), for throughput per store core")
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark to this file (for go tool pprof)")
 	return cmd
+}
+
+// commandLine rebuilds the command that is running from the flags that
+// were set (on the command line or through ABACUS_* variables), in a form
+// that can be pasted into a shell to run the same benchmark again.
+func commandLine(cmd *cobra.Command) string {
+	parts := []string{cmd.CommandPath()}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		v := f.Value.String()
+		if strings.HasSuffix(f.Value.Type(), "Slice") {
+			v = strings.TrimSuffix(strings.TrimPrefix(v, "["), "]")
+		}
+		if f.Value.Type() == "bool" && v == "true" {
+			parts = append(parts, "--"+f.Name)
+			return
+		}
+		parts = append(parts, "--"+f.Name, shellQuote(v))
+	})
+	return strings.Join(parts, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but safe
+// characters.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/=@+%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

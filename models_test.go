@@ -14,36 +14,17 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
-	"github.com/abacusdb/abacus/driver/cassandra"
-	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/sharedkeyspace"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// modelStores runs fn on a fresh embedded store and, when
-// ABACUS_TEST_CASSANDRA is set, on one Cassandra keyspace shared by this
-// package's model tests (schema agreement costs seconds per keyspace).
-// Without Cassandra that half is skipped and says so.
+// modelStores runs fn on the embedded store and on this package's shared
+// Cassandra keyspace (see sharedkeyspace.Keyspace.Each).
 func modelStores(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
 	t.Helper()
-	t.Run("embedded", func(t *testing.T) {
-		t.Parallel()
-		d, err := embedded.Open(context.Background(), embedded.Config{FS: vfs.NewMem(), Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = d.Close() })
-		fn(t, d)
-	})
-	t.Run("cassandra", func(t *testing.T) {
-		t.Parallel()
-		fn(t, sharedCassandra(t))
-	})
+	shared.Each(t, func(t *testing.T, d driver.Driver) { fn(t, d) })
 }
 
 var shared = sharedkeyspace.Keyspace{Name: "abacus models"}
-
-func sharedCassandra(t testing.TB) *cassandra.Driver { return shared.Driver(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()

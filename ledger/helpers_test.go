@@ -13,33 +13,18 @@ import (
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/cassandra"
-	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/sharedkeyspace"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// onEachDriver runs fn against the embedded store (in memory) and, when
-// ABACUS_TEST_CASSANDRA is set, against a fresh Cassandra keyspace of this
-// test. Without Cassandra that half is skipped and says so.
+// onEachDriver runs fn on the embedded store and on this package's shared
+// Cassandra keyspace (see sharedkeyspace.Keyspace.Each).
 func onEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
 	t.Helper()
-	t.Run("embedded", func(t *testing.T) {
-		t.Parallel()
-		d, err := embedded.Open(context.Background(), embedded.Config{FS: vfs.NewMem(), Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = d.Close() })
-		fn(t, d)
-	})
-	t.Run("cassandra", func(t *testing.T) {
-		t.Parallel()
-		fn(t, sharedCassandra(t))
-	})
+	shared.Each(t, func(t *testing.T, d driver.Driver) { fn(t, d) })
 }
 
 var shared = sharedkeyspace.Keyspace{Name: "ledger engine"}

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/cassandra"
+	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/cassandratest"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Keyspace is one package's shared keyspace. Declare one per test package.
@@ -59,4 +62,24 @@ func (k *Keyspace) Drop() {
 		fmt.Fprintf(os.Stderr, "dropping keyspace %s: %v\n", k.d.Keyspace(), err)
 	}
 	_ = k.d.Close()
+}
+
+// Each runs fn as two parallel subtests: "embedded", on a fresh embedded
+// store in memory, and "cassandra", on the shared keyspace (skipped, and
+// saying why, without ABACUS_TEST_CASSANDRA).
+func (k *Keyspace) Each(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
+	t.Helper()
+	t.Run("embedded", func(t *testing.T) {
+		t.Parallel()
+		d, err := embedded.Open(context.Background(), embedded.Config{FS: vfs.NewMem(), Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = d.Close() })
+		fn(t, d)
+	})
+	t.Run("cassandra", func(t *testing.T) {
+		t.Parallel()
+		fn(t, k.Driver(t))
+	})
 }

@@ -167,7 +167,11 @@ func (e *Engine) stateLocked(k driver.CounterKey) *counterState {
 			// is a cache, and a busy counter rebuilds it in one write.
 			clear(e.counters)
 		}
-		st = &counterState{marked: make(map[int64]bool)}
+		// The first rollup a process triggers comes RollupEvery after it
+		// first touched the counter, not at once: a restarted fleet would
+		// otherwise send a read at ALL per counter it touches, and the
+		// sweeper covers counters nobody keeps using.
+		st = &counterState{marked: make(map[int64]bool), lastRollup: e.cfg.Clock.Now()}
 		e.counters[k] = st
 	}
 	return st

@@ -6,6 +6,7 @@ import (
 	"math"
 	"unicode/utf8"
 
+	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
 )
 
@@ -43,8 +44,8 @@ func Validate(actor string, version int64) error {
 func Sum(vals []driver.ActorValue) (int64, error) {
 	var s int64
 	for _, v := range vals {
-		n := s + v.Value
-		if (v.Value > 0 && n < s) || (v.Value < 0 && n > s) {
+		n, ok := crdt.AddInt64(s, v.Value)
+		if !ok {
 			return 0, ErrOverflow
 		}
 		s = n

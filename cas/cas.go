@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
 )
 
@@ -65,8 +66,8 @@ type Result struct {
 // means the last attempt may have applied.
 func Add(ctx context.Context, store driver.CASCounters, t Target, delta int64, o Options) (Result, error) {
 	return update(ctx, store, t, o, func(cur int64) (int64, error) {
-		next := cur + delta
-		if (delta > 0 && next < cur) || (delta < 0 && next > cur) {
+		next, ok := crdt.AddInt64(cur, delta)
+		if !ok {
 			return 0, fmt.Errorf("%w: %d%+d", ErrOverflow, cur, delta)
 		}
 		return next, nil

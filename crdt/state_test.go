@@ -329,3 +329,20 @@ func TestConcurrentReads(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+func TestAddInt64(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		a, b, want int64
+		ok         bool
+	}{
+		{1, 2, 3, true}, {-5, 3, -2, true}, {math.MaxInt64, 0, math.MaxInt64, true},
+		{math.MaxInt64, 1, 0, false}, {math.MinInt64, -1, 0, false}, {math.MinInt64, math.MaxInt64, -1, true},
+		{math.MaxInt64, math.MaxInt64, 0, false}, {math.MinInt64, math.MinInt64, 0, false}, {-1, math.MinInt64 + 1, math.MinInt64, true},
+	} {
+		got, ok := AddInt64(c.a, c.b)
+		if ok != c.ok || (ok && got != c.want) {
+			t.Errorf("AddInt64(%d, %d) = %d, %v; want %d, %v", c.a, c.b, got, ok, c.want, c.ok)
+		}
+	}
+}

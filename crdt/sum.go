@@ -102,3 +102,12 @@ func inRange(p, n uint64) bool {
 	}
 	return n-p <= 1<<63
 }
+
+// AddInt64 returns a+b and whether it fits in int64. Every signed total
+// outside the Sum state (event sums, actor sums, compare-and-set and
+// native adds) checks its additions with it.
+func AddInt64(a, b int64) (int64, bool) {
+	s := a + b
+	// Overflow happened iff a and b have the same sign and s has the other.
+	return s, (a^s)&(b^s) >= 0
+}

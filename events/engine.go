@@ -358,8 +358,8 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 
 func sum(v int64, evs []driver.Event) (int64, error) {
 	for _, ev := range evs {
-		s := v + ev.Delta
-		if (ev.Delta > 0 && s < v) || (ev.Delta < 0 && s > v) {
+		s, ok := crdt.AddInt64(v, ev.Delta)
+		if !ok {
 			return 0, fmt.Errorf("%w: the sum of the events leaves the int64 range", ErrOverflow)
 		}
 		v = s

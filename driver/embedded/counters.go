@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -179,8 +180,8 @@ func (d *Driver) AddNative(ctx context.Context, p *driver.AddNativeParams) error
 		if err != nil {
 			return err
 		}
-		sum := cur + p.Delta
-		if (p.Delta > 0 && sum < cur) || (p.Delta < 0 && sum > cur) {
+		sum, ok := crdt.AddInt64(cur, p.Delta)
+		if !ok {
 			return fmt.Errorf("%w: %d + %d; nothing was added", ErrOverflow, cur, p.Delta)
 		}
 		return d.db.Set(key, encodeCounterValue(sum), pebble.NoSync)

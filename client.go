@@ -139,8 +139,7 @@ func (c *Client) Apply(ctx context.Context, u Update) error {
 	}
 	switch p.ns.Model {
 	case ModelEvents:
-		_, err := c.events.Add(ctx, c.eventsTarget(p.ns, u.Counter), events.Request{ID: u.RequestID, Time: u.Time, Delta: u.Delta})
-		return modelError(err)
+		return modelError(c.events.Write(ctx, p.events, p.event))
 	case ModelNative:
 		err := c.cfg.Driver.AddNative(ctx, &driver.AddNativeParams{
 			Namespace: p.ns.Name, Counter: u.Counter, Delta: u.Delta, Consistency: p.ns.WriteConsistency,
@@ -166,6 +165,8 @@ type prepared struct {
 	ns      *Namespace
 	sharded sharded.Target // sharded model only
 	op      crdt.Op        // sharded model only
+	events  events.Target  // events model only
+	event   driver.Event   // events model only: resolved id and time
 }
 
 func (c *Client) prepare(ctx context.Context, u Update) (prepared, error) {
@@ -192,7 +193,8 @@ func (c *Client) prepare(ctx context.Context, u Update) (prepared, error) {
 			return p, fmt.Errorf("%w: namespace %q holds %s sum counters, which take a number, not an item", ErrWrongType, ns.Name, ns.Model)
 		}
 		if ns.Model == ModelEvents {
-			_, err := c.events.Event(c.eventsTarget(ns, u.Counter), events.Request{ID: u.RequestID, Time: u.Time, Delta: u.Delta})
+			p.events = c.eventsTarget(ns, u.Counter)
+			p.event, err = c.events.Event(p.events, events.Request{ID: u.RequestID, Time: u.Time, Delta: u.Delta})
 			return p, modelError(err)
 		}
 		return p, nil

@@ -252,8 +252,15 @@ func (e *Engine) Add(ctx context.Context, t Target, r Request) (driver.Event, er
 	if err != nil {
 		return ev, err
 	}
+	return ev, e.Write(ctx, t, ev)
+}
+
+// Write writes an event that Event resolved (and checked) just before;
+// callers that validate before writing use the pair instead of Add, so
+// the id is made and the checks run once per increment.
+func (e *Engine) Write(ctx context.Context, t Target, ev driver.Event) error {
 	if !e.enter() {
-		return ev, fmt.Errorf("%w: %w", ErrNotApplied, driver.ErrClosed)
+		return fmt.Errorf("%w: %w", ErrNotApplied, driver.ErrClosed)
 	}
 	defer e.wg.Done()
 	k := t.key()
@@ -270,33 +277,33 @@ func (e *Engine) Add(ctx context.Context, t Target, r Request) (driver.Event, er
 				Namespace: t.Namespace, Counter: t.Counter, Bucket: b, Consistency: t.WriteConsistency,
 			})
 		}); err != nil {
-			return ev, fmt.Errorf("%w: mark bucket: %w", ErrNotApplied, err)
+			return fmt.Errorf("%w: mark bucket: %w", ErrNotApplied, err)
 		}
 		e.mu.Lock()
 		e.stateLocked(k).marked[b] = true
 		e.mu.Unlock()
 	}
-	err = e.write(ctx, func(ctx context.Context) error {
+	err := e.write(ctx, func(ctx context.Context) error {
 		return e.cfg.Store.WriteEvent(ctx, &driver.WriteEventParams{
 			Namespace: t.Namespace, Counter: t.Counter, Bucket: b, Event: ev, Consistency: t.WriteConsistency,
 		})
 	})
 	switch {
 	case errors.Is(err, driver.ErrUnavailable):
-		return ev, fmt.Errorf("%w: %w", ErrNotApplied, err)
+		return fmt.Errorf("%w: %w", ErrNotApplied, err)
 	case errors.Is(err, driver.ErrUnknownOutcome):
-		return ev, err
+		return err
 	case err != nil:
-		return ev, fmt.Errorf("%w: %w", driver.ErrUnknownOutcome, err)
+		return fmt.Errorf("%w: %w", driver.ErrUnknownOutcome, err)
 	}
 	// A write that took longer than the margin may have landed after a
 	// rollup passed its event time; it cannot be reported as counted.
 	if ev.Time <= t.Options.acceptFloor(e.cfg.Clock.Now()) {
-		return ev, fmt.Errorf("%w: the write finished after the event left the accept window", driver.ErrUnknownOutcome)
+		return fmt.Errorf("%w: the write finished after the event left the accept window", driver.ErrUnknownOutcome)
 	}
 	e.stats.Adds.Add(1)
 	e.maybeRollup(t)
-	return ev, nil
+	return nil
 }
 
 // write runs one store write under the write timeout.

@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,4 +86,73 @@ func TestClockSkewIgnoredOnEmbedded(t *testing.T) {
 	})
 	e.srv.checkClock(context.Background())
 	e.mustJSON("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, 200, nil)
+}
+
+// shiftingClock is the real clock plus an offset a test changes while the
+// server reads it.
+type shiftingClock struct{ by atomic.Int64 }
+
+func (c *shiftingClock) Now() time.Time { return time.Now().Add(time.Duration(c.by.Load())) }
+
+// The clock is compared again while serving, not only at start: a server
+// whose clock drifts beyond the limit stops taking writes, and takes them
+// again once its clock is fixed.
+func TestClockSkewWatchedWhileServing(t *testing.T) {
+	t.Parallel()
+	hosts := cassandratest.Hosts(t) // skips without ABACUS_TEST_CASSANDRA
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d, err := cassandra.Open(ctx, cassandra.Config{
+		Hosts: hosts, Keyspace: cassandratest.Keyspace(t),
+		Replication: cassandra.Replication{ReplicationFactor: cassandratest.ReplicationFactor(t)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	clk := &shiftingClock{}
+	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, Clock: clk, GCInterval: -1, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Client: c, Logger: quietLogger(), Registry: prometheus.NewRegistry(),
+		MaxClockSkew: time.Minute, ClockCheckInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() { cancel(); <-served }()
+	base := "http://" + ln.Addr().String()
+	post := func() int {
+		resp, err := http.Post(base+"/v1/namespaces/default/counters/c/updates", "application/json", strings.NewReader(`{"delta":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor := func(want int, what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got := post()
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: updates answer %d, want %d", what, got, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor(200, "clock right")
+	clk.by.Store(int64(3 * time.Minute))
+	waitFor(503, "clock drifted 3m while serving")
+	clk.by.Store(0)
+	waitFor(200, "clock fixed")
 }

@@ -61,37 +61,19 @@ func (d *Driver) ReadActorValues(ctx context.Context, p *driver.ReadActorValuesP
 	return vals, nil
 }
 
-func (d *Driver) readActorValues(ns, counter string) (_ []driver.ActorValue, err error) {
-	prefix := actorPrefix(ns, counter)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+func (d *Driver) readActorValues(ns, counter string) ([]driver.ActorValue, error) {
 	vals := []driver.ActorValue{}
-	for valid := it.First(); valid; valid = it.Next() {
-		actor, err := shardIDAfter(it.Key(), len(prefix)) // same shape: one trailing component
-		if err != nil {
-			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
-		}
-		raw, err := it.ValueAndErr()
-		if err != nil {
-			return nil, fmt.Errorf("actor %q: %w", actor, err)
-		}
+	err := d.scanNamed(actorPrefix(ns, counter), func(actor string, raw []byte) error {
 		v, version, live, err := decodeActorCell(raw)
 		if err != nil {
-			return nil, fmt.Errorf("actor %q: %w", actor, err)
+			return err
 		}
-		if !live {
-			continue // nothing deletes actor values today; a tombstone reads as deleted
+		if live { // nothing deletes actor values today; a tombstone reads as deleted
+			vals = append(vals, driver.ActorValue{Actor: actor, Value: v, Version: version})
 		}
-		vals = append(vals, driver.ActorValue{Actor: actor, Value: v, Version: version})
-	}
-	if err := it.Error(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	// Length-prefixed keys sort by actor length first.

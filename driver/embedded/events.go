@@ -78,30 +78,16 @@ func (d *Driver) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounte
 	return ec, nil
 }
 
-func (d *Driver) readEventCounter(ns, counter string) (_ *driver.EventCounter, err error) {
-	prefix := eventRecordPrefix(ns, counter)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+func (d *Driver) readEventCounter(ns, counter string) (*driver.EventCounter, error) {
 	ec := &driver.EventCounter{Buckets: []int64{}}
-	for valid := it.First(); valid; valid = it.Next() {
-		k, err := decodeEventKey(it.Key())
+	err := d.scanPrefix(eventRecordPrefix(ns, counter), func(key, raw []byte) error {
+		k, err := decodeEventKey(key)
 		if err != nil {
-			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
-		}
-		raw, err := it.ValueAndErr()
-		if err != nil {
-			return nil, err
+			return fmt.Errorf("key %x: %w", key, err)
 		}
 		v, err := decodeEventValue(k, raw)
 		if err != nil {
-			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+			return fmt.Errorf("key %x: %w", key, err)
 		}
 		switch {
 		case v.Deleted:
@@ -111,8 +97,9 @@ func (d *Driver) readEventCounter(ns, counter string) (_ *driver.EventCounter, e
 			// Marker keys sort by bucket, so the list comes out ascending.
 			ec.Buckets = append(ec.Buckets, k.Bucket)
 		}
-	}
-	if err := it.Error(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	return ec, nil

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Table prefixes. The first byte of every key names its table, so one table's
@@ -119,4 +121,45 @@ func uvarintLen(v uint64) int {
 		n++
 	}
 	return n
+}
+
+// scanPrefix calls fn for every key under prefix, in key order, through
+// one iterator (hence one consistent view of them). key and value are only
+// valid during the call. An error from fn stops the scan and is returned.
+func (d *Driver) scanPrefix(prefix []byte, fn func(key, value []byte) error) (err error) {
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := it.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	for valid := it.First(); valid; valid = it.Next() {
+		value, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		if err := fn(it.Key(), value); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// scanNamed is scanPrefix over keys of the shape prefix | name (one
+// length-prefixed component, as shards, actor values and ledger rows
+// are stored), handing fn the decoded name.
+func (d *Driver) scanNamed(prefix []byte, fn func(name string, value []byte) error) error {
+	return d.scanPrefix(prefix, func(key, value []byte) error {
+		name, err := shardIDAfter(key, len(prefix))
+		if err != nil {
+			return fmt.Errorf("key %x: %w", key, err)
+		}
+		if err := fn(name, value); err != nil {
+			return fmt.Errorf("%q: %w", name, err)
+		}
+		return nil
+	})
 }

@@ -93,37 +93,19 @@ func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]
 	return rows, nil
 }
 
-func (d *Driver) readLedger(ns, ledger string) (_ []driver.LedgerRow, err error) {
-	prefix := ledgerPrefix(ns, ledger)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+func (d *Driver) readLedger(ns, ledger string) ([]driver.LedgerRow, error) {
 	rows := []driver.LedgerRow{}
-	for valid := it.First(); valid; valid = it.Next() {
-		actor, err := shardIDAfter(it.Key(), len(prefix)) // same shape: one trailing component
-		if err != nil {
-			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
-		}
-		raw, err := it.ValueAndErr()
-		if err != nil {
-			return nil, fmt.Errorf("actor %q: %w", actor, err)
-		}
+	err := d.scanNamed(ledgerPrefix(ns, ledger), func(actor string, raw []byte) error {
 		c, err := decodeCell(raw)
 		if err != nil {
-			return nil, fmt.Errorf("actor %q: %w", actor, err)
+			return err
 		}
-		if c.Tombstone {
-			continue // never written by this version; skipped like a deleted shard
+		if !c.Tombstone { // never written by this version; skipped like a deleted shard
+			rows = append(rows, driver.LedgerRow{Actor: actor, State: slices.Clone(c.Payload), Timestamp: c.Timestamp})
 		}
-		rows = append(rows, driver.LedgerRow{Actor: actor, State: slices.Clone(c.Payload), Timestamp: c.Timestamp})
-	}
-	if err := it.Error(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	// Length-prefixed keys sort by actor length first.

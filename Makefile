@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO          ?= go
 # Packages of pure logic, run under the race detector (with -short: size-heavy
 # property tests run in the full pass that follows).
-RACE_PKGS   ?= ./crdt/... ./clock/... ./sharded/... ./ledger/... ./driver/embedded/... ./queue/... ./events/... ./cas/... ./actor/... ./internal/sweep/...
+RACE_PKGS   ?= ./crdt/... ./clock/... ./sharded/... ./ledger/... ./driver/embedded/... ./queue/... ./events/... ./cas/... ./actor/... ./internal/sweep/... ./internal/inflight/...
 # Nodes of the dev Cassandra that `make test` starts (1 or 3). Three nodes let
 # the replica-loss tests run; set DEV_NODES=1 for a quicker local loop.
 DEV_NODES   ?= 3

@@ -13,6 +13,7 @@ import (
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/inflight"
 	"github.com/abacusdb/abacus/internal/sweep"
 )
 
@@ -139,9 +140,7 @@ type Engine struct {
 	mu       sync.Mutex
 	counters map[driver.CounterKey]*counterState
 
-	life   sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
+	work inflight.Group // adds and background rollups Close waits for
 
 	sweeper sweep.Sweeper
 }
@@ -259,10 +258,10 @@ func (e *Engine) Add(ctx context.Context, t Target, r Request) (driver.Event, er
 // callers that validate before writing use the pair instead of Add, so
 // the id is made and the checks run once per increment.
 func (e *Engine) Write(ctx context.Context, t Target, ev driver.Event) error {
-	if !e.enter() {
+	if !e.work.Enter() {
 		return fmt.Errorf("%w: %w", ErrNotApplied, driver.ErrClosed)
 	}
-	defer e.wg.Done()
+	defer e.work.Leave()
 	k := t.key()
 	b := t.Options.BucketOf(ev.Time)
 
@@ -549,30 +548,17 @@ func (e *Engine) maybeRollup(t Target) {
 		}
 		e.mu.Unlock()
 	}
-	if !e.enter() {
-		done()
-		return
-	}
-	go func() {
-		defer e.wg.Done()
+	started := e.work.Go(func() {
 		defer done()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if res := e.Rollup(ctx, t); res.Skipped {
 			e.cfg.Logger.Warn("rollup skipped", "namespace", t.Namespace, "counter", t.Counter, "err", res.Err)
 		}
-	}()
-}
-
-// enter registers an operation unless the engine is closed.
-func (e *Engine) enter() bool {
-	e.life.Lock()
-	defer e.life.Unlock()
-	if e.closed {
-		return false
+	})
+	if !started {
+		done()
 	}
-	e.wg.Add(1)
-	return true
 }
 
 // RollupAll rolls up every counter of the events model (of one namespace
@@ -615,16 +601,10 @@ func (e *Engine) Start(interval time.Duration) {
 
 // Close stops the sweeper and waits for writes and background rollups.
 func (e *Engine) Close(ctx context.Context) error {
-	e.life.Lock()
-	e.closed = true
-	e.life.Unlock()
+	e.work.Close()
 	e.sweeper.Stop()
-	done := make(chan struct{})
-	go func() { e.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("events: work still in flight: %w", ctx.Err())
+	if err := e.work.Wait(ctx); err != nil {
+		return fmt.Errorf("events: work still in flight: %w", err)
 	}
+	return nil
 }

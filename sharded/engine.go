@@ -13,6 +13,7 @@ import (
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/inflight"
 	"github.com/abacusdb/abacus/internal/sweep"
 )
 
@@ -155,11 +156,9 @@ func (t Target) key() driver.CounterKey {
 type Engine struct {
 	cfg Config
 
-	// life guards closed; background work registers in wg under its read
-	// lock, so Close never waits while a new writer is being added.
-	life   sync.RWMutex
-	closed bool
-	wg     sync.WaitGroup // running write loops and background collections
+	// work holds the running write loops and background collections, so
+	// Close waits for them and refuses new ones.
+	work inflight.Group
 
 	mu       sync.Mutex
 	mutators map[driver.CounterKey]*list.Element // of *mutator, most recent first
@@ -214,19 +213,7 @@ func (e *Engine) LiveMutators() int {
 
 // goBackground runs fn in a goroutine that Close waits for, unless the
 // engine is closed, in which case it reports false and runs nothing.
-func (e *Engine) goBackground(fn func()) bool {
-	e.life.RLock()
-	defer e.life.RUnlock()
-	if e.closed {
-		return false
-	}
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
-		fn()
-	}()
-	return true
-}
+func (e *Engine) goBackground(fn func()) bool { return e.work.Go(fn) }
 
 // mutatorFor returns the live mutator for t, birthing one if needed. When
 // retired is the current one, it is replaced.
@@ -524,16 +511,10 @@ func (e *Engine) Start(interval time.Duration) {
 // Close stops the sweeper and waits until every in-flight shard write has
 // finished, so updates accepted before Close are persisted or reported.
 func (e *Engine) Close(ctx context.Context) error {
-	e.life.Lock()
-	e.closed = true
-	e.life.Unlock()
+	e.work.Close()
 	e.sweeper.Stop()
-	done := make(chan struct{})
-	go func() { e.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("sharded: writes still in flight: %w", ctx.Err())
+	if err := e.work.Wait(ctx); err != nil {
+		return fmt.Errorf("sharded: writes still in flight: %w", err)
 	}
+	return nil
 }

@@ -323,8 +323,10 @@ func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, er
 		// A native counter cannot tell "never written" from "sums to 0".
 		v.Value, v.Empty = n, n == 0
 	case ModelCAS:
+		// Serial: the read a user sees of a linearizable counter is
+		// linearizable too.
 		cv, err := c.cfg.Driver.ReadCAS(ctx, &driver.ReadCASParams{
-			Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency,
+			Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency, Serial: true,
 		})
 		if err != nil {
 			return nil, wrapDriverError(err)

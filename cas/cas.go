@@ -81,6 +81,9 @@ func Set(ctx context.Context, store driver.CASCounters, t Target, value int64, o
 
 func update(ctx context.Context, store driver.CASCounters, t Target, o Options, next func(int64) (int64, error)) (Result, error) {
 	o = o.withDefaults()
+	// A plain read, not a Paxos one: the compare-and-set checks the value
+	// anyway, so a stale read costs one more round now and then, while a
+	// serial read would cost a Paxos round on every add.
 	cur, err := store.ReadCAS(ctx, &driver.ReadCASParams{
 		Namespace: t.Namespace, Counter: t.Counter, Consistency: t.ReadConsistency,
 	})

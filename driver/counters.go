@@ -92,13 +92,15 @@ type CASValue struct {
 type ReadCASParams struct {
 	Namespace string
 	Counter   string
-	// Consistency of the read. Serial reads (through Paxos) are what a
-	// compare-and-set loop wants; the driver maps Default, Quorum or
-	// stronger to SERIAL and local levels (LocalQuorum, LocalOne) to
-	// LOCAL_SERIAL. One, Two and Three read without Paxos at that level:
-	// cheaper, but the value may be stale and a Paxos round in progress is
-	// not finished first.
+	// Consistency of a plain read (Default: the driver's read level).
 	Consistency Consistency
+	// Serial reads through Paxos (Cassandra SERIAL; LOCAL_SERIAL for
+	// local levels), finishing any round in progress first: a
+	// linearizable read, for a caller that shows the value. It costs a
+	// Paxos round; a compare-and-set loop does not need it, because the
+	// compare-and-set checks the value it read anyway and a stale read
+	// costs one more round only when it is stale.
+	Serial bool
 }
 
 // CompareAndSetCASParams are the parameters of CASCounters.CompareAndSetCAS.

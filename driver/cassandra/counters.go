@@ -237,13 +237,14 @@ func (d *Driver) ReadNative(ctx context.Context, p *driver.ReadNativeParams) (in
 
 // ReadCAS implements driver.CASCounters. The read's level is chosen by
 // casReadLevel; a serial read goes through Paxos, so it sees every set
-// that was applied, and finishes one still in progress first.
+// that was applied, and finishes one still in progress first; a plain
+// read is one ordinary read.
 func (d *Driver) ReadCAS(ctx context.Context, p *driver.ReadCASParams) (driver.CASValue, error) {
 	const op = "read cas"
 	if err := d.begin(ctx, op); err != nil {
 		return driver.CASValue{}, err
 	}
-	cl, err := casReadLevel(p.Consistency)
+	cl, err := casReadLevel(p.Consistency, p.Serial, d.cfg.ReadConsistency)
 	if err != nil {
 		return driver.CASValue{}, fmt.Errorf("cassandra: %s: %w", op, err)
 	}
@@ -262,23 +263,18 @@ func (d *Driver) ReadCAS(ctx context.Context, p *driver.ReadCASParams) (driver.C
 	return cur, nil
 }
 
-// casReadLevel maps a ReadCAS level: Default and the levels that ask for a
-// majority or more read through Paxos (SERIAL), local ones through local
-// Paxos (LOCAL_SERIAL); One, Two and Three are plain reads at that level,
-// for callers that accept a stale value to skip Paxos. Any is passed on
-// and refused by the server, which does not read at ANY.
-func casReadLevel(c driver.Consistency) (gocql.Consistency, error) {
-	switch c {
-	case driver.Default, driver.Quorum, driver.All, driver.EachQuorum:
+// casReadLevel maps a ReadCAS level. A serial read goes through Paxos:
+// SERIAL, or LOCAL_SERIAL for the local levels. A plain read is an
+// ordinary read at the level (Default: the configured read level).
+func casReadLevel(c driver.Consistency, serial bool, configured driver.Consistency) (gocql.Consistency, error) {
+	if serial {
+		switch c {
+		case driver.LocalQuorum, driver.LocalOne:
+			return gocql.LocalSerial, nil
+		}
 		return gocql.Serial, nil
-	case driver.LocalQuorum, driver.LocalOne:
-		return gocql.LocalSerial, nil
 	}
-	g, ok := gocqlConsistency(c)
-	if !ok {
-		return 0, fmt.Errorf("unknown consistency level %v", c)
-	}
-	return g, nil
+	return level(c, configured)
 }
 
 // CompareAndSetCAS implements driver.CASCounters with INSERT ... IF NOT

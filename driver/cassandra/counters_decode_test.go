@@ -209,17 +209,27 @@ func FuzzCASValueFromMap(f *testing.F) {
 
 func TestCASReadLevel(t *testing.T) {
 	t.Parallel()
-	for c, want := range map[driver.Consistency]gocql.Consistency{
+	serial := map[driver.Consistency]gocql.Consistency{
 		driver.Default: gocql.Serial, driver.Quorum: gocql.Serial, driver.All: gocql.Serial,
 		driver.EachQuorum: gocql.Serial, driver.LocalQuorum: gocql.LocalSerial,
-		driver.LocalOne: gocql.LocalSerial, driver.One: gocql.One, driver.Two: gocql.Two,
-		driver.Three: gocql.Three,
-	} {
-		if got, err := casReadLevel(c); err != nil || got != want {
-			t.Errorf("casReadLevel(%v) = %v, %v; want %v", c, got, err, want)
+		driver.LocalOne: gocql.LocalSerial, driver.One: gocql.Serial,
+	}
+	plain := map[driver.Consistency]gocql.Consistency{
+		driver.Default: gocql.LocalQuorum, // the configured level below
+		driver.Quorum:  gocql.Quorum, driver.All: gocql.All, driver.LocalQuorum: gocql.LocalQuorum,
+		driver.One: gocql.One, driver.Two: gocql.Two, driver.Three: gocql.Three,
+	}
+	for _, tc := range []struct {
+		serial bool
+		want   map[driver.Consistency]gocql.Consistency
+	}{{true, serial}, {false, plain}} {
+		for c, want := range tc.want {
+			if got, err := casReadLevel(c, tc.serial, driver.LocalQuorum); err != nil || got != want {
+				t.Errorf("casReadLevel(%v, serial %v) = %v, %v; want %v", c, tc.serial, got, err, want)
+			}
 		}
 	}
-	if _, err := casReadLevel(driver.Consistency(200)); err == nil {
+	if _, err := casReadLevel(driver.Consistency(200), false, driver.Quorum); err == nil {
 		t.Error("casReadLevel accepted an unknown level")
 	}
 }

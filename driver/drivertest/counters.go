@@ -409,10 +409,12 @@ func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
 
 	t.Run("NeverWrittenDoesNotExist", func(t *testing.T) {
 		t.Parallel()
-		for _, cl := range []driver.Consistency{driver.Default, driver.Quorum, driver.LocalQuorum, driver.One} {
-			got, err := c.ReadCAS(ctx(t), &driver.ReadCASParams{Namespace: unique("ns-cas"), Counter: "never", Consistency: cl})
-			if err != nil || got != (driver.CASValue{}) {
-				t.Errorf("ReadCAS at %v of a counter never written = %+v, %v; want Exists false", cl, got, err)
+		for _, serial := range []bool{false, true} {
+			for _, cl := range []driver.Consistency{driver.Default, driver.Quorum, driver.LocalQuorum, driver.One} {
+				got, err := c.ReadCAS(ctx(t), &driver.ReadCASParams{Namespace: unique("ns-cas"), Counter: "never", Consistency: cl, Serial: serial})
+				if err != nil || got != (driver.CASValue{}) {
+					t.Errorf("ReadCAS at %v (serial %v) of a counter never written = %+v, %v; want Exists false", cl, serial, got, err)
+				}
 			}
 		}
 	})
@@ -432,10 +434,12 @@ func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
 		if r := cas(t, c, k, driver.CASValue{Exists: true, Value: -4}, 0); !r.Applied {
 			t.Fatalf("update to 0 = %+v, want applied", r)
 		}
-		for _, cl := range []driver.Consistency{driver.Default, driver.Quorum, driver.All, driver.LocalQuorum, driver.LocalOne, driver.One} {
-			got, err := c.ReadCAS(ctx(t), &driver.ReadCASParams{Namespace: k.Namespace, Counter: k.Counter, Consistency: cl})
-			if err != nil || got != (driver.CASValue{Exists: true, Value: 0}) {
-				t.Errorf("ReadCAS at %v = %+v, %v; want Exists with 0", cl, got, err)
+		for _, serial := range []bool{false, true} {
+			for _, cl := range []driver.Consistency{driver.Default, driver.Quorum, driver.All, driver.LocalQuorum, driver.LocalOne, driver.One} {
+				got, err := c.ReadCAS(ctx(t), &driver.ReadCASParams{Namespace: k.Namespace, Counter: k.Counter, Consistency: cl, Serial: serial})
+				if err != nil || got != (driver.CASValue{Exists: true, Value: 0}) {
+					t.Errorf("ReadCAS at %v (serial %v) = %+v, %v; want Exists with 0", cl, serial, got, err)
+				}
 			}
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -457,5 +458,42 @@ func TestWriteFailures(t *testing.T) {
 		if _, err := e.Add(ctxT(t), tg, Request{Delta: 1}); !errors.Is(err, driver.ErrUnknownOutcome) {
 			t.Fatalf("slow write: %v, want unknown outcome", err)
 		}
+	})
+}
+
+// countingEvents counts marker writes.
+type countingEvents struct {
+	driver.Events
+	marks atomic.Int64
+}
+
+func (c *countingEvents) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketParams) error {
+	c.marks.Add(1)
+	return c.Events.MarkEventBucket(ctx, p)
+}
+
+// The write path is one event write per increment: the bucket marker is
+// written once per process and bucket, not per increment (docs: "one extra
+// marker write per (process, counter, bucket)").
+func TestOneMarkerWritePerBucket(t *testing.T) {
+	t.Parallel()
+	onEachDriver(t, func(t *testing.T, d driver.Events) {
+		h := newHarness(t, d)
+		ce := &countingEvents{Events: d}
+		h.store = ce
+		e := h.engine()
+		tg := h.target("m")
+		for range 20 { // one bucket (1 minute)
+			mustAdd(t, e, tg, Request{Delta: 1})
+		}
+		if n := ce.marks.Load(); n != 1 {
+			t.Fatalf("%d marker writes for 20 increments in one bucket, want 1", n)
+		}
+		h.clk.Advance(time.Minute)
+		mustAdd(t, e, tg, Request{Delta: 1})
+		if n := ce.marks.Load(); n != 2 {
+			t.Fatalf("%d marker writes after moving to a second bucket, want 2", n)
+		}
+		wantValue(t, e, tg, 21)
 	})
 }

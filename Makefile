@@ -10,8 +10,13 @@ RACE_PKGS   ?= ./crdt/... ./clock/... ./sharded/... ./ledger/... ./driver/embedd
 DEV_NODES   ?= 3
 FUZZTIME    ?= 30s
 FAULT_SUITE  = ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 20m -v -run Fault ./systemtest/
-STATICCHECK_VERSION ?= 2026.2.2
-STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
+# staticcheck is pinned by its Go module version (the release 2026.2.2 is
+# module v0.8.2; the module proxy serves only module versions) and installed
+# into .tools/, one directory per version, so a staticcheck already on the
+# machine, of whatever version, is never used in its place.
+STATICCHECK_VERSION ?= v0.8.2
+TOOLS_DIR   ?= $(CURDIR)/.tools
+STATICCHECK ?= $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 .DEFAULT_GOAL := help
 .PHONY: help build test test-faults test-unit lint fuzz bench cassandra-start cassandra-stop clean
@@ -69,7 +74,7 @@ test-faults: ## Run the fault suite (every model under five faults) against a 3-
 lint: ## gofmt, go vet and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	@[ -x "$(STATICCHECK)" ] || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@[ -x "$(STATICCHECK)" ] || GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(STATICCHECK) ./...
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)

@@ -29,7 +29,8 @@ type Cluster struct {
 
 // Faults returns a handle for stopping nodes of the 3-node cluster run by
 // scripts/devcassandra, or skips the test, saying why, unless
-// ABACUS_TEST_CASSANDRA names 127.0.0.1, .2 and .3,
+// ABACUS_TEST_CASSANDRA names the script's three nodes (127.0.0.1, .2 and .3,
+// or PREFIX.1-3 when ABACUS_DEV_IP_PREFIX is set),
 // ABACUS_TEST_CASSANDRA_FAULTS=1, and the script can be found. Call it
 // before doing expensive setup, so a skipped test costs nothing.
 func Faults(t testing.TB) *Cluster {
@@ -42,7 +43,7 @@ func Faults(t testing.TB) *Cluster {
 		t.Skipf("set %s=1 to let this test stop and restart Cassandra nodes (it disturbs other tests using the cluster)", EnvFaults)
 	}
 	for i := 1; i <= 3; i++ {
-		ip := fmt.Sprintf("127.0.0.%d", i)
+		ip := fmt.Sprintf("%s.%d", devIPPrefix(), i)
 		if !slices.ContainsFunc(hosts, func(h string) bool { return h == ip || h == ip+":9042" }) {
 			t.Skipf("%s (%v) does not include %s, so it is not the scripts/devcassandra cluster", EnvHosts, hosts, ip)
 		}
@@ -52,6 +53,15 @@ func Faults(t testing.TB) *Cluster {
 		t.Skipf("cannot control the cluster's nodes: %v", err)
 	}
 	return &Cluster{t: t, script: script}
+}
+
+// devIPPrefix is the address prefix of scripts/devcassandra's nodes: node I
+// listens on PREFIX.I.
+func devIPPrefix() string {
+	if p := os.Getenv("ABACUS_DEV_IP_PREFIX"); p != "" {
+		return p
+	}
+	return "127.0.0"
 }
 
 // StopNode is Faults(t).StopNode(i): it skips the test unless fault tests

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,10 @@ type Driver struct {
 	session *gocql.Session
 	log     *slog.Logger
 	q       statements
+
+	// anchored remembers the queue shards (queueShard) whose anchor row
+	// this process has written; see AcquireLease.
+	anchored sync.Map
 
 	closed atomic.Bool
 }

@@ -753,6 +753,19 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 	if err != nil {
 		return res, fmt.Errorf("cassandra: %s: %w", op, err)
 	}
+	// ReadShard finds the lease through the anchor row, so the row must
+	// exist before the lease does. Cassandra 2.1.0 refuses the compare-and-
+	// set on a partition without a static cell, which used to force the
+	// anchor in below; 3.0 and later apply it, and a lease taken on a fresh
+	// shard would then be invisible to ReadShard. The anchor is permanent, so
+	// one plain write per shard and process is enough.
+	key := queueShard{p.Queue, p.Shard}
+	if _, ok := d.anchored.Load(key); !ok {
+		if err := d.writeAnchor(ctx, p.Queue, p.Shard); err != nil {
+			return res, fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, err)
+		}
+		d.anchored.Store(key, struct{}{})
+	}
 	for attempt := 0; ; attempt++ {
 		applied, holder, hasStatic, err := d.cas(ctx, d.q.queue.acquire, ttl, p.Holder, p.Since, p.Queue, p.Shard)
 		if err != nil {
@@ -762,16 +775,29 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 			return driver.LeaseResult{Held: applied, Holder: holder}, nil
 		}
 		// Not applied, and no current lock value came back: Cassandra
-		// 2.1.0 does this for a partition without a static cell. Write the
-		// anchor (a plain, idempotent write) and ask again, once.
-		cl, err := level(driver.Default, d.cfg.WriteConsistency)
-		if err == nil {
-			err = d.session.Query(d.q.queue.anchor, p.Queue, p.Shard, anchorDue, [16]byte(anchorID)).Consistency(cl).ExecContext(ctx)
-		}
-		if err != nil {
-			return res, fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, mapError(opWrite, err))
+		// 2.1.0 does this for a partition without a static cell, which an
+		// anchor written by another process and since lost to a replica
+		// down at the time can still leave. Anchor again and ask once more.
+		if err := d.writeAnchor(ctx, p.Queue, p.Shard); err != nil {
+			return res, fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, err)
 		}
 	}
+}
+
+// queueShard names one shard partition of a queue.
+type queueShard struct {
+	queue string
+	shard int
+}
+
+// writeAnchor writes shard's anchor row, a plain idempotent write.
+func (d *Driver) writeAnchor(ctx context.Context, queue string, shard int) error {
+	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	if err != nil {
+		return err
+	}
+	err = d.session.Query(d.q.queue.anchor, queue, shard, anchorDue, [16]byte(anchorID)).Consistency(cl).ExecContext(ctx)
+	return mapError(opWrite, err)
 }
 
 // RenewLease extends the lease with ... IF lock = <holder>.

@@ -121,22 +121,31 @@ func exerciseActors(t *testing.T, d driver.Driver, open Opener) {
 	// Cassandra breaks a tie by comparing the encoded bigints as signed
 	// bytes (driver.Actors), so the winner is the numerically greater value
 	// only for some pairs. Each pair is written in both orders.
-	t.Run("EqualVersionsSettleAsCassandra", func(t *testing.T) {
+	// Two values at one version are a caller's mistake, but replicas must
+	// still agree on one of them, whatever order the writes arrive in.
+	// Which one is the store's rule: Cassandra 2.x keeps the larger value as
+	// signed bytes, 3.0 and later as unsigned bytes (the embedded store
+	// follows 2.x; see its own test), so the contract is only that the
+	// winner is one of the two and does not depend on the order.
+	t.Run("EqualVersionsSettleOrderFree", func(t *testing.T) {
 		t.Parallel()
 		ns := unique("ns-actor-tie")
-		for i, tc := range []struct{ x, y, want int64 }{
-			{1000, 1500, 1500}, // first differing byte 0x03 < 0x05
-			{-5, -3, -3},       // 0xfb < 0xfd, both negative as signed bytes
-			{127, 128, 127},    // 0x7f > 0x80 (-128)
-			{100, 200, 100},    // 0x64 > 0xc8 (-56)
-			{-1, 1, 1},         // 0xff (-1) < 0x00
-			{math.MinInt64, 0, 0},
+		for i, tc := range [][2]int64{
+			{1000, 1500}, {-5, -3}, {127, 128}, {100, 200}, {-1, 1}, {math.MinInt64, 0},
 		} {
-			for j, pair := range [][2]int64{{tc.x, tc.y}, {tc.y, tc.x}} {
+			var winners [2]int64
+			for j, pair := range [][2]int64{{tc[0], tc[1]}, {tc[1], tc[0]}} {
 				k := driver.CounterKey{Namespace: ns, Counter: fmt.Sprint("c", i, "-", j)}
 				setActor(t, a, k, "p", pair[0], 9)
 				setActor(t, a, k, "p", pair[1], 9)
-				wantActors(t, a, k, driver.ActorValue{Actor: "p", Value: tc.want, Version: 9})
+				got, err := a.ReadActorValues(ctx(t), &driver.ReadActorValuesParams{Namespace: k.Namespace, Counter: k.Counter})
+				if err != nil || len(got) != 1 || got[0].Actor != "p" || got[0].Version != 9 {
+					t.Fatalf("ReadActorValues(%v) = %+v, %v; want one value of p at version 9", k, got, err)
+				}
+				winners[j] = got[0].Value
+			}
+			if winners[0] != winners[1] || (winners[0] != tc[0] && winners[0] != tc[1]) {
+				t.Errorf("a tie of %d and %d settled on %d in one order and %d in the other; want the same one of the two", tc[0], tc[1], winners[0], winners[1])
 			}
 		}
 	})

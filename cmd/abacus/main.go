@@ -142,7 +142,7 @@ ABACUS_READ_CONSISTENCY); a flag on the command line wins.`,
 	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit for each request to the server")
 	pf.IntVar(&a.g.retries, "retries", 0, "retry an update this many times after a network error or unknown outcome, with the same request id")
 
-	root.AddCommand(a.versionCmd(), a.serveCmd(), a.counterCmd(), a.ledgerCmd(), a.namespaceCmd(), a.gcCmd(), a.queueCmd(), newBenchCmd())
+	root.AddCommand(a.versionCmd(), a.serveCmd(), a.migrateCmd(), a.counterCmd(), a.ledgerCmd(), a.namespaceCmd(), a.gcCmd(), a.queueCmd(), newBenchCmd())
 	return root
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/abacusdb/abacus/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 type serveFlags struct {
@@ -39,6 +40,7 @@ type serveFlags struct {
 	tlsCA           string
 	tlsCert         string
 	tlsKey          string
+	schema          string
 	gcInterval      time.Duration
 	logFormat       string
 	logLevel        string
@@ -81,18 +83,7 @@ ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
 	fl.StringVar(&f.addr, "addr", server.DefaultAddr, "address to listen on (the API has no authentication: keep it on a trusted network)")
 	fl.StringVar(&f.data, "data", "./abacus-data", "data directory of the embedded store")
 	fl.BoolVar(&f.noSync, "no-sync", false, "embedded store: acknowledge updates before they are fsynced (survives a process crash, not a machine crash)")
-	fl.StringVar(&f.cassandra, "cassandra", "", "comma-separated Cassandra contact points (host or host:port); uses Cassandra instead of the embedded store")
-	fl.StringVar(&f.keyspace, "keyspace", cassandra.DefaultKeyspace, "Cassandra keyspace")
-	fl.IntVar(&f.rf, "replication-factor", cassandra.DefaultReplicationFactor, "replication factor of the keyspace when it is created (SimpleStrategy)")
-	fl.IntVar(&f.protocol, "protocol-version", 0, "Cassandra native protocol version (3, 4 or 5); 0 negotiates, pinning it saves round trips on old clusters")
-	fl.StringVar(&f.readCL, "read-consistency", "QUORUM", "Cassandra consistency of reads for namespaces that use DEFAULT")
-	fl.StringVar(&f.writeCL, "write-consistency", "QUORUM", "Cassandra consistency of writes for namespaces that use DEFAULT")
-	fl.StringVar(&f.username, "username", "", "Cassandra user name")
-	fl.StringVar(&f.password, "password", "", "Cassandra password (prefer $ABACUS_PASSWORD: flags show in process lists)")
-	fl.BoolVar(&f.tls, "tls", false, "connect to Cassandra over TLS, trusting the system's CAs")
-	fl.StringVar(&f.tlsCA, "tls-ca", "", "PEM file of CA certificates for Cassandra TLS (implies --tls)")
-	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM client certificate for Cassandra TLS (implies --tls; needs --tls-key)")
-	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM key of --tls-cert")
+	addCassandraFlags(fl, &f)
 	fl.DurationVar(&f.gcInterval, "gc-interval", 10*time.Minute, "how often to garbage-collect every counter; 0 or negative disables it")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -107,6 +98,24 @@ ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
 	_ = fl.MarkHidden("clock-offset")
 	fl.StringVar(&f.ledgerActorID, "ledger-actor-id", "", "prefix of this server's ledger actor ids (default: random at every start); never give two servers, or two runs, the same one")
 	return cmd
+}
+
+// addCassandraFlags declares the flags that say how to reach Cassandra,
+// shared by serve and migrate.
+func addCassandraFlags(fl *pflag.FlagSet, f *serveFlags) {
+	fl.StringVar(&f.cassandra, "cassandra", "", "comma-separated Cassandra contact points (host or host:port); uses Cassandra instead of the embedded store")
+	fl.StringVar(&f.keyspace, "keyspace", cassandra.DefaultKeyspace, "Cassandra keyspace")
+	fl.IntVar(&f.rf, "replication-factor", cassandra.DefaultReplicationFactor, "replication factor of the keyspace when it is created (SimpleStrategy)")
+	fl.IntVar(&f.protocol, "protocol-version", 0, "Cassandra native protocol version (3, 4 or 5); 0 negotiates, pinning it saves round trips on old clusters")
+	fl.StringVar(&f.readCL, "read-consistency", "QUORUM", "Cassandra consistency of reads for namespaces that use DEFAULT")
+	fl.StringVar(&f.writeCL, "write-consistency", "QUORUM", "Cassandra consistency of writes for namespaces that use DEFAULT")
+	fl.StringVar(&f.username, "username", "", "Cassandra user name")
+	fl.StringVar(&f.password, "password", "", "Cassandra password (prefer $ABACUS_PASSWORD: flags show in process lists)")
+	fl.BoolVar(&f.tls, "tls", false, "connect to Cassandra over TLS, trusting the system's CAs")
+	fl.StringVar(&f.tlsCA, "tls-ca", "", "PEM file of CA certificates for Cassandra TLS (implies --tls)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM client certificate for Cassandra TLS (implies --tls; needs --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM key of --tls-cert")
+	fl.StringVar(&f.schema, "schema", "create", "create: create the keyspace and tables when missing (one server at a time, under a lock in the keyspace); existing: never change the schema, fail if a table is missing (run 'abacus migrate' first)")
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, slog.Level, error) {
@@ -223,6 +232,21 @@ func (a *app) openStore(ctx context.Context, f serveFlags, log, storeLog *slog.L
 		return d, nil
 	}
 
+	cfg, err := cassandraConfig(f, storeLog)
+	if err != nil {
+		return nil, err
+	}
+	d, err := openCassandra(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	caps := d.Capabilities()
+	log.Info("cassandra store open", "hosts", cfg.Hosts, "keyspace", f.keyspace, "release", caps.Version.String())
+	return d, nil
+}
+
+// cassandraConfig builds the driver's configuration from the flags.
+func cassandraConfig(f serveFlags, storeLog *slog.Logger) (cassandra.Config, error) {
 	var hosts []string
 	for _, h := range strings.Split(f.cassandra, ",") {
 		if h = strings.TrimSpace(h); h != "" {
@@ -230,21 +254,21 @@ func (a *app) openStore(ctx context.Context, f serveFlags, log, storeLog *slog.L
 		}
 	}
 	if len(hosts) == 0 {
-		return nil, usagef("--cassandra %q lists no hosts", f.cassandra)
+		return cassandra.Config{}, usagef("--cassandra %q lists no hosts", f.cassandra)
 	}
 	readCL, err := driver.ParseConsistency(f.readCL)
 	if err != nil {
-		return nil, usagef("--read-consistency: %v", err)
+		return cassandra.Config{}, usagef("--read-consistency: %v", err)
 	}
 	writeCL, err := driver.ParseConsistency(f.writeCL)
 	if err != nil {
-		return nil, usagef("--write-consistency: %v", err)
+		return cassandra.Config{}, usagef("--write-consistency: %v", err)
 	}
 	if f.rf < 1 {
-		return nil, usagef("--replication-factor must be at least 1")
+		return cassandra.Config{}, usagef("--replication-factor must be at least 1")
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
-		return nil, usagef("--tls-cert and --tls-key go together")
+		return cassandra.Config{}, usagef("--tls-cert and --tls-key go together")
 	}
 	cfg := cassandra.Config{
 		Hosts:            hosts,
@@ -260,15 +284,34 @@ func (a *app) openStore(ctx context.Context, f serveFlags, log, storeLog *slog.L
 	if f.tls || f.tlsCA != "" || f.tlsCert != "" {
 		cfg.TLS = &cassandra.TLSConfig{CAFile: f.tlsCA, CertFile: f.tlsCert, KeyFile: f.tlsKey}
 	}
-	openCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	switch f.schema {
+	case "create":
+		cfg.Schema = cassandra.SchemaCreate
+	case "existing":
+		cfg.Schema = cassandra.SchemaExisting
+	default:
+		return cassandra.Config{}, usagef("--schema %q: want create or existing", f.schema)
+	}
+	return cfg, nil
+}
+
+// openTimeout bounds opening Cassandra: connecting, and, on a fresh
+// keyspace, waiting for the schema lock and creating some twenty tables,
+// each awaited on every node (seconds apiece on a busy 2.1 cluster).
+const openTimeout = 3 * time.Minute
+
+// openCassandra opens the driver. The driver's errors say what failed
+// (connecting, the lock, schema agreement, and on which nodes); only a
+// plain deadline is put in words here.
+func openCassandra(ctx context.Context, cfg cassandra.Config) (*cassandra.Driver, error) {
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	d, err := cassandra.Open(openCtx, cfg)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("cassandra at %s did not answer within a minute: %w", f.cassandra, err)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return nil, fmt.Errorf("opening cassandra at %s took longer than %v: %w", strings.Join(cfg.Hosts, ","), openTimeout, err)
 		}
 		return nil, err
 	}
-	log.Info("cassandra store open", "hosts", hosts, "keyspace", f.keyspace)
 	return d, nil
 }

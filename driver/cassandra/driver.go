@@ -28,6 +28,9 @@ type Driver struct {
 	// this process has written; see AcquireLease.
 	anchored sync.Map
 
+	caps       Capabilities
+	lockHolder string // this process in schema_lock, while creating the schema
+
 	closed atomic.Bool
 }
 
@@ -49,6 +52,10 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 		return nil, fmt.Errorf("cassandra: connecting to %v: %w", cfg.Hosts, err)
 	}
 	d := &Driver{cfg: cfg, session: session, log: cfg.Logger, q: newStatements(cfg.Keyspace)}
+	if d.caps, err = readCapabilities(ctx, session); err != nil {
+		session.Close()
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
 	if err := d.prepareSchema(ctx); err != nil {
 		session.Close()
 		return nil, err
@@ -167,6 +174,10 @@ func (d *Driver) Name() string { return "cassandra" }
 // against native counters on identical session settings. Closing the driver
 // closes it.
 func (d *Driver) Session() *gocql.Session { return d.session }
+
+// Capabilities returns what the cluster's release allows beyond the CQL of
+// Cassandra 2.1, as read when the driver opened.
+func (d *Driver) Capabilities() Capabilities { return d.caps }
 
 // Keyspace returns the keyspace holding the driver's tables.
 func (d *Driver) Keyspace() string { return d.cfg.Keyspace }

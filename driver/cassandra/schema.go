@@ -3,7 +3,6 @@ package cassandra
 import (
 	"context"
 	"fmt"
-	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
@@ -137,10 +136,8 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 		return fmt.Errorf("cassandra: keyspace %s: %w: %w (create it with the statements of Schema, or use SchemaCreate)",
 			d.cfg.Keyspace, errNoSchema, err)
 	}
-	for _, stmt := range schemaStatements(d.cfg) {
-		if err := d.ddl(ctx, stmt); err != nil {
-			return fmt.Errorf("cassandra: creating schema: %w", err)
-		}
+	if err := d.createSchema(ctx); err != nil {
+		return fmt.Errorf("cassandra: creating the schema of keyspace %s: %w", d.cfg.Keyspace, err)
 	}
 	if err := d.probe(ctx); err != nil {
 		return fmt.Errorf("cassandra: keyspace %s: %w after creating it: %w", d.cfg.Keyspace, errNoSchema, err)
@@ -161,38 +158,6 @@ func (d *Driver) probe(ctx context.Context) error {
 		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// ddl runs one schema statement and waits until every live node has the new
-// schema: a statement sent to another coordinator before it has seen the
-// keyspace would fail, and so would the first queries against the tables.
-// Schema changes on Cassandra are slow (each flushes the schema tables), so
-// a timed-out statement is sent again; IF NOT EXISTS makes that harmless.
-func (d *Driver) ddl(ctx context.Context, stmt string) error {
-	const attempts = 4
-	var err error
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			d.log.Warn("cassandra: schema statement timed out; retrying", "attempt", i+1, "err", err)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(i) * time.Second):
-			}
-		}
-		// The level plays no part in schema changes.
-		err = d.session.Query(stmt).Consistency(gocql.One).ExecContext(ctx)
-		if err == nil || !isTimeout(err) || ctx.Err() != nil {
-			break
-		}
-	}
-	if err != nil {
-		return err
-	}
-	if err := d.session.AwaitSchemaAgreement(ctx); err != nil {
-		return fmt.Errorf("waiting for schema agreement: %w", err)
 	}
 	return nil
 }

@@ -8,6 +8,14 @@ RACE_PKGS   ?= ./crdt/... ./clock/... ./sharded/... ./ledger/... ./driver/embedd
 # Nodes of the dev Cassandra that `make test` starts (1 or 3). Three nodes let
 # the replica-loss tests run; set DEV_NODES=1 for a quicker local loop.
 DEV_NODES   ?= 3
+# The Cassandra release the whole suite runs on (on DEV_NODES nodes), and
+# the older ones whose driver conformance and end-to-end smoke tests run on
+# a single node each (`make test-compat`). README.md has the table.
+CASSANDRA_VERSION ?= 5.0
+COMPAT_VERSIONS   ?= 2.1 3.11 4.1
+# The compat nodes live beside the main cluster: own directory, 127.0.1.1.
+COMPAT_ENV   = ABACUS_DEV_DIR=/tmp/abacus-devcassandra-compat ABACUS_DEV_IP_PREFIX=127.0.1
+COMPAT_SMOKE = TestServeInProcess|TestServeSurvivesKill9|TestTenServersOneCassandra|TestServersStartTogetherOnFreshKeyspace|TestRetryStormEventsVsNative
 FUZZTIME    ?= 30s
 FAULT_SUITE  = ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 20m -v -run Fault ./systemtest/
 # staticcheck is pinned by its Go module version (the release 2026.2.2 is
@@ -19,7 +27,7 @@ TOOLS_DIR   ?= $(CURDIR)/.tools
 STATICCHECK ?= $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-faults test-unit lint fuzz bench cassandra-start cassandra-stop clean
+.PHONY: help build test test-main test-compat test-faults test-unit lint fuzz bench cassandra-start cassandra-stop clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,15 +39,23 @@ test-unit: ## Run every test that needs no Cassandra (Cassandra tests skip and s
 	$(GO) test -race -short -count=1 $(RACE_PKGS)
 	$(GO) test -count=1 ./...
 
-# The full suite: starts a dev Cassandra (unless ABACUS_TEST_CASSANDRA already
-# points at one), runs the race-enabled unit packages, then every package with
-# the Cassandra tests enabled, and stops the cluster it started.
-test: ## Run the whole suite against the embedded store and a real Cassandra
+# The full suite. Unless ABACUS_TEST_CASSANDRA already points at a cluster,
+# it first runs the compat phase (test-compat: each older release on one
+# node), then starts a DEV_NODES-node cluster of CASSANDRA_VERSION and runs
+# the race-enabled unit packages, every package with the Cassandra tests
+# enabled, the node-loss tests and the fault suite, and stops the cluster.
+test: ## Run the whole suite: older Cassandra releases, then everything on the newest
+	@if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then $(MAKE) --no-print-directory test-compat; \
+	else echo "== compat phase skipped: ABACUS_TEST_CASSANDRA points at a cluster of its own"; fi
+	@$(MAKE) --no-print-directory test-main
+
+test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 	@set -euo pipefail; \
 	if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then \
 		trap 'scripts/devcassandra clean' EXIT; \
 		scripts/devcassandra clean; \
-		scripts/devcassandra start $(DEV_NODES); \
+		echo "== Cassandra $(CASSANDRA_VERSION), $(DEV_NODES) node(s): the whole suite"; \
+		scripts/devcassandra start $(DEV_NODES) --version $(CASSANDRA_VERSION); \
 		export $$(scripts/devcassandra env); \
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
@@ -54,6 +70,22 @@ test: ## Run the whole suite against the embedded store and a real Cassandra
 		echo "== node-loss tests and fault suite skipped: they need the 3-node cluster (DEV_NODES=3)"; \
 	fi
 
+# One node of each older release, one after another, on 127.0.1.1: the
+# driver's whole package (conformance suite, integration tests, concurrent
+# schema creation) and the end-to-end smoke tests of real `abacus serve`
+# processes.
+test-compat: ## Conformance and end-to-end smoke tests on one node of each of COMPAT_VERSIONS
+	@set -euo pipefail; \
+	trap '$(COMPAT_ENV) scripts/devcassandra clean >/dev/null 2>&1 || true' EXIT; \
+	for v in $(COMPAT_VERSIONS); do \
+		echo "== Cassandra $$v, 1 node: driver conformance and end-to-end smoke tests"; \
+		$(COMPAT_ENV) scripts/devcassandra clean; \
+		$(COMPAT_ENV) scripts/devcassandra start 1 --version $$v; \
+		hosts=$$($(COMPAT_ENV) scripts/devcassandra env); \
+		env $$hosts $(GO) test -count=1 -timeout 10m ./driver/cassandra/; \
+		env $$hosts $(GO) test -count=1 -timeout 10m -run '$(COMPAT_SMOKE)' ./cmd/abacus/ ./systemtest/; \
+	done
+
 # The fault suite (docs/faults.md): real servers and the 3-node cluster under
 # client timeouts, SIGKILL, a stopped Cassandra node, racing GC and clock skew,
 # one checker over every model. Serial, since it stops and restarts nodes; -v
@@ -65,7 +97,7 @@ test-faults: ## Run the fault suite (every model under five faults) against a 3-
 	if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then \
 		trap 'scripts/devcassandra clean' EXIT; \
 		scripts/devcassandra clean; \
-		scripts/devcassandra start 3; \
+		scripts/devcassandra start 3 --version $(CASSANDRA_VERSION); \
 		export $$(scripts/devcassandra env); \
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
@@ -87,8 +119,8 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 bench: ## Run the Go benchmarks (Cassandra ones need ABACUS_TEST_CASSANDRA)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-cassandra-start: ## Start the dev Cassandra (DEV_NODES nodes)
-	scripts/devcassandra start $(DEV_NODES)
+cassandra-start: ## Start the dev Cassandra (DEV_NODES nodes of CASSANDRA_VERSION)
+	scripts/devcassandra start $(DEV_NODES) --version $(CASSANDRA_VERSION)
 
 cassandra-stop: ## Stop the dev Cassandra (keeps its data; `scripts/devcassandra clean` removes it)
 	scripts/devcassandra stop

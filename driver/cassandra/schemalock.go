@@ -106,6 +106,10 @@ func (d *Driver) createSchema(ctx context.Context) error {
 	return nil
 }
 
+// lockless reports whether this process creates the schema without the
+// lock (see takeSchemaLock).
+func (d *Driver) lockless() bool { return d.lockHolder == "" }
+
 // schemaHolder names this process in the lock, for the messages of those
 // who wait.
 func schemaHolder() string {
@@ -128,6 +132,17 @@ func (d *Driver) takeSchemaLock(ctx context.Context) (release func(), done bool,
 		applied, err := d.session.Query(take, d.lockHolder, time.Now(), ttl).
 			Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).
 			MapScanCASContext(ctx, existing)
+		var unavailable *gocql.RequestErrUnavailable
+		if errors.As(err, &unavailable) {
+			// The lock is a Paxos round on the keyspace's replicas, and a
+			// quorum of them is not alive (or the replication factor exceeds
+			// the cluster). Without the lock, creating the schema is what it
+			// was before there was one: safe when one process does it.
+			d.log.Warn("cassandra: the schema lock needs a quorum of the keyspace's replicas, which is not available; creating the schema without it (start one server at a time, or run abacus migrate first)",
+				"keyspace", ks, "err", err)
+			d.lockHolder = ""
+			return func() {}, false, nil
+		}
 		if err != nil {
 			return nil, false, fmt.Errorf("taking the schema lock in %s.schema_lock: %w", ks, err)
 		}
@@ -158,6 +173,9 @@ func (d *Driver) takeSchemaLock(ctx context.Context) (release func(), done bool,
 // renewSchemaLock extends the lock, failing if it is no longer ours: after
 // a pause longer than the TTL another process may be writing the schema.
 func (d *Driver) renewSchemaLock(ctx context.Context) error {
+	if d.lockless() {
+		return nil
+	}
 	renew := "UPDATE " + d.cfg.Keyspace + ".schema_lock USING TTL ? SET holder = ?, since = ? WHERE name = 'schema' IF holder = ?"
 	existing := map[string]any{}
 	applied, err := d.session.Query(renew, int(schemaLockTTL/time.Second), d.lockHolder, time.Now(), d.lockHolder).

@@ -41,6 +41,10 @@ var (
 	// ErrRequestConflict means a RequestID was reused for a different update.
 	ErrRequestConflict = sharded.ErrRequestConflict
 
+	// ErrVersionConflict means an actor set carries a version already
+	// stored with a different value. Nothing was changed.
+	ErrVersionConflict = errors.New("version conflict")
+
 	// ErrWrongModel means the operation does not fit the namespace's model
 	// (a set on an events namespace, a clear of a native counter, an
 	// increment of an actor counter). Nothing was changed.

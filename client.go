@@ -303,7 +303,8 @@ func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, er
 		if err != nil {
 			return nil, wrapDriverError(err)
 		}
-		v.Value, v.Empty, v.Shards = r.State.Value(), r.State.Empty(), r.Shards
+		v.Empty, v.Shards = r.Empty, r.Shards
+		v.setTotal(r.Total)
 	case ModelEvents:
 		r, err := c.events.Read(ctx, c.eventsTarget(ns, counter))
 		if err != nil {

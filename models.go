@@ -92,13 +92,13 @@ func modelError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, actor.ErrVersionConflict):
-		return fmt.Errorf("%w: %w", ErrVersionConflict, err)
+		return tag(ErrVersionConflict, err)
 	case errors.Is(err, events.ErrInvalid), errors.Is(err, actor.ErrInvalid):
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return tag(ErrInvalid, err)
 	case errors.Is(err, events.ErrNotApplied), errors.Is(err, cas.ErrContention), errors.Is(err, cas.ErrNotApplied):
-		return fmt.Errorf("%w: %w", ErrNotApplied, err)
+		return tag(ErrNotApplied, err)
 	case errors.Is(err, cas.ErrOverflow), errors.Is(err, actor.ErrOverflow), errors.Is(err, driver.ErrOverflow):
-		return fmt.Errorf("%w: %w", ErrOverflow, err)
+		return tag(ErrOverflow, err)
 	}
 	return wrapDriverError(err)
 }

@@ -45,6 +45,16 @@ func Validate(actor string, version int64) error {
 	return nil
 }
 
+// detailed is a sentinel error whose message is the detail alone, which
+// already says what the sentinel would.
+type detailed struct {
+	sentinel error
+	msg      string
+}
+
+func (d *detailed) Error() string { return d.msg }
+func (d *detailed) Unwrap() error { return d.sentinel }
+
 // Sum adds every actor's latest value. Sets from different servers are
 // blind writes that no one server can refuse exactly, so the sum is exact
 // whatever they add up to.
@@ -72,14 +82,14 @@ func Check(vals []driver.ActorValue, actor string, version, value int64) error {
 		}
 		switch {
 		case v.Version == version && v.Value != value:
-			return fmt.Errorf("%w: actor %q has value %d at version %d, not %d; set a new value at a higher version", ErrVersionConflict, actor, v.Value, version, value)
+			return &detailed{ErrVersionConflict, fmt.Sprintf("actor %q has value %d at version %d, not %d; set a new value at a higher version", actor, v.Value, version, value)}
 		case v.Version >= version:
 			return nil // already stored, or superseded: the set is a no-op
 		}
 	}
 	rest.Add(value)
 	if _, ok := rest.Int64(); !ok {
-		return fmt.Errorf("%w: with %q at %d the sum would be %s", ErrOverflow, actor, value, rest)
+		return &detailed{ErrOverflow, fmt.Sprintf("with %q at %d the actors' values would sum to %s, outside the int64 range", actor, value, rest)}
 	}
 	return nil
 }

@@ -216,7 +216,7 @@ func (e *Engine) Event(t Target, r Request) (driver.Event, error) {
 	if r.Time.IsZero() {
 		at, ok := IDTime(r.ID)
 		if !ok {
-			return driver.Event{}, fmt.Errorf("%w: request id %q is not a version 7 UUID, so it does not fix the event time; send the event time with it", ErrInvalid, r.ID)
+			return driver.Event{}, fmt.Errorf("%w: request id %q is not a version 7 UUID, so it does not fix the event time; send a time with it", ErrInvalid, r.ID)
 		}
 		r.Time = at
 	}

@@ -77,7 +77,29 @@ func (c *contract) exchange(t *testing.T, e *testEnv, method, path, body string)
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Errorf("%s %s %s: the response %d %s does not match the spec: %v", method, path, body, r.status, r.body, err)
 	}
+	if r.status >= 400 {
+		if phrase := repeated(r.apiError().Message); phrase != "" {
+			t.Errorf("%s %s %s: the message %q says %q twice", method, path, body, r.apiError().Message, phrase)
+		}
+	}
 	return specErr, r
+}
+
+// repeated returns the first three-word phrase that occurs twice in msg
+// (ignoring case and punctuation), or "".
+func repeated(msg string) string {
+	words := strings.FieldsFunc(strings.ToLower(msg), func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '_')
+	})
+	seen := map[string]bool{}
+	for i := 0; i+3 <= len(words); i++ {
+		p := strings.Join(words[i:i+3], " ")
+		if seen[p] {
+			return p
+		}
+		seen[p] = true
+	}
+	return ""
 }
 
 // operation is one write endpoint with a body the spec and the server both

@@ -57,11 +57,12 @@ func PlanFold(set *driver.ShardSet, cutoff int64) (*FoldPlan, error) {
 		if tally == nil {
 			tally = st
 		} else if err := tally.Merge(st); err != nil {
-			if errors.Is(err, crdt.ErrOverflow) && len(plan.Delete) > 0 {
-				// A tally holds one state; the shards from here on stay
-				// unfolded (reads add them exactly, see SumTotal), and
-				// stopping at the same shard keeps racing plans identical.
-				break
+			if errors.Is(err, crdt.ErrOverflow) {
+				// A tally holds one state: this shard stays unfolded (reads
+				// add it exactly, see SumTotal) until shards folded later
+				// make room. Merge left the tally as it was, and skipping
+				// by the same rule keeps racing plans identical.
+				continue
 			}
 			return nil, fmt.Errorf("merge shard %s: %w", s.ID, err)
 		}
@@ -69,6 +70,9 @@ func PlanFold(set *driver.ShardSet, cutoff int64) (*FoldPlan, error) {
 		// highest expires_at shadows every write, late ones included.
 		ts = max(ts, s.ExpiresAt)
 		plan.Delete = append(plan.Delete, s.ID)
+	}
+	if len(plan.Delete) == 0 {
+		return nil, fmt.Errorf("%w: no final shard fits into the tally (%d shards wait)", crdt.ErrOverflow, len(final))
 	}
 	plan.Tally = tally
 	plan.Timestamp = ts + 1

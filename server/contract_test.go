@@ -46,9 +46,9 @@ func loadContract(t *testing.T) *contract {
 }
 
 // exchange sends one request to the server and checks both sides against
-// the contract. It returns the spec's verdict on the request (nil: valid)
-// and the response.
-func (c *contract) exchange(t *testing.T, e *testEnv, method, path, body string) (specErr error, r response) {
+// the contract. It returns the response and the spec's verdict on the
+// request (nil: valid).
+func (c *contract) exchange(t *testing.T, e *testEnv, method, path, body string) (r response, specErr error) {
 	t.Helper()
 	req, err := http.NewRequest(method, e.ts.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -82,7 +82,7 @@ func (c *contract) exchange(t *testing.T, e *testEnv, method, path, body string)
 			t.Errorf("%s %s %s: the message %q says %q twice", method, path, body, r.apiError().Message, phrase)
 		}
 	}
-	return specErr, r
+	return r, specErr
 }
 
 // repeated returns the first three-word phrase that occurs twice in msg
@@ -182,7 +182,7 @@ func TestServerEnforcesTheContract(t *testing.T) {
 			t.Fatalf("%s %s: %v", op.method, op.path(n), err)
 		}
 		schema := route.Operation.RequestBody.Value.Content.Get("application/json").Schema.Value
-		specErr, r := c.exchange(t, e, op.method, op.path(n), mustMarshal(t, base))
+		r, specErr := c.exchange(t, e, op.method, op.path(n), mustMarshal(t, base))
 		if specErr != nil || r.status >= 300 {
 			t.Fatalf("%s %s: the base request is not valid: spec %v, server %d %s", op.method, op.path(n), specErr, r.status, r.body)
 		}
@@ -191,7 +191,7 @@ func TestServerEnforcesTheContract(t *testing.T) {
 			body := op.body(n)
 			m.apply(body)
 			raw := mustMarshal(t, body)
-			specErr, r := c.exchange(t, e, op.method, op.path(n), raw)
+			r, specErr := c.exchange(t, e, op.method, op.path(n), raw)
 			var code struct{ Code string }
 			_ = json.Unmarshal(r.body, &code)
 			switch {
@@ -376,7 +376,7 @@ func TestServerEnforcesPathContract(t *testing.T) {
 		"/v1/namespaces/default/counters/" + long + "/updates",
 		"/v1/namespaces/" + long + "/counters/c/updates",
 	} {
-		specErr, r := c.exchange(t, e, "POST", path, `{"delta":1}`)
+		r, specErr := c.exchange(t, e, "POST", path, `{"delta":1}`)
 		if specErr == nil || r.status != 400 {
 			t.Errorf("POST %s: spec %v, server %d %s; want both to refuse", path, specErr, r.status, r.body)
 		}

@@ -134,3 +134,20 @@ func TestActorVersionReuseFromTheCommandLine(t *testing.T) {
 		t.Fatalf("after the refused set: %+v", r)
 	}
 }
+
+// An events counter past the int64 edge prints its exact sum, not the
+// saturated bound, and add --get succeeds after storing.
+func TestSaturatedCounterPrintsExactSum(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	s.cli("namespace", "create", "ev", "--model", "events")
+	if r := s.cli("--ns", "ev", "counter", "add", "c", "9223372036854775807"); r.code != 0 {
+		t.Fatalf("first add: %+v", r)
+	}
+	if r := s.cli("--ns", "ev", "counter", "add", "c", "2", "--get"); r.code != 0 || r.stdout != "9223372036854775809\n" {
+		t.Fatalf("add --get past the edge: %+v", r)
+	}
+	if r := s.cli("--ns", "ev", "counter", "get", "c"); r.code != 0 || r.stdout != "9223372036854775809\n" {
+		t.Fatalf("get past the edge: %+v", r)
+	}
+}

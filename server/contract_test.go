@@ -366,6 +366,35 @@ func flatten(s *openapi3.Schema) *openapi3.Schema {
 	return &out
 }
 
+// Every read endpoint's answer matches its documented schema, including a
+// saturated value and the error bodies of missing resources.
+func TestReadResponsesMatchTheContract(t *testing.T) {
+	t.Parallel()
+	c := loadContract(t)
+	e := newEnv(t)
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"ev","model":"events"}`, 201, nil)
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"led","model":"ledger"}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q"}`, 201, nil)
+	for _, body := range []string{`{"delta":9223372036854775807}`, `{"delta":9223372036854775807}`} {
+		e.mustJSON("POST", "/v1/namespaces/ev/counters/c/updates", body, 200, nil)
+	}
+	r, _ := c.exchange(t, e, "POST", "/v1/namespaces/ev/counters/c/updates", `{"delta":1,"return_value":true}`)
+	if r.status != 200 || !strings.Contains(string(r.body), `"saturated":true`) {
+		t.Fatalf("saturated add-and-get: %d %s", r.status, r.body)
+	}
+	e.mustJSON("POST", "/v1/namespaces/led/ledgers/l/credits", `{"amount":5}`, 200, nil)
+	for _, path := range []string{
+		"/healthz", "/v1/namespaces", "/v1/namespaces/ev", "/v1/namespaces/nope",
+		"/v1/namespaces/ev/counters/c", "/v1/namespaces/default/counters/never", "/v1/namespaces/nope/counters/c",
+		"/v1/namespaces/led/ledgers/l", "/v1/namespaces/led/ledgers/l/requests/r",
+		"/v1/queues", "/v1/queues/q", "/v1/queues/q/stats", "/v1/queues/q/dead", "/v1/queues/nope",
+	} {
+		if r, err := c.exchange(t, e, "GET", path, ""); err != nil {
+			t.Errorf("GET %s: the spec refuses the request: %v (server %d)", path, err, r.status)
+		}
+	}
+}
+
 // Path parameters are part of the contract too: names are 1 to 256 bytes.
 func TestServerEnforcesPathContract(t *testing.T) {
 	t.Parallel()

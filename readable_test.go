@@ -245,9 +245,11 @@ func TestAcknowledgedWritesStayReadable(t *testing.T) {
 			models = append(models, abacus.ModelNative)
 		}
 		for _, model := range models {
-			for seed := range seeds {
-				runReadableSequence(t, d, model, uint64(seed), steps)
-			}
+			t.Run(string(model), func(t *testing.T) {
+				for seed := range seeds {
+					runReadableSequence(t, d, model, uint64(seed), steps)
+				}
+			})
 		}
 	})
 }

@@ -263,8 +263,16 @@ type Value struct {
 	Namespace string
 	Counter   string
 	Type      string
-	// Value is the sum, the extreme, or the distinct-count estimate.
+	// Value is the sum, the extreme, or the distinct-count estimate. When
+	// Saturated it is the int64 bound nearest to the exact sum.
 	Value int64
+	// Saturated is set when an events or actor sum lies outside the int64
+	// range (possible only through concurrent blind writes from several
+	// servers, or events a single server cannot see coming); Exact then
+	// holds the sum in decimal. The read is still correct: later writes
+	// that bring the sum back into range make Value exact again.
+	Saturated bool
+	Exact     string
 	// Empty is true when nothing was ever counted (Value is then 0).
 	Empty bool
 	// Model is the namespace's model.
@@ -295,13 +303,15 @@ func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, er
 		if err != nil {
 			return nil, wrapDriverError(err)
 		}
-		v.Value, v.Empty, v.Shards = r.State.Value(), r.State.Empty(), r.Shards
+		v.Empty, v.Shards = r.Empty, r.Shards
+		v.setTotal(r.Total)
 	case ModelEvents:
 		r, err := c.events.Read(ctx, c.eventsTarget(ns, counter))
 		if err != nil {
 			return nil, modelError(err)
 		}
 		v.Value, v.Empty, v.Events = r.Value, r.Empty, r.Events
+		v.setTotal(r.Total)
 	case ModelActor:
 		vals, err := c.cfg.Driver.ReadActorValues(ctx, &driver.ReadActorValuesParams{
 			Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency,
@@ -309,9 +319,7 @@ func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, er
 		if err != nil {
 			return nil, wrapDriverError(err)
 		}
-		if v.Value, err = actor.Sum(vals); err != nil {
-			return nil, modelError(err)
-		}
+		v.setTotal(actor.Sum(vals))
 		v.Empty, v.Actors = len(vals) == 0, len(vals)
 	case ModelNative:
 		n, err := c.cfg.Driver.ReadNative(ctx, &driver.ReadNativeParams{
@@ -336,6 +344,14 @@ func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, er
 		return nil, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)
 	}
 	return v, nil
+}
+
+func (v *Value) setTotal(w crdt.Wide) {
+	var exact bool
+	v.Value, exact = w.Int64()
+	if v.Saturated = !exact; v.Saturated {
+		v.Exact = w.String()
+	}
 }
 
 // ApplyAndGet applies an update and then reads the counter. The read is a

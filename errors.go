@@ -2,7 +2,6 @@ package abacus
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
@@ -41,6 +40,10 @@ var (
 	// ErrRequestConflict means a RequestID was reused for a different update.
 	ErrRequestConflict = sharded.ErrRequestConflict
 
+	// ErrVersionConflict means an actor set carries a version already
+	// stored with a different value. Nothing was changed.
+	ErrVersionConflict = errors.New("version conflict")
+
 	// ErrWrongModel means the operation does not fit the namespace's model
 	// (a set on an events namespace, a clear of a native counter, an
 	// increment of an actor counter). Nothing was changed.
@@ -56,11 +59,21 @@ var (
 	ErrUnavailable = driver.ErrUnavailable
 )
 
+// tagged is err that also matches sentinel, with err's message alone: the
+// model packages' errors already say what went wrong, and prefixing the
+// Client's sentinel to them would say it twice.
+type tagged struct{ sentinel, err error }
+
+func (t *tagged) Error() string   { return t.err.Error() }
+func (t *tagged) Unwrap() []error { return []error{t.err, t.sentinel} }
+
+func tag(sentinel, err error) error { return &tagged{sentinel: sentinel, err: err} }
+
 // wrapDriverError makes a driver's unknown outcome match ErrUnknownOutcome,
 // so callers test one sentinel whichever layer timed out.
 func wrapDriverError(err error) error {
 	if errors.Is(err, driver.ErrUnknownOutcome) && !errors.Is(err, ErrUnknownOutcome) {
-		return fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+		return tag(ErrUnknownOutcome, err)
 	}
 	return err
 }

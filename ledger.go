@@ -327,7 +327,7 @@ func wrapLedgerError(err error) error {
 	default:
 		return wrapDriverError(err)
 	}
-	return fmt.Errorf("%w: %w", sentinel, err)
+	return tag(sentinel, err)
 }
 
 func newRequestID() string {

@@ -91,12 +91,14 @@ func modelError(err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, actor.ErrVersionConflict):
+		return tag(ErrVersionConflict, err)
 	case errors.Is(err, events.ErrInvalid), errors.Is(err, actor.ErrInvalid):
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return tag(ErrInvalid, err)
 	case errors.Is(err, events.ErrNotApplied), errors.Is(err, cas.ErrContention), errors.Is(err, cas.ErrNotApplied):
-		return fmt.Errorf("%w: %w", ErrNotApplied, err)
+		return tag(ErrNotApplied, err)
 	case errors.Is(err, cas.ErrOverflow), errors.Is(err, actor.ErrOverflow), errors.Is(err, driver.ErrOverflow):
-		return fmt.Errorf("%w: %w", ErrOverflow, err)
+		return tag(ErrOverflow, err)
 	}
 	return wrapDriverError(err)
 }
@@ -143,6 +145,13 @@ type ActorSet struct {
 
 // Set stores an actor's value of a counter of model actor. It is
 // idempotent: sending the same set again, from anywhere, changes nothing.
+//
+// It first reads the counter (at the namespace's read consistency) and
+// refuses, writing nothing, a different value at a version already stored
+// (ErrVersionConflict) and a set that would take the sum outside the int64
+// range (ErrOverflow). The read sees what reached the replicas it asks:
+// two servers setting one version to different values at the same moment
+// can both succeed, and the greater value then wins on every replica.
 func (c *Client) Set(ctx context.Context, s ActorSet) error {
 	ns, err := c.counterNamespace(ctx, s.Namespace, s.Counter)
 	if err != nil {
@@ -152,6 +161,15 @@ func (c *Client) Set(ctx context.Context, s ActorSet) error {
 		return fmt.Errorf("%w: namespace %q is of model %q; only actor namespaces take a set (use Apply for increments)", ErrWrongModel, ns.Name, ns.Model)
 	}
 	if err := actor.Validate(s.Actor, s.Version); err != nil {
+		return modelError(err)
+	}
+	vals, err := c.cfg.Driver.ReadActorValues(ctx, &driver.ReadActorValuesParams{
+		Namespace: ns.Name, Counter: s.Counter, Consistency: ns.ReadConsistency,
+	})
+	if err != nil {
+		return wrapDriverError(err)
+	}
+	if err := actor.Check(vals, s.Actor, s.Version, s.Value); err != nil {
 		return modelError(err)
 	}
 	err = c.cfg.Driver.SetActorValue(ctx, &driver.SetActorValueParams{

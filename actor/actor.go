@@ -13,8 +13,13 @@ import (
 // ErrInvalid means a set is malformed. Nothing was written.
 var ErrInvalid = errors.New("invalid actor set")
 
-// ErrOverflow means the sum of the actors' values leaves the int64 range.
-var ErrOverflow = errors.New("sum of actor values leaves the int64 range")
+// ErrOverflow means the set would take the sum of the actors' values, as
+// this server reads it, outside the int64 range. Nothing was written.
+var ErrOverflow = errors.New("the sum of the actors' values would leave the int64 range")
+
+// ErrVersionConflict means the actor's version is already stored with a
+// different value. Nothing was written.
+var ErrVersionConflict = errors.New("actor version already set with a different value")
 
 // MaxActorLen is the longest actor name, in bytes.
 const MaxActorLen = 256
@@ -40,15 +45,51 @@ func Validate(actor string, version int64) error {
 	return nil
 }
 
-// Sum adds every actor's latest value.
-func Sum(vals []driver.ActorValue) (int64, error) {
-	var s int64
+// detailed is a sentinel error whose message is the detail alone, which
+// already says what the sentinel would.
+type detailed struct {
+	sentinel error
+	msg      string
+}
+
+func (d *detailed) Error() string { return d.msg }
+func (d *detailed) Unwrap() error { return d.sentinel }
+
+// Sum adds every actor's latest value. Sets from different servers are
+// blind writes that no one server can refuse exactly, so the sum is exact
+// whatever they add up to.
+func Sum(vals []driver.ActorValue) crdt.Wide {
+	var s crdt.Wide
 	for _, v := range vals {
-		n, ok := crdt.AddInt64(s, v.Value)
-		if !ok {
-			return 0, ErrOverflow
-		}
-		s = n
+		s.Add(v.Value)
 	}
-	return s, nil
+	return s
+}
+
+// Check decides, from the actors' values as read just before, whether a
+// set of actor to value at version may be written. It refuses a value that
+// differs from the one stored at the same version (the store would keep
+// the greater of the two on every replica, so one writer would silently
+// lose) and a set that would take the sum outside the int64 range. A set
+// at a version older than the stored one changes nothing and is allowed,
+// so a late retry still succeeds.
+func Check(vals []driver.ActorValue, actor string, version, value int64) error {
+	var rest crdt.Wide
+	for _, v := range vals {
+		if v.Actor != actor {
+			rest.Add(v.Value)
+			continue
+		}
+		switch {
+		case v.Version == version && v.Value != value:
+			return &detailed{ErrVersionConflict, fmt.Sprintf("actor %q has value %d at version %d, not %d; set a new value at a higher version", actor, v.Value, version, value)}
+		case v.Version >= version:
+			return nil // already stored, or superseded: the set is a no-op
+		}
+	}
+	rest.Add(value)
+	if _, ok := rest.Int64(); !ok {
+		return &detailed{ErrOverflow, fmt.Sprintf("with %q at %d the actors' values would sum to %s, outside the int64 range", actor, value, rest)}
+	}
+	return nil
 }

@@ -6,6 +6,10 @@
 // The version is the write timestamp, so the store's last-write-wins rule
 // keeps the highest version whatever order writes arrive in, and sending a
 // set again is harmless: the model is idempotent without any request id.
-// The one rule callers must keep: a version is set with one value only
-// (two different values at one version leave the greater on every replica).
+// A version carries one value: Check refuses another value at a version it
+// reads as stored, and a set that would take the sum it reads outside
+// int64. Two servers setting one version to different values at the same
+// moment can both succeed; the greater value then wins on every replica.
+// Sum never fails: concurrent sets may add up past int64, and the sum is
+// exact (crdt.Wide).
 package actor

@@ -95,8 +95,14 @@ type UpdateResponse struct {
 	Counter      string `json:"counter"`
 	RequestID    string `json:"request_id"`
 	Acknowledged bool   `json:"acknowledged"`
-	// Value is present when the request asked for it.
+	// Value is present when the request asked for it and the read after
+	// the update succeeded.
 	Value *Value `json:"value,omitempty"`
+	// ValueError is set instead of Value when the update was acknowledged
+	// but the read after it failed: the answer stays 200 because the
+	// update is stored, and a status that says otherwise would invite a
+	// retry that counts it twice on models without request ids.
+	ValueError *Error `json:"value_error,omitempty"`
 }
 
 // BatchRequest is the body of POST /v1/updates.
@@ -135,8 +141,13 @@ type Value struct {
 	Namespace string `json:"namespace"`
 	Counter   string `json:"counter"`
 	Type      string `json:"type"`
-	// Value is the sum, the extreme, or the distinct-count estimate.
+	// Value is the sum, the extreme, or the distinct-count estimate. When
+	// Saturated is true it is the int64 bound nearest to the exact sum.
 	Value int64 `json:"value"`
+	// Saturated is true when an events or actor sum lies outside the
+	// int64 range; Exact then holds the exact sum in decimal.
+	Saturated bool   `json:"saturated,omitempty"`
+	Exact     string `json:"exact,omitempty"`
 	// Empty is true when nothing was ever counted (Value is then 0).
 	Empty bool `json:"empty"`
 	// Model is the namespace's model.

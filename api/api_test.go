@@ -11,8 +11,8 @@ import (
 func TestCodesHaveErrorStatuses(t *testing.T) {
 	t.Parallel()
 	codes := Codes()
-	if len(codes) != 20 {
-		t.Fatalf("%d codes, want 20", len(codes))
+	if len(codes) != 21 {
+		t.Fatalf("%d codes, want 21", len(codes))
 	}
 	for _, c := range codes {
 		if s := Status(c); s < 400 || s > 599 {
@@ -59,7 +59,9 @@ func TestWireNames(t *testing.T) {
 	}{
 		{UpdateRequest{Delta: 1, Item: "i", RequestID: "r"}, `{"delta":1,"item":"i","request_id":"r"}`},
 		{UpdateRequest{}, `{}`},
-		{UpdateResponse{"n", "c", "r", true, nil}, `{"namespace":"n","counter":"c","request_id":"r","acknowledged":true}`},
+		{UpdateResponse{"n", "c", "r", true, nil, nil}, `{"namespace":"n","counter":"c","request_id":"r","acknowledged":true}`},
+		{UpdateResponse{"n", "c", "r", true, nil, &Error{"unavailable", "m"}}, `{"namespace":"n","counter":"c","request_id":"r","acknowledged":true,"value_error":{"code":"unavailable","message":"m"}}`},
+		{Value{Namespace: "n", Counter: "c", Type: "sum", Value: 9223372036854775807, Saturated: true, Exact: "9223372036854775808", Model: "events"}, `{"namespace":"n","counter":"c","type":"sum","value":9223372036854775807,"saturated":true,"exact":"9223372036854775808","empty":false,"model":"events","shards":0}`},
 		{UpdateRequest{Time: &wireTime, ReturnValue: true}, `{"time":"2026-11-22T09:30:00Z","return_value":true}`},
 		{SetRequest{Version: 2, Value: -3}, `{"version":2,"value":-3}`},
 		{ClearRequest{}, `{}`},

@@ -36,6 +36,9 @@ const (
 	CodeNamespaceExists = "namespace_exists"
 	// CodeRequestConflict: the request id was already used for a different update.
 	CodeRequestConflict = "request_conflict"
+	// CodeVersionConflict: an actor set carries a version already stored
+	// with a different value; nothing was written.
+	CodeVersionConflict = "version_conflict"
 	// CodeBodyTooLarge: the body exceeds the server's limit.
 	CodeBodyTooLarge = "body_too_large"
 	// CodeUnsupportedMediaType: the Content-Type is set and is not application/json.
@@ -72,6 +75,7 @@ var codeStatus = map[string]int{
 	CodeMethodNotAllowed:     http.StatusMethodNotAllowed,
 	CodeNamespaceExists:      http.StatusConflict,
 	CodeRequestConflict:      http.StatusConflict,
+	CodeVersionConflict:      http.StatusConflict,
 	CodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	CodeUnknownOutcome:       http.StatusServiceUnavailable,

@@ -21,4 +21,10 @@
 // or before that time is cleared — also one still in flight or retried
 // later, which is what clearing "as of" a time means — and the counter is
 // usable at once.
+//
+// Increments are never refused for range: no server sees the others'
+// concurrent events, so their total may pass int64. Reads add it exactly
+// (crdt.Wide) and report it saturated; a rollup, which stores an int64,
+// moves its epoch only as far as the latest event time at which the
+// running total fits, leaving later events to reads.
 package events

@@ -1,11 +1,13 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,9 +34,6 @@ var (
 
 	// ErrNotApplied means nothing was written; retrying is safe anywhere.
 	ErrNotApplied = errors.New("increment not applied")
-
-	// ErrOverflow means the counter's value is outside the int64 range.
-	ErrOverflow = crdt.ErrOverflow
 )
 
 // Config configures an Engine. Zero fields take the documented defaults.
@@ -217,7 +216,7 @@ func (e *Engine) Event(t Target, r Request) (driver.Event, error) {
 	if r.Time.IsZero() {
 		at, ok := IDTime(r.ID)
 		if !ok {
-			return driver.Event{}, fmt.Errorf("%w: request id %q is not a version 7 UUID, so it does not fix the event time; send the event time with it", ErrInvalid, r.ID)
+			return driver.Event{}, fmt.Errorf("%w: request id %q is not a version 7 UUID, so it does not fix the event time; send a time with it", ErrInvalid, r.ID)
 		}
 		r.Time = at
 	}
@@ -314,7 +313,13 @@ func (e *Engine) write(ctx context.Context, fn func(context.Context) error) erro
 
 // Reading is a counter's value as read.
 type Reading struct {
-	Value int64
+	// Value is the counter's value, or the nearest int64 when the exact
+	// total (Total) is outside the int64 range; Saturated says which.
+	Value     int64
+	Saturated bool
+	// Total is the exact value: the rollup plus every later event, summed
+	// without overflow.
+	Total crdt.Wide
 	// Epoch is the rollup's epoch (µs); 0 when never rolled up.
 	Epoch int64
 	// Events is how many events after the epoch the read added.
@@ -326,7 +331,10 @@ type Reading struct {
 }
 
 // Read returns the counter's value: its rollup plus every event after the
-// rollup's epoch, at the namespace's read consistency.
+// rollup's epoch, at the namespace's read consistency. Events are blind
+// writes from many servers, so their total may leave the int64 range; the
+// read still succeeds and reports it (Reading.Saturated), and it becomes
+// exact again once later events bring the total back into range.
 func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 	rec, err := e.cfg.Store.ReadEventCounter(ctx, &driver.ReadEventCounterParams{
 		Namespace: t.Namespace, Counter: t.Counter, Consistency: t.ReadConsistency,
@@ -336,7 +344,7 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 	}
 	r := &Reading{Empty: rec.Rollup == nil && len(rec.Buckets) == 0}
 	if rec.Rollup != nil {
-		r.Value, r.Epoch = rec.Rollup.Value, rec.Rollup.Epoch
+		r.Total, r.Epoch = crdt.WideOf(rec.Rollup.Value), rec.Rollup.Epoch
 	}
 	for _, b := range rec.Buckets {
 		if t.Options.bucketLast(b) <= r.Epoch {
@@ -351,26 +359,18 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 		}
 		r.Buckets++
 		r.Events += len(evs)
-		if r.Value, err = sum(r.Value, evs); err != nil {
-			return nil, fmt.Errorf("counter %q: %w", t.Counter, err)
+		for _, ev := range evs {
+			r.Total.Add(ev.Delta)
 		}
 	}
+	var exact bool
+	r.Value, exact = r.Total.Int64()
+	r.Saturated = !exact
 	e.stats.Reads.Add(1)
 	e.stats.EventsScanned.Add(uint64(r.Events))
 	e.learnEpoch(t, r.Epoch)
 	e.maybeRollup(t)
 	return r, nil
-}
-
-func sum(v int64, evs []driver.Event) (int64, error) {
-	for _, ev := range evs {
-		s, ok := crdt.AddInt64(v, ev.Delta)
-		if !ok {
-			return 0, fmt.Errorf("%w: the sum of the events leaves the int64 range", ErrOverflow)
-		}
-		v = s
-	}
-	return v, nil
 }
 
 // Clear resets the counter to zero as of time at (zero: the time in id if
@@ -469,6 +469,7 @@ func (e *Engine) rollup(ctx context.Context, t Target) RollupResult {
 	next := prev
 	if epoch > prev.Epoch {
 		next.Epoch = epoch
+		var folded []driver.Event
 		for _, b := range rec.Buckets {
 			if t.Options.bucketLast(b) <= prev.Epoch || b > epoch {
 				continue
@@ -480,10 +481,11 @@ func (e *Engine) rollup(ctx context.Context, t Target) RollupResult {
 			if err != nil {
 				return skip("read events at %s: %w", cl, err)
 			}
-			if next.Value, err = sum(next.Value, evs); err != nil {
-				return skip("%w", err)
-			}
-			res.Events += len(evs)
+			folded = append(folded, evs...)
+		}
+		var ok bool
+		if next.Epoch, next.Value, res.Events, ok = fold(prev, epoch, folded); !ok {
+			return skip("the counter's value stays outside the int64 range from its rollup epoch %d to %d; its events are kept (reads stay exact) until later events bring it back", prev.Epoch, epoch)
 		}
 		// Another rollup or a clear may have landed while we read; ours
 		// would then lose to it anyway (or, at an equal epoch, could win
@@ -523,6 +525,35 @@ func (e *Engine) rollup(ctx context.Context, t Target) RollupResult {
 		res.Buckets = len(gone)
 	}
 	return res
+}
+
+// fold returns the rollup that folds evs (the events after prev.Epoch up
+// to epoch) into prev. A rollup stores an int64, so when the total at epoch
+// is outside that range it stops at the latest event time before that at
+// which the running total (every event up to and including that time) is
+// inside it: the events after stay in their buckets and reads add them
+// exactly. ok is false when no such time is later than prev.Epoch.
+func fold(prev driver.Rollup, epoch int64, evs []driver.Event) (newEpoch, value int64, events int, ok bool) {
+	total := crdt.WideOf(prev.Value)
+	for _, ev := range evs {
+		total.Add(ev.Delta)
+	}
+	if v, exact := total.Int64(); exact {
+		return epoch, v, len(evs), true
+	}
+	slices.SortFunc(evs, func(a, b driver.Event) int { return cmp.Compare(a.Time, b.Time) })
+	running := crdt.WideOf(prev.Value)
+	newEpoch, value = prev.Epoch, prev.Value
+	for i, ev := range evs {
+		running.Add(ev.Delta)
+		if i+1 < len(evs) && evs[i+1].Time == ev.Time {
+			continue // an epoch covers every event at its time or none
+		}
+		if v, exact := running.Int64(); exact {
+			newEpoch, value, events = ev.Time, v, i+1
+		}
+	}
+	return newEpoch, value, events, newEpoch > prev.Epoch
 }
 
 // maybeRollup starts a background rollup of t if its epoch trails what a

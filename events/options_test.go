@@ -1,8 +1,12 @@
 package events
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"time"
+
+	"github.com/abacusdb/abacus/driver"
 )
 
 func TestBucketOf(t *testing.T) {
@@ -52,12 +56,30 @@ func TestEpochTrailsAcceptFloor(t *testing.T) {
 	}
 }
 
-func TestSumOverflow(t *testing.T) {
+// A rollup stores an int64: when the total at the target epoch is outside
+// that range it must stop at the latest event time where the running total
+// is inside it (every event at that time included), or not move at all.
+func TestFoldStopsInsideInt64(t *testing.T) {
 	t.Parallel()
-	if _, err := sum(1<<62, eventDeltas{1 << 62, 1 << 62}.events()); err == nil {
-		t.Fatal("overflow not reported")
-	}
-	if v, err := sum(-5, eventDeltas{3, -1, 10}.events()); err != nil || v != 7 {
-		t.Fatalf("sum = %d, %v", v, err)
+	ev := func(at, d int64) driver.Event { return driver.Event{Time: at, ID: fmt.Sprint(at, d), Delta: d} }
+	const maxI = math.MaxInt64
+	for name, c := range map[string]struct {
+		prev         driver.Rollup
+		evs          []driver.Event
+		epoch, value int64
+		events       int
+		ok           bool
+	}{
+		"in range":              {driver.Rollup{Value: -5, Epoch: 1}, []driver.Event{ev(5, 3), ev(3, -1), ev(4, 10)}, 100, 7, 3, true},
+		"back in range at end":  {driver.Rollup{Value: maxI, Epoch: 1}, []driver.Event{ev(9, -5), ev(2, 1)}, 100, maxI - 4, 2, true},
+		"out at end, stops":     {driver.Rollup{Value: 0, Epoch: 1}, []driver.Event{ev(3, 1), ev(2, maxI), ev(4, -1), ev(5, 2)}, 4, maxI, 3, true},
+		"ties fold together":    {driver.Rollup{Value: 0, Epoch: 1}, []driver.Event{ev(2, maxI), ev(3, 1), ev(3, -1), ev(4, 1)}, 3, maxI, 3, true},
+		"out from the first":    {driver.Rollup{Value: maxI, Epoch: 1}, []driver.Event{ev(2, 1), ev(3, 1)}, 1, maxI, 0, false},
+		"below, then stays out": {driver.Rollup{Value: math.MinInt64, Epoch: 7}, []driver.Event{ev(8, -1)}, 7, math.MinInt64, 0, false},
+	} {
+		epoch, value, events, ok := fold(c.prev, 100, c.evs)
+		if epoch != c.epoch || value != c.value || events != c.events || ok != c.ok {
+			t.Errorf("%s: fold = epoch %d value %d events %d ok %v; want %d %d %d %v", name, epoch, value, events, ok, c.epoch, c.value, c.events, c.ok)
+		}
 	}
 }

@@ -486,7 +486,7 @@ func sideName(neg bool) string {
 
 func duplicate(id, actor string, recorded, amount int64) (Result, error) {
 	if recorded != amount {
-		return Result{}, fmt.Errorf("%w: request id %q is recorded with amount %d, not %d", ErrRequestConflict, id, recorded, amount)
+		return Result{}, conflict(fmt.Errorf("request id %q is recorded with amount %d, not %d", id, recorded, amount))
 	}
 	return Result{Applied: false, Actor: actor}, nil
 }
@@ -598,7 +598,7 @@ func (e *Engine) claim(ctx context.Context, t Target, s *slot, id string, mine d
 //     way): wait up to ClaimWait for it, then report ErrUnknownOutcome.
 func (e *Engine) lostClaim(ctx context.Context, t Target, s *slot, id string, amount int64, cur driver.Claim) (Result, error) {
 	if cur.Amount != amount {
-		return Result{}, fmt.Errorf("%w: request id %q is claimed with amount %d, not %d", ErrRequestConflict, id, cur.Amount, amount)
+		return Result{}, conflict(fmt.Errorf("request id %q is claimed with amount %d, not %d", id, cur.Amount, amount))
 	}
 	deadline := time.Now().Add(e.cfg.ClaimWait)
 	for n := 0; ; n++ {
@@ -654,3 +654,13 @@ func (e *Engine) Find(ctx context.Context, t Target) (*State, error) {
 	st.Set(s.actor, s.own.Clone())
 	return st, nil
 }
+
+// requestConflict is an ErrRequestConflict whose message is its detail
+// alone ("request id "r" is recorded with amount 10, not 11"), which says
+// everything the sentinel's text would say again.
+type requestConflict struct{ err error }
+
+func (c *requestConflict) Error() string   { return c.err.Error() }
+func (c *requestConflict) Unwrap() []error { return []error{c.err, ErrRequestConflict} }
+
+func conflict(err error) error { return &requestConflict{err: err} }

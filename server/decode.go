@@ -77,6 +77,14 @@ func decodeStrict(data []byte, v any, where string) error {
 	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return errorf(api.CodeInvalidJSON, "%shas trailing data after the JSON object (at byte %d)", orBody(where), len(data)-len(rest))
 	}
+	if bytes.Contains(data, []byte("null")) {
+		// encoding/json takes null as "leave the field alone", which would
+		// turn {"value":null} into a deliberate-looking zero. No field of
+		// the API is nullable; an absent field takes its default.
+		if path := nullPath(data); path != "" {
+			return errorf(api.CodeInvalidArgument, "field %q: null is not allowed; leave the field out to take its default", joinPath(where, path))
+		}
+	}
 	if !validText(data) {
 		// encoding/json would have replaced the bad bytes (or an unpaired
 		// \uD800-style escape) with U+FFFD, so a name would be stored under
@@ -235,6 +243,61 @@ func invalidUTF8Path(data []byte) string {
 		}
 	}
 	return ""
+}
+
+// nullPath returns the path of the first null member value inside the JSON
+// object data ("" if none). It is only called on bodies that already decoded.
+func nullPath(data []byte) string {
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return ""
+	}
+	var walk func(v any) string
+	walk = func(v any) string {
+		switch v := v.(type) {
+		case map[string]any:
+			keys := make([]string, 0, len(v))
+			for k := range v {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				if v[k] == nil {
+					return k
+				}
+				if p := walk(v[k]); p != "" {
+					return joinPath(k, p)
+				}
+			}
+		case []any:
+			// A null item is left to the item's own decoder, which says
+			// what it should have been.
+			for i, e := range v {
+				if p := walk(e); p != "" {
+					return joinPath("["+strconv.Itoa(i)+"]", p)
+				}
+			}
+		}
+		return ""
+	}
+	return walk(v)
+}
+
+// present reports whether the JSON object data has the field name (matched
+// as encoding/json matches fields, ignoring case). Decoders use it where an
+// explicit value must be checked against a minimum that the default, taken
+// when the field is absent, would hide.
+func present(data []byte, name string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return false
+	}
+	for k := range m {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
 }
 
 func decodeUpdate(data []byte) (api.UpdateRequest, error) {

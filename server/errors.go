@@ -30,6 +30,8 @@ func errorCode(err error) (code, msg string) {
 		return api.CodeNotApplied, msg
 	case errors.Is(err, abacus.ErrRequestConflict):
 		return api.CodeRequestConflict, msg
+	case errors.Is(err, abacus.ErrVersionConflict):
+		return api.CodeVersionConflict, msg
 	case errors.Is(err, abacus.ErrTooLate):
 		return api.CodeTooLate, msg
 	case errors.Is(err, abacus.ErrWrongModel):

@@ -170,16 +170,17 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.UpdateResponse{Namespace: nsOrDefault(ns), Counter: counter, RequestID: req.RequestID, Acknowledged: true}
 	if req.ReturnValue {
-		// The update is acknowledged whatever the read does; a failed
-		// read is reported as such, and a retry of the update is safe
-		// exactly as the model's guarantees say.
+		// The update is stored whatever the read does, so the answer is
+		// 200 either way: an error status would tell the caller to retry
+		// (or not) as if nothing had been written.
 		v, err := s.client.Get(r.Context(), ns, counter)
 		if err != nil {
-			writeError(w, r, fmt.Errorf("the update was acknowledged, but reading the value failed: %w", err))
-			return
+			code, msg := errorCode(err)
+			out.ValueError = &api.Error{Code: code, Message: "the update was acknowledged; reading the value after it failed: " + msg}
+		} else {
+			vj := valueJSON(v)
+			out.Value = &vj
 		}
-		vj := valueJSON(v)
-		out.Value = &vj
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -194,7 +195,7 @@ func timeOrZero(t *time.Time) time.Time {
 func valueJSON(v *abacus.Value) api.Value {
 	return api.Value{
 		Namespace: v.Namespace, Counter: v.Counter, Type: v.Type, Model: string(v.Model),
-		Value: v.Value, Empty: v.Empty, Shards: v.Shards, Events: v.Events, Actors: v.Actors,
+		Value: v.Value, Saturated: v.Saturated, Exact: v.Exact, Empty: v.Empty, Shards: v.Shards, Events: v.Events, Actors: v.Actors,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/ledger"
 )
 
 // Ledger endpoints (the ledger model). Routes are registered in routesMux.
@@ -129,7 +130,15 @@ func ledgerOptionsFromJSON(o *api.LedgerOptions) (*abacus.LedgerOptions, error) 
 	}
 	const maxSeconds = int64(1<<63-1) / int64(time.Second)
 	if o.ClaimTTLSeconds < 0 || o.ClaimTTLSeconds > maxSeconds {
-		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.claim_ttl_seconds\": %d is out of range", o.ClaimTTLSeconds)
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.claim_ttl_seconds\": %d is outside 0 to %d", o.ClaimTTLSeconds, maxSeconds)
+	}
+	// The library reads any negative retry count as "none"; the API
+	// documents -1 for that and refuses the rest.
+	if o.RetryCount < -1 || o.RetryCount > ledger.MaxRetryCount {
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.retry_count\": %d is outside -1 to %d", o.RetryCount, ledger.MaxRetryCount)
+	}
+	if o.HistoryLength < 0 || o.HistoryLength > ledger.MaxHistoryLength {
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.history_length\": %d is outside 0 to %d", o.HistoryLength, ledger.MaxHistoryLength)
 	}
 	return &abacus.LedgerOptions{
 		HistoryLength: o.HistoryLength, Strict: o.Strict, RetryCount: o.RetryCount,

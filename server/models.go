@@ -49,12 +49,23 @@ func eventsOptionsFromJSON(o *api.EventsOptions) (*abacus.EventsOptions, error) 
 	return out, nil
 }
 
+// decodeSet requires both fields: a missing value decoded as 0 would
+// overwrite the actor's part with zero.
 func decodeSet(data []byte) (api.SetRequest, error) {
-	var req api.SetRequest
+	var req struct {
+		Version *int64 `json:"version"`
+		Value   *int64 `json:"value"`
+	}
 	if err := decodeStrict(data, &req, ""); err != nil {
 		return api.SetRequest{}, err
 	}
-	return req, nil
+	switch {
+	case req.Version == nil:
+		return api.SetRequest{}, errorf(api.CodeInvalidArgument, "field \"version\" is required")
+	case req.Value == nil:
+		return api.SetRequest{}, errorf(api.CodeInvalidArgument, "field \"value\" is required: the actor's absolute value (0 must be sent as 0)")
+	}
+	return api.SetRequest{Version: *req.Version, Value: *req.Value}, nil
 }
 
 // decodeClear accepts an empty body as a clear at the server's time.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -120,10 +121,13 @@ func TestModelBadRequestsChangeNothing(t *testing.T) {
 	}
 }
 
+// Both fields of a set are required: whatever the decoder accepts carried
+// a value (a missing one decoded as 0 would zero the actor's part).
 func FuzzDecodeSet(f *testing.F) {
 	for _, s := range []string{
 		`{"version":1,"value":2}`, `{"version":-1}`, `{}`, `{"version":1.5}`, `{"value":"1"}`,
 		`{"version":9223372036854775808}`, `{"version":1}{}`, `null`, ``, `{"Version":1}`,
+		`{"version":2}`, `{"value":0}`, `{"version":1,"value":null}`, `{"version":1,"value":0}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -132,6 +136,9 @@ func FuzzDecodeSet(f *testing.F) {
 		if err != nil {
 			checkRejection(t, err)
 			return
+		}
+		if low := bytes.ToLower(body); !bytes.Contains(low, []byte(`value"`)) && !bytes.Contains(low, []byte(`\u`)) {
+			t.Fatalf("accepted %q, which has no value", body)
 		}
 		roundTrip(t, v, decodeSet)
 	})

@@ -133,10 +133,19 @@ func parseDuration(field, v string) (time.Duration, error) {
 	return d, nil
 }
 
+// decodeCreateQueue refuses an explicit 0 for the counts: the spec's
+// minimums apply to what is sent, and only an absent field takes the
+// default.
 func decodeCreateQueue(data []byte) (api.CreateQueueRequest, error) {
 	var req api.CreateQueueRequest
 	if err := decodeStrict(data, &req, ""); err != nil {
 		return api.CreateQueueRequest{}, err
+	}
+	if req.Shards == 0 && present(data, "shards") {
+		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"shards\": 0 is below the minimum 4; leave the field out for the default")
+	}
+	if req.MaxDeliveries == 0 && present(data, "max_deliveries") {
+		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"max_deliveries\": 0 is below the minimum 1; leave the field out for the default")
 	}
 	return req, nil
 }
@@ -289,6 +298,9 @@ func decodeReceive(data []byte) (api.ReceiveRequest, error) {
 	}
 	if err := decodeStrict(data, &req, ""); err != nil {
 		return api.ReceiveRequest{}, err
+	}
+	if req.Max == 0 && present(data, "max") {
+		return api.ReceiveRequest{}, errorf(api.CodeInvalidArgument, "field \"max\": 0 is outside 1 to %d; leave the field out for 1", api.MaxReceive)
 	}
 	return req, nil
 }

@@ -136,7 +136,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	registerClient(cfg.Registry, cfg.Client)
 	register(cfg.Registry, newQueueCollector(cfg.Client.Queues()))
-	s.handler = s.instrument(s.routesMux())
+	s.handler = s.instrument(refuseUncleanPaths(s.routesMux()))
 	return s, nil
 }
 
@@ -204,6 +204,31 @@ func (s *Server) routesMux() *http.ServeMux {
 		writeError(w, r, errorf(api.CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
 	return mux
+}
+
+// refuseUncleanPaths answers a path with an empty, "." or ".." segment
+// with a JSON error. ServeMux would redirect it to the cleaned path, which
+// is a different resource (".../counters//updates" is not an update of a
+// counter named ""), with an empty body a client cannot act on.
+func refuseUncleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if p == "" || p[0] != '/' || p == "/" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		for seg := range strings.SplitSeq(p[1:], "/") {
+			switch seg {
+			case "":
+				writeError(w, r, errorf(api.CodeInvalidArgument, "path %q has an empty segment: names must not be empty, and paths have no trailing slash", p))
+				return
+			case ".", "..":
+				writeError(w, r, errorf(api.CodeInvalidArgument, "path %q has a %q segment; to name a counter %q, percent-encode it (%%2E)", p, seg, seg))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Run listens on Config.Addr and serves until ctx is cancelled; see Serve.

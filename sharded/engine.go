@@ -347,7 +347,18 @@ func (e *Engine) await(ctx context.Context, ent *dedupEntry, op crdt.Op) error {
 
 // Reading is the result of Read.
 type Reading struct {
+	// State is the merged state. It is nil when the counter is a sum whose
+	// shards, each within range, add up to more than one state can hold
+	// (shards of different processes are written blindly, so no process
+	// can refuse that exactly); Value and Total still tell the sum.
 	State crdt.State
+	// Value is the counter's value, the nearest int64 when Saturated.
+	Value     int64
+	Saturated bool
+	// Total is the exact sum (sum counters).
+	Total crdt.Wide
+	// Empty is true when nothing was ever counted.
+	Empty bool
 	// Shards is how many live shards were merged (the tally not included).
 	Shards int
 	// Final is how many of them were final, i.e. waiting for GC.
@@ -364,12 +375,23 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := &Reading{Shards: len(set.Shards)}
 	st, err := Merge(t.Kind, set)
-	if err != nil {
+	switch {
+	case t.Kind == crdt.KindSum && errors.Is(err, crdt.ErrOverflow):
+		if r.Total, err = SumTotal(set); err != nil {
+			return nil, err
+		}
+		var exact bool
+		r.Value, exact = r.Total.Int64()
+		r.Saturated = !exact
+	case err != nil:
 		return nil, err
-	}
-	if st.Kind() != t.Kind {
+	case st.Kind() != t.Kind:
 		return nil, fmt.Errorf("counter %s/%s holds %s state, namespace says %s", t.Namespace, t.Counter, st.Kind(), t.Kind)
+	default:
+		r.State, r.Value, r.Empty = st, st.Value(), st.Empty()
+		r.Total = crdt.WideOf(r.Value)
 	}
 	cutoff := e.cutoff()
 	final := 0
@@ -384,7 +406,8 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 	if final > 1 {
 		e.collectInBackground(t.key())
 	}
-	return &Reading{State: st, Shards: len(set.Shards), Final: final}, nil
+	r.Final = final
+	return r, nil
 }
 
 func (e *Engine) cutoff() int64 {

@@ -1,6 +1,7 @@
 package sharded
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -56,6 +57,13 @@ func PlanFold(set *driver.ShardSet, cutoff int64) (*FoldPlan, error) {
 		if tally == nil {
 			tally = st
 		} else if err := tally.Merge(st); err != nil {
+			if errors.Is(err, crdt.ErrOverflow) {
+				// A tally holds one state: this shard stays unfolded (reads
+				// add it exactly, see SumTotal) until shards folded later
+				// make room. Merge left the tally as it was, and skipping
+				// by the same rule keeps racing plans identical.
+				continue
+			}
 			return nil, fmt.Errorf("merge shard %s: %w", s.ID, err)
 		}
 		// Every write of a shard is below its expires_at, so a fold above the
@@ -63,9 +71,41 @@ func PlanFold(set *driver.ShardSet, cutoff int64) (*FoldPlan, error) {
 		ts = max(ts, s.ExpiresAt)
 		plan.Delete = append(plan.Delete, s.ID)
 	}
+	if len(plan.Delete) == 0 {
+		return nil, fmt.Errorf("%w: no final shard fits into the tally (%d shards wait)", crdt.ErrOverflow, len(final))
+	}
 	plan.Tally = tally
 	plan.Timestamp = ts + 1
 	return plan, nil
+}
+
+// SumTotal adds the values of a sum counter's tally and shards exactly.
+// Read uses it when Merge overflows: every stored state is within range on
+// its own, but states written by different processes may add up to more.
+func SumTotal(set *driver.ShardSet) (crdt.Wide, error) {
+	var total crdt.Wide
+	add := func(what string, raw []byte) error {
+		st, err := crdt.Decode(raw)
+		if err != nil {
+			return fmt.Errorf("decode %s: %w", what, err)
+		}
+		if st.Kind() != crdt.KindSum {
+			return fmt.Errorf("%s holds %s state, not sum", what, st.Kind())
+		}
+		total.Add(st.Value())
+		return nil
+	}
+	if set.Tally != nil {
+		if err := add("tally", set.Tally.State); err != nil {
+			return total, err
+		}
+	}
+	for _, s := range set.Shards {
+		if err := add("shard "+s.ID, s.State); err != nil {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // Merge folds the tally and every shard of a counter into one state. kind is

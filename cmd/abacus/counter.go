@@ -95,9 +95,13 @@ With --get the counter's value, read after the update, is printed.`,
 					return a.printJSON(resp)
 				}
 				if resp.Value == nil {
-					return fmt.Errorf("the server acknowledged the update but returned no value")
+					why := "the server sent none"
+					if resp.ValueError != nil {
+						why = resp.ValueError.Message
+					}
+					return fmt.Errorf("the update was acknowledged (request id %s; do not resend it), but reading the value failed: %s", resp.RequestID, why)
 				}
-				_, err = fmt.Fprintln(a.stdout, resp.Value.Value)
+				_, err = fmt.Fprintln(a.stdout, valueText(resp.Value))
 				return err
 			}
 			id, err := c.Update(cmd.Context(), a.g.ns, name, req)
@@ -226,8 +230,17 @@ whether it is empty, how many shards were merged).`,
 			if a.g.json {
 				return a.printJSON(v)
 			}
-			_, err = fmt.Fprintln(a.stdout, v.Value)
+			_, err = fmt.Fprintln(a.stdout, valueText(v))
 			return err
 		},
 	}
+}
+
+// valueText is the value as printed: the exact sum when it lies outside
+// the int64 range (the API's value is then only the nearest bound).
+func valueText(v *api.Value) string {
+	if v.Saturated && v.Exact != "" {
+		return v.Exact
+	}
+	return strconv.FormatInt(v.Value, 10)
 }

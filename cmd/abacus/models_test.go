@@ -111,3 +111,43 @@ func TestModelMistakesFromTheCommandLine(t *testing.T) {
 		t.Fatalf("refused commands changed the counter: %+v", r)
 	}
 }
+
+// The finding: a second value at a used version exited 0 and printed
+// nothing, though the help says a version must not be reused with another
+// value. It must fail with a one-line reason and leave the value as it was.
+func TestActorVersionReuseFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	s.cli("namespace", "create", "orders", "--model", "actor")
+	if r := s.cli("--ns", "orders", "counter", "set", "c", "P1", "2", "1500"); r.code != 0 {
+		t.Fatalf("first set: %+v", r)
+	}
+	r := s.cli("--ns", "orders", "counter", "set", "c", "P1", "2", "999")
+	if r.code != 1 || !strings.Contains(r.stderr, "higher version") || !strings.Contains(r.stderr, "1500") {
+		t.Fatalf("reused version: %+v, want exit 1 naming the stored 1500 and a higher version", r)
+	}
+	r.oneLineError(t)
+	if r := s.cli("--ns", "orders", "counter", "set", "c", "P1", "2", "1500"); r.code != 0 {
+		t.Fatalf("repeating the set: %+v", r)
+	}
+	if r := s.cli("--ns", "orders", "counter", "get", "c"); r.stdout != "1500\n" {
+		t.Fatalf("after the refused set: %+v", r)
+	}
+}
+
+// An events counter past the int64 edge prints its exact sum, not the
+// saturated bound, and add --get succeeds after storing.
+func TestSaturatedCounterPrintsExactSum(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	s.cli("namespace", "create", "ev", "--model", "events")
+	if r := s.cli("--ns", "ev", "counter", "add", "c", "9223372036854775807"); r.code != 0 {
+		t.Fatalf("first add: %+v", r)
+	}
+	if r := s.cli("--ns", "ev", "counter", "add", "c", "2", "--get"); r.code != 0 || r.stdout != "9223372036854775809\n" {
+		t.Fatalf("add --get past the edge: %+v", r)
+	}
+	if r := s.cli("--ns", "ev", "counter", "get", "c"); r.code != 0 || r.stdout != "9223372036854775809\n" {
+		t.Fatalf("get past the edge: %+v", r)
+	}
+}

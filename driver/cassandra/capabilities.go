@@ -68,7 +68,7 @@ func capabilitiesOf(v ReleaseVersion) Capabilities {
 func readCapabilities(ctx context.Context, s *gocql.Session) (Capabilities, error) {
 	var local string
 	if err := s.Query("SELECT release_version FROM system.local").
-		Consistency(gocql.One).WithContext(ctx).Scan(&local); err != nil {
+		Consistency(gocql.One).ScanContext(ctx, &local); err != nil {
 		return Capabilities{}, fmt.Errorf("reading the release version: %w", err)
 	}
 	lowest, err := ParseReleaseVersion(local)

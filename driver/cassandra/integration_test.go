@@ -712,8 +712,8 @@ func TestConcurrentOpenFreshKeyspace(t *testing.T) {
 	wantOneSchemaVersion(t, drivers[0].Session())
 	// The lock is released when the schema is done.
 	var holder string
-	err := cassandratest.Session(t).Query("SELECT holder FROM " + cfg.Keyspace + ".schema_lock WHERE name = 'schema'").
-		WithContext(ctx).Scan(&holder)
+	err := cassandratest.Session(t).Query("SELECT holder FROM "+cfg.Keyspace+".schema_lock WHERE name = 'schema'").
+		ScanContext(ctx, &holder)
 	if !errors.Is(err, gocql.ErrNotFound) {
 		t.Errorf("schema_lock after every Open returned: holder %q, %v; want no row", holder, err)
 	}
@@ -759,11 +759,11 @@ func TestOpenWaitsForSchemaLock(t *testing.T) {
 	open(t, cfg)
 	s := cassandratest.Session(t)
 	// An incomplete schema, and another process holding the lock.
-	if err := s.Query("DROP TABLE " + cfg.Keyspace + ".cas_counters").WithContext(ctx).Exec(); err != nil {
+	if err := s.Query("DROP TABLE " + cfg.Keyspace + ".cas_counters").ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Query("INSERT INTO "+cfg.Keyspace+".schema_lock (name, holder, since) VALUES ('schema', 'other process', ?) USING TTL 120",
-		time.Now()).WithContext(ctx).Exec(); err != nil {
+		time.Now()).ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.AwaitSchemaAgreement(ctx); err != nil {
@@ -782,13 +782,13 @@ func TestOpenWaitsForSchemaLock(t *testing.T) {
 		t.Fatalf("Open returned while another process held the schema lock: %v", err)
 	case <-time.After(3 * time.Second):
 	}
-	if err := s.Query("DELETE FROM " + cfg.Keyspace + ".schema_lock WHERE name = 'schema'").WithContext(ctx).Exec(); err != nil {
+	if err := s.Query("DELETE FROM " + cfg.Keyspace + ".schema_lock WHERE name = 'schema'").ExecContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("Open after the lock was freed: %v", err)
 	}
-	if err := s.Query("SELECT * FROM " + cfg.Keyspace + ".cas_counters LIMIT 1").WithContext(ctx).Exec(); err != nil {
+	if err := s.Query("SELECT * FROM " + cfg.Keyspace + ".cas_counters LIMIT 1").ExecContext(ctx); err != nil {
 		t.Fatalf("the dropped table was not created again: %v", err)
 	}
 }

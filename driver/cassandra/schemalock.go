@@ -319,7 +319,7 @@ func (d *Driver) schemaVersions(ctx context.Context) (map[string][]string, error
 	var schema gocql.UUID
 	// system.local of 2.1 names no address of its own.
 	if err := query("SELECT host_id, schema_version FROM system.local").
-		WithContext(ctx).Scan(&hostID, &schema); err != nil {
+		ScanContext(ctx, &hostID, &schema); err != nil {
 		return nil, err
 	}
 	addr = addrs[hostID.String()]

@@ -72,8 +72,8 @@ test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 
 # One node of each older release, one after another, on 127.0.1.1: the
 # driver's whole package (conformance suite, integration tests, concurrent
-# schema creation) and the end-to-end smoke tests of real `abacus serve`
-# processes.
+# schema creation; not its node-loss test, which needs three nodes) and the
+# end-to-end smoke tests of real `abacus serve` processes.
 test-compat: ## Conformance and end-to-end smoke tests on one node of each of COMPAT_VERSIONS
 	@set -euo pipefail; \
 	trap '$(COMPAT_ENV) scripts/devcassandra clean >/dev/null 2>&1 || true' EXIT; \
@@ -82,7 +82,7 @@ test-compat: ## Conformance and end-to-end smoke tests on one node of each of CO
 		$(COMPAT_ENV) scripts/devcassandra clean; \
 		$(COMPAT_ENV) scripts/devcassandra start 1 --version $$v; \
 		hosts=$$($(COMPAT_ENV) scripts/devcassandra env); \
-		env $$hosts $(GO) test -count=1 -timeout 10m ./driver/cassandra/; \
+		env $$hosts $(GO) test -count=1 -timeout 10m -skip 'NodeDown' ./driver/cassandra/; \
 		env $$hosts $(GO) test -count=1 -timeout 10m -run '$(COMPAT_SMOKE)' ./cmd/abacus/ ./systemtest/; \
 	done
 

@@ -7,12 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/abacusdb/abacus/driver"
 )
 
 // Creating the schema from several processes at once.
@@ -121,6 +124,13 @@ func schemaHolder() string {
 
 // takeSchemaLock waits for the schema lock. It returns done when another
 // process finished the schema meanwhile, so there is nothing left to do.
+//
+// Several processes starting together all want the lock at once, and
+// concurrent Paxos rounds on one row slow each other down until some time
+// out with their outcome unknown. So a process contends only when a plain
+// read finds the lock free, waits a jittered interval otherwise, and treats
+// an unknown outcome as a reason to look again: the next read shows whether
+// its own insert landed.
 func (d *Driver) takeSchemaLock(ctx context.Context) (release func(), done bool, err error) {
 	ks := d.cfg.Keyspace
 	take := "INSERT INTO " + ks + ".schema_lock (name, holder, since) VALUES ('schema', ?, ?) IF NOT EXISTS USING TTL ?"
@@ -128,25 +138,35 @@ func (d *Driver) takeSchemaLock(ctx context.Context) (release func(), done bool,
 	ttl := int(schemaLockTTL / time.Second)
 	var waitingFor string
 	for {
-		existing := map[string]any{}
-		applied, err := d.session.Query(take, d.lockHolder, time.Now(), ttl).
-			Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).
-			MapScanCASContext(ctx, existing)
+		holder, err := d.schemaLockHolder(ctx)
+		if err == nil && holder == "" {
+			existing := map[string]any{}
+			var applied bool
+			applied, err = d.session.Query(take, d.lockHolder, time.Now(), ttl).
+				Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).
+				MapScanCASContext(ctx, existing)
+			switch {
+			case err == nil && applied:
+				holder = d.lockHolder
+			case err == nil:
+				holder, _ = existing["holder"].(string)
+			}
+		}
 		var unavailable *gocql.RequestErrUnavailable
 		if errors.As(err, &unavailable) {
-			// The lock is a Paxos round on the keyspace's replicas, and a
-			// quorum of them is not alive (or the replication factor exceeds
-			// the cluster). Without the lock, creating the schema is what it
+			// The lock lives on the keyspace's replicas, and a quorum of
+			// them is not alive (or the replication factor exceeds the
+			// cluster). Without the lock, creating the schema is what it
 			// was before there was one: safe when one process does it.
 			d.log.Warn("cassandra: the schema lock needs a quorum of the keyspace's replicas, which is not available; creating the schema without it (start one server at a time, or run abacus migrate first)",
 				"keyspace", ks, "err", err)
 			d.lockHolder = ""
 			return func() {}, false, nil
 		}
-		if err != nil {
+		if err != nil && mapError(opWrite, err) != nil && !errors.Is(mapError(opWrite, err), driver.ErrUnknownOutcome) {
 			return nil, false, fmt.Errorf("taking the schema lock in %s.schema_lock: %w", ks, err)
 		}
-		if applied {
+		if err == nil && holder == d.lockHolder {
 			if waitingFor != "" {
 				d.log.Info("cassandra: took the schema lock", "after", waitingFor)
 			}
@@ -156,18 +176,32 @@ func (d *Driver) takeSchemaLock(ctx context.Context) (release func(), done bool,
 		if d.probe(ctx) == nil {
 			return nil, true, d.awaitAgreement(ctx)
 		}
-		holder, _ := existing["holder"].(string)
-		if holder != waitingFor {
+		if err == nil && holder != "" && holder != waitingFor {
 			d.log.Info("cassandra: waiting for another process to finish creating the schema",
 				"keyspace", ks, "holder", holder)
 			waitingFor = holder
 		}
 		select {
 		case <-ctx.Done():
-			return nil, false, fmt.Errorf("waiting for %s to finish creating the schema in keyspace %s: %w", holder, ks, ctx.Err())
-		case <-time.After(schemaLockPoll):
+			if waitingFor != "" {
+				return nil, false, fmt.Errorf("waiting for %s to finish creating the schema in keyspace %s: %w", waitingFor, ks, ctx.Err())
+			}
+			return nil, false, fmt.Errorf("taking the schema lock in %s.schema_lock: %w (last error: %v)", ks, ctx.Err(), err)
+		case <-time.After(schemaLockPoll/2 + time.Duration(mrand.Int64N(int64(schemaLockPoll)))):
 		}
 	}
+}
+
+// schemaLockHolder reads who holds the schema lock ("" when nobody) with a
+// plain quorum read, which costs no Paxos round.
+func (d *Driver) schemaLockHolder(ctx context.Context) (string, error) {
+	var holder string
+	err := d.session.Query("SELECT holder FROM "+d.cfg.Keyspace+".schema_lock WHERE name = 'schema'").
+		Consistency(gocql.Quorum).ScanContext(ctx, &holder)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return "", nil
+	}
+	return holder, err
 }
 
 // renewSchemaLock extends the lock, failing if it is no longer ours: after
@@ -178,9 +212,19 @@ func (d *Driver) renewSchemaLock(ctx context.Context) error {
 	}
 	renew := "UPDATE " + d.cfg.Keyspace + ".schema_lock USING TTL ? SET holder = ?, since = ? WHERE name = 'schema' IF holder = ?"
 	existing := map[string]any{}
-	applied, err := d.session.Query(renew, int(schemaLockTTL/time.Second), d.lockHolder, time.Now(), d.lockHolder).
-		Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).
-		MapScanCASContext(ctx, existing)
+	var applied bool
+	var err error
+	// A renewal whose outcome is unknown is simply sent again: it applies
+	// only while the lock is ours.
+	for attempt := 0; attempt < 5; attempt++ {
+		clear(existing)
+		applied, err = d.session.Query(renew, int(schemaLockTTL/time.Second), d.lockHolder, time.Now(), d.lockHolder).
+			Consistency(gocql.Quorum).SerialConsistency(gocql.Serial).
+			MapScanCASContext(ctx, existing)
+		if err == nil || !errors.Is(mapError(opWrite, err), driver.ErrUnknownOutcome) || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("renewing the schema lock: %w", err)
 	}

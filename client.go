@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-
 	"time"
 
-	"github.com/abacusdb/abacus/actor"
-	"github.com/abacusdb/abacus/cas"
-	"github.com/abacusdb/abacus/crdt"
+	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/driver"
-	"github.com/abacusdb/abacus/events"
-	"github.com/abacusdb/abacus/ledger"
-	"github.com/abacusdb/abacus/queue"
-	"github.com/abacusdb/abacus/sharded"
+	"github.com/abacusdb/abacus/internal/crdt"
+	"github.com/abacusdb/abacus/internal/events"
+	"github.com/abacusdb/abacus/internal/ledger"
+	"github.com/abacusdb/abacus/internal/registry"
+	"github.com/abacusdb/abacus/internal/sharded"
 )
 
 // Client is the entry point of the library. It is safe for concurrent use.
@@ -24,8 +21,8 @@ type Client struct {
 	sharded    *sharded.Engine
 	events     *events.Engine
 	ledger     *ledger.Engine
-	queues     *queue.Service
-	namespaces sync.Map // name -> *Namespace
+	queues     *Queues
+	namespaces *registry.Registry[driver.Namespace, Namespace]
 }
 
 // NewClient returns a client on cfg.Driver and makes sure the default
@@ -69,7 +66,7 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, sharded: eng, ledger: led, queues: qs}
+	c := &Client{cfg: cfg, sharded: eng, ledger: led, queues: qs, namespaces: newNamespaceRegistry(cfg.Driver)}
 	c.events, err = events.New(events.Config{
 		Store:        cfg.Driver,
 		Clock:        cfg.Clock,
@@ -128,7 +125,7 @@ type Update struct {
 
 // NewRequestID returns a fresh request id: a version 7 UUID, whose time
 // part lets every model (events included) use it.
-func NewRequestID() string { return events.NewID(time.Now()) }
+func NewRequestID() string { return api.NewRequestID(time.Now()) }
 
 // Apply applies an update and returns once it is durable (see the package
 // documentation for what each error means).
@@ -137,19 +134,7 @@ func (c *Client) Apply(ctx context.Context, u Update) error {
 	if err != nil {
 		return err
 	}
-	switch p.ns.Model {
-	case ModelEvents:
-		return modelError(c.events.Write(ctx, p.events, p.event))
-	case ModelNative:
-		err := c.cfg.Driver.AddNative(ctx, &driver.AddNativeParams{
-			Namespace: p.ns.Name, Counter: u.Counter, Delta: u.Delta, Consistency: p.ns.WriteConsistency,
-		})
-		return modelError(err)
-	case ModelCAS:
-		_, err := cas.Add(ctx, c.cfg.Driver, casTarget(p.ns, u.Counter), u.Delta, cas.Options{})
-		return modelError(err)
-	}
-	return c.sharded.Apply(ctx, p.sharded, p.op, u.RequestID)
+	return p.model.apply(ctx, c, p, u)
 }
 
 // Check validates an update as Apply would — names, namespace, model and
@@ -163,6 +148,7 @@ func (c *Client) Check(ctx context.Context, u Update) error {
 // prepared is an update checked against its namespace.
 type prepared struct {
 	ns      *Namespace
+	model   counterModel
 	sharded sharded.Target // sharded model only
 	op      crdt.Op        // sharded model only
 	events  events.Target  // events model only
@@ -181,51 +167,23 @@ func (c *Client) prepare(ctx context.Context, u Update) (prepared, error) {
 	if !u.Time.IsZero() && ns.Model != ModelEvents {
 		return p, fmt.Errorf("%w: an event time is only meaningful for events counters; namespace %q is of model %q", ErrWrongModel, ns.Name, ns.Model)
 	}
-	switch ns.Model {
-	case ModelSharded:
-		if p.sharded, err = shardedTarget(ns, u.Counter); err != nil {
-			return p, err
-		}
-		p.op, err = opFor(ns, u)
-		return p, err
-	case ModelEvents, ModelNative, ModelCAS:
-		if u.Item != "" {
-			return p, fmt.Errorf("%w: namespace %q holds %s sum counters, which take a number, not an item", ErrWrongType, ns.Name, ns.Model)
-		}
-		if ns.Model == ModelEvents {
-			p.events = c.eventsTarget(ns, u.Counter)
-			p.event, err = c.events.Event(p.events, events.Request{ID: u.RequestID, Time: u.Time, Delta: u.Delta})
-			return p, modelError(err)
-		}
-		return p, nil
-	case ModelActor:
-		return p, fmt.Errorf("%w: namespace %q holds actor counters, which take a set (actor, version, value), not an increment", ErrWrongModel, ns.Name)
+	m, ok := counterModelOf(ns.Model)
+	if !ok {
+		return p, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)
 	}
-	return p, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)
+	p.model = m
+	return m.prepare(c, p, u)
 }
 
 // Ping checks that the store answers, bypassing every cache.
 func (c *Client) Ping(ctx context.Context) error {
 	_, err := c.cfg.Driver.GetNamespace(ctx, &driver.GetNamespaceParams{Name: DefaultNamespace})
-	return wrapDriverError(err)
+	return publicError(err)
 }
 
 // Add adds delta to a sum counter.
 func (c *Client) Add(ctx context.Context, namespace, counter string, delta int64) error {
 	return c.Apply(ctx, Update{Namespace: namespace, Counter: counter, Delta: delta})
-}
-
-func opFor(ns *Namespace, u Update) (crdt.Op, error) {
-	if ns.Type == TypeDistinct {
-		if u.Item == "" || u.Delta != 0 {
-			return crdt.Op{}, fmt.Errorf("%w: namespace %q counts distinct items: give an item and no delta", ErrWrongType, ns.Name)
-		}
-		return crdt.Op{Item: []byte(u.Item)}, nil
-	}
-	if u.Item != "" {
-		return crdt.Op{}, fmt.Errorf("%w: namespace %q holds %s counters, which take a number, not an item", ErrWrongType, ns.Name, ns.Type)
-	}
-	return crdt.Op{Delta: u.Delta}, nil
 }
 
 // counterNamespace checks a counter name and finds its namespace, which
@@ -242,20 +200,6 @@ func (c *Client) counterNamespace(ctx context.Context, namespace, counter string
 		return nil, fmt.Errorf("%w: namespace %q holds ledgers; use the ledger operations (Credit, Debit, LedgerValue)", ErrWrongModel, ns.Name)
 	}
 	return ns, nil
-}
-
-func shardedTarget(ns *Namespace, counter string) (sharded.Target, error) {
-	kind, err := crdt.ParseKind(ns.Type)
-	if err != nil {
-		return sharded.Target{}, fmt.Errorf("namespace %q has a corrupt type: %w", ns.Name, err)
-	}
-	return sharded.Target{
-		Namespace:        ns.Name,
-		Counter:          counter,
-		Kind:             kind,
-		ReadConsistency:  ns.ReadConsistency,
-		WriteConsistency: ns.WriteConsistency,
-	}, nil
 }
 
 // Value is a counter's value as read.
@@ -293,55 +237,12 @@ func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, er
 		return nil, err
 	}
 	v := &Value{Namespace: ns.Name, Counter: counter, Type: ns.Type, Model: ns.Model}
-	switch ns.Model {
-	case ModelSharded:
-		t, err := shardedTarget(ns, counter)
-		if err != nil {
-			return nil, err
-		}
-		r, err := c.sharded.Read(ctx, t)
-		if err != nil {
-			return nil, wrapDriverError(err)
-		}
-		v.Empty, v.Shards = r.Empty, r.Shards
-		v.setTotal(r.Total)
-	case ModelEvents:
-		r, err := c.events.Read(ctx, c.eventsTarget(ns, counter))
-		if err != nil {
-			return nil, modelError(err)
-		}
-		v.Value, v.Empty, v.Events = r.Value, r.Empty, r.Events
-		v.setTotal(r.Total)
-	case ModelActor:
-		vals, err := c.cfg.Driver.ReadActorValues(ctx, &driver.ReadActorValuesParams{
-			Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency,
-		})
-		if err != nil {
-			return nil, wrapDriverError(err)
-		}
-		v.setTotal(actor.Sum(vals))
-		v.Empty, v.Actors = len(vals) == 0, len(vals)
-	case ModelNative:
-		n, err := c.cfg.Driver.ReadNative(ctx, &driver.ReadNativeParams{
-			Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency,
-		})
-		if err != nil {
-			return nil, wrapDriverError(err)
-		}
-		// A native counter cannot tell "never written" from "sums to 0".
-		v.Value, v.Empty = n, n == 0
-	case ModelCAS:
-		// Serial: the read a user sees of a linearizable counter is
-		// linearizable too.
-		cv, err := c.cfg.Driver.ReadCAS(ctx, &driver.ReadCASParams{
-			Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency, Serial: true,
-		})
-		if err != nil {
-			return nil, wrapDriverError(err)
-		}
-		v.Value, v.Empty = cv.Value, !cv.Exists
-	default:
+	m, ok := counterModelOf(ns.Model)
+	if !ok {
 		return nil, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)
+	}
+	if err := m.read(ctx, c, ns, counter, v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
@@ -354,6 +255,26 @@ func (v *Value) setTotal(w crdt.Wide) {
 	}
 }
 
+// Clear resets a counter to zero. Only models that can do it safely offer
+// it: events (every increment with an event time at or before the clear's
+// time stops counting; repeating the clear with the same request id is
+// harmless) and cas (a compare-and-set to zero). Other models return
+// ErrWrongModel. requestID may be empty for a clear at the current time.
+func (c *Client) Clear(ctx context.Context, namespace, counter, requestID string) error {
+	ns, err := c.counterNamespace(ctx, namespace, counter)
+	if err != nil {
+		return err
+	}
+	if len(requestID) > MaxNameLen {
+		return fmt.Errorf("%w: request id is longer than %d bytes", ErrInvalid, MaxNameLen)
+	}
+	m, ok := counterModelOf(ns.Model)
+	if !ok {
+		return noClear(ns)
+	}
+	return m.clear(ctx, c, ns, counter, requestID)
+}
+
 // ApplyAndGet applies an update and then reads the counter. The read is a
 // separate operation: other updates may land between the two.
 func (c *Client) ApplyAndGet(ctx context.Context, u Update) (*Value, error) {
@@ -362,9 +283,6 @@ func (c *Client) ApplyAndGet(ctx context.Context, u Update) (*Value, error) {
 	}
 	return c.Get(ctx, u.Namespace, u.Counter)
 }
-
-// GCResult is the outcome of collecting one counter.
-type GCResult = sharded.GCResult
 
 // GC folds the final shards of a sharded counter into its tally, or rolls
 // up an events counter (Folded is then the number of events folded). A
@@ -376,17 +294,10 @@ func (c *Client) GC(ctx context.Context, namespace, counter string) (GCResult, e
 		return GCResult{}, err
 	}
 	key := driver.CounterKey{Namespace: ns.Name, Counter: counter}
-	switch ns.Model {
-	case ModelSharded:
-		return c.sharded.Collect(ctx, key), nil
-	case ModelEvents:
-		return rollupResult(c.events.Rollup(ctx, c.eventsTarget(ns, counter))), nil
+	if m, ok := counterModelOf(ns.Model); ok {
+		return m.collect(ctx, c, ns, key), nil
 	}
 	return GCResult{Key: key}, nil
-}
-
-func rollupResult(r events.RollupResult) GCResult {
-	return GCResult{Key: r.Key, Folded: r.Events, Skipped: r.Skipped, Err: r.Err}
 }
 
 // GCAll collects every sharded counter and rolls up every events counter,
@@ -409,10 +320,10 @@ func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error
 }
 
 // EventsStats returns the events engine's running totals (for metrics).
-func (c *Client) EventsStats() *events.Stats { return c.events.Stats() }
+func (c *Client) EventsStats() *EventsStats { return c.events.Stats() }
 
 // LiveMutators returns how many mutators this process holds (for metrics).
 func (c *Client) LiveMutators() int { return c.sharded.LiveMutators() }
 
 // Stats returns the sharded engine's running totals (for metrics).
-func (c *Client) Stats() *sharded.Stats { return c.sharded.Stats() }
+func (c *Client) Stats() *ShardedStats { return c.sharded.Stats() }

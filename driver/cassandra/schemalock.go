@@ -2,7 +2,6 @@ package cassandra
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/abacusdb/abacus/internal/randomid"
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
@@ -114,9 +114,7 @@ func (d *Driver) lockless() bool { return d.lockHolder == "" }
 // who wait.
 func schemaHolder() string {
 	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s pid %d (%s)", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s pid %d (%s)", host, os.Getpid(), randomid.Hex(4))
 }
 
 // takeSchemaLock waits for the schema lock. It returns done when another

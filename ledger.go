@@ -183,7 +183,7 @@ func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Nam
 	return ns, ledger.Target{
 		Namespace:        ns.Name,
 		Ledger:           name,
-		Options:          ns.Ledger.target(),
+		Options:          ns.Ledger.Effective(),
 		ReadConsistency:  ns.ReadConsistency,
 		WriteConsistency: ns.WriteConsistency,
 	}, nil

@@ -62,7 +62,7 @@ func (eventsModel) checkNamespace(nc NamespaceConfig) error {
 }
 
 func (eventsModel) storedOptions(nc NamespaceConfig) map[string]string {
-	return nc.eventsOptions().WithDefaults().Stored()
+	return nc.eventsOptions().Stored()
 }
 
 func (eventsModel) loadOptions(ns *Namespace, stored map[string]string) error {

@@ -76,10 +76,11 @@ const (
 	storedFutureLimit  = "future_limit_seconds"
 )
 
-// Stored is the options' stored form: every option in whole seconds. Fill
-// in the defaults first, so a later release with other defaults does not
+// Stored is the options' stored form: every option in whole seconds,
+// defaults filled in, so a later release with other defaults does not
 // change existing namespaces.
 func (o Options) Stored() map[string]string {
+	o = o.WithDefaults()
 	secs := func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
 	return map[string]string{
 		storedBucket: secs(o.Bucket), storedAcceptWindow: secs(o.AcceptWindow),

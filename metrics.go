@@ -18,3 +18,12 @@ type (
 	// (Client.EventsStats).
 	EventsStats = events.Stats
 )
+
+// EventsStats returns the events engine's running totals (for metrics).
+func (c *Client) EventsStats() *EventsStats { return c.events.Stats() }
+
+// LiveMutators returns how many mutators this process holds (for metrics).
+func (c *Client) LiveMutators() int { return c.sharded.LiveMutators() }
+
+// Stats returns the sharded engine's running totals (for metrics).
+func (c *Client) Stats() *ShardedStats { return c.sharded.Stats() }

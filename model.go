@@ -55,6 +55,17 @@ func counterModelOf(m Model) (counterModel, bool) {
 	return cm, ok
 }
 
+// plainSums is the namespace part of the models whose counters are plain
+// sums with no options and nothing to collect (actor, native, cas).
+type plainSums struct {
+	noOptions
+	nothingToCollect
+}
+
+func (plainSums) defaultType() string { return TypeSum }
+
+func (plainSums) checkNamespace(nc NamespaceConfig) error { return sumsOnly(nc) }
+
 // sumsOnly is the type check of the models whose counters are plain sums.
 func sumsOnly(nc NamespaceConfig) error {
 	if nc.Type != TypeSum {

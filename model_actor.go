@@ -10,13 +10,7 @@ import (
 
 // actorModel keeps one absolute value per writer (actor), versioned; a
 // read sums them. Sets, not increments, change it.
-type actorModel struct {
-	noOptions
-	nothingToCollect
-}
-
-func (actorModel) defaultType() string                     { return TypeSum }
-func (actorModel) checkNamespace(nc NamespaceConfig) error { return sumsOnly(nc) }
+type actorModel struct{ plainSums }
 
 func (actorModel) prepare(_ *Client, p prepared, _ Update) (prepared, error) {
 	return p, fmt.Errorf("%w: namespace %q holds actor counters, which take a set (actor, version, value), not an increment", ErrWrongModel, p.ns.Name)

@@ -9,13 +9,7 @@ import (
 
 // casModel is the compare-and-set baseline: linearizable, one Paxos round
 // per write, and a retry may count twice.
-type casModel struct {
-	noOptions
-	nothingToCollect
-}
-
-func (casModel) defaultType() string                     { return TypeSum }
-func (casModel) checkNamespace(nc NamespaceConfig) error { return sumsOnly(nc) }
+type casModel struct{ plainSums }
 
 func (casModel) prepare(_ *Client, p prepared, u Update) (prepared, error) {
 	return p, numbersOnly(p.ns, u)

@@ -9,13 +9,7 @@ import (
 
 // nativeModel is the store's own counter (a Cassandra counter column): the
 // fastest, and a retry may count twice.
-type nativeModel struct {
-	noOptions
-	nothingToCollect
-}
-
-func (nativeModel) defaultType() string                     { return TypeSum }
-func (nativeModel) checkNamespace(nc NamespaceConfig) error { return sumsOnly(nc) }
+type nativeModel struct{ plainSums }
 
 func (nativeModel) prepare(_ *Client, p prepared, u Update) (prepared, error) {
 	return p, numbersOnly(p.ns, u)

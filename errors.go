@@ -83,15 +83,7 @@ var (
 	ErrConsumerStopped = outcome.ErrConsumerStopped
 )
 
-// tagged is err that also matches sentinel, with err's message alone: the
-// engines' errors already say what went wrong, and prefixing the Client's
-// sentinel to them would say it twice.
-type tagged struct{ sentinel, err error }
-
-func (t *tagged) Error() string   { return t.err.Error() }
-func (t *tagged) Unwrap() []error { return []error{t.err, t.sentinel} }
-
-func tag(sentinel, err error) error { return &tagged{sentinel: sentinel, err: err} }
+func tag(sentinel, err error) error { return outcome.Tag(sentinel, err) }
 
 // publicError makes an error from an engine or the driver match the
 // Client's errors. The engines' own refusals (an actor's invalid set, a

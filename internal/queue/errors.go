@@ -8,17 +8,19 @@ import (
 
 // Errors returned by the queue engine, wrapped with detail; test with
 // errors.Is. They are the outcome errors the root package re-exports
-// (ErrQueueNotFound and the rest). A write whose outcome is unknown wraps
-// driver.ErrUnknownOutcome: a put that may have queued its messages
-// (retrying may queue them twice), or an acknowledgement that may not have
-// deleted its message (it may be delivered again).
+// (ErrQueueNotFound and the rest). ErrUnknownOutcome means a write may or
+// may not have happened: a put that may have queued its messages (retrying
+// may queue them twice), or an acknowledgement that may not have deleted
+// its message (it may be delivered again); such errors wrap the driver's
+// driver.ErrUnknownOutcome too.
 var (
-	ErrInvalid      = outcome.ErrInvalid
-	ErrNotFound     = outcome.ErrQueueNotFound
-	ErrExists       = outcome.ErrQueueExists
-	ErrTooLarge     = outcome.ErrMessageTooLarge
-	ErrStaleReceipt = outcome.ErrStaleReceipt
-	ErrStopped      = outcome.ErrConsumerStopped
+	ErrUnknownOutcome = outcome.ErrUnknownOutcome
+	ErrInvalid        = outcome.ErrInvalid
+	ErrNotFound       = outcome.ErrQueueNotFound
+	ErrExists         = outcome.ErrQueueExists
+	ErrTooLarge       = outcome.ErrMessageTooLarge
+	ErrStaleReceipt   = outcome.ErrStaleReceipt
+	ErrStopped        = outcome.ErrConsumerStopped
 )
 
 func invalidf(format string, args ...any) error {

@@ -47,7 +47,7 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, store: cfg.Store, clock: cfg.Clock, log: cfg.Logger, ids: newIDGen()}
+	s := &Service{cfg: cfg, store: outcomeStore{cfg.Store}, clock: cfg.Clock, log: cfg.Logger, ids: newIDGen()}
 	s.queues = &registry.Registry[driver.Queue, Queue]{
 		NotFound: ErrNotFound, Exists: ErrExists, Validate: ValidateName,
 		Read: func(ctx context.Context, name string) (*driver.Queue, error) {

@@ -36,7 +36,9 @@ var (
 	ErrOverflow = crdt.ErrOverflow
 
 	// ErrUnknownOutcome means the update may or may not have been counted.
-	// Retrying with the same RequestID on the same process is safe.
+	// Retrying with the same RequestID on the same process is safe. From
+	// the queues it means a put may have queued its messages, or an
+	// acknowledgement may not have deleted its message.
 	ErrUnknownOutcome = outcome.ErrUnknownOutcome
 
 	// ErrNotApplied means the update was definitely not counted; retrying is safe.

@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO          ?= go
 # Packages of pure logic, run under the race detector (with -short: size-heavy
 # property tests run in the full pass that follows).
-RACE_PKGS   ?= ./crdt/... ./clock/... ./sharded/... ./ledger/... ./driver/embedded/... ./queue/... ./events/... ./cas/... ./actor/... ./internal/sweep/... ./internal/inflight/...
+RACE_PKGS   ?= ./internal/crdt/... ./clock/... ./internal/sharded/... ./internal/ledger/... ./driver/embedded/... ./internal/queue/... ./internal/events/... ./internal/cas/... ./internal/actor/... ./internal/sweep/... ./internal/inflight/...
 # Nodes of the dev Cassandra that `make test` starts (1 or 3). Three nodes let
 # the replica-loss tests run; set DEV_NODES=1 for a quicker local loop.
 DEV_NODES   ?= 3
@@ -104,6 +104,8 @@ test-faults: ## Run the fault suite (every model under five faults) against a 3-
 	$(FAULT_SUITE)
 
 lint: ## gofmt, go vet and staticcheck
+	@extra=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./client | grep -v -x -e github.com/abacusdb/abacus/client -e github.com/abacusdb/abacus/api || true); \
+	if [ -n "$$extra" ]; then echo "client may depend only on api and the standard library, but depends on:"; echo "$$extra"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@[ -x "$(STATICCHECK)" ] || GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)

@@ -42,7 +42,7 @@ func (c *Client) ClockSkew(ctx context.Context) (r ClockReading, ok bool, err er
 	st, err := ts.StoreTime(ctx)
 	after := c.cfg.Clock.Now()
 	if err != nil {
-		return ClockReading{}, true, wrapDriverError(err)
+		return ClockReading{}, true, publicError(err)
 	}
 	rtt := after.Sub(before)
 	mid := before.Add(rtt / 2)

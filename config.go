@@ -7,8 +7,6 @@ import (
 
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
-	"github.com/abacusdb/abacus/queue"
-	"github.com/abacusdb/abacus/sharded"
 )
 
 // Config configures a Client. Zero fields take the documented defaults.
@@ -57,7 +55,7 @@ type Config struct {
 	Logger *slog.Logger
 
 	// ShardedHooks receive measurements of the sharded model (for metrics).
-	ShardedHooks sharded.Hooks
+	ShardedHooks ShardedHooks
 
 	// LedgerActorID prefixes the actor ids this process writes ledgers
 	// under. Default: 16 random hex digits, new at every start. Set it only
@@ -77,9 +75,9 @@ type Config struct {
 	LedgerClaimWait time.Duration
 
 	// Queues configures the delay queues (Client.Queues). Its Store, Clock
-	// and Logger default to Driver, Clock and Logger; see queue.Config for
+	// and Logger default to Driver, Clock and Logger; see QueuesConfig for
 	// the rest.
-	Queues queue.Config
+	Queues QueuesConfig
 }
 
 // withDefaults fills the fields the Client itself uses; the sharded engine

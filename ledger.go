@@ -2,137 +2,16 @@ package abacus
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
-	"github.com/abacusdb/abacus/driver"
-	"github.com/abacusdb/abacus/ledger"
+	"github.com/abacusdb/abacus/internal/ledger"
+	"github.com/abacusdb/abacus/internal/randomid"
 )
 
 // DefaultLedgerNamespace is used by the ledger methods when no namespace is
 // given. It is created (model ledger, default options) on first use.
 const DefaultLedgerNamespace = "ledgers"
-
-// LedgerOptions configure a namespace of model ledger. Zero fields take
-// the documented defaults; a created namespace reports them filled in.
-type LedgerOptions struct {
-	// HistoryLength is how many request ids each actor keeps per section
-	// (credits, debits); a retry is recognised while the request is among
-	// them. Default 10, at most 1000.
-	HistoryLength int
-	// Strict claims every request id with a lightweight transaction before
-	// applying it, so that two processes receiving the same request at the
-	// same moment cannot both apply it. It costs a Paxos round per write.
-	// Default false.
-	Strict bool
-	// RetryCount is how many times a write whose outcome is unknown is
-	// resubmitted before the call returns ErrUnknownOutcome. Default 10; a
-	// negative value means none (reported as 0).
-	RetryCount int
-	// ClaimTTL is how long a strict-mode claim lives; a retry within it is
-	// recognised even after the request left the history. It must exceed
-	// the longest delay after which callers retry and the store's hint
-	// window. Default 24h; whole seconds.
-	ClaimTTL time.Duration
-}
-
-// Keys of the ledger options in the stored namespace record.
-const (
-	optHistoryLength = "history_length"
-	optStrict        = "strict"
-	optRetryCount    = "retry_count"
-	optClaimTTL      = "claim_ttl_seconds"
-)
-
-func (c NamespaceConfig) ledgerOptions() LedgerOptions {
-	if c.Ledger == nil {
-		return LedgerOptions{}
-	}
-	return *c.Ledger
-}
-
-// engine converts to the engine's options, defaults filled in.
-func (o LedgerOptions) engine() ledger.Options {
-	return ledger.Options{
-		HistoryLength: o.HistoryLength, Strict: o.Strict, RetryCount: o.RetryCount, ClaimTTL: o.ClaimTTL,
-	}.WithDefaults()
-}
-
-// toMap stores every option, defaults resolved, so a later release with
-// other defaults does not change existing namespaces.
-func (o LedgerOptions) toMap() map[string]string {
-	e := o.engine()
-	return map[string]string{
-		optHistoryLength: strconv.Itoa(e.HistoryLength),
-		optStrict:        strconv.FormatBool(e.Strict),
-		optRetryCount:    strconv.Itoa(max(e.RetryCount, 0)),
-		optClaimTTL:      strconv.FormatInt(int64(e.ClaimTTL/time.Second), 10),
-	}
-}
-
-// ledgerOptionsFromMap reads stored options strictly: every key must be
-// there and valid, since guessing would change how retries are treated.
-func ledgerOptionsFromMap(m map[string]string) (LedgerOptions, error) {
-	get := func(k string) (string, error) {
-		v, ok := m[k]
-		if !ok {
-			return "", fmt.Errorf("%s is missing", k)
-		}
-		return v, nil
-	}
-	var o LedgerOptions
-	v, err := get(optHistoryLength)
-	if err == nil {
-		o.HistoryLength, err = strconv.Atoi(v)
-	}
-	if err != nil {
-		return o, err
-	}
-	if v, err = get(optStrict); err == nil {
-		o.Strict, err = strconv.ParseBool(v)
-	}
-	if err != nil {
-		return o, err
-	}
-	if v, err = get(optRetryCount); err == nil {
-		o.RetryCount, err = strconv.Atoi(v)
-	}
-	if err != nil {
-		return o, err
-	}
-	var secs int64
-	if v, err = get(optClaimTTL); err == nil {
-		secs, err = strconv.ParseInt(v, 10, 64)
-	}
-	if err != nil {
-		return o, err
-	}
-	if secs < 1 || secs > int64(driver.MaxClaimTTL/time.Second) {
-		return o, fmt.Errorf("%s %d is out of range", optClaimTTL, secs)
-	}
-	o.ClaimTTL = time.Duration(secs) * time.Second
-	if o.RetryCount < 0 {
-		return o, fmt.Errorf("%s %d is negative", optRetryCount, o.RetryCount)
-	}
-	if err := o.engine().Validate(); err != nil {
-		return o, err
-	}
-	return o, nil
-}
-
-// target converts the namespace's stored options for the engine. Stored
-// retry_count 0 means none, which the engine spells as a negative count.
-func (o LedgerOptions) target() ledger.Options {
-	e := o.engine()
-	if o.RetryCount == 0 {
-		e.RetryCount = -1
-	}
-	return e
-}
 
 // LedgerUpdate is one change to a ledger.
 type LedgerUpdate struct {
@@ -219,7 +98,7 @@ func (c *Client) UpdateLedger(ctx context.Context, u LedgerUpdate) (*LedgerResul
 	res.Namespace = ns.Name
 	r, err := c.ledger.Update(ctx, t, u.Amount, u.RequestID)
 	if err != nil {
-		return res, wrapLedgerError(err)
+		return res, publicError(err)
 	}
 	res.Applied = r.Applied
 	return res, nil
@@ -234,7 +113,7 @@ func (c *Client) LedgerValue(ctx context.Context, namespace, name string) (*Ledg
 	}
 	st, err := c.ledger.Read(ctx, t)
 	if err != nil {
-		return nil, wrapLedgerError(err)
+		return nil, publicError(err)
 	}
 	return ledgerValue(ns.Name, name, st)
 }
@@ -251,7 +130,7 @@ func (c *Client) HasRequestID(ctx context.Context, namespace, name, requestID st
 	}
 	st, err := c.ledger.Read(ctx, t)
 	if err != nil {
-		return false, wrapLedgerError(err)
+		return false, publicError(err)
 	}
 	return st.Has(requestID), nil
 }
@@ -266,7 +145,7 @@ func (c *Client) FindLedger(ctx context.Context, namespace, name string) (*Ledge
 	}
 	st, err := c.ledger.Find(ctx, t)
 	if err != nil {
-		return nil, wrapLedgerError(err)
+		return nil, publicError(err)
 	}
 	return ledgerValue(ns.Name, name, st)
 }
@@ -274,7 +153,7 @@ func (c *Client) FindLedger(ctx context.Context, namespace, name string) (*Ledge
 func ledgerValue(ns, name string, st *ledger.State) (*LedgerValue, error) {
 	p, n, err := st.Totals()
 	if err != nil {
-		return nil, wrapLedgerError(err)
+		return nil, publicError(err)
 	}
 	return &LedgerValue{Namespace: ns, Ledger: name, Value: p - n, Credits: p, Debits: n, Actors: st.Len()}, nil
 }
@@ -296,7 +175,7 @@ func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Nam
 		}
 	}
 	if err != nil {
-		return nil, ledger.Target{}, wrapDriverError(err)
+		return nil, ledger.Target{}, publicError(err)
 	}
 	if ns.Model != ModelLedger || ns.Ledger == nil {
 		return nil, ledger.Target{}, fmt.Errorf("%w: namespace %q uses model %q; ledgers need a namespace of model %q", ErrInvalid, ns.Name, ns.Model, ModelLedger)
@@ -304,34 +183,10 @@ func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Nam
 	return ns, ledger.Target{
 		Namespace:        ns.Name,
 		Ledger:           name,
-		Options:          ns.Ledger.target(),
+		Options:          ns.Ledger.Effective(),
 		ReadConsistency:  ns.ReadConsistency,
 		WriteConsistency: ns.WriteConsistency,
 	}, nil
 }
 
-// wrapLedgerError makes the engine's errors match the Client's sentinels.
-func wrapLedgerError(err error) error {
-	var sentinel error
-	switch {
-	case errors.Is(err, ledger.ErrUnknownOutcome):
-		sentinel = ErrUnknownOutcome
-	case errors.Is(err, ledger.ErrNotApplied):
-		sentinel = ErrNotApplied
-	case errors.Is(err, ledger.ErrRequestConflict):
-		sentinel = ErrRequestConflict
-	case errors.Is(err, ledger.ErrOverflow):
-		sentinel = ErrOverflow
-	case errors.Is(err, ledger.ErrInvalidEntry):
-		sentinel = ErrInvalid
-	default:
-		return wrapDriverError(err)
-	}
-	return tag(sentinel, err)
-}
-
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	return hex.EncodeToString(b[:])
-}
+func newRequestID() string { return randomid.Hex(16) }

@@ -2,14 +2,13 @@ package abacus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/registry"
 )
 
 // Model is how a namespace's counters are stored.
@@ -102,11 +101,8 @@ func (c NamespaceConfig) withDefaults() NamespaceConfig {
 	if c.Model == "" {
 		c.Model = ModelSharded
 	}
-	switch c.Model {
-	case ModelSharded, ModelEvents, ModelActor, ModelNative, ModelCAS:
-		if c.Type == "" {
-			c.Type = TypeSum
-		}
+	if m, ok := models[c.Model]; ok && c.Type == "" {
+		c.Type = m.defaultType()
 	}
 	return c
 }
@@ -115,29 +111,12 @@ func (c NamespaceConfig) validate() error {
 	if err := ValidateName("namespace", c.Name); err != nil {
 		return err
 	}
-	switch c.Model {
-	case ModelSharded:
-		if _, err := crdt.ParseKind(c.Type); err != nil {
-			return fmt.Errorf("%w: type %q: want sum, max, min or distinct", ErrInvalid, c.Type)
-		}
-	case ModelLedger:
-		if c.Type != "" {
-			return fmt.Errorf("%w: type %q: ledger namespaces have no type", ErrInvalid, c.Type)
-		}
-		if err := c.ledgerOptions().engine().Validate(); err != nil {
-			return fmt.Errorf("%w: ledger options: %v", ErrInvalid, err)
-		}
-	case ModelEvents, ModelActor, ModelNative, ModelCAS:
-		if c.Type != TypeSum {
-			return fmt.Errorf("%w: type %q: %s counters are sums (type sum or none)", ErrInvalid, c.Type, c.Model)
-		}
-		if c.Model == ModelEvents {
-			if err := c.eventsOptions().engine().Validate(); err != nil {
-				return fmt.Errorf("%w: events options: %v", ErrInvalid, err)
-			}
-		}
-	default:
+	m, ok := models[c.Model]
+	if !ok {
 		return fmt.Errorf("%w: unknown model %q (want sharded, events, actor, ledger, native or cas)", ErrInvalid, c.Model)
+	}
+	if err := m.checkNamespace(c); err != nil {
+		return err
 	}
 	if c.Model != ModelLedger && c.Ledger != nil {
 		return fmt.Errorf("%w: ledger options given for a namespace of model %q", ErrInvalid, c.Model)
@@ -169,19 +148,10 @@ func namespaceFromRecord(r *driver.Namespace) (*Namespace, error) {
 		WriteConsistency: r.WriteConsistency,
 		CreatedAt:        r.CreatedAt,
 	}
-	if ns.Model == ModelLedger {
-		o, err := ledgerOptionsFromMap(r.Options)
-		if err != nil {
-			return nil, fmt.Errorf("namespace %q has corrupt ledger options: %w", r.Name, err)
+	if m, ok := models[ns.Model]; ok {
+		if err := m.loadOptions(ns, r.Options); err != nil {
+			return nil, err
 		}
-		ns.Ledger = &o
-	}
-	if ns.Model == ModelEvents {
-		o, err := eventsOptionsFromMap(r.Options)
-		if err != nil {
-			return nil, fmt.Errorf("namespace %q has corrupt events options: %w", r.Name, err)
-		}
-		ns.Events = &o
 	}
 	return ns, nil
 }
@@ -201,25 +171,10 @@ func (c *Client) CreateNamespace(ctx context.Context, nc NamespaceConfig) (*Name
 		WriteConsistency: nc.WriteConsistency,
 		CreatedAt:        c.cfg.Clock.Now().UTC().Truncate(time.Millisecond),
 	}
-	switch nc.Model {
-	case ModelLedger:
-		rec.Options = nc.ledgerOptions().toMap()
-	case ModelEvents:
-		rec.Options = nc.eventsOptions().toMap()
-	}
-	err := c.cfg.Driver.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: rec})
-	if errors.Is(err, driver.ErrExists) {
-		return nil, fmt.Errorf("%w: %q", ErrNamespaceExists, nc.Name)
-	}
-	if err != nil {
-		return nil, wrapDriverError(err)
-	}
-	ns, err := namespaceFromRecord(&rec)
-	if err != nil {
-		return nil, err
-	}
-	c.namespaces.Store(ns.Name, ns)
-	return ns, nil
+	rec.Options = models[nc.Model].storedOptions(nc)
+	return c.namespaces.Create(nc.Name, &rec,
+		func() error { return c.cfg.Driver.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: rec}) },
+		publicError)
 }
 
 // Namespace returns the named namespace or ErrNamespaceNotFound. Namespaces
@@ -228,25 +183,20 @@ func (c *Client) Namespace(ctx context.Context, name string) (*Namespace, error)
 	if name == "" {
 		name = DefaultNamespace
 	}
-	if v, ok := c.namespaces.Load(name); ok {
-		return v.(*Namespace), nil
+	return c.namespaces.Lookup(ctx, name)
+}
+
+// newNamespaceRegistry is the Client's cache of namespaces (they never
+// change once created).
+func newNamespaceRegistry(d driver.Driver) *registry.Registry[driver.Namespace, Namespace] {
+	return &registry.Registry[driver.Namespace, Namespace]{
+		NotFound: ErrNamespaceNotFound, Exists: ErrNamespaceExists,
+		Validate: func(name string) error { return ValidateName("namespace", name) },
+		Read: func(ctx context.Context, name string) (*driver.Namespace, error) {
+			return d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: name})
+		},
+		Decode: namespaceFromRecord,
 	}
-	if err := ValidateName("namespace", name); err != nil {
-		return nil, err
-	}
-	rec, err := c.cfg.Driver.GetNamespace(ctx, &driver.GetNamespaceParams{Name: name})
-	if errors.Is(err, driver.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %q", ErrNamespaceNotFound, name)
-	}
-	if err != nil {
-		return nil, err
-	}
-	ns, err := namespaceFromRecord(rec)
-	if err != nil {
-		return nil, err
-	}
-	c.namespaces.Store(name, ns)
-	return ns, nil
 }
 
 // Namespaces lists every namespace, sorted by name.

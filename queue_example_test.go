@@ -9,7 +9,6 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/queue"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -31,13 +30,13 @@ func ExampleClient_Queues() {
 	defer client.Stop(ctx)
 	queues := client.Queues()
 
-	if _, err := queues.Create(ctx, queue.QueueConfig{Name: "emails", Shards: 8}); err != nil {
+	if _, err := queues.Create(ctx, abacus.QueueConfig{Name: "emails", Shards: 8}); err != nil {
 		log.Fatal(err)
 	}
-	_, _ = queues.Put(ctx, "emails", queue.Message{Body: []byte("welcome alice")})
-	_, _ = queues.Put(ctx, "emails", queue.Message{Body: []byte("remind bob"), Delay: time.Hour})
+	_, _ = queues.Put(ctx, "emails", abacus.QueueMessage{Body: []byte("welcome alice")})
+	_, _ = queues.Put(ctx, "emails", abacus.QueueMessage{Body: []byte("remind bob"), Delay: time.Hour})
 
-	consumer, err := queues.NewConsumer(ctx, queue.ConsumerConfig{Queue: "emails"})
+	consumer, err := queues.NewConsumer(ctx, abacus.ConsumerConfig{Queue: "emails"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/abacusdb/abacus/api"
-	"github.com/abacusdb/abacus/events"
 )
 
 // DefaultTimeout bounds one HTTP attempt unless WithTimeout says otherwise.
@@ -150,7 +149,7 @@ var errLocal = errors.New("request not sent")
 // NewRequestID returns a fresh request id: a version 7 UUID (74 random
 // bits per millisecond). Its time part is what lets an events counter
 // recognise a retry from any server: the id fixes the event's time.
-func NewRequestID() string { return events.NewID(time.Now()) }
+func NewRequestID() string { return api.NewRequestID(time.Now()) }
 
 // escape percent-encodes a name as one path segment. Everything outside the
 // unreserved set is escaped, '.' included: the server cleans paths, and a

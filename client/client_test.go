@@ -18,8 +18,7 @@ import (
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/events"
-	"github.com/abacusdb/abacus/server"
+	"github.com/abacusdb/abacus/internal/server"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -103,7 +102,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	id, err := c.Add(ctx, "", "likes", 5)
-	if _, ok := events.IDTime(id); err != nil || !ok {
+	if _, ok := api.RequestIDTime(id); err != nil || !ok {
 		t.Fatalf("Add = %q, %v", id, err)
 	}
 	id, err = c.Update(ctx, "default", "likes", api.UpdateRequest{Delta: -2, RequestID: "mine"})

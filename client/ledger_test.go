@@ -14,7 +14,7 @@ import (
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/server"
+	"github.com/abacusdb/abacus/internal/server"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 

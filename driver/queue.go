@@ -127,9 +127,9 @@ type Message struct {
 	LastError string
 }
 
-// ShardState is a shard's partition-wide state: the consumer lease and the
+// QueueShardState is a shard's partition-wide state: the consumer lease and the
 // read floor, kept in static columns next to the messages.
-type ShardState struct {
+type QueueShardState struct {
 	// Holder is the consumer holding the lease, "" when the shard is free.
 	Holder string
 	// Since is when the holder took the lease (renewals keep it).
@@ -209,8 +209,8 @@ type DeleteMessagesParams struct {
 	Keys  []MessageKey
 }
 
-// ShardParams name one shard of a queue.
-type ShardParams struct {
+// QueueShardParams name one shard of a queue.
+type QueueShardParams struct {
 	Queue string
 	Shard int
 }
@@ -246,8 +246,8 @@ type SetFloorParams struct {
 	Floor time.Time
 }
 
-// ShardStatsParams are the parameters of Queues.ShardStats.
-type ShardStatsParams struct {
+// QueueShardStatsParams are the parameters of Queues.QueueShardStats.
+type QueueShardStatsParams struct {
 	Queue string
 	Shard int
 	// From is the lowest due time counted: the shard's floor less the clock
@@ -258,9 +258,9 @@ type ShardStatsParams struct {
 	Now time.Time
 }
 
-// ShardStats counts one shard's messages.
-type ShardStats struct {
-	ShardState
+// QueueShardStats counts one shard's messages.
+type QueueShardStats struct {
+	QueueShardState
 	// Messages counts every live message of the shard.
 	Messages int
 	// Due counts the messages whose due time has passed, delivered or not.
@@ -329,9 +329,9 @@ type Queues interface {
 	// one is not an error.
 	DeleteMessages(ctx context.Context, p *DeleteMessagesParams) error
 
-	// ReadShard returns the shard's lease holder and floor. A shard never
+	// ReadQueueShard returns the shard's lease holder and floor. A shard never
 	// written reads as free with a zero floor.
-	ReadShard(ctx context.Context, p *ShardParams) (*ShardState, error)
+	ReadQueueShard(ctx context.Context, p *QueueShardParams) (*QueueShardState, error)
 
 	// AcquireLease takes the shard's lease for p.Holder if nobody holds it
 	// (atomically: a lightweight transaction on Cassandra). Acquiring a
@@ -347,9 +347,9 @@ type Queues interface {
 	// SetFloor records the shard's read floor.
 	SetFloor(ctx context.Context, p *SetFloorParams) error
 
-	// ShardStats counts the shard's messages due at or after p.From and
+	// QueueShardStats counts the shard's messages due at or after p.From and
 	// returns its lease state.
-	ShardStats(ctx context.Context, p *ShardStatsParams) (*ShardStats, error)
+	QueueShardStats(ctx context.Context, p *QueueShardStatsParams) (*QueueShardStats, error)
 
 	// DeadLetter stores the letters in the queue's dead letters and then
 	// deletes their messages. Repeating it is harmless.

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/abacusdb/abacus/bench"
+	"github.com/abacusdb/abacus/cmd/abacus/internal/bench"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -89,7 +89,7 @@ and the embedded store are all this one process, which shares the machine
 with the store, so read the CPU columns before the ratios.
 
 Ratios follow the table: every model against the native baseline, with the
-bars of DESIGN.md §7 (sharded >= 10x native on one hot counter, >= 2x over
+bars docs/benchmarks.md sets (sharded >= 10x native on one hot counter, >= 2x over
 100 counters, events >= 1x, reads after GC or rollup <= 2x a native read),
 and every model as a share of the plain-insert ceiling. Without --cassandra
 the raw CQL baseline cannot run; the library's native model on the embedded

@@ -227,11 +227,7 @@ whether it is empty, how many shards were merged).`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(v)
-			}
-			_, err = fmt.Fprintln(a.stdout, valueText(v))
-			return err
+			return a.printResult(v, valueText(v))
 		},
 	}
 }

@@ -139,11 +139,7 @@ debits and number of actor rows are printed too.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(v)
-			}
-			_, err = fmt.Fprintln(a.stdout, v.Value)
-			return err
+			return a.printResult(v, v.Value)
 		},
 	}
 }
@@ -171,11 +167,7 @@ it was never applied.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(api.RequestIDStatus{Namespace: ns, Ledger: args[0], RequestID: args[1], Known: known})
-			}
-			_, err = fmt.Fprintln(a.stdout, known)
-			return err
+			return a.printResult(api.RequestIDStatus{Namespace: ns, Ledger: args[0], RequestID: args[1], Known: known}, known)
 		},
 	}
 }
@@ -201,11 +193,7 @@ forgotten) and write it back, then print the value.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(v)
-			}
-			_, err = fmt.Fprintln(a.stdout, v.Value)
-			return err
+			return a.printResult(v, v.Value)
 		},
 	}
 }

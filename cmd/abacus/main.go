@@ -218,6 +218,16 @@ func (a *app) client() (*client.Client, error) {
 	return c, nil
 }
 
+// printResult prints v under --json and plain (one line) otherwise:
+// scripts read the plain line, programs the JSON.
+func (a *app) printResult(v, plain any) error {
+	if a.g.json {
+		return a.printJSON(v)
+	}
+	_, err := fmt.Fprintln(a.stdout, plain)
+	return err
+}
+
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")

@@ -176,11 +176,7 @@ or may not be queued; putting it again may queue it twice.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(api.PutResponse{IDs: ids})
-			}
-			_, err = fmt.Fprintln(a.stdout, ids[0])
-			return err
+			return a.printResult(api.PutResponse{IDs: ids}, ids[0])
 		},
 	}
 	cmd.Flags().DurationVar(&delay, "delay", 0, "deliver no sooner than this from now")

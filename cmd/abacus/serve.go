@@ -18,7 +18,7 @@ import (
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/server"
+	"github.com/abacusdb/abacus/internal/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"

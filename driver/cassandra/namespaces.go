@@ -6,31 +6,14 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
-	"sort"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
 )
 
-// casAttempts bounds CreateNamespace's attempts when the outcome of its
-// lightweight transaction is unknown.
-const casAttempts = 5
-
-// CreateNamespace inserts the namespace with a lightweight transaction
-// (INSERT ... IF NOT EXISTS), so of two processes racing to create the same
-// name exactly one succeeds and the other gets driver.ErrExists. The commit
-// uses the WriteConsistency level; Paxos uses SERIAL (LOCAL_SERIAL when
-// that level is data-center-local).
-//
-// Paxos rounds that contend for one name often time out on Cassandra (the
-// server gives up after cas_contention_timeout), leaving the outcome
-// unknown. Such an attempt is resolved by trying again: the retry either
-// applies, or returns the row that exists, and if that row is exactly the
-// namespace being created, the earlier attempt was applied after all.
-// This is the only write the driver repeats, and it does so because the
-// repetition is itself conditional. After casAttempts unknown outcomes the
-// error wraps driver.ErrUnknownOutcome.
+// CreateNamespace inserts the namespace once (insertRecord): of two
+// processes racing to create the same name exactly one succeeds and the
+// other gets driver.ErrExists.
 func (d *Driver) CreateNamespace(ctx context.Context, p *driver.CreateNamespaceParams) error {
 	const op = "create namespace"
 	if err := d.begin(ctx, op); err != nil {
@@ -41,54 +24,8 @@ func (d *Driver) CreateNamespace(ctx context.Context, p *driver.CreateNamespaceP
 	if err != nil {
 		return fmt.Errorf("cassandra: %s %q: %w", op, ns.Name, err)
 	}
-	cl, err := level(driver.Default, d.cfg.WriteConsistency)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %q: %w", op, ns.Name, err)
-	}
-	var lastErr error
-	for attempt := range casAttempts {
-		if attempt > 0 {
-			if err := sleepCtx(ctx, casBackoff(attempt)); err != nil {
-				break // lastErr holds the unknown outcome
-			}
-		}
-		// When the insert is not applied Cassandra returns the existing
-		// row; MapScanCAS accepts whatever columns come back.
-		existing := map[string]any{}
-		applied, err := d.session.Query(d.q.insertNamespace, vals...).
-			Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
-			MapScanCASContext(ctx, existing)
-		if err == nil {
-			if applied || (attempt > 0 && sameNamespace(existing, ns)) {
-				return nil
-			}
-			return fmt.Errorf("cassandra: namespace %q: %w", ns.Name, driver.ErrExists)
-		}
-		lastErr = mapError(opWrite, err)
-		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
-			break
-		}
-		d.log.Debug("cassandra: namespace creation outcome unknown; retrying", "namespace", ns.Name, "attempt", attempt+1, "err", err)
-	}
-	return fmt.Errorf("cassandra: %s %q: %w", op, ns.Name, lastErr)
-}
-
-// casBackoff spreads contending retries apart: 50ms, 100ms, 200ms, ...
-// plus up to as much again at random.
-func casBackoff(attempt int) time.Duration {
-	base := 25 * time.Millisecond << attempt
-	return base + rand.N(base)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return d.insertRecord(ctx, op, "namespace", ns.Name, d.q.insertNamespace, vals,
+		func(existing map[string]any) bool { return sameNamespace(existing, ns) })
 }
 
 // sameNamespace reports whether the row returned by a not-applied insert
@@ -122,67 +59,14 @@ func sameNamespace(existing map[string]any, ns driver.Namespace) bool {
 
 // GetNamespace reads one namespace at the ReadConsistency level.
 func (d *Driver) GetNamespace(ctx context.Context, p *driver.GetNamespaceParams) (*driver.Namespace, error) {
-	const op = "get namespace"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	cl, err := level(driver.Default, d.cfg.ReadConsistency)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %q: %w", op, p.Name, err)
-	}
-	iter := d.session.Query(d.q.getNamespace, p.Name).Consistency(cl).IterContext(ctx)
-	var r namespaceRow
-	found := iter.Scan(r.dest()...)
-	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("cassandra: %s %q: %w", op, p.Name, mapError(opRead, err))
-	}
-	if !found {
-		return nil, fmt.Errorf("cassandra: namespace %q: %w", p.Name, driver.ErrNotFound)
-	}
-	ns, err := namespaceFromRow(r)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %q: %w", op, p.Name, err)
-	}
-	return ns, nil
+	return getRecord[driver.Namespace, namespaceRow](ctx, d, "get namespace", "namespace", p.Name, d.q.getNamespace, namespaceFromRow)
 }
 
-// ListNamespaces reads every namespace at the ReadConsistency level, page
-// by page, and returns them sorted by name. A row that cannot be decoded
-// fails the whole listing rather than silently hiding a namespace.
+// ListNamespaces reads every namespace at the ReadConsistency level and
+// returns them sorted by name.
 func (d *Driver) ListNamespaces(ctx context.Context, _ *driver.ListNamespacesParams) ([]*driver.Namespace, error) {
-	const op = "list namespaces"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	cl, err := level(driver.Default, d.cfg.ReadConsistency)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
-	}
-	iter := d.session.Query(d.q.listNamespaces).Consistency(cl).IterContext(ctx)
-	var (
-		out    []*driver.Namespace
-		badRow error
-	)
-	for {
-		var r namespaceRow // fresh per row: gocql reuses the targets' memory
-		if !iter.Scan(r.dest()...) {
-			break
-		}
-		ns, err := namespaceFromRow(r)
-		if err != nil {
-			badRow = err
-			break
-		}
-		out = append(out, ns)
-	}
-	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, mapError(opRead, err))
-	}
-	if badRow != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, badRow)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return listRecords[driver.Namespace, namespaceRow](ctx, d, "list namespaces", d.q.listNamespaces, namespaceFromRow,
+		func(ns *driver.Namespace) string { return ns.Name })
 }
 
 // namespaceRow is one row of the namespaces table as scanned. Pointers are

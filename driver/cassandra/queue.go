@@ -181,57 +181,12 @@ func (d *Driver) CreateQueue(ctx context.Context, p *driver.CreateQueueParams) e
 	if err != nil {
 		return fmt.Errorf("cassandra: %s %q: %w", op, q.Name, err)
 	}
-	cl, err := level(driver.Default, d.cfg.WriteConsistency)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s: %w", op, err)
-	}
-	var lastErr error
-	for attempt := range lwtAttempts {
-		if attempt > 0 {
-			if err := pause(ctx, lwtBackoff(attempt)); err != nil {
-				break
-			}
-		}
+	return d.insertRecord(ctx, op, "queue", q.Name, d.q.queue.insertQueue, vals, func(existing map[string]any) bool {
 		var r queueRow
-		existing := map[string]any{}
-		applied, err := d.session.Query(d.q.queue.insertQueue, vals...).
-			Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
-			MapScanCASContext(ctx, existing)
-		if err == nil {
-			if applied {
-				return nil
-			}
-			r.fromMap(existing)
-			if got, err := queueFromRow(r); attempt > 0 && err == nil && sameQueue(*got, q) {
-				return nil
-			}
-			return fmt.Errorf("cassandra: queue %q: %w", q.Name, driver.ErrExists)
-		}
-		lastErr = mapError(opWrite, err)
-		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
-			break
-		}
-	}
-	return fmt.Errorf("cassandra: %s %q: %w", op, q.Name, lastErr)
-}
-
-// lwtAttempts bounds the attempts of a conditional write whose outcome
-// stays unknown.
-const lwtAttempts = 5
-
-// lwtBackoff spreads contending retries: 50ms, 100ms, 200ms, ... (jitter
-// would not help much here: the retry is conditional and cheap).
-func lwtBackoff(attempt int) time.Duration { return 25 * time.Millisecond << attempt }
-
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+		r.fromMap(existing)
+		got, err := queueFromRow(r)
+		return err == nil && sameQueue(*got, q)
+	})
 }
 
 func sameQueue(a, b driver.Queue) bool {
@@ -331,63 +286,17 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 
 // GetQueue reads one queue record at the ReadConsistency level.
 func (d *Driver) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*driver.Queue, error) {
-	const op = "get queue"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	cl, err := level(driver.Default, d.cfg.ReadConsistency)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
-	}
-	iter := d.session.Query(d.q.queue.getQueue, p.Name).Consistency(cl).IterContext(ctx)
-	var r queueRow
-	found := iter.Scan(r.dest()...)
-	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("cassandra: %s %q: %w", op, p.Name, mapError(opRead, err))
-	}
-	if !found {
-		return nil, fmt.Errorf("cassandra: queue %q: %w", p.Name, driver.ErrNotFound)
-	}
-	q, err := queueFromRow(r)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %q: %w", op, p.Name, err)
-	}
-	return q, nil
+	return getRecord[driver.Queue, queueRow](ctx, d, "get queue", "queue", p.Name, d.q.queue.getQueue, queueFromRow)
 }
 
 // ListQueues reads every queue record and sorts them by name.
 func (d *Driver) ListQueues(ctx context.Context, _ *driver.ListQueuesParams) ([]*driver.Queue, error) {
-	const op = "list queues"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
+	out, err := listRecords[driver.Queue, queueRow](ctx, d, "list queues", d.q.queue.listQueues, queueFromRow,
+		func(q *driver.Queue) string { return q.Name })
+	if err == nil && out == nil {
+		out = []*driver.Queue{}
 	}
-	cl, err := level(driver.Default, d.cfg.ReadConsistency)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
-	}
-	iter := d.session.Query(d.q.queue.listQueues).Consistency(cl).IterContext(ctx)
-	out := []*driver.Queue{}
-	var badRow error
-	for {
-		var r queueRow
-		if !iter.Scan(r.dest()...) {
-			break
-		}
-		q, err := queueFromRow(r)
-		if err != nil {
-			badRow = err
-			continue
-		}
-		out = append(out, q)
-	}
-	if err := iter.Close(); err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, mapError(opRead, err))
-	}
-	if badRow != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, badRow)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out, err
 }
 
 // ---- messages ----------------------------------------------------------------
@@ -662,8 +571,8 @@ func (r *shardStateRow) dest() []any {
 	return []any{&r.Lock, &r.Since, &r.Floor, &r.Deliveries}
 }
 
-func shardStateFromRow(r shardStateRow) driver.ShardState {
-	var s driver.ShardState
+func shardStateFromRow(r shardStateRow) driver.QueueShardState {
+	var s driver.QueueShardState
 	if r.Lock != nil {
 		s.Holder = *r.Lock
 	}
@@ -676,11 +585,11 @@ func shardStateFromRow(r shardStateRow) driver.ShardState {
 	return s
 }
 
-// ReadShard reads the shard's static columns through its anchor row (see
+// ReadQueueShard reads the shard's static columns through its anchor row (see
 // anchorDue), a point read however many deleted messages the shard holds.
 // A shard without an anchor row has never had a floor or a lease; it reads
 // as free with no floor.
-func (d *Driver) ReadShard(ctx context.Context, p *driver.ShardParams) (*driver.ShardState, error) {
+func (d *Driver) ReadQueueShard(ctx context.Context, p *driver.QueueShardParams) (*driver.QueueShardState, error) {
 	const op = "read shard"
 	if err := d.begin(ctx, op); err != nil {
 		return nil, err
@@ -692,7 +601,7 @@ func (d *Driver) ReadShard(ctx context.Context, p *driver.ShardParams) (*driver.
 	return s, nil
 }
 
-func (d *Driver) readShard(ctx context.Context, queue string, shard int) (*driver.ShardState, error) {
+func (d *Driver) readShard(ctx context.Context, queue string, shard int) (*driver.QueueShardState, error) {
 	cl, err := level(driver.Default, d.cfg.ReadConsistency)
 	if err != nil {
 		return nil, err
@@ -753,11 +662,11 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 	if err != nil {
 		return res, fmt.Errorf("cassandra: %s: %w", op, err)
 	}
-	// ReadShard finds the lease through the anchor row, so the row must
+	// ReadQueueShard finds the lease through the anchor row, so the row must
 	// exist before the lease does. Cassandra 2.1.0 refuses the compare-and-
 	// set on a partition without a static cell, which used to force the
 	// anchor in below; 3.0 and later apply it, and a lease taken on a fresh
-	// shard would then be invisible to ReadShard. The anchor is permanent, so
+	// shard would then be invisible to ReadQueueShard. The anchor is permanent, so
 	// one plain write per shard and process is enough.
 	key := queueShard{p.Queue, p.Shard}
 	if _, ok := d.anchored.Load(key); !ok {
@@ -857,9 +766,9 @@ func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
 	return nil
 }
 
-// ShardStats pages through the partition from p.From (due, id,
+// QueueShardStats pages through the partition from p.From (due, id,
 // enqueued_at and visible_at only) and counts.
-func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (*driver.ShardStats, error) {
+func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsParams) (*driver.QueueShardStats, error) {
 	const op = "shard stats"
 	if err := d.begin(ctx, op); err != nil {
 		return nil, err
@@ -872,7 +781,7 @@ func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (*d
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
 	}
-	out := &driver.ShardStats{ShardState: *st}
+	out := &driver.QueueShardStats{QueueShardState: *st}
 	now := p.Now.Truncate(time.Millisecond)
 	iter := d.session.Query(d.q.queue.countShard, p.Queue, p.Shard, p.From.Truncate(time.Millisecond)).
 		Consistency(cl).PageSize(5000).IterContext(ctx)

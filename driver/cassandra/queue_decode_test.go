@@ -143,7 +143,7 @@ func TestDeadFromRow(t *testing.T) {
 func TestShardStateFromRow(t *testing.T) {
 	t.Parallel()
 	at := time.UnixMilli(5)
-	if s := shardStateFromRow(shardStateRow{}); s != (driver.ShardState{}) {
+	if s := shardStateFromRow(shardStateRow{}); s != (driver.QueueShardState{}) {
 		t.Fatalf("empty row = %+v", s)
 	}
 	s := shardStateFromRow(shardStateRow{Lock: ptr("h"), Since: &at, Floor: &at})

@@ -2,7 +2,6 @@ package cassandra
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/abacusdb/abacus/internal/randomid"
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/abacusdb/abacus/driver"
@@ -117,9 +117,7 @@ func (d *Driver) lockless() bool { return d.lockHolder == "" }
 // who wait.
 func schemaHolder() string {
 	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s pid %d (%s)", host, os.Getpid(), hex.EncodeToString(b[:]))
+	return fmt.Sprintf("%s pid %d (%s)", host, os.Getpid(), randomid.Hex(4))
 }
 
 // takeSchemaLock waits for the schema lock. It returns done when another

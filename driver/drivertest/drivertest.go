@@ -3,8 +3,6 @@ package drivertest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"reflect"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/randomid"
 )
 
 // Opener opens the driver under test. Exercise may call it more than once;
@@ -59,9 +58,7 @@ func Exercise(t *testing.T, open Opener) {
 
 // unique returns a name no other subtest or earlier run uses.
 func unique(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + "-" + hex.EncodeToString(b[:])
+	return prefix + "-" + randomid.Hex(6)
 }
 
 func ctx(t *testing.T) context.Context {

@@ -353,7 +353,7 @@ func exerciseMessages(t *testing.T, d driver.Driver) {
 		}
 	})
 
-	t.Run("ShardStats", func(t *testing.T) {
+	t.Run("QueueShardStats", func(t *testing.T) {
 		t.Parallel()
 		c := ctx(t)
 		q := unique("q-stats")
@@ -363,16 +363,16 @@ func exerciseMessages(t *testing.T, d driver.Driver) {
 		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{past2}}); err != nil {
 			t.Fatal(err)
 		}
-		st, err := d.ShardStats(c, &driver.ShardStatsParams{Queue: q, Shard: 0, Now: base})
+		st, err := d.QueueShardStats(c, &driver.QueueShardStatsParams{Queue: q, Shard: 0, Now: base})
 		if err != nil {
-			t.Fatalf("ShardStats: %v", err)
+			t.Fatalf("QueueShardStats: %v", err)
 		}
 		if st.Messages != 3 || st.Due != 2 || st.InFlight != 1 || st.Holder != "" {
-			t.Errorf("ShardStats = %+v, want 3 messages, 2 due, 1 in flight, no holder", *st)
+			t.Errorf("QueueShardStats = %+v, want 3 messages, 2 due, 1 in flight, no holder", *st)
 		}
-		empty, err := d.ShardStats(c, &driver.ShardStatsParams{Queue: q, Shard: 3, Now: base})
+		empty, err := d.QueueShardStats(c, &driver.QueueShardStatsParams{Queue: q, Shard: 3, Now: base})
 		if err != nil || empty.Messages != 0 || empty.Due != 0 {
-			t.Errorf("ShardStats of an empty shard = %+v, %v", empty, err)
+			t.Errorf("QueueShardStats of an empty shard = %+v, %v", empty, err)
 		}
 	})
 }
@@ -385,9 +385,9 @@ func exerciseLeases(t *testing.T, d driver.Driver) {
 		t.Parallel()
 		c := ctx(t)
 		q := unique("q-lease")
-		st, err := d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2})
+		st, err := d.ReadQueueShard(c, &driver.QueueShardParams{Queue: q, Shard: 2})
 		if err != nil || st.Holder != "" || !st.Floor.IsZero() {
-			t.Fatalf("ReadShard of a new shard = %+v, %v; want free with no floor", st, err)
+			t.Fatalf("ReadQueueShard of a new shard = %+v, %v; want free with no floor", st, err)
 		}
 		res, err := d.AcquireLease(c, lease(q, "alice", time.Minute))
 		if err != nil || !res.Held {
@@ -401,9 +401,9 @@ func exerciseLeases(t *testing.T, d driver.Driver) {
 		if err != nil || res.Held {
 			t.Fatalf("second AcquireLease(alice) = %+v, %v; want refused (renew instead)", res, err)
 		}
-		st, err = d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2})
+		st, err = d.ReadQueueShard(c, &driver.QueueShardParams{Queue: q, Shard: 2})
 		if err != nil || st.Holder != "alice" || !st.Since.Equal(base) {
-			t.Fatalf("ReadShard = %+v, %v; want alice since %v", st, err, base)
+			t.Fatalf("ReadQueueShard = %+v, %v; want alice since %v", st, err, base)
 		}
 		if res, err := d.RenewLease(c, lease(q, "bob", time.Minute)); err != nil || res.Held || res.Holder != "alice" {
 			t.Fatalf("RenewLease(bob) = %+v, %v; want refused", res, err)
@@ -458,7 +458,7 @@ func exerciseLeases(t *testing.T, d driver.Driver) {
 		if winners > 1 {
 			t.Fatalf("%d racers hold the lease", winners)
 		}
-		st, err := d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2})
+		st, err := d.ReadQueueShard(c, &driver.QueueShardParams{Queue: q, Shard: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -509,18 +509,18 @@ func exerciseLeases(t *testing.T, d driver.Driver) {
 		if res, err := d.ReleaseLease(c, lease(q, "h", 0)); err != nil || !res.Held {
 			t.Fatalf("ReleaseLease = %+v, %v", res, err)
 		}
-		st, err := d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2})
+		st, err := d.ReadQueueShard(c, &driver.QueueShardParams{Queue: q, Shard: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if want := base.Add(time.Millisecond); !st.Floor.Equal(want) || st.Holder != "" {
-			t.Fatalf("ReadShard = %+v, want free with floor %v", st, want)
+			t.Fatalf("ReadQueueShard = %+v, want free with floor %v", st, want)
 		}
 		later := base.Add(time.Hour)
 		if err := d.SetFloor(c, &driver.SetFloorParams{Queue: q, Shard: 2, Floor: later}); err != nil {
 			t.Fatal(err)
 		}
-		if st, _ := d.ReadShard(c, &driver.ShardParams{Queue: q, Shard: 2}); st == nil || !st.Floor.Equal(later) {
+		if st, _ := d.ReadQueueShard(c, &driver.QueueShardParams{Queue: q, Shard: 2}); st == nil || !st.Floor.Equal(later) {
 			t.Fatalf("floor not replaced: %+v", st)
 		}
 	})

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/abacusdb/abacus/crdt"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/crdt"
 	"github.com/cockroachdb/pebble/v2"
 )
 

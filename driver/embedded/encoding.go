@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/bytereader"
 )
 
 // errCorrupt marks stored bytes that this version cannot decode: a torn or
@@ -154,108 +155,31 @@ func checkConsistency(c driver.Consistency) error {
 	return nil
 }
 
-// reader consumes a byte slice; the first error sticks so decoders can read
-// a whole record and check once.
-type reader struct {
-	b   []byte
-	err error
-}
+// reader decodes a stored record (package bytereader), its errors
+// wrapping errCorrupt.
+type reader struct{ bytereader.Reader }
 
-func (r *reader) fail(format string, args ...any) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: "+format, append([]any{errCorrupt}, args...)...)
-	}
-}
-
-func (r *reader) byte(what string) byte {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b) < 1 {
-		r.fail("truncated before %s", what)
-		return 0
-	}
-	v := r.b[0]
-	r.b = r.b[1:]
-	return v
-}
-
-func (r *reader) uint64(what string) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b) < 8 {
-		r.fail("truncated in %s", what)
-		return 0
-	}
-	v := binary.BigEndian.Uint64(r.b)
-	r.b = r.b[8:]
-	return v
-}
-
-func (r *reader) uint32(what string) uint32 {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b) < 4 {
-		r.fail("truncated in %s", what)
-		return 0
-	}
-	v := binary.BigEndian.Uint32(r.b)
-	r.b = r.b[4:]
-	return v
-}
-
-func (r *reader) uvarint(what string) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail("bad varint in %s", what)
-		return 0
-	}
-	if n != uvarintLen(v) {
-		r.fail("non-minimal varint in %s", what)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) string(what string) string {
-	n := r.uvarint(what + " length")
-	if r.err != nil {
-		return ""
-	}
-	// Compare against what is left before allocating, so a corrupt length
-	// cannot ask for gigabytes.
-	if n > uint64(len(r.b)) {
-		r.fail("%s of %d bytes overruns the record", what, n)
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
+func newReader(b []byte) reader {
+	return reader{bytereader.Reader{B: b, Corrupt: errCorrupt}}
 }
 
 func decodeNamespace(b []byte) (*driver.Namespace, error) {
-	r := reader{b: b}
-	if v := r.byte("version"); r.err == nil && v != namespaceVersion {
+	r := newReader(b)
+	if v := r.Byte("version"); r.Err == nil && v != namespaceVersion {
 		return nil, fmt.Errorf("%w: namespace format version %d, this build reads only version %d", errCorrupt, v, namespaceVersion)
 	}
 	ns := &driver.Namespace{}
-	ns.Name = r.string("name")
-	ns.Model = r.string("model")
-	ns.Type = r.string("type")
-	ns.ReadConsistency = driver.Consistency(r.byte("read consistency"))
-	ns.WriteConsistency = driver.Consistency(r.byte("write consistency"))
-	ns.Retention = time.Duration(r.uint64("retention"))
-	secs := int64(r.uint64("created_at"))
-	nanos := r.uint32("created_at")
-	count := r.uvarint("option count")
-	if r.err != nil {
-		return nil, r.err
+	ns.Name = r.String("name")
+	ns.Model = r.String("model")
+	ns.Type = r.String("type")
+	ns.ReadConsistency = driver.Consistency(r.Byte("read consistency"))
+	ns.WriteConsistency = driver.Consistency(r.Byte("write consistency"))
+	ns.Retention = time.Duration(r.Uint64("retention"))
+	secs := int64(r.Uint64("created_at"))
+	nanos := r.Uint32("created_at")
+	count := r.Uvarint("option count")
+	if r.Err != nil {
+		return nil, r.Err
 	}
 	if err := checkConsistency(ns.ReadConsistency); err != nil {
 		return nil, fmt.Errorf("%w: read %v", errCorrupt, err)
@@ -270,17 +194,17 @@ func decodeNamespace(b []byte) (*driver.Namespace, error) {
 	// so an unset CreatedAt round-trips as unset.
 	ns.CreatedAt = time.Unix(secs, int64(nanos)).UTC()
 	// Each option takes at least two bytes, which bounds a corrupt count.
-	if count > uint64(len(r.b))/2 || count > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: %d options cannot fit in %d bytes", errCorrupt, count, len(r.b))
+	if count > uint64(len(r.B))/2 || count > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: %d options cannot fit in %d bytes", errCorrupt, count, len(r.B))
 	}
 	if count > 0 {
 		ns.Options = make(map[string]string, count)
 		prev := ""
 		for i := range count {
-			k := r.string("option key")
-			v := r.string("option value")
-			if r.err != nil {
-				return nil, r.err
+			k := r.String("option key")
+			v := r.String("option value")
+			if r.Err != nil {
+				return nil, r.Err
 			}
 			if i > 0 && k <= prev {
 				return nil, fmt.Errorf("%w: option keys out of order (%q after %q)", errCorrupt, k, prev)
@@ -289,8 +213,8 @@ func decodeNamespace(b []byte) (*driver.Namespace, error) {
 			prev = k
 		}
 	}
-	if len(r.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after namespace record", errCorrupt, len(r.b))
+	if len(r.B) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes after namespace record", errCorrupt, len(r.B))
 	}
 	return ns, nil
 }

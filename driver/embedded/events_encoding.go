@@ -124,13 +124,13 @@ func decodeEventKey(key []byte) (eventKeyParts, error) {
 	if table != tableEvents && table != tableEventCounters {
 		return p, fmt.Errorf("%w: 0x%02x is not an events table", errBadKey, table)
 	}
-	r := reader{b: key[1:]}
-	p.Namespace = r.string("namespace")
-	p.Counter = r.string("counter")
-	if r.err != nil {
-		return p, fmt.Errorf("%w: %v", errBadKey, r.err)
+	r := newReader(key[1:])
+	p.Namespace = r.String("namespace")
+	p.Counter = r.String("counter")
+	if r.Err != nil {
+		return p, fmt.Errorf("%w: %v", errBadKey, r.Err)
 	}
-	rest := r.b
+	rest := r.B
 	if table == tableEvents {
 		if len(rest) < int64Len {
 			return p, fmt.Errorf("%w: event key without a bucket", errBadKey)

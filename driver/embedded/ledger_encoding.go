@@ -39,26 +39,26 @@ func encodeClaim(c driver.Claim, expiresAt int64) []byte {
 }
 
 func decodeClaim(b []byte) (driver.Claim, int64, error) {
-	r := reader{b: b}
-	if v := r.byte("version"); r.err == nil && v != claimVersion {
+	r := newReader(b)
+	if v := r.Byte("version"); r.Err == nil && v != claimVersion {
 		return driver.Claim{}, 0, fmt.Errorf("%w: claim format version %d, this build reads only version %d", errCorrupt, v, claimVersion)
 	}
-	expires := int64(r.uint64("expires_at"))
-	neg := r.byte("negative")
+	expires := int64(r.Uint64("expires_at"))
+	neg := r.Byte("negative")
 	var c driver.Claim
-	c.Seq = r.uvarint("seq")
-	c.Amount = int64(r.uint64("amount"))
-	c.Actor = r.string("actor")
-	if r.err != nil {
-		return driver.Claim{}, 0, r.err
+	c.Seq = r.Uvarint("seq")
+	c.Amount = int64(r.Uint64("amount"))
+	c.Actor = r.String("actor")
+	if r.Err != nil {
+		return driver.Claim{}, 0, r.Err
 	}
 	switch {
 	case neg > 1:
 		return driver.Claim{}, 0, fmt.Errorf("%w: claim negative flag %d", errCorrupt, neg)
 	case c.Amount == 0:
 		return driver.Claim{}, 0, fmt.Errorf("%w: claim amount is zero", errCorrupt)
-	case len(r.b) != 0:
-		return driver.Claim{}, 0, fmt.Errorf("%w: %d trailing bytes after claim", errCorrupt, len(r.b))
+	case len(r.B) != 0:
+		return driver.Claim{}, 0, fmt.Errorf("%w: %d trailing bytes after claim", errCorrupt, len(r.B))
 	}
 	c.Negative = neg == 1
 	return c, expires, nil

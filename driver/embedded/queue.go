@@ -2,12 +2,10 @@ package embedded
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -62,88 +60,26 @@ var leaseNow = time.Now
 
 // CreateQueue implements driver.Queues.
 func (d *Driver) CreateQueue(ctx context.Context, p *driver.CreateQueueParams) error {
-	if err := d.acquire(ctx, "create queue"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	q := p.Queue
-	key := queueKey(q.Name)
-	defer lockShard("\x00queue records", 0)()
-	_, closer, err := d.db.Get(key)
-	switch {
-	case err == nil:
-		_ = closer.Close()
-		return fmt.Errorf("embedded: create queue %q: %w", q.Name, driver.ErrExists)
-	case !errors.Is(err, pebble.ErrNotFound):
-		return fmt.Errorf("embedded: create queue %q: %w", q.Name, err)
-	}
-	if err := d.db.Set(key, encodeQueue(&q), d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: create queue %q: %w", q.Name, err)
-	}
-	return nil
+	return d.createRecord(ctx, "queue", q.Name, queueKey(q.Name),
+		func() ([]byte, error) { return encodeQueue(&q), nil },
+		func() func() { return lockShard("\x00queue records", 0) })
 }
 
 // GetQueue implements driver.Queues.
 func (d *Driver) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*driver.Queue, error) {
-	if err := d.acquire(ctx, "get queue"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	raw, closer, err := d.db.Get(queueKey(p.Name))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, fmt.Errorf("embedded: queue %q: %w", p.Name, driver.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("embedded: get queue %q: %w", p.Name, err)
-	}
-	defer closer.Close()
-	q, err := decodeQueue(raw)
-	if err == nil && q.Name != p.Name {
-		err = fmt.Errorf("%w: record names %q", errCorrupt, q.Name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("embedded: get queue %q: %w", p.Name, err)
-	}
-	return q, nil
+	return getRecord(ctx, d, "queue", p.Name, queueKey(p.Name), decodeQueue, queueName)
 }
 
 // ListQueues implements driver.Queues.
-func (d *Driver) ListQueues(ctx context.Context, p *driver.ListQueuesParams) (_ []*driver.Queue, err error) {
-	if err := d.acquire(ctx, "list queues"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	lo := []byte{tableQueues}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list queues: %w", err)
-	}
-	defer closeIter(it, &err, "list queues")
-	out := []*driver.Queue{}
-	for valid := it.First(); valid; valid = it.Next() {
-		k, err := decodeQueueKey(it.Key())
-		if err != nil {
-			return nil, fmt.Errorf("embedded: list queues: key %x: %w", it.Key(), err)
-		}
-		raw, err := it.ValueAndErr()
-		if err != nil {
-			return nil, fmt.Errorf("embedded: list queues: %q: %w", k.Queue, err)
-		}
-		q, err := decodeQueue(raw)
-		if err == nil && q.Name != k.Queue {
-			err = fmt.Errorf("%w: record names %q", errCorrupt, q.Name)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("embedded: list queues: %q: %w", k.Queue, err)
-		}
-		out = append(out, q)
-	}
-	if err := it.Error(); err != nil {
-		return nil, fmt.Errorf("embedded: list queues: %w", err)
-	}
-	slices.SortFunc(out, func(a, b *driver.Queue) int { return cmp.Compare(a.Name, b.Name) })
-	return out, nil
+func (d *Driver) ListQueues(ctx context.Context, p *driver.ListQueuesParams) ([]*driver.Queue, error) {
+	return listRecords(ctx, d, "list queues", tableQueues, func(key []byte) (string, error) {
+		k, err := decodeQueueKey(key)
+		return k.Queue, err
+	}, decodeQueue, queueName)
 }
+
+func queueName(q *driver.Queue) string { return q.Name }
 
 func closeIter(it *pebble.Iterator, err *error, op string) {
 	if cerr := it.Close(); *err == nil && cerr != nil {
@@ -373,8 +309,8 @@ func (d *Driver) readShardState(queue string, shard int) (*shardState, error) {
 	return s, nil
 }
 
-// ReadShard implements driver.Queues.
-func (d *Driver) ReadShard(ctx context.Context, p *driver.ShardParams) (*driver.ShardState, error) {
+// ReadQueueShard implements driver.Queues.
+func (d *Driver) ReadQueueShard(ctx context.Context, p *driver.QueueShardParams) (*driver.QueueShardState, error) {
 	if err := d.acquire(ctx, "read shard"); err != nil {
 		return nil, err
 	}
@@ -383,7 +319,7 @@ func (d *Driver) ReadShard(ctx context.Context, p *driver.ShardParams) (*driver.
 	if err != nil {
 		return nil, fmt.Errorf("embedded: read shard %d of %q: %w", p.Shard, p.Queue, err)
 	}
-	return &s.ShardState, nil
+	return &s.QueueShardState, nil
 }
 
 // changeShard runs change on the shard's state under its lock and writes
@@ -489,8 +425,8 @@ func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
 	})
 }
 
-// ShardStats implements driver.Queues.
-func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (_ *driver.ShardStats, err error) {
+// QueueShardStats implements driver.Queues.
+func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsParams) (_ *driver.QueueShardStats, err error) {
 	const op = "shard stats"
 	if err := d.acquire(ctx, op); err != nil {
 		return nil, err
@@ -500,7 +436,7 @@ func (d *Driver) ShardStats(ctx context.Context, p *driver.ShardStatsParams) (_ 
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s of %q shard %d: %w", op, p.Queue, p.Shard, err)
 	}
-	out := &driver.ShardStats{ShardState: st.ShardState}
+	out := &driver.QueueShardStats{QueueShardState: st.QueueShardState}
 	prefix := shardMessagesPrefix(p.Queue, p.Shard)
 	lo := prefix
 	if !p.From.IsZero() {

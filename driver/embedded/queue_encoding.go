@@ -125,17 +125,17 @@ func decodeQueueKey(key []byte) (queueKeyParts, error) {
 	if !ok {
 		return p, fmt.Errorf("%w: 0x%02x is not a queue table", errBadKey, p.Table)
 	}
-	r := reader{b: key[1:]}
-	p.Queue = r.string("queue name")
-	if r.err != nil {
-		return p, fmt.Errorf("%w: %v", errBadKey, r.err)
+	r := newReader(key[1:])
+	p.Queue = r.String("queue name")
+	if r.Err != nil {
+		return p, fmt.Errorf("%w: %v", errBadKey, r.Err)
 	}
 	for _, width := range layout {
-		if len(r.b) < 1+width || int(r.b[0]) != width {
+		if len(r.B) < 1+width || int(r.B[0]) != width {
 			return p, fmt.Errorf("%w: table 0x%02x wants a %d-byte component", errBadKey, p.Table, width)
 		}
-		v := r.b[1 : 1+width]
-		r.b = r.b[1+width:]
+		v := r.B[1 : 1+width]
+		r.B = r.B[1+width:]
 		switch width {
 		case shardLen:
 			s := binary.BigEndian.Uint32(v)
@@ -149,8 +149,8 @@ func decodeQueueKey(key []byte) (queueKeyParts, error) {
 			p.ID = idFromSortable(v)
 		}
 	}
-	if len(r.b) != 0 {
-		return p, fmt.Errorf("%w: %d trailing bytes", errBadKey, len(r.b))
+	if len(r.B) != 0 {
+		return p, fmt.Errorf("%w: %d trailing bytes", errBadKey, len(r.B))
 	}
 	return p, nil
 }
@@ -204,15 +204,15 @@ func appendTime(b []byte, t time.Time) []byte {
 }
 
 func (r *reader) time(what string) time.Time {
-	v := int64(r.uint64(what))
-	if r.err != nil || v == noTime {
+	v := int64(r.Uint64(what))
+	if r.Err != nil || v == noTime {
 		return time.Time{}
 	}
 	t := time.UnixMilli(v).UTC()
 	if t.IsZero() {
 		// The zero time has its own encoding; accepting its millisecond
 		// value too would give one value two encodings.
-		r.fail("%s encodes the zero time without the marker", what)
+		r.Fail("%s encodes the zero time without the marker", what)
 	}
 	return t
 }
@@ -227,24 +227,24 @@ func ms(t time.Time) time.Time {
 }
 
 func (r *reader) int(what string) int {
-	v := r.uvarint(what)
-	if r.err == nil && v > math.MaxInt32 {
-		r.fail("%s %d out of range", what, v)
+	v := r.Uvarint(what)
+	if r.Err == nil && v > math.MaxInt32 {
+		r.Fail("%s %d out of range", what, v)
 	}
 	return int(v)
 }
 
 func (r *reader) version(what string) {
-	if v := r.byte("version"); r.err == nil && v != queueValueVersion {
-		r.fail("%s format version %d, this build reads only version %d", what, v, queueValueVersion)
+	if v := r.Byte("version"); r.Err == nil && v != queueValueVersion {
+		r.Fail("%s format version %d, this build reads only version %d", what, v, queueValueVersion)
 	}
 }
 
 func (r *reader) done(what string) error {
-	if r.err == nil && len(r.b) != 0 {
-		r.fail("%d trailing bytes after %s", len(r.b), what)
+	if r.Err == nil && len(r.B) != 0 {
+		r.Fail("%d trailing bytes after %s", len(r.B), what)
 	}
-	return r.err
+	return r.Err
 }
 
 func encodeQueue(q *driver.Queue) []byte {
@@ -260,18 +260,18 @@ func encodeQueue(q *driver.Queue) []byte {
 }
 
 func decodeQueue(b []byte) (*driver.Queue, error) {
-	r := reader{b: b}
+	r := newReader(b)
 	r.version("queue record")
 	q := &driver.Queue{}
-	q.Name = r.string("name")
+	q.Name = r.String("name")
 	q.Shards = r.int("shards")
-	q.ShardDuration = time.Duration(r.uint64("shard duration"))
+	q.ShardDuration = time.Duration(r.Uint64("shard duration"))
 	q.MaxDeliveries = r.int("max deliveries")
-	q.VisibilityTimeout = time.Duration(r.uint64("visibility timeout"))
-	secs := int64(r.uint64("created_at"))
-	nanos := r.uint32("created_at")
-	if r.err == nil && nanos >= 1e9 {
-		r.fail("created_at nanoseconds %d out of range", nanos)
+	q.VisibilityTimeout = time.Duration(r.Uint64("visibility timeout"))
+	secs := int64(r.Uint64("created_at"))
+	nanos := r.Uint32("created_at")
+	if r.Err == nil && nanos >= 1e9 {
+		r.Fail("created_at nanoseconds %d out of range", nanos)
 	}
 	if err := r.done("queue record"); err != nil {
 		return nil, err
@@ -296,26 +296,26 @@ func encodeMessage(m *driver.Message) []byte {
 // decodeMessage decodes a message value into m, leaving its key alone.
 // The body aliases b unless withBody is false, in which case it is nil.
 func decodeMessage(b []byte, m *driver.Message, withBody bool) error {
-	r := reader{b: b}
+	r := newReader(b)
 	r.version("message")
 	m.EnqueuedAt = r.time("enqueued_at")
 	m.Deliveries = r.int("deliveries")
 	m.VisibleAt = r.time("visible_at")
-	m.LastError = r.string("last error")
-	if r.err != nil {
-		return r.err
+	m.LastError = r.String("last error")
+	if r.Err != nil {
+		return r.Err
 	}
 	m.Body = nil
 	if withBody {
-		m.Body = r.b
+		m.Body = r.B
 	}
 	return nil
 }
 
-// shardState is the stored form of driver.ShardState plus the lease's
+// shardState is the stored form of driver.QueueShardState plus the lease's
 // expiry on the store's clock.
 type shardState struct {
-	driver.ShardState
+	driver.QueueShardState
 	// Expires is when the lease lapses, in Unix nanoseconds; a lease whose
 	// expiry has passed is free whatever Holder says.
 	Expires int64
@@ -331,12 +331,12 @@ func encodeShardState(s *shardState) []byte {
 }
 
 func decodeShardState(b []byte) (*shardState, error) {
-	r := reader{b: b}
+	r := newReader(b)
 	r.version("shard state")
 	s := &shardState{}
-	s.Holder = r.string("holder")
+	s.Holder = r.String("holder")
 	s.Since = r.time("since")
-	s.Expires = int64(r.uint64("lease expiry"))
+	s.Expires = int64(r.Uint64("lease expiry"))
 	s.Floor = r.time("floor")
 	if err := r.done("shard state"); err != nil {
 		return nil, err
@@ -359,7 +359,7 @@ func encodeDead(l *driver.DeadLetter) []byte {
 // decodeDead decodes a dead letter value; its id comes from the key. The
 // body is copied.
 func decodeDead(b []byte, id driver.MessageID) (*driver.DeadLetter, error) {
-	r := reader{b: b}
+	r := newReader(b)
 	r.version("dead letter")
 	l := &driver.DeadLetter{}
 	l.ID = id
@@ -367,11 +367,11 @@ func decodeDead(b []byte, id driver.MessageID) (*driver.DeadLetter, error) {
 	l.Due = r.time("due")
 	l.EnqueuedAt = r.time("enqueued_at")
 	l.Deliveries = r.int("deliveries")
-	l.LastError = r.string("last error")
+	l.LastError = r.String("last error")
 	l.DiedAt = r.time("died_at")
-	if r.err != nil {
-		return nil, r.err
+	if r.Err != nil {
+		return nil, r.Err
 	}
-	l.Body = append([]byte{}, r.b...)
+	l.Body = append([]byte{}, r.B...)
 	return l, nil
 }

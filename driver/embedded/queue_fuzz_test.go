@@ -77,7 +77,7 @@ func FuzzDecodeQueueMessage(f *testing.F) {
 }
 
 func FuzzDecodeShardState(f *testing.F) {
-	f.Add(encodeShardState(&shardState{ShardState: driver.ShardState{Holder: "host-1/42", Since: time.UnixMilli(1).UTC(), Floor: time.UnixMilli(2).UTC()}, Expires: 3}))
+	f.Add(encodeShardState(&shardState{QueueShardState: driver.QueueShardState{Holder: "host-1/42", Since: time.UnixMilli(1).UTC(), Floor: time.UnixMilli(2).UTC()}, Expires: 3}))
 	f.Add(encodeShardState(&shardState{}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := decodeShardState(b)

@@ -9,14 +9,13 @@ package cassandratest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/abacusdb/abacus/internal/randomid"
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
@@ -103,9 +102,7 @@ func KeyspaceName(testName string) string {
 	if len(base) > maxLen-suffixLen {
 		base = strings.TrimRight(base[:maxLen-suffixLen], "_")
 	}
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:]) // crypto/rand.Read never fails
-	return base + "_" + hex.EncodeToString(rnd[:])
+	return base + "_" + randomid.Hex(4)
 }
 
 // Session returns a session on the test cluster, shared by all tests of

@@ -1,0 +1,103 @@
+package abacus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/events"
+	"github.com/abacusdb/abacus/internal/ledger"
+	"github.com/abacusdb/abacus/internal/registry"
+	"github.com/abacusdb/abacus/internal/sharded"
+)
+
+// Client is the entry point of the library. It is safe for concurrent use.
+type Client struct {
+	cfg        Config
+	sharded    *sharded.Engine
+	events     *events.Engine
+	ledger     *ledger.Engine
+	queues     *Queues
+	namespaces *registry.Registry[driver.Namespace, Namespace]
+}
+
+// NewClient returns a client on cfg.Driver and makes sure the default
+// namespace exists. Call Start to run background garbage collection and
+// Stop before closing the driver.
+func NewClient(ctx context.Context, cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	eng, err := sharded.New(sharded.Config{
+		Store:             cfg.Driver,
+		Clock:             cfg.Clock,
+		Lifetime:          cfg.MutatorLifetime,
+		RefusalMargin:     cfg.RefusalMargin,
+		GCGrace:           cfg.GCGrace,
+		MaxMutators:       cfg.MaxMutators,
+		DedupWindow:       cfg.RequestIDWindow,
+		DedupMax:          cfg.RequestIDMax,
+		WriteTimeout:      cfg.WriteTimeout,
+		MaxInflightWrites: cfg.MaxInflightWrites,
+		Logger:            cfg.Logger,
+		Hooks:             cfg.ShardedHooks,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("abacus: %w", err)
+	}
+	led, err := ledger.New(ledger.Config{
+		Store:        cfg.Driver,
+		Clock:        cfg.Clock,
+		ActorID:      cfg.LedgerActorID,
+		MaxActors:    cfg.MaxLedgerActors,
+		WriteTimeout: cfg.WriteTimeout,
+		ClaimWait:    cfg.LedgerClaimWait,
+		Logger:       cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	qs, err := newQueues(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, sharded: eng, ledger: led, queues: qs, namespaces: newNamespaceRegistry(cfg.Driver)}
+	c.events, err = events.New(events.Config{
+		Store:        cfg.Driver,
+		Clock:        cfg.Clock,
+		WriteTimeout: cfg.WriteTimeout,
+		Resolve:      c.resolveEvents,
+		Logger:       cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	_, err = c.CreateNamespace(ctx, NamespaceConfig{Name: DefaultNamespace, Model: ModelSharded, Type: TypeSum})
+	if err != nil && !errors.Is(err, ErrNamespaceExists) {
+		return nil, fmt.Errorf("abacus: create the default namespace: %w", err)
+	}
+	return c, nil
+}
+
+// Start runs the background sweepers (every Config.GCInterval): GC of
+// sharded counters and rollups of events counters.
+func (c *Client) Start(ctx context.Context) error {
+	c.sharded.Start(c.cfg.GCInterval)
+	c.events.Start(c.cfg.GCInterval)
+	return nil
+}
+
+// Stop stops the sweeper and waits for in-flight writes, so every update
+// accepted before Stop is either acknowledged or reported to its caller.
+// It also stops finishing strict-mode ledger writes in the background.
+func (c *Client) Stop(ctx context.Context) error {
+	return errors.Join(c.sharded.Close(ctx), c.events.Close(ctx), c.ledger.Close(ctx))
+}
+
+// Ping checks that the store answers, bypassing every cache.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.cfg.Driver.GetNamespace(ctx, &driver.GetNamespaceParams{Name: DefaultNamespace})
+	return publicError(err)
+}

@@ -1,0 +1,435 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/cassandratest"
+)
+
+// shortOptions keep suite tests quick; the numbers they produce are not
+// looked at, only their consistency.
+var shortOptions = Options{Concurrency: 4, Duration: 150 * time.Millisecond, Warmup: 50 * time.Millisecond}
+
+func checkReport(t *testing.T, rep *Report, wantRows int) {
+	t.Helper()
+	if len(rep.Rows) != wantRows {
+		for _, r := range rep.Rows {
+			t.Logf("row: %s %s %d", r.Scenario, r.Model, r.Counters)
+		}
+		t.Fatalf("%d rows, want %d", len(rep.Rows), wantRows)
+	}
+	for _, r := range rep.Rows {
+		if !strings.HasPrefix(r.Check, "ok") {
+			t.Errorf("%s %s %d counters: check %q", r.Scenario, r.Model, r.Counters, r.Check)
+		}
+		if r.Interrupted {
+			t.Errorf("%s %s: interrupted", r.Scenario, r.Model)
+		}
+		if r.Model == "sharded" && (r.Kind == "increments" || r.Kind == "http") && r.Ops > 0 && r.ShardWrites == 0 {
+			t.Errorf("%s: %d updates acknowledged without a shard write", r.Scenario, r.Ops)
+		}
+	}
+	for name, write := range map[string]func(*bytes.Buffer) error{
+		"text":     func(b *bytes.Buffer) error { return rep.WriteText(b) },
+		"markdown": func(b *bytes.Buffer) error { return rep.WriteMarkdown(b) },
+	} {
+		var b bytes.Buffer
+		if err := write(&b); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, r := range rep.Rows {
+			if !strings.Contains(b.String(), r.Scenario) {
+				t.Errorf("%s output lacks %q:\n%s", name, r.Scenario, b.String())
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := rep.WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil {
+		t.Fatalf("JSON does not decode: %v", err)
+	}
+	if len(back.Rows) != len(rep.Rows) || back.Rows[0].Ops != rep.Rows[0].Ops {
+		t.Fatal("JSON lost rows")
+	}
+}
+
+func TestRunSuiteEmbedded(t *testing.T) {
+	t.Parallel()
+	var progress bytes.Buffer
+	rep, err := RunSuite(context.Background(), Config{
+		DataDir:    t.TempDir(),
+		NoSync:     true,
+		Options:    shortOptions,
+		Counters:   []int{1, 3},
+		ReadShards: []int{1, 7},
+		EventReads: []int{5},
+		// This process stands in for a store process, to exercise the
+		// sampling of another process's CPU.
+		StorePID: os.Getpid(),
+		Progress: &progress,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// increments of the seven models ×2 (no raw CQL native without
+	// Cassandra) and http ×2, reads of 1 and 7 live shards, and of 1 and 7
+	// folded ones, reads of 5 events before and after a rollup.
+	checkReport(t, rep, 22)
+	if rep.Env.Store != "embedded" {
+		t.Errorf("store %q", rep.Env.Store)
+	}
+	if pl := find(rep.Rows, "increments", ModelPlain, "", 3); pl == nil || pl.Via != "pebble" {
+		t.Errorf("no plain-insert row on Pebble: %+v", pl)
+	}
+	// Without Cassandra the library's native model is the baseline, and no
+	// bar of docs/benchmarks.md applies.
+	names := map[string]bool{}
+	for _, r := range rep.Ratios {
+		names[r.Name] = true
+		if r.Target != "" || r.Met != nil {
+			t.Errorf("ratio %q carries a bar on the embedded store", r.Name)
+		}
+	}
+	for _, want := range []string{
+		"increments/s over 1 counter: sharded (library) / native (library)",
+		"increments/s over 3 counters: events / native (library)",
+		"increments/s over 1 counter: ledger / plain-insert ceiling",
+		"increments/s over 3 counters: native (library) / plain-insert ceiling",
+	} {
+		if !names[want] {
+			t.Errorf("no ratio %q among %v", want, names)
+		}
+	}
+	if runtime.GOOS == "linux" {
+		for _, r := range rep.Rows {
+			if r.StoreCPU < 0 || r.HostCPU < 0 || r.ProcessCPU < 0 {
+				t.Errorf("%s: CPU not sampled on Linux: process %v store %v host %v", r.Scenario, r.ProcessCPU, r.StoreCPU, r.HostCPU)
+			}
+			if r.RSSPeak <= 0 || r.RSSEnd <= 0 || r.RSSEnd > r.RSSPeak {
+				t.Errorf("%s %s: RSS peak %d, end %d", r.Scenario, r.label(), r.RSSPeak, r.RSSEnd)
+			}
+		}
+	}
+	if !strings.Contains(progress.String(), "increments via HTTP") {
+		t.Errorf("progress lacks the HTTP scenario:\n%s", progress.String())
+	}
+}
+
+func TestRunSuiteCassandra(t *testing.T) {
+	t.Parallel()
+	hosts := cassandratest.Hosts(t)
+	rep, err := RunSuite(context.Background(), Config{
+		Cassandra:         hosts,
+		Keyspace:          cassandratest.Keyspace(t),
+		ReplicationFactor: cassandratest.ReplicationFactor(t),
+		// A cold cluster's first prepared statements can take longer than
+		// shortOptions' whole window; the warm-up absorbs them.
+		Options:    Options{Concurrency: 4, Duration: 500 * time.Millisecond, Warmup: time.Second},
+		Counters:   []int{1, 3},
+		ReadShards: []int{1, 7},
+		EventReads: []int{20},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// increments of the seven models plus the raw CQL native counter ×2,
+	// http ×2, reads of 1 and 7 live and folded shards, native read, reads
+	// of 20 events before and after a rollup.
+	checkReport(t, rep, 25)
+	if pl := find(rep.Rows, "increments", ModelPlain, "", 3); pl == nil || pl.Via != "cql" {
+		t.Errorf("no plain-insert row in CQL: %+v", pl)
+	}
+	if rep.Env.StoreVersion == "" {
+		t.Error("no Cassandra release version in the report")
+	}
+	var names []string
+	for _, r := range rep.Ratios {
+		names = append(names, r.Name)
+	}
+	for _, r := range rep.Rows {
+		if r.Errors > 0 {
+			t.Logf("%s %s: %d errors, first: %s", r.Scenario, r.Model, r.Errors, r.FirstError)
+		}
+	}
+	for _, want := range []string{"1 counter: sharded (library) / native", "3 counters: sharded (HTTP) / native", "read p50 latency: sharded (read after GC",
+		"1 counter: events / native", "3 counters: cas / native", "read p50 latency: events (read after rollup of 20 events)",
+		"1 counter: native (library) / native", "3 counters: ledger / native", "1 counter: native / plain-insert ceiling",
+		"3 counters: actor / plain-insert ceiling"} {
+		if !strings.Contains(strings.Join(names, "\n"), want) {
+			t.Errorf("no ratio %q among %q", want, names)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	for _, c := range []Config{
+		{Scenarios: []string{"increments", "writes"}},
+		{Counters: []int{0}},
+		{ReadShards: []int{-1}},
+		{Models: []string{"events", "lamport"}},
+		{HotFraction: -0.1},
+		{HotFraction: 1.5},
+		{HotFraction: math.NaN()},
+		{ReadRatio: 1},
+		{ReadRatio: -0.5},
+		{ReadRatio: math.NaN()},
+		{EventReads: []int{0}},
+		{ReplicationFactor: -2},
+		{Consistency: driver.Consistency(200)},
+	} {
+		if err := c.withDefaults().validate(); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+	if err := (Config{}).withDefaults().validate(); err != nil {
+		t.Errorf("defaults: %v", err)
+	}
+	if err := (Config{HotFraction: 1, ReadRatio: 0.99, Models: Models}).withDefaults().validate(); err != nil {
+		t.Errorf("the edges of the valid ranges: %v", err)
+	}
+}
+
+func TestCheckCount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		got  int64
+		res  Result
+		want string
+	}{
+		{10, Result{Ops: 8, WarmupOps: 2}, "ok"},
+		{10, Result{Ops: 8, WarmupOps: 3, WarmupErrors: 1}, "ok"}, // 8 + 3 - 1 acknowledged
+		{9, Result{Ops: 8, WarmupOps: 3, WarmupErrors: 1}, "MISMATCH"},
+		{11, Result{Ops: 8, WarmupOps: 2}, "MISMATCH"},      // double-counted
+		{9, Result{Ops: 8, WarmupOps: 2}, "MISMATCH"},       // lost
+		{11, Result{Ops: 8, WarmupOps: 2, Errors: 1}, "ok"}, // a failed call may count
+		{12, Result{Ops: 8, WarmupOps: 2, Errors: 1}, "MISMATCH"},
+		{-1, Result{}, "MISMATCH"},
+	} {
+		if got := checkCount(tc.got, tc.res); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("checkCount(%d, %+v) = %q, want %s", tc.got, tc.res, got, tc.want)
+		}
+	}
+}
+
+func TestRatios(t *testing.T) {
+	t.Parallel()
+	rows := []Row{
+		{Kind: "increments", Model: "sharded", Via: "library", Counters: 1, Result: Result{OpsPerSec: 50_000}, StoreCPU: 0.5},
+		{Kind: "increments", Model: "native", Via: "cql", Counters: 1, Result: Result{OpsPerSec: 4_000}, StoreCPU: 1},
+		{Kind: "increments", Model: "native", Via: "library", Counters: 1, Result: Result{OpsPerSec: 3_000}},
+		{Kind: "increments", Model: "plain", Via: "cql", Counters: 1, Result: Result{OpsPerSec: 100_000}},
+		{Kind: "increments", Model: "sharded", Via: "library", Counters: 100, Result: Result{OpsPerSec: 9_000}},
+		{Kind: "increments", Model: "native", Via: "cql", Counters: 100, Result: Result{OpsPerSec: 5_000}},
+		{Kind: "read_after_gc", Model: "sharded", Via: "library", Scenario: "read after GC", Counters: 1, Result: Result{P50: 3 * time.Millisecond, P99: 9 * time.Millisecond}},
+		{Kind: "read", Model: "native", Via: "cql", Counters: 1, Result: Result{P50: 2 * time.Millisecond, P99: 4 * time.Millisecond}},
+		{Kind: "increments", Model: "events", Via: "library", Counters: 1, Result: Result{OpsPerSec: 3_000}},
+		{Kind: "read_after_rollup", Model: "events", Via: "library", Scenario: "read after rollup", Counters: 1, Result: Result{P50: 5 * time.Millisecond, P99: 8 * time.Millisecond}},
+	}
+	checkRatios(t, ratios(rows), []wantRatio{
+		{"increments/s over 1 counter: sharded (library) / native", 12.5, isMet(true)},
+		{"increments per store CPU-second over 1 counter: sharded (library) / native", 25, nil},
+		{"increments/s over 1 counter: native (library) / native", 0.75, nil},
+		{"increments/s over 1 counter: plain-insert ceiling / native", 25, nil},
+		{"increments/s over 1 counter: events / native", 0.75, isMet(false)},
+		{"increments/s over 1 counter: sharded (library) / plain-insert ceiling", 0.5, nil},
+		{"increments/s over 1 counter: native / plain-insert ceiling", 0.04, nil},
+		{"increments/s over 1 counter: native (library) / plain-insert ceiling", 0.03, nil},
+		{"increments/s over 1 counter: events / plain-insert ceiling", 0.03, nil},
+		{"increments/s over 100 counters: sharded (library) / native", 1.8, isMet(false)},
+		{"read p50 latency: sharded (read after GC) / native", 1.5, isMet(true)},
+		{"read p99 latency: sharded (read after GC) / native", 2.25, nil},
+		{"read p50 latency: events (read after rollup) / native", 2.5, isMet(false)},
+		{"read p99 latency: events (read after rollup) / native", 2, nil},
+	})
+}
+
+func TestRatiosWithoutBarsForMixedLoads(t *testing.T) {
+	t.Parallel()
+	// The bars are for writes only, spread uniformly: reads mixed in, or a
+	// hot counter among 100, void them; one counter stays one counter
+	// whatever the hot fraction.
+	rows := []Row{
+		{Kind: "increments", Model: "sharded", Via: "library", Counters: 1, HotFraction: 0.5, Result: Result{OpsPerSec: 50_000}},
+		{Kind: "increments", Model: "native", Via: "cql", Counters: 1, HotFraction: 0.5, Result: Result{OpsPerSec: 4_000}},
+		{Kind: "increments", Model: "sharded", Via: "library", Counters: 100, HotFraction: 0.5, Result: Result{OpsPerSec: 9_000}},
+		{Kind: "increments", Model: "native", Via: "cql", Counters: 100, HotFraction: 0.5, Result: Result{OpsPerSec: 3_000}},
+		{Kind: "increments", Model: "events", Via: "library", Counters: 7, ReadRatio: 0.2, Result: Result{OpsPerSec: 3_000, ReadOps: 1, ReadP50: 1}},
+		{Kind: "increments", Model: "native", Via: "cql", Counters: 7, ReadRatio: 0.2, Result: Result{OpsPerSec: 2_000, ReadOps: 1, ReadP50: 1}},
+	}
+	checkRatios(t, ratios(rows), []wantRatio{
+		{"increments/s over 1 counter: sharded (library) / native", 12.5, isMet(true)},
+		{"increments/s over 100 counters: sharded (library) / native", 3, nil},
+		{"increments/s over 7 counters: events / native", 1.5, nil},
+		{"read p50 latency in the mix over 7 counters: events / native", 1, nil},
+	})
+}
+
+func TestRatiosEmbeddedBaselineAndReadMix(t *testing.T) {
+	t.Parallel()
+	// No raw CQL counter: the library's native model is the baseline and
+	// no bar applies. Reads mixed into the runs get a latency ratio.
+	rows := []Row{
+		{Kind: "increments", Model: "sharded", Via: "library", Counters: 1, Result: Result{OpsPerSec: 8_000, ReadOps: 10, ReadP50: 30 * time.Microsecond}},
+		{Kind: "increments", Model: "native", Via: "library", Counters: 1, Result: Result{OpsPerSec: 2_000, ReadOps: 10, ReadP50: 20 * time.Microsecond}},
+	}
+	checkRatios(t, ratios(rows), []wantRatio{
+		{"increments/s over 1 counter: sharded (library) / native (library)", 4, nil},
+		{"read p50 latency in the mix over 1 counter: sharded (library) / native (library)", 1.5, nil},
+	})
+}
+
+type wantRatio struct {
+	name  string
+	value float64
+	met   *bool
+}
+
+func checkRatios(t *testing.T, rs []Ratio, want []wantRatio) {
+	t.Helper()
+	got := map[string]Ratio{}
+	for _, r := range rs {
+		got[r.Name] = r
+	}
+	if len(got) != len(want) || len(rs) != len(want) {
+		t.Fatalf("%d ratios, want %d: %+v", len(rs), len(want), rs)
+	}
+	for _, w := range want {
+		r, ok := got[w.name]
+		if !ok {
+			t.Fatalf("no ratio %q in %+v", w.name, got)
+		}
+		if math.Abs(r.Value-w.value) > 1e-9 {
+			t.Errorf("%s = %v, want %v", w.name, r.Value, w.value)
+		}
+		if (r.Met == nil) != (w.met == nil) || (r.Met != nil && *r.Met != *w.met) {
+			t.Errorf("%s met = %v, want %v", w.name, r.Met, w.met)
+		}
+	}
+}
+
+func TestPickerSpreadsOverEveryName(t *testing.T) {
+	t.Parallel()
+	names := CounterNames("c", 10)
+	p, err := NewPicker(names, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i := 0; i < 10_000; i++ {
+		seen[p.Pick(i%2)]++
+	}
+	if len(seen) != len(names) {
+		t.Fatalf("picked %d distinct names of %d", len(seen), len(names))
+	}
+	for _, n := range names {
+		// Uniform: 1,000 each expected; 800 is more than 6 standard deviations off.
+		if seen[n] < 800 {
+			t.Errorf("%s picked %d times of 10,000", n, seen[n])
+		}
+	}
+	for _, bad := range []struct {
+		names []string
+		hot   float64
+	}{{nil, 0}, {names, -0.01}, {names, 1.01}, {names, math.NaN()}} {
+		if _, err := NewPicker(bad.names, 1, bad.hot); err == nil {
+			t.Errorf("no error for %d names, hot fraction %v", len(bad.names), bad.hot)
+		}
+	}
+}
+
+func TestPickerHotFraction(t *testing.T) {
+	t.Parallel()
+	names := CounterNames("c", 5)
+	const calls = 40_000
+	for _, hot := range []float64{0.1, 0.5, 0.9, 1} {
+		p, err := NewPicker(names, 4, hot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		for i := 0; i < calls; i++ {
+			seen[p.Pick(i%4)]++
+		}
+		// Binomial: the standard deviation of the hot share is at most
+		// sqrt(0.25/40,000) = 0.0025; 0.015 is 6 of them.
+		if share := float64(seen[names[0]]) / calls; math.Abs(share-hot) > 0.015 {
+			t.Errorf("hot fraction %v: the hot counter got %.4f of the calls", hot, share)
+		}
+		// The rest is uniform over the cold counters.
+		cold := (1 - hot) * calls / float64(len(names)-1)
+		for _, n := range names[1:] {
+			if math.Abs(float64(seen[n])-cold) > 6*math.Sqrt(cold+1)+1 {
+				t.Errorf("hot fraction %v: cold counter %s got %d calls, want about %.0f", hot, n, seen[n], cold)
+			}
+		}
+	}
+	// One counter takes every call, whatever the fraction.
+	p, err := NewPicker(names[:1], 1, 0.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		if got := p.Pick(0); got != names[0] {
+			t.Fatalf("picked %q from a single name", got)
+		}
+	}
+}
+
+func TestRunSuiteReadMixEmbedded(t *testing.T) {
+	t.Parallel()
+	rep, err := RunSuite(context.Background(), Config{
+		DataDir:     t.TempDir(),
+		NoSync:      true,
+		Options:     shortOptions,
+		Counters:    []int{4},
+		HotFraction: 0.5,
+		ReadRatio:   0.4,
+		Scenarios:   []string{ScenarioIncrements},
+		Models:      []string{ModelSharded, ModelLedger, ModelNative, ModelPlain},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// checkReport insists every read-back matched the acknowledged writes:
+	// the reads mixed in must not be counted as updates.
+	checkReport(t, rep, 4)
+	for _, r := range rep.Rows {
+		if r.ReadOps == 0 || r.Ops == 0 {
+			t.Errorf("%s: %d writes and %d reads with a read ratio of 0.4", r.label(), r.Ops, r.ReadOps)
+		}
+		if r.ReadErrors > 0 {
+			t.Errorf("%s: %d read errors: %s", r.label(), r.ReadErrors, r.FirstError)
+		}
+		if r.HotFraction != 0.5 || r.ReadRatio != 0.4 {
+			t.Errorf("%s: row mix %v/%v", r.label(), r.HotFraction, r.ReadRatio)
+		}
+		if r.ReadP50 <= 0 || r.ReadP50 > r.ReadP99 || r.ReadP99 > r.ReadMax {
+			t.Errorf("%s: read percentiles p50 %v p99 %v max %v", r.label(), r.ReadP50, r.ReadP99, r.ReadMax)
+		}
+	}
+	if rep.ReadRatio != 0.4 || rep.HotFraction != 0.5 {
+		t.Errorf("report mix %v/%v", rep.ReadRatio, rep.HotFraction)
+	}
+	var b bytes.Buffer
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"read p50", "reads/s", "hot counter takes 50% of calls", "40% of increments-scenario calls are reads"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, b.String())
+		}
+	}
+}

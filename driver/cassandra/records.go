@@ -1,0 +1,161 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Namespaces and queues are the driver's two kinds of named records: one
+// row per name, created once with a lightweight transaction, never
+// changed, read one at a time or all together. The helpers here are that
+// lifecycle; namespaces.go and queue.go supply the statements and rows.
+
+// lwtAttempts bounds the attempts of a conditional insert whose outcome
+// stays unknown.
+const lwtAttempts = 5
+
+// insertRecord inserts a named record with a lightweight transaction
+// (INSERT ... IF NOT EXISTS), so of two processes racing to create the
+// same name exactly one succeeds and the other gets driver.ErrExists. The
+// commit uses the WriteConsistency level; Paxos uses SERIAL (LOCAL_SERIAL
+// when that level is data-center-local).
+//
+// Paxos rounds that contend for one name often time out on Cassandra (the
+// server gives up after cas_contention_timeout), leaving the outcome
+// unknown. Such an attempt is resolved by trying again: the retry either
+// applies, or returns the row that exists, and if same says that row is
+// exactly the record being created, the earlier attempt was applied after
+// all. This is the only write the driver repeats, and it does so because
+// the repetition is itself conditional. After lwtAttempts unknown outcomes
+// the error wraps driver.ErrUnknownOutcome.
+func (d *Driver) insertRecord(ctx context.Context, op, kind, name, stmt string, vals []any, same func(existing map[string]any) bool) error {
+	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	if err != nil {
+		return fmt.Errorf("cassandra: %s %q: %w", op, name, err)
+	}
+	var lastErr error
+	for attempt := range lwtAttempts {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, lwtBackoff(attempt)); err != nil {
+				break // lastErr holds the unknown outcome
+			}
+		}
+		// When the insert is not applied Cassandra returns the existing
+		// row; MapScanCAS accepts whatever columns come back.
+		existing := map[string]any{}
+		applied, err := d.session.Query(stmt, vals...).
+			Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
+			MapScanCASContext(ctx, existing)
+		if err == nil {
+			if applied || (attempt > 0 && same(existing)) {
+				return nil
+			}
+			return fmt.Errorf("cassandra: %s %q: %w", kind, name, driver.ErrExists)
+		}
+		lastErr = mapError(opWrite, err)
+		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
+			break
+		}
+		d.log.Debug("cassandra: "+op+" outcome unknown; retrying", kind, name, "attempt", attempt+1, "err", err)
+	}
+	return fmt.Errorf("cassandra: %s %q: %w", op, name, lastErr)
+}
+
+// lwtBackoff spreads contending retries apart: 50ms, 100ms, 200ms, ...
+// plus up to as much again at random.
+func lwtBackoff(attempt int) time.Duration {
+	base := 25 * time.Millisecond << attempt
+	return base + rand.N(base)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// recordRow is a scanned row of a record table: dest gives gocql the
+// targets of its columns.
+type recordRow interface{ dest() []any }
+
+// getRecord reads the named record at the ReadConsistency level, or
+// driver.ErrNotFound.
+func getRecord[T any, R any, PR interface {
+	*R
+	recordRow
+}](ctx context.Context, d *Driver, op, kind, name, stmt string, decode func(R) (*T, error)) (*T, error) {
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s %q: %w", op, name, err)
+	}
+	iter := d.session.Query(stmt, name).Consistency(cl).IterContext(ctx)
+	var r R
+	found := iter.Scan(PR(&r).dest()...)
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: %s %q: %w", op, name, mapError(opRead, err))
+	}
+	if !found {
+		return nil, fmt.Errorf("cassandra: %s %q: %w", kind, name, driver.ErrNotFound)
+	}
+	t, err := decode(r)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s %q: %w", op, name, err)
+	}
+	return t, nil
+}
+
+// listRecords reads every record at the ReadConsistency level, page by
+// page, and returns them sorted by name (nil when there are none). A row
+// that cannot be decoded fails the whole listing rather than silently
+// hiding a record.
+func listRecords[T any, R any, PR interface {
+	*R
+	recordRow
+}](ctx context.Context, d *Driver, op, stmt string, decode func(R) (*T, error), name func(*T) string) ([]*T, error) {
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
+	}
+	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	iter := d.session.Query(stmt).Consistency(cl).IterContext(ctx)
+	var (
+		out    []*T
+		badRow error
+	)
+	for {
+		var r R // fresh per row: gocql reuses the targets' memory
+		if !iter.Scan(PR(&r).dest()...) {
+			break
+		}
+		t, err := decode(r)
+		if err != nil {
+			badRow = err
+			break
+		}
+		out = append(out, t)
+	}
+	if err := iter.Close(); err != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, mapError(opRead, err))
+	}
+	if badRow != nil {
+		return nil, fmt.Errorf("cassandra: %s: %w", op, badRow)
+	}
+	sort.Slice(out, func(i, j int) bool { return name(out[i]) < name(out[j]) })
+	return out, nil
+}

@@ -1,0 +1,151 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/internal/crdt"
+	"github.com/abacusdb/abacus/internal/sharded"
+)
+
+// BenchmarkCredit measures credits through the engine: 32 concurrent
+// callers in a closed loop, each credit with a fresh request id, on the
+// embedded store (on disk, fsync per write) and, when
+// ABACUS_TEST_CASSANDRA is set, on Cassandra at QUORUM. It reports
+// credits/s and the p50/p99 latency of one credit. Shapes:
+//
+//   - hot: one ledger, one process (its actor serialises every credit)
+//   - hot-4proc: one ledger, four processes (four actors)
+//   - 100ledgers: credits spread over 100 ledgers, one process
+//
+// For context the same harness also drives a sharded sum counter (one hot
+// counter, group commit). docs/benchmarks-ledger.md has a run's numbers.
+func BenchmarkCredit(b *testing.B) {
+	stores := map[string]func(b *testing.B) driver.Driver{
+		"embedded": func(b *testing.B) driver.Driver {
+			d, err := embedded.Open(context.Background(), embedded.Config{Dir: b.TempDir(), Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = d.Close() })
+			return d
+		},
+		"cassandra": func(b *testing.B) driver.Driver { return benchCassandra(b) },
+	}
+	for _, store := range []string{"embedded", "cassandra"} {
+		b.Run(store, func(b *testing.B) {
+			for _, mode := range []string{"default", "strict"} {
+				for _, shape := range []struct {
+					name           string
+					procs, ledgers int
+				}{{"hot", 1, 1}, {"hot-4proc", 4, 1}, {"100ledgers", 1, 100}} {
+					b.Run(mode+"/"+shape.name, func(b *testing.B) {
+						benchCredits(b, stores[store](b), mode == "strict", shape.procs, shape.ledgers)
+					})
+				}
+			}
+			b.Run("sharded-counter/hot", func(b *testing.B) { benchSharded(b, stores[store](b)) })
+		})
+	}
+}
+
+const benchCallers = 32
+
+var benchSeq atomic.Int64
+
+func benchCredits(b *testing.B, d driver.Driver, strict bool, procs, ledgers int) {
+	ns := fmt.Sprintf("bench%d", benchSeq.Add(1))
+	engines := make([]*Engine, procs)
+	for i := range engines {
+		e, err := New(Config{Store: d, Logger: quiet})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = e.Close(context.Background()) })
+		engines[i] = e
+	}
+	targets := make([]Target, ledgers)
+	for i := range targets {
+		targets[i] = Target{Namespace: ns, Ledger: fmt.Sprint("l", i), Options: Options{Strict: strict}.WithDefaults()}
+	}
+	var next atomic.Int64
+	run(b, func(ctx context.Context) error {
+		n := next.Add(1)
+		e := engines[int(n)%procs]
+		_, err := e.Update(ctx, targets[int(n)%ledgers], 1+n%100, fmt.Sprint("r", n))
+		return err
+	})
+}
+
+func benchSharded(b *testing.B, d driver.Driver) {
+	eng, err := sharded.New(sharded.Config{Store: d, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = eng.Close(context.Background()) })
+	t := sharded.Target{Namespace: fmt.Sprintf("bench%d", benchSeq.Add(1)), Counter: "c", Kind: crdt.KindSum}
+	var next atomic.Int64
+	run(b, func(ctx context.Context) error {
+		return eng.Apply(ctx, t, crdt.Op{Delta: 1}, fmt.Sprint("r", next.Add(1)))
+	})
+}
+
+// run calls op b.N times from benchCallers goroutines and reports
+// throughput and latency percentiles.
+func run(b *testing.B, op func(context.Context) error) {
+	ctx := context.Background()
+	var (
+		mu    sync.Mutex
+		lat   = make([]time.Duration, 0, b.N)
+		errs  atomic.Int64
+		left  atomic.Int64
+		first error
+		wg    sync.WaitGroup
+	)
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	start := time.Now()
+	for range benchCallers {
+		wg.Go(func() {
+			mine := make([]time.Duration, 0, b.N/benchCallers+1)
+			for left.Add(-1) >= 0 {
+				t := time.Now()
+				err := op(ctx)
+				mine = append(mine, time.Since(t))
+				if err != nil && errs.Add(1) == 1 {
+					mu.Lock()
+					first = err
+					mu.Unlock()
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if n := errs.Load(); n > 0 {
+		b.Fatalf("%d of %d operations failed; first: %v", n, b.N, first)
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "credits/s")
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(0, "ns/op") // wall time per op hides the concurrency; credits/s says it
+}
+
+// benchCassandra is the tests' shared keyspace (skipped without
+// ABACUS_TEST_CASSANDRA).
+func benchCassandra(b *testing.B) driver.Driver { return sharedCassandra(b) }

@@ -1,0 +1,664 @@
+package ledger
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/outcome"
+	"github.com/abacusdb/abacus/internal/randomid"
+)
+
+// Errors of the engine. They are wrapped with detail; test with errors.Is.
+var (
+	// ErrUnknownOutcome means the request may or may not have been applied:
+	// a write (or claim) timed out on every attempt, or, in strict mode,
+	// another actor holds the request id's claim and its write has not
+	// been seen yet. Retrying with the same request id is safe.
+	ErrUnknownOutcome = outcome.ErrUnknownOutcome
+
+	// ErrNotApplied means the request was definitely not applied; retrying
+	// is safe anywhere.
+	ErrNotApplied = errors.New("request not applied")
+
+	// ErrRequestConflict means the request id is recorded (or claimed) with
+	// a different amount: the id was reused for another request.
+	ErrRequestConflict = errors.New("request id already used for a different amount")
+)
+
+// Option defaults.
+const (
+	DefaultRetryCount = 10
+	DefaultClaimTTL   = 24 * time.Hour
+	// MaxRetryCount bounds retry_count; each resubmission is a write.
+	MaxRetryCount = 100
+)
+
+// Options are a ledger namespace's settings.
+type Options struct {
+	// HistoryLength is how many request ids each section of an actor keeps
+	// after a merge; a write appends one more, and the next merge folds the
+	// oldest into the total. Default 10, at most MaxHistoryLength.
+	HistoryLength int
+	// Strict claims each request id with a compare-and-set (a lightweight
+	// transaction on Cassandra) before applying it, so two actors can never
+	// both apply it. Default false.
+	Strict bool
+	// RetryCount is how many times a write (or claim) whose outcome is
+	// unknown is resubmitted before the request is reported as
+	// ErrUnknownOutcome. Zero means the default, 10; a negative value
+	// means no resubmission.
+	RetryCount int
+	// ClaimTTL is how long a strict-mode claim lives. It must exceed the
+	// longest time after which a caller may retry, and the store's longest
+	// delay for a timed-out write (Cassandra's hint window, 3h by default).
+	// Default 24h; whole seconds from 1s to 20 years.
+	ClaimTTL time.Duration
+}
+
+// WithDefaults fills in zero fields.
+func (o Options) WithDefaults() Options {
+	if o.HistoryLength == 0 {
+		o.HistoryLength = DefaultHistoryLength
+	}
+	if o.RetryCount == 0 {
+		o.RetryCount = DefaultRetryCount
+	}
+	if o.ClaimTTL == 0 {
+		o.ClaimTTL = DefaultClaimTTL
+	}
+	return o
+}
+
+// Validate checks options that have their defaults filled in.
+func (o Options) Validate() error {
+	switch {
+	case o.HistoryLength < 1 || o.HistoryLength > MaxHistoryLength:
+		return fmt.Errorf("history_length %d is outside 1..%d", o.HistoryLength, MaxHistoryLength)
+	case o.RetryCount > MaxRetryCount:
+		return fmt.Errorf("retry_count %d is above %d", o.RetryCount, MaxRetryCount)
+	case o.ClaimTTL < time.Second || o.ClaimTTL > driver.MaxClaimTTL:
+		return fmt.Errorf("claim_ttl %v is outside 1s..%v", o.ClaimTTL, driver.MaxClaimTTL)
+	case o.ClaimTTL%time.Second != 0:
+		return fmt.Errorf("claim_ttl %v is not a whole number of seconds", o.ClaimTTL)
+	}
+	return nil
+}
+
+// Target names a ledger and how it is stored.
+type Target struct {
+	Namespace        string
+	Ledger           string
+	Options          Options
+	ReadConsistency  driver.Consistency
+	WriteConsistency driver.Consistency
+}
+
+// Config configures an Engine. Zero fields take the documented defaults.
+type Config struct {
+	// Store holds the ledgers. Required.
+	Store driver.Ledgers
+	// Clock gives write timestamps and claim times. Default: system clock.
+	Clock clock.Clock
+	// ActorID names this process's actors. Every ledger this process
+	// writes gets its own actor, ActorID + "-" + a counter. Default: 16
+	// random hex digits. A configured id must never be used by two
+	// processes, at the same time or one after the other: see the package
+	// documentation for why.
+	ActorID string
+	// MaxActors bounds the ledgers whose actor state this process keeps
+	// in memory (LRU). A ledger dropped from memory gets a new actor the
+	// next time, which costs one more row in its partition. Default 10,000.
+	MaxActors int
+	// WriteTimeout bounds each write or claim attempt. Default 10s.
+	WriteTimeout time.Duration
+	// RetryBackoff is the wait before the first resubmission; it doubles
+	// per attempt up to one second. Default 20ms; negative means no wait.
+	RetryBackoff time.Duration
+	// ClaimWait is how long a strict-mode write that lost the claim waits
+	// for the winner's write to appear before reporting ErrUnknownOutcome.
+	// Default 2s.
+	ClaimWait time.Duration
+	// Logger receives warnings. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.ActorID == "" {
+		c.ActorID = randomid.Hex(8)
+	}
+	if c.MaxActors == 0 {
+		c.MaxActors = 10_000
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = 20 * time.Millisecond
+	}
+	if c.ClaimWait == 0 {
+		c.ClaimWait = 2 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("ledger: Config.Store is required")
+	case c.MaxActors < 0 || c.WriteTimeout < 0 || c.ClaimWait < 0:
+		return errors.New("ledger: MaxActors, WriteTimeout and ClaimWait must not be negative")
+	case len(c.ActorID) > 128:
+		return fmt.Errorf("ledger: ActorID is %d bytes, the limit is 128", len(c.ActorID))
+	}
+	return nil
+}
+
+// Stats are running totals, read with Engine.Stats.
+type Stats struct {
+	Applied       atomic.Uint64 // requests this process added to a ledger
+	Duplicates    atomic.Uint64 // requests found already recorded (applied: false)
+	Resubmissions atomic.Uint64 // writes and claims sent again after an unknown outcome
+	Unknown       atomic.Uint64 // requests reported as ErrUnknownOutcome
+	ClaimsLost    atomic.Uint64 // strict-mode claims another actor held
+	// LateClaimsWithdrawn counts claims that landed after their first
+	// withdrawal found nothing, and were withdrawn by the background check.
+	LateClaimsWithdrawn atomic.Uint64
+	Retired             atomic.Uint64 // actors abandoned after a failed write
+}
+
+type slotKey struct{ ns, ledger string }
+
+// slot is this process's actor for one ledger. sem serialises everything
+// the actor does: one read-merge-write at a time, so its writes carry
+// increasing timestamps and each extends the state the previous one wrote.
+type slot struct {
+	key   slotKey
+	actor string
+	sem   chan struct{}
+	// Guarded by sem:
+	own     *Actor // everything this actor has written; never ahead of a successful write
+	lastTS  int64
+	retired bool // no longer in the engine's map; callers must fetch a new slot
+}
+
+func (s *slot) unlock() { <-s.sem }
+
+// Engine runs the ledger model for one process. It is safe for concurrent use.
+type Engine struct {
+	cfg   Config
+	stats Stats
+	gen   atomic.Uint64
+
+	mu    sync.Mutex
+	slots map[slotKey]*list.Element // of *slot, most recent first
+	lru   *list.List
+
+	// Background settling of strict-mode requests (settle.go).
+	bg struct {
+		sync.Mutex
+		closed  bool
+		pending int
+		stop    chan struct{}
+		wg      sync.WaitGroup
+	}
+
+	// afterRead, when set (by tests), runs after a write's first read and
+	// before it claims or appends, so tests can interleave two actors.
+	afterRead func(t Target, requestID string)
+}
+
+// New returns an engine.
+func New(cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, slots: map[slotKey]*list.Element{}, lru: list.New()}
+	e.bg.stop = make(chan struct{})
+	return e, nil
+}
+
+// Stats returns the engine's running totals.
+func (e *Engine) Stats() *Stats { return &e.stats }
+
+// ActorID returns the prefix of this process's actor ids.
+func (e *Engine) ActorID() string { return e.cfg.ActorID }
+
+// lock returns the ledger's slot with its semaphore held.
+func (e *Engine) lock(ctx context.Context, k slotKey) (*slot, error) {
+	for {
+		s := e.slotFor(k)
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: waiting for this process's actor of ledger %s/%s: %w", ErrNotApplied, k.ns, k.ledger, ctx.Err())
+		}
+		if !s.retired {
+			return s, nil
+		}
+		s.unlock()
+	}
+}
+
+func (e *Engine) slotFor(k slotKey) *slot {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if el, ok := e.slots[k]; ok {
+		e.lru.MoveToFront(el)
+		return el.Value.(*slot)
+	}
+	s := &slot{
+		key:   k,
+		actor: e.cfg.ActorID + "-" + strconv.FormatUint(e.gen.Add(1), 10),
+		sem:   make(chan struct{}, 1),
+		own:   &Actor{},
+	}
+	e.slots[k] = e.lru.PushFront(s)
+	// Drop idle slots beyond the bound. A slot in use is skipped, so the
+	// bound can be exceeded while many ledgers are busy at once.
+	for el := e.lru.Back(); el != nil && e.lru.Len() > e.cfg.MaxActors; {
+		prev := el.Prev()
+		old := el.Value.(*slot)
+		select {
+		case old.sem <- struct{}{}:
+			e.lru.Remove(el)
+			delete(e.slots, old.key)
+			old.retired = true
+			old.unlock()
+		default:
+		}
+		el = prev
+	}
+	return s
+}
+
+// retire abandons the slot's actor: after a write or claim that may or may
+// not have landed, that actor's next entry number may already be claimed
+// or written with this request, so nothing else may ever use it. The next
+// request gets a fresh actor. Called with s.sem held.
+func (e *Engine) retire(s *slot) {
+	e.mu.Lock()
+	if el, ok := e.slots[s.key]; ok && el.Value.(*slot) == s {
+		e.lru.Remove(el)
+		delete(e.slots, s.key)
+	}
+	e.mu.Unlock()
+	s.retired = true
+	e.stats.Retired.Add(1)
+}
+
+// Result is the outcome of a successful Update.
+type Result struct {
+	// Applied is true when this call added the request to the ledger, and
+	// false when the request id was already recorded (a retry of a request
+	// that had been applied), in which case nothing was written.
+	Applied bool
+	// Actor is the actor whose history holds (or held) the request.
+	Actor string
+}
+
+// Read returns the ledger's state as stored: every actor's row, merged.
+// A ledger never written reads as an empty state.
+func (e *Engine) Read(ctx context.Context, t Target) (*State, error) {
+	return e.read(ctx, t)
+}
+
+func (e *Engine) read(ctx context.Context, t Target) (*State, error) {
+	rows, err := e.cfg.Store.ReadLedger(ctx, &driver.ReadLedgerParams{
+		Namespace: t.Namespace, Ledger: t.Ledger, Consistency: t.ReadConsistency,
+	})
+	if err != nil {
+		return nil, err
+	}
+	st := NewState()
+	for _, r := range rows {
+		a, err := DecodeActor(r.State)
+		if err != nil {
+			return nil, fmt.Errorf("ledger %s/%s: actor %q: %w", t.Namespace, t.Ledger, r.Actor, err)
+		}
+		st.Set(r.Actor, a)
+	}
+	return st, nil
+}
+
+// readMerged reads the ledger and puts the slot's own state in place of
+// its stored row. The slot's own state is never behind its row (it has
+// one writer, which keeps it), so a row ahead of it, or one that
+// contradicts it, means another process writes under this actor id.
+func (e *Engine) readMerged(ctx context.Context, t Target, s *slot) (*State, error) {
+	st, err := e.read(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if stored := st.Actor(s.actor); stored != nil {
+		j, err := Join(s.own, stored)
+		if err == nil && !j.Equal(s.own) {
+			err = errors.New("its stored row is ahead of what this process wrote")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ledger %s/%s: actor %q: %w: %w", t.Namespace, t.Ledger, s.actor, ErrActorConflict, err)
+		}
+	}
+	if s.own.P.Seq() > 0 || s.own.N.Seq() > 0 {
+		st.Set(s.actor, s.own.Clone())
+	}
+	return st, nil
+}
+
+// Update applies a signed amount (positive: a credit, negative: a debit)
+// under a request id, once. It reads the ledger; if any actor's history
+// holds the request id it returns Applied false and writes nothing;
+// otherwise it appends the request to this process's actor and writes that
+// actor's row (claiming the id first in strict mode).
+func (e *Engine) Update(ctx context.Context, t Target, amount int64, requestID string) (Result, error) {
+	if err := ValidateRequestID(requestID); err != nil {
+		return Result{}, err
+	}
+	switch {
+	case amount == 0:
+		return Result{}, fmt.Errorf("%w: amount is zero", ErrInvalidEntry)
+	case amount == math.MinInt64:
+		return Result{}, fmt.Errorf("%w: amount %d has no positive counterpart in int64", ErrOverflow, amount)
+	}
+	t.Options = t.Options.WithDefaults()
+	if err := t.Options.Validate(); err != nil {
+		return Result{}, err
+	}
+	s, err := e.lock(ctx, slotKey{t.Namespace, t.Ledger})
+	if err != nil {
+		return Result{}, err
+	}
+	defer s.unlock()
+	r, err := e.apply(ctx, t, s, amount, requestID)
+	switch {
+	case err == nil && r.Applied:
+		e.stats.Applied.Add(1)
+	case err == nil:
+		e.stats.Duplicates.Add(1)
+	case errors.Is(err, ErrUnknownOutcome):
+		e.stats.Unknown.Add(1)
+	}
+	return r, err
+}
+
+func (e *Engine) apply(ctx context.Context, t Target, s *slot, amount int64, id string) (Result, error) {
+	st, err := e.readMerged(ctx, t, s)
+	if err != nil {
+		if errors.Is(err, ErrActorConflict) {
+			// Someone else writes under this actor id: stop writing it.
+			e.retire(s)
+			return Result{}, err
+		}
+		if errors.Is(err, ErrCorrupt) {
+			return Result{}, err // retrying will not help
+		}
+		// Nothing has been claimed or written yet.
+		return Result{}, fmt.Errorf("%w: reading the ledger: %w", ErrNotApplied, err)
+	}
+	if e.afterRead != nil {
+		e.afterRead(t, id)
+	}
+	if f, ok := st.Lookup(id); ok {
+		return duplicate(id, f.Actor, f.Amount, amount)
+	}
+	neg, abs := amount < 0, amount
+	if neg {
+		abs = -amount
+	}
+	p, n, err := st.Totals()
+	if err != nil {
+		return Result{}, err
+	}
+	side := p
+	if neg {
+		side = n
+	}
+	if side > math.MaxInt64-abs {
+		return Result{}, fmt.Errorf("%w: the ledger's %s total %d cannot take %d more", ErrOverflow, sideName(neg), side, abs)
+	}
+
+	sec := s.own.Section(neg)
+	// The overflow rule runs on merge, before the append: so the row a
+	// write leaves holds history_length+1 entries, and the next merge (a
+	// write or a find) folds the oldest. This is the seed's behaviour.
+	sec.Compact(t.Options.HistoryLength)
+	mine := driver.Claim{Actor: s.actor, Negative: neg, Seq: sec.Seq() + 1, Amount: amount}
+
+	// Background settling must stop well before the claim can expire; the
+	// claim is at most as old as this moment.
+	claimed := e.cfg.Clock.Now()
+	if t.Options.Strict {
+		won, cur, err := e.claim(ctx, t, s, id, mine, claimed)
+		if err != nil {
+			return Result{}, err
+		}
+		if !won {
+			e.stats.ClaimsLost.Add(1)
+			return e.lostClaim(ctx, t, s, id, amount, cur)
+		}
+	}
+	if _, err := sec.Append(Entry{RequestID: id, Amount: abs}); err != nil {
+		return Result{}, err // checked above; the section alone cannot overflow
+	}
+	if err := e.writeOwn(ctx, t, s); err != nil {
+		e.retire(s)
+		if t.Options.Strict {
+			if errors.Is(err, ErrNotApplied) {
+				// Nothing landed and the actor is gone: withdraw the claim.
+				e.releaseOrSettle(t, id, mine, claimed)
+			} else {
+				// The claim keeps other actors from applying the request,
+				// so this actor may finish its own write late. Until it
+				// does, retries anywhere answer "unknown".
+				e.settleWrite(t, s, id, claimed)
+				err = fmt.Errorf("%w (this process keeps resubmitting the write in the background while the claim lives)", err)
+			}
+		}
+		return Result{}, err
+	}
+	return Result{Applied: true, Actor: s.actor}, nil
+}
+
+func sideName(neg bool) string {
+	if neg {
+		return "debit"
+	}
+	return "credit"
+}
+
+func duplicate(id, actor string, recorded, amount int64) (Result, error) {
+	if recorded != amount {
+		return Result{}, conflict(fmt.Errorf("request id %q is recorded with amount %d, not %d", id, recorded, amount))
+	}
+	return Result{Applied: false, Actor: actor}, nil
+}
+
+// writeOwn writes the slot's row, resubmitting (at a new, higher timestamp,
+// with the same content) after an unknown outcome up to RetryCount times.
+// It returns nil, an error wrapping ErrUnknownOutcome if any attempt might
+// have landed, or one wrapping ErrNotApplied if none did.
+func (e *Engine) writeOwn(ctx context.Context, t Target, s *slot) error {
+	state := EncodeActor(s.own)
+	return e.attempts(ctx, t.Options.RetryCount, "write", func(ctx context.Context) error {
+		ts := max(driver.Micros(e.cfg.Clock.Now()), s.lastTS+1)
+		s.lastTS = ts // even if the write fails: it may still land
+		return e.cfg.Store.WriteLedgerRow(ctx, &driver.WriteLedgerRowParams{
+			Namespace: t.Namespace, Ledger: t.Ledger, Timestamp: ts,
+			Row:         driver.LedgerRow{Actor: s.actor, State: state},
+			Consistency: t.WriteConsistency,
+		})
+	})
+}
+
+// attempts runs op until it succeeds, fails in a way a retry cannot help,
+// or has been resubmitted retries times. Only an unknown outcome or an
+// unavailable store is retried: both leave the operation safe to repeat.
+func (e *Engine) attempts(ctx context.Context, retries int, what string, op func(context.Context) error) error {
+	unknown := false
+	for n := 0; ; n++ {
+		actx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+		err := op(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, driver.ErrUnknownOutcome) {
+			unknown = true
+		}
+		retryable := errors.Is(err, driver.ErrUnknownOutcome) || errors.Is(err, driver.ErrUnavailable)
+		if !retryable || n >= max(retries, 0) || ctx.Err() != nil {
+			if unknown {
+				return fmt.Errorf("%w: %s failed %d times, the last with: %w", ErrUnknownOutcome, what, n+1, err)
+			}
+			return fmt.Errorf("%w: %s failed %d times, the last with: %w", ErrNotApplied, what, n+1, err)
+		}
+		e.stats.Resubmissions.Add(1)
+		if err := e.backoff(ctx, n); err != nil {
+			if unknown {
+				return fmt.Errorf("%w: %s: %w", ErrUnknownOutcome, what, err)
+			}
+			return fmt.Errorf("%w: %s: %w", ErrNotApplied, what, err)
+		}
+	}
+}
+
+func (e *Engine) backoff(ctx context.Context, n int) error {
+	if e.cfg.RetryBackoff < 0 {
+		return ctx.Err()
+	}
+	d := min(e.cfg.RetryBackoff<<min(n, 20), time.Second)
+	return sleep(ctx, d)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// claim claims the request id for mine, repeating after an unknown
+// outcome (a repeat that finds mine stored means the earlier attempt won).
+// If it cannot tell whether the claim was stored it withdraws it and
+// retires the actor, since the entry number it names must not be reused.
+func (e *Engine) claim(ctx context.Context, t Target, s *slot, id string, mine driver.Claim, claimed time.Time) (bool, driver.Claim, error) {
+	var res driver.ClaimResult
+	err := e.attempts(ctx, t.Options.RetryCount, "claim", func(ctx context.Context) error {
+		var err error
+		res, err = e.cfg.Store.ClaimRequest(ctx, &driver.ClaimRequestParams{
+			Namespace: t.Namespace, Ledger: t.Ledger, RequestID: id, Claim: mine,
+			TTL: t.Options.ClaimTTL, Now: driver.Micros(e.cfg.Clock.Now()),
+			Consistency: t.WriteConsistency,
+		})
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, ErrUnknownOutcome) {
+			e.retire(s)
+			if e.releaseOrSettle(t, id, mine, claimed) {
+				return false, driver.Claim{}, fmt.Errorf("%w: the claim was withdrawn: %w", ErrNotApplied, err)
+			}
+		}
+		return false, driver.Claim{}, err
+	}
+	return res.Won || res.Current == mine, res.Current, nil
+}
+
+// lostClaim answers a strict-mode request whose id another actor claimed.
+// The claim names the entry the other actor gives the request, so:
+//
+//   - the request id is in a history: it was applied (Applied false);
+//   - the claimant's section has reached the claimed entry number but no
+//     longer holds the id: it was applied and has since been folded out of
+//     the history (Applied false) — actor ids are never reused, so that
+//     entry can only be this request;
+//   - otherwise the claimant's write has not landed (or is still under
+//     way): wait up to ClaimWait for it, then report ErrUnknownOutcome.
+func (e *Engine) lostClaim(ctx context.Context, t Target, s *slot, id string, amount int64, cur driver.Claim) (Result, error) {
+	if cur.Amount != amount {
+		return Result{}, conflict(fmt.Errorf("request id %q is claimed with amount %d, not %d", id, cur.Amount, amount))
+	}
+	deadline := time.Now().Add(e.cfg.ClaimWait)
+	for n := 0; ; n++ {
+		st, err := e.readMerged(ctx, t, s)
+		if err != nil {
+			return Result{}, fmt.Errorf("%w: request id %q is claimed by actor %s and reading the ledger failed: %w", ErrUnknownOutcome, id, cur.Actor, err)
+		}
+		if f, ok := st.Lookup(id); ok {
+			return duplicate(id, f.Actor, f.Amount, amount)
+		}
+		if a := st.Actor(cur.Actor); a != nil && a.Section(cur.Negative).Seq() >= cur.Seq {
+			return Result{Applied: false, Actor: cur.Actor}, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return Result{}, fmt.Errorf("%w: request id %q is claimed by actor %s (entry %d), whose write has not appeared within %v; retry later",
+				ErrUnknownOutcome, id, cur.Actor, cur.Seq, e.cfg.ClaimWait)
+		}
+		if err := sleep(ctx, min(left, (5*time.Millisecond)<<min(n, 8))); err != nil {
+			return Result{}, fmt.Errorf("%w: request id %q is claimed by actor %s: %w", ErrUnknownOutcome, id, cur.Actor, err)
+		}
+	}
+}
+
+// Find reads the ledger, applies the overflow rule to this process's actor
+// and writes that actor's row back if the rule changed it (the seed's
+// find!). It returns the merged state.
+func (e *Engine) Find(ctx context.Context, t Target) (*State, error) {
+	t.Options = t.Options.WithDefaults()
+	if err := t.Options.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := e.lock(ctx, slotKey{t.Namespace, t.Ledger})
+	if err != nil {
+		return nil, err
+	}
+	defer s.unlock()
+	st, err := e.readMerged(ctx, t, s)
+	if err != nil {
+		if errors.Is(err, ErrActorConflict) {
+			e.retire(s)
+		}
+		return nil, err
+	}
+	if !s.own.Compact(t.Options.HistoryLength) {
+		return st, nil
+	}
+	// Folding changes no entry and no sum, so a failed write-back leaves
+	// the actor consistent: the next write carries the folded state.
+	if err := e.writeOwn(ctx, t, s); err != nil {
+		return nil, err
+	}
+	st.Set(s.actor, s.own.Clone())
+	return st, nil
+}
+
+// requestConflict is an ErrRequestConflict whose message is its detail
+// alone ("request id "r" is recorded with amount 10, not 11"), which says
+// everything the sentinel's text would say again.
+type requestConflict struct{ err error }
+
+func (c *requestConflict) Error() string   { return c.err.Error() }
+func (c *requestConflict) Unwrap() []error { return []error{c.err, ErrRequestConflict} }
+
+func conflict(err error) error { return &requestConflict{err: err} }

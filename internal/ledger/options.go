@@ -1,0 +1,93 @@
+package ledger
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Keys of the options in the stored namespace record.
+const (
+	storedHistoryLength = "history_length"
+	storedStrict        = "strict"
+	storedRetryCount    = "retry_count"
+	storedClaimTTL      = "claim_ttl_seconds"
+)
+
+// Stored is the options' stored form: every option, defaults filled in, so
+// a later release with other defaults does not change existing
+// namespaces. No resubmission (a negative RetryCount) is stored as 0.
+func (o Options) Stored() map[string]string {
+	e := o.WithDefaults()
+	return map[string]string{
+		storedHistoryLength: strconv.Itoa(e.HistoryLength),
+		storedStrict:        strconv.FormatBool(e.Strict),
+		storedRetryCount:    strconv.Itoa(max(e.RetryCount, 0)),
+		storedClaimTTL:      strconv.FormatInt(int64(e.ClaimTTL/time.Second), 10),
+	}
+}
+
+// OptionsFromStored reads stored options strictly: every key must be there
+// and valid, since guessing would change how retries are treated. The
+// result is the stored form: RetryCount 0 means no resubmission (see
+// Effective).
+func OptionsFromStored(m map[string]string) (Options, error) {
+	get := func(k string) (string, error) {
+		v, ok := m[k]
+		if !ok {
+			return "", fmt.Errorf("%s is missing", k)
+		}
+		return v, nil
+	}
+	var o Options
+	v, err := get(storedHistoryLength)
+	if err == nil {
+		o.HistoryLength, err = strconv.Atoi(v)
+	}
+	if err != nil {
+		return o, err
+	}
+	if v, err = get(storedStrict); err == nil {
+		o.Strict, err = strconv.ParseBool(v)
+	}
+	if err != nil {
+		return o, err
+	}
+	if v, err = get(storedRetryCount); err == nil {
+		o.RetryCount, err = strconv.Atoi(v)
+	}
+	if err != nil {
+		return o, err
+	}
+	var secs int64
+	if v, err = get(storedClaimTTL); err == nil {
+		secs, err = strconv.ParseInt(v, 10, 64)
+	}
+	if err != nil {
+		return o, err
+	}
+	if secs < 1 || secs > int64(driver.MaxClaimTTL/time.Second) {
+		return o, fmt.Errorf("%s %d is out of range", storedClaimTTL, secs)
+	}
+	o.ClaimTTL = time.Duration(secs) * time.Second
+	if o.RetryCount < 0 {
+		return o, fmt.Errorf("%s %d is negative", storedRetryCount, o.RetryCount)
+	}
+	if err := o.WithDefaults().Validate(); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// Effective is what the engine runs stored options with: defaults filled
+// in, and a stored RetryCount of 0 (no resubmission) spelled as a
+// negative count.
+func (o Options) Effective() Options {
+	e := o.WithDefaults()
+	if o.RetryCount == 0 {
+		e.RetryCount = -1
+	}
+	return e
+}

@@ -1,0 +1,690 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Consumer takes messages from one queue. It works one shard at a time
+// under that shard's lease, so several consumers (in one process or many)
+// share a queue without handing out a message twice while it is hidden.
+//
+// Use Receive to pull deliveries and settle each with Ack, Fail or Release;
+// or give ConsumerConfig.Handler and call Start, which runs the handlers and
+// settles for you, and Stop. A Consumer is safe for concurrent use.
+type Consumer struct {
+	svc *Service
+	q   *Queue
+	cfg ConsumerConfig
+	log *slog.Logger
+
+	mu        sync.Mutex // guards everything below; Receive holds it throughout
+	lease     *lease
+	round     []int // shards to look at in this round, in order
+	next      int   // index into round
+	lastSweep time.Time
+	deepRead  map[int]time.Time // last read of each shard from its start
+	stopped   bool
+
+	// Start/Stop.
+	runMu    sync.Mutex
+	running  bool
+	stopLoop context.CancelFunc // ends the receive loop
+	abort    context.CancelFunc // cancels the handlers' contexts
+	loopDone chan struct{}
+	handlers sync.WaitGroup
+}
+
+// lease is the shard lease a consumer holds.
+type lease struct {
+	shard     int
+	since     time.Time // when it was taken (service clock), kept on renewals
+	renewedAt time.Time // when it was last written (real time, monotonic)
+	floor     time.Time // the floor as this consumer knows it
+	stored    time.Time // the floor last written
+	// cursor is the last message this lease handed out. While messages
+	// keep coming, reads start after it instead of at the floor, so they do
+	// not page through everything still in flight; when nothing follows it,
+	// a read from the floor picks up messages that became visible again.
+	cursor      *driver.MessageKey
+	cursorReads int
+}
+
+// NewConsumer returns a consumer of cfg.Queue, which must exist.
+func (s *Service) NewConsumer(ctx context.Context, cfg ConsumerConfig) (*Consumer, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	q, err := s.Queue(ctx, cfg.Queue)
+	if err != nil {
+		return nil, err
+	}
+	return &Consumer{
+		svc:      s,
+		q:        q,
+		cfg:      cfg,
+		log:      s.log.With("queue", q.Name, "consumer", cfg.Name),
+		deepRead: map[int]time.Time{},
+	}, nil
+}
+
+// Name returns the consumer's lease holder name.
+func (c *Consumer) Name() string { return c.cfg.Name }
+
+// Receive returns up to max deliveries, each already counted and hidden
+// for the queue's visibility timeout. It returns an empty slice, not an
+// error, when no shard has a due message right now; call it again later
+// (Start waits PollInterval).
+//
+// Each call first keeps working the shard it holds a lease on; when that
+// shard has nothing more it releases it and goes on to the next shard of
+// the round: the shard two windows back, and — every CatchUpInterval, and
+// on the first call — every other shard, the longest-waiting first (the
+// catch-up sweep). In the producers' current shard only messages due
+// before its window began are taken: they are leftovers from earlier
+// rotations, while the window's own messages wait until the window has
+// passed. Messages that used up MaxDeliveries move to the dead letters on
+// the way.
+func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
+	if max < 1 {
+		return nil, invalidf("Receive of %d messages", max)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil, ErrStopped
+	}
+	now := c.svc.now()
+	fresh := false // whether this call started the current round
+	if c.lease == nil && c.next >= len(c.round) {
+		c.newRound(now)
+		fresh = true
+	}
+	out := []*Delivery{}
+	for len(out) < max {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if c.lease == nil {
+			ok, err := c.takeNext(ctx, now)
+			if err != nil {
+				return out, err
+			}
+			if !ok && !fresh && len(out) == 0 {
+				// The round begun by an earlier call is over; start
+				// another rather than come back empty-handed.
+				c.newRound(now)
+				fresh = true
+				continue
+			}
+			if !ok {
+				break
+			}
+		}
+		if !c.keepLease(ctx) {
+			continue
+		}
+		ds, more, err := c.deliver(ctx, now, max-len(out))
+		out = append(out, ds...)
+		if err != nil {
+			return out, err
+		}
+		if !more || len(ds) == 0 {
+			c.releaseLease(ctx)
+		}
+	}
+	return out, nil
+}
+
+// newRound lists the shards to look at: the consumers' shard, then on a
+// sweep every other shard, the producers' current one last.
+func (c *Consumer) newRound(now time.Time) {
+	m := c.q.math
+	primary := m.Consumer(now)
+	c.round = append(c.round[:0], primary)
+	if c.lastSweep.IsZero() || now.Sub(c.lastSweep) >= c.cfg.CatchUpInterval {
+		c.lastSweep = now
+		for _, s := range append(m.Oldest(now), m.Producer(now)) {
+			if s != primary {
+				c.round = append(c.round, s)
+			}
+		}
+	}
+	c.next = 0
+}
+
+// readTo is the highest due time to read in shard s at time now: now,
+// except in the producers' current shard, whose window's own messages are
+// left alone until the window has passed.
+func (c *Consumer) readTo(now time.Time, s int) time.Time {
+	m := c.q.math
+	if s != m.Producer(now) {
+		return now
+	}
+	return m.Start(m.Bucket(now)).Add(-time.Millisecond)
+}
+
+// readFrom is the lowest due time to read in shard s: its floor, or the
+// very beginning when the shard is due a deep read (or its floor is
+// unknown).
+func (c *Consumer) readFrom(now time.Time, s int, floor time.Time) (from time.Time, deep bool) {
+	last, ok := c.deepRead[s]
+	if floor.IsZero() || !ok || now.Sub(last) >= c.svc.cfg.DeepSweepInterval {
+		return time.UnixMilli(0).UTC(), true
+	}
+	return floor, false
+}
+
+// takeNext walks the round until it finds a shard with a deliverable
+// message whose lease it can take. Looking is cheap (two reads, no
+// lightweight transaction), so shards without work cost little.
+func (c *Consumer) takeNext(ctx context.Context, now time.Time) (bool, error) {
+	for c.next < len(c.round) {
+		s := c.round[c.next]
+		c.next++
+		st, err := c.svc.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: c.q.Name, Shard: s})
+		if err != nil {
+			return false, err
+		}
+		if st.Holder != "" && st.Holder != c.cfg.Name {
+			continue // someone else is working it
+		}
+		page, first, _, err := c.scan(ctx, now, s, st.Floor, false, nil)
+		if err != nil {
+			return false, err
+		}
+		floor := c.advanceFloor(ctx, s, st.Floor, first, now, nil)
+		if !hasDeliverable(page.Messages, now) {
+			continue
+		}
+		if c.acquire(ctx, s, now) {
+			c.lease.floor, c.lease.stored = floor, floor
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func hasDeliverable(ms []driver.Message, now time.Time) bool {
+	for _, m := range ms {
+		if !m.VisibleAt.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// scan reads shard s from its floor (less the skew allowance) up to
+// readTo, paging past rows that cannot be delivered (hidden ones) until it
+// finds one that can or the range ends, for at most maxPages reads.
+//
+// first is the floor the shard may advance to: the due time of the
+// earliest live message seen, or, when none was seen, the end of the range
+// (or where reading stopped, if it stopped early). full reports that
+// reading stopped at a full page, so more rows may follow.
+//
+// With a start key the read begins just after it instead, and first means
+// nothing (rows below start were not read).
+func (c *Consumer) scan(ctx context.Context, now time.Time, s int, floor time.Time, withBody bool, start *driver.MessageKey) (_ *driver.MessagePage, first time.Time, full bool, _ error) {
+	const maxPages = 10
+	from, deep := c.readFrom(now, s, floor)
+	to := c.readTo(now, s)
+	out := &driver.MessagePage{}
+	var after *driver.MessageKey // the last row of the previous page
+	if start != nil {
+		from, deep, after = start.Due, false, start
+	}
+	for page := 0; ; page++ {
+		p, err := c.svc.store.ReadMessages(ctx, &driver.ReadMessagesParams{
+			Queue: c.q.Name, Shard: s, From: from, To: to, Limit: c.cfg.BatchSize, WithBody: withBody,
+		})
+		if err != nil {
+			return nil, time.Time{}, false, err
+		}
+		fresh := 0
+		for _, m := range p.Messages {
+			if after != nil && !keyAfter(m.MessageKey, *after) {
+				continue // seen on the previous page
+			}
+			fresh++
+			if first.IsZero() {
+				first = m.Due
+			}
+			out.Messages = append(out.Messages, m)
+		}
+		out.Fragments = append(out.Fragments, p.Fragments...)
+		full = len(p.Messages)+len(p.Fragments) >= c.cfg.BatchSize
+		if !full {
+			if first.IsZero() {
+				first = to // the whole range held nothing live
+			}
+			break
+		}
+		last := lastKey(p)
+		stuck := after != nil && fresh == 0 && last == *after // a page full of one due time
+		if hasDeliverable(out.Messages, now) || stuck || page == maxPages-1 {
+			if first.IsZero() {
+				first = last.Due // nothing live up to here; maybe beyond
+			}
+			break
+		}
+		// A full page of hidden messages: read on from its last row. Rows
+		// with that due time are read again and skipped by key.
+		after, from = &last, last.Due
+	}
+	if deep {
+		// Everything below first was read: the shard holds nothing live
+		// under its floor, until the next deep read checks again.
+		c.deepRead[s] = now
+	}
+	return out, first, full, nil
+}
+
+func keyAfter(a, b driver.MessageKey) bool {
+	if !a.Due.Equal(b.Due) {
+		return a.Due.After(b.Due)
+	}
+	ta, tb := a.ID.Time(), b.ID.Time()
+	if !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	return a.ID.String() > b.ID.String()
+}
+
+func lastKey(p *driver.MessagePage) driver.MessageKey {
+	var k driver.MessageKey
+	if n := len(p.Messages); n > 0 {
+		k = p.Messages[n-1].MessageKey
+	}
+	if n := len(p.Fragments); n > 0 && (k.Due.IsZero() || keyAfter(p.Fragments[n-1], k)) {
+		k = p.Fragments[n-1]
+	}
+	return k
+}
+
+// floorStep is the least advance worth a write of the floor.
+const floorStep = time.Second
+
+// advanceFloor records a new floor for shard s after a read found no live
+// message due before first (at the service clock's now): the floor is
+// min(first, now - MaxClockSkew). Every live message is at or above it:
+// those the read saw are due at first or later, and any message put since
+// is due no earlier than its producer's clock, which is at most
+// MaxClockSkew behind now. So a reader may start at the floor itself; the
+// skew allowance only costs anything while the shard is nearly drained.
+// Anyone who has read the shard may write the floor, holder or not.
+//
+// The floor is written when it moves forward by at least floorStep, or
+// back (a live message turned up below it: a late write, or a clock skewed
+// more than allowed). It returns the floor in effect afterwards.
+func (c *Consumer) advanceFloor(ctx context.Context, s int, stored, first, now time.Time, l *lease) time.Time {
+	floor := first
+	if limit := now.Add(-c.svc.cfg.MaxClockSkew); limit.Before(floor) {
+		floor = limit
+	}
+	if d := floor.Sub(stored); d >= 0 && d < floorStep {
+		return stored
+	}
+	err := c.svc.store.SetFloor(ctx, &driver.SetFloorParams{Queue: c.q.Name, Shard: s, Floor: floor})
+	if err != nil {
+		c.log.Warn("queue: recording a shard's floor failed; it will be retried", "shard", s, "err", err)
+		if floor.Before(stored) {
+			return floor // read from the lower one regardless
+		}
+		return stored
+	}
+	if l != nil {
+		l.stored = floor
+	}
+	return floor
+}
+
+// floorRefreshEvery is how many reads after the cursor pass between two
+// floor updates while a lease keeps delivering.
+const floorRefreshEvery = 10
+
+// refreshFloor moves the leased shard's floor up to its first live message
+// without delivering: while the cursor serves a long run of deliveries the
+// floor would otherwise stay where the run began, and whoever reads the
+// shard next (after a lease hand-over, say) would go through every
+// tombstone since.
+func (c *Consumer) refreshFloor(ctx context.Context, now time.Time, l *lease) {
+	to := c.readTo(now, l.shard)
+	page, err := c.svc.store.ReadMessages(ctx, &driver.ReadMessagesParams{
+		Queue: c.q.Name, Shard: l.shard, From: l.floor, To: to, Limit: 10,
+	})
+	if err != nil {
+		c.log.Debug("queue: reading a shard's floor failed", "shard", l.shard, "err", err)
+		return
+	}
+	switch {
+	case len(page.Messages) > 0:
+		l.floor = c.advanceFloor(ctx, l.shard, l.stored, page.Messages[0].Due, now, l)
+	case len(page.Fragments) == 0:
+		l.floor = c.advanceFloor(ctx, l.shard, l.stored, to, now, l)
+	}
+}
+
+// acquire takes shard s's lease. A lease whose outcome is unknown is
+// probed with a renewal, which applies only if the lease is ours.
+func (c *Consumer) acquire(ctx context.Context, s int, now time.Time) bool {
+	p := &driver.LeaseParams{Queue: c.q.Name, Shard: s, Holder: c.cfg.Name, Since: now, TTL: c.cfg.LeaseTTL}
+	started := time.Now()
+	res, err := c.svc.store.AcquireLease(ctx, p)
+	if errors.Is(err, driver.ErrUnknownOutcome) {
+		started = time.Now()
+		res, err = c.svc.store.RenewLease(ctx, p)
+	}
+	if err == nil && !res.Held && res.Holder == c.cfg.Name {
+		// Ours already (an earlier attempt whose answer was lost).
+		started = time.Now()
+		res, err = c.svc.store.RenewLease(ctx, p)
+	}
+	if err != nil {
+		c.log.Debug("queue: taking a shard lease failed", "shard", s, "err", err)
+		return false
+	}
+	if !res.Held {
+		return false
+	}
+	c.svc.stats.Leases.Add(1)
+	c.lease = &lease{shard: s, since: now, renewedAt: started}
+	return true
+}
+
+// keepLease renews the lease once a third of its TTL has passed and
+// reports whether it is still held.
+func (c *Consumer) keepLease(ctx context.Context) bool {
+	l := c.lease
+	if time.Since(l.renewedAt) < c.cfg.LeaseTTL/3 {
+		return true
+	}
+	started := time.Now()
+	res, err := c.svc.store.RenewLease(ctx, &driver.LeaseParams{
+		Queue: c.q.Name, Shard: l.shard, Holder: c.cfg.Name, Since: l.since, TTL: c.cfg.LeaseTTL,
+	})
+	if err == nil && res.Held {
+		l.renewedAt = started
+		return true
+	}
+	if err == nil {
+		c.svc.stats.LeasesLost.Add(1)
+		c.log.Info("queue: shard lease was taken over", "shard", l.shard, "by", res.Holder)
+	} else {
+		c.log.Warn("queue: renewing a shard lease failed; moving on", "shard", l.shard, "err", err)
+	}
+	c.lease = nil
+	return false
+}
+
+// releaseLease gives the shard back. A failure only delays the next holder
+// until the lease's TTL ends.
+func (c *Consumer) releaseLease(ctx context.Context) {
+	l := c.lease
+	if l == nil {
+		return
+	}
+	c.lease = nil
+	_, err := c.svc.store.ReleaseLease(ctx, &driver.LeaseParams{Queue: c.q.Name, Shard: l.shard, Holder: c.cfg.Name})
+	if err != nil {
+		c.log.Debug("queue: releasing a shard lease failed; it will expire", "shard", l.shard, "err", err)
+	}
+}
+
+// deliver reads the leased shard and hands out up to max deliveries. more
+// reports that the shard may hold further deliverable messages.
+func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*Delivery, more bool, _ error) {
+	l := c.lease
+	var (
+		page *driver.MessagePage
+		full bool
+		err  error
+	)
+	if l.cursor != nil {
+		if l.cursorReads++; l.cursorReads%floorRefreshEvery == 0 {
+			c.refreshFloor(ctx, now, l)
+		}
+		page, _, full, err = c.scan(ctx, now, l.shard, l.floor, true, l.cursor)
+		if err != nil {
+			return nil, false, err
+		}
+		if !hasDeliverable(page.Messages, now) {
+			l.cursor = nil
+		}
+	}
+	if l.cursor == nil {
+		var first time.Time
+		page, first, full, err = c.scan(ctx, now, l.shard, l.floor, true, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(page.Fragments) > 0 {
+			// Leftovers of updates that lost a race with their message's
+			// delete; they hold no message.
+			if err := c.svc.store.DeleteMessages(ctx, &driver.DeleteMessagesParams{Queue: c.q.Name, Keys: page.Fragments}); err != nil {
+				c.log.Debug("queue: deleting fragments failed", "shard", l.shard, "err", err)
+			}
+		}
+		l.floor = c.advanceFloor(ctx, l.shard, l.stored, first, now, l)
+	}
+
+	var dead []driver.DeadLetter
+	var marks []driver.Message
+	for _, m := range page.Messages {
+		if m.VisibleAt.After(now) {
+			continue
+		}
+		if m.Deliveries >= c.q.MaxDeliveries {
+			if m.LastError == "" {
+				m.LastError = "not acknowledged"
+			}
+			dead = append(dead, driver.DeadLetter{Message: m, DiedAt: now})
+			continue
+		}
+		if len(marks) == max {
+			more = true
+			continue
+		}
+		m.Deliveries++
+		m.VisibleAt = now.Add(c.q.VisibilityTimeout)
+		// If this delivery is never settled (the consumer dies, the
+		// handler hangs) this is what the dead letter will say.
+		m.LastError = fmt.Sprintf("delivery %d (consumer %s) was not acknowledged within the visibility timeout of %v",
+			m.Deliveries, c.cfg.Name, c.q.VisibilityTimeout)
+		marks = append(marks, m)
+	}
+	if len(dead) > 0 {
+		if err := c.svc.store.DeadLetter(ctx, &driver.DeadLetterParams{Queue: c.q.Name, Letters: dead}); err != nil {
+			c.log.Warn("queue: moving messages to the dead letters failed; will retry", "count", len(dead), "err", err)
+		} else {
+			c.svc.stats.DeadLettered.Add(int64(len(dead)))
+		}
+	}
+	if len(marks) == 0 {
+		return nil, false, nil
+	}
+	// Counting and hiding comes first: a consumer that dies after this
+	// write still used up a delivery, and nobody else gets the messages
+	// until the visibility timeout ends.
+	if err := c.svc.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: c.q.Name, Updates: marks}); err != nil {
+		return nil, false, fmt.Errorf("queue: marking deliveries in %q shard %d: %w", c.q.Name, l.shard, err)
+	}
+	out := make([]*Delivery, len(marks))
+	for i, m := range marks {
+		out[i] = &Delivery{svc: c.svc, q: c.q, msg: m, retryDelay: c.cfg.RetryDelay}
+	}
+	last := marks[len(marks)-1].MessageKey
+	l.cursor = &last
+	c.svc.stats.Delivered.Add(int64(len(out)))
+	return out, more || full, nil
+}
+
+// Start runs the receive loop in the background: it asks for as many
+// deliveries as there are idle handlers, runs ConsumerConfig.Handler on
+// each (with a context that ends at the visibility timeout) and
+// acknowledges or fails it by the handler's result. ctx bounds nothing
+// but the start itself; use Stop.
+func (c *Consumer) Start(ctx context.Context) error {
+	if c.cfg.Handler == nil {
+		return invalidf("consumer of %q: Start needs ConsumerConfig.Handler", c.q.Name)
+	}
+	c.runMu.Lock()
+	defer c.runMu.Unlock()
+	if c.running {
+		return fmt.Errorf("queue: consumer %s of %q is already running", c.cfg.Name, c.q.Name)
+	}
+	c.mu.Lock()
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		return ErrStopped
+	}
+	loopCtx, stopLoop := context.WithCancel(context.WithoutCancel(ctx))
+	handlerCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	c.running, c.stopLoop, c.abort = true, stopLoop, abort
+	c.loopDone = make(chan struct{})
+	go c.loop(loopCtx, handlerCtx)
+	return nil
+}
+
+// gatherWait is how long the receive loop waits for more idle handlers
+// once it has fewer than half of them.
+const gatherWait = 2 * time.Millisecond
+
+func (c *Consumer) loop(ctx, handlerCtx context.Context) {
+	defer close(c.loopDone)
+	slots := make(chan struct{}, c.cfg.Concurrency)
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for ctx.Err() == nil {
+		// Wait for at least one idle handler, then take all idle ones.
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		// Each receive costs a read and a write whatever its size, so
+		// when handlers are finishing one by one, wait a moment to take
+		// several at once.
+		free := 1
+		gather := time.NewTimer(gatherWait)
+	fill:
+		for free < c.cfg.Concurrency {
+			if free >= c.cfg.Concurrency/2 {
+				select {
+				case slots <- struct{}{}:
+					free++
+					continue
+				default:
+					break fill
+				}
+			}
+			select {
+			case slots <- struct{}{}:
+				free++
+			case <-gather.C:
+				break fill
+			}
+		}
+		gather.Stop()
+		ds, err := c.Receive(ctx, free)
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("queue: receiving failed", "err", err)
+		}
+		for range free - len(ds) {
+			<-slots
+		}
+		for _, d := range ds {
+			c.handlers.Add(1)
+			go func() {
+				defer c.handlers.Done()
+				defer func() { <-slots }()
+				c.handle(handlerCtx, d)
+			}()
+		}
+		if len(ds) == 0 && !wait(c.cfg.PollInterval) {
+			return
+		}
+	}
+}
+
+// handle runs the handler on one delivery and settles it.
+func (c *Consumer) handle(ctx context.Context, d *Delivery) {
+	hctx, cancel := context.WithTimeout(ctx, d.q.VisibilityTimeout)
+	defer cancel()
+	err := c.call(hctx, d)
+	// Settle even when the handlers' context was cancelled by Stop: the
+	// outcome is known and worth recording.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer scancel()
+	if err == nil {
+		if aerr := d.Ack(sctx); aerr != nil {
+			c.log.Warn("queue: acknowledging failed; the message will be delivered again", "id", d.ID(), "err", aerr)
+		}
+		return
+	}
+	if ferr := d.Fail(sctx, err); ferr != nil {
+		c.log.Warn("queue: recording a failure failed", "id", d.ID(), "err", ferr)
+	}
+}
+
+func (c *Consumer) call(ctx context.Context, d *Delivery) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("queue: handler panicked", "id", d.ID(), "panic", p, "stack", string(debug.Stack()))
+			err = fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	return c.cfg.Handler(ctx, d)
+}
+
+// Stop ends the consumer gracefully: it stops receiving, waits for running
+// handlers to finish and settle (until ctx ends, when their contexts are
+// cancelled and Stop waits for them to return), and then releases its shard
+// lease so another consumer can take the shard at once. Receive fails with
+// ErrStopped afterwards. Stop is also the way to end a consumer used only
+// through Receive.
+func (c *Consumer) Stop(ctx context.Context) error {
+	c.runMu.Lock()
+	running := c.running
+	c.running = false
+	c.runMu.Unlock()
+	var err error
+	if running {
+		c.stopLoop()
+		<-c.loopDone
+		done := make(chan struct{})
+		go func() { c.handlers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = fmt.Errorf("queue: stopping consumer %s: handlers still running: %w", c.cfg.Name, ctx.Err())
+			c.abort()
+			<-done
+		}
+		c.abort()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	c.releaseLease(rctx)
+	return err
+}

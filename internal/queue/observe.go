@@ -1,0 +1,107 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/queue/shard"
+)
+
+// Observation is a queue's state, shard by shard: what the seed design's
+// observer prints, plus leases.
+type Observation struct {
+	Queue *Queue
+	// At is when the shards were counted (service clock).
+	At time.Time
+	// Shards holds one entry per shard, in shard order.
+	Shards []ShardView
+	// Messages, Due and InFlight add up the shards.
+	Messages, Due, InFlight int
+}
+
+// ShardView is one shard's state.
+type ShardView struct {
+	Shard int
+	// Behind is how many windows the shard is behind the producers' one:
+	// 0 is being written, shard.Lag (2) is the one consumers work.
+	Behind int
+	// Window is the start of the shard's latest window, in the seed's
+	// YYYYdddHHMM form (UTC).
+	Window string
+	// Messages counts live messages; Due those whose due time has passed;
+	// InFlight the due ones hidden by a delivery in progress.
+	Messages, Due, InFlight int
+	// Holder is the consumer holding the lease ("" if none) and LeaseAge
+	// how long it has held it.
+	Holder   string
+	LeaseAge time.Duration
+	// Floor is the shard's read floor (zero if never set).
+	Floor time.Time
+}
+
+// Producing and Consuming tell the producers' and the consumers' shards.
+func (v ShardView) Producing() bool { return v.Behind == 0 }
+
+// Consuming reports whether consumers work this shard now.
+func (v ShardView) Consuming() bool { return v.Behind == shard.Lag }
+
+// Observe counts every shard of the queue. It reads each shard from its
+// floor to its end, so it costs as much as the queue
+// holds; it is for operators and metrics, not for hot paths. A message
+// below a floor (see DeepSweepInterval) is not counted until a consumer
+// finds it.
+func (s *Service) Observe(ctx context.Context, queue string) (*Observation, error) {
+	q, err := s.Queue(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	obs := &Observation{Queue: q, At: now, Shards: make([]ShardView, q.Shards)}
+	errs := make([]error, q.Shards)
+	sem := make(chan struct{}, 8) // shards counted at once
+	var wg sync.WaitGroup
+	for i := range q.Shards {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			// Count from the floor, like the consumers read: below it lie
+			// only the tombstones of consumed messages.
+			sh, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: q.Name, Shard: i})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			from := sh.Floor
+			st, err := s.store.QueueShardStats(ctx, &driver.QueueShardStatsParams{Queue: q.Name, Shard: i, From: from, Now: now})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			v := ShardView{
+				Shard:    i,
+				Behind:   q.math.Behind(now, i),
+				Window:   q.math.Label(q.math.Latest(now, i)),
+				Messages: st.Messages, Due: st.Due, InFlight: st.InFlight,
+				Holder: st.Holder, Floor: st.Floor,
+			}
+			if st.Holder != "" && !st.Since.IsZero() {
+				v.LeaseAge = max(now.Sub(st.Since), 0)
+			}
+			obs.Shards[i] = v
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range obs.Shards {
+		obs.Messages += v.Messages
+		obs.Due += v.Due
+		obs.InFlight += v.InFlight
+	}
+	return obs, nil
+}

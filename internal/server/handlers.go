@@ -1,0 +1,316 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/driver"
+)
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+}
+
+// readyz asks the store itself: a namespace lookup would be answered from the
+// client's cache and say nothing about whether the store still answers.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		writeError(w, r, errorf(api.CodeUnavailable, "shutting down"))
+		return
+	}
+	if s.clock.skewed.Load() {
+		writeError(w, r, s.clockError())
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.ReadyTimeout)
+	defer cancel()
+	if _, err := s.client.Namespaces(ctx); err != nil {
+		writeError(w, r, errorf(api.CodeUnavailable, "store does not answer: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok"})
+}
+
+func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(api.OpenAPI)
+}
+
+func namespaceJSON(ns *abacus.Namespace) api.Namespace {
+	return api.Namespace{
+		Name:             ns.Name,
+		Model:            string(ns.Model),
+		Type:             ns.Type,
+		ReadConsistency:  ns.ReadConsistency.String(),
+		WriteConsistency: ns.WriteConsistency.String(),
+		CreatedAt:        ns.CreatedAt,
+		Ledger:           ledgerOptionsJSON(ns.Ledger),
+		Events:           eventsOptionsJSON(ns.Events),
+	}
+}
+
+func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
+	list, err := s.client.Namespaces(r.Context())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.NamespaceList{Namespaces: make([]api.Namespace, len(list))}
+	for i, ns := range list {
+		out.Namespaces[i] = namespaceJSON(ns)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeRequest(s, w, r, decodeNamespaceCreate)
+	if !ok {
+		return
+	}
+	nc, err := namespaceConfig(req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ns, err := s.client.CreateNamespace(r.Context(), nc)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/namespaces/"+url.PathEscape(ns.Name))
+	writeJSON(w, http.StatusCreated, namespaceJSON(ns))
+}
+
+func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, error) {
+	rc, err := driver.ParseConsistency(req.ReadConsistency)
+	if err != nil {
+		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"read_consistency\": %v", err)
+	}
+	wc, err := driver.ParseConsistency(req.WriteConsistency)
+	if err != nil {
+		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"write_consistency\": %v", err)
+	}
+	lo, err := ledgerOptionsFromJSON(req.Ledger)
+	if err != nil {
+		return abacus.NamespaceConfig{}, err
+	}
+	eo, err := eventsOptionsFromJSON(req.Events)
+	if err != nil {
+		return abacus.NamespaceConfig{}, err
+	}
+	// The library canonicalises model and type spelling itself.
+	return abacus.NamespaceConfig{
+		Name:             req.Name,
+		Model:            abacus.Model(req.Model),
+		Type:             req.Type,
+		ReadConsistency:  rc,
+		WriteConsistency: wc,
+		Ledger:           lo,
+		Events:           eo,
+	}, nil
+}
+
+func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
+	ns, err := s.client.Namespace(r.Context(), r.PathValue("ns"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, namespaceJSON(ns))
+}
+
+// newRequestID returns a version 7 UUID: 74 random bits per millisecond
+// are enough that two updates never share an id by chance (which would
+// make the second a "retry" of the first), and its time part lets an
+// events counter use it as the event's time.
+func newRequestID() string { return abacus.NewRequestID() }
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request) {
+	ns, counter := r.PathValue("ns"), r.PathValue("counter")
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		s.countUpdate(err)
+		writeError(w, r, err)
+		return
+	}
+	req, err := decodeUpdate(body)
+	if err != nil {
+		s.countUpdate(err)
+		writeError(w, r, err)
+		return
+	}
+	if req.RequestID == "" {
+		req.RequestID = newRequestID()
+	}
+	// The header and the log carry the id even on failure, so a caller that
+	// let the server choose it can still retry an unknown outcome safely.
+	w.Header().Set("Abacus-Request-Id", req.RequestID)
+	logAttrs(r, slog.String("request_id", req.RequestID))
+	err = s.client.Apply(r.Context(), abacus.Update{
+		Namespace: ns, Counter: counter, Delta: req.Delta, Item: req.Item, RequestID: req.RequestID,
+		Time: timeOrZero(req.Time),
+	})
+	s.countUpdate(err)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.UpdateResponse{Namespace: nsOrDefault(ns), Counter: counter, RequestID: req.RequestID, Acknowledged: true}
+	if req.ReturnValue {
+		// The update is stored whatever the read does, so the answer is
+		// 200 either way: an error status would tell the caller to retry
+		// (or not) as if nothing had been written.
+		v, err := s.client.Get(r.Context(), ns, counter)
+		if err != nil {
+			code, msg := errorCode(err)
+			out.ValueError = &api.Error{Code: code, Message: "the update was acknowledged; reading the value after it failed: " + msg}
+		} else {
+			vj := valueJSON(v)
+			out.Value = &vj
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func valueJSON(v *abacus.Value) api.Value {
+	return api.Value{
+		Namespace: v.Namespace, Counter: v.Counter, Type: v.Type, Model: string(v.Model),
+		Value: v.Value, Saturated: v.Saturated, Exact: v.Exact, Empty: v.Empty, Shards: v.Shards, Events: v.Events, Actors: v.Actors,
+	}
+}
+
+func nsOrDefault(ns string) string {
+	if ns == "" {
+		return abacus.DefaultNamespace
+	}
+	return ns
+}
+
+func (s *Server) countUpdate(err error) {
+	result := "acknowledged"
+	if err != nil {
+		result, _ = errorCode(err)
+	}
+	s.metrics.updates.WithLabelValues(result).Inc()
+}
+
+func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeRequest(s, w, r, decodeBatch)
+	if !ok {
+		return
+	}
+	// All or nothing for caller mistakes: check every item before applying
+	// any, so a client that fixes its request does not double-count the
+	// items that happened to be fine the first time.
+	bad, first := 0, error(nil)
+	for i, u := range req.Updates {
+		if err := s.checkUpdate(r.Context(), u); err != nil {
+			if bad == 0 {
+				code, msg := errorCode(err)
+				first = errorf(code, "updates[%d]: %s", i, msg)
+			}
+			bad++
+		}
+	}
+	if first != nil {
+		if bad > 1 {
+			he := first.(*httpError)
+			he.msg += fmt.Sprintf(" (and %d more invalid updates)", bad-1)
+		}
+		writeError(w, r, first)
+		return
+	}
+
+	res := api.BatchResponse{Results: make([]api.BatchResult, len(req.Updates))}
+	var wg sync.WaitGroup
+	for i, u := range req.Updates {
+		if u.RequestID == "" {
+			u.RequestID = newRequestID()
+		}
+		res.Results[i].RequestID = u.RequestID
+		// Concurrent, so updates to one counter share a group commit
+		// instead of each waiting for its own shard write.
+		wg.Go(func() {
+			err := s.client.Apply(r.Context(), abacus.Update{
+				Namespace: u.Namespace, Counter: u.Counter, Delta: u.Delta, Item: u.Item, RequestID: u.RequestID,
+				Time: timeOrZero(u.Time),
+			})
+			s.countUpdate(err)
+			if err != nil {
+				code, msg := errorCode(err)
+				res.Results[i].Error = &api.Error{Code: code, Message: msg}
+				return
+			}
+			res.Results[i].Acknowledged = true
+		})
+	}
+	wg.Wait()
+	logAttrs(r, slog.Int("updates", len(req.Updates)))
+	writeJSON(w, http.StatusOK, res)
+}
+
+// checkUpdate makes the checks Client.Apply would make, without applying,
+// so a batch can be refused as a whole.
+func (s *Server) checkUpdate(ctx context.Context, u api.BatchUpdate) error {
+	return s.client.Check(ctx, abacus.Update{
+		Namespace: u.Namespace, Counter: u.Counter, Delta: u.Delta, Item: u.Item, RequestID: u.RequestID,
+		Time: timeOrZero(u.Time),
+	})
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	v, err := s.client.Get(r.Context(), r.PathValue("ns"), r.PathValue("counter"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, valueJSON(v))
+}
+
+func (s *Server) gc(w http.ResponseWriter, r *http.Request) {
+	ns, counter := r.PathValue("ns"), r.PathValue("counter")
+	res, err := s.client.GC(r.Context(), ns, counter)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.GCResult{Namespace: nsOrDefault(ns), Counter: counter, Folded: res.Folded, Skipped: res.Skipped}
+	if res.Err != nil {
+		out.Error = res.Err.Error()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) gcAll(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeRequest(s, w, r, decodeGCAll)
+	if !ok {
+		return
+	}
+	results, err := s.client.GCAll(r.Context(), req.Namespace)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.GCAllResult{Counters: len(results)}
+	for _, res := range results {
+		out.Folded += res.Folded
+		if res.Skipped {
+			out.Skipped++
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}

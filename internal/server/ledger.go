@@ -1,0 +1,155 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/internal/ledger"
+)
+
+// Ledger endpoints (the ledger model). Routes are registered in routesMux.
+
+// ledgerOp is what a ledger update endpoint does with its amount.
+type ledgerOp int
+
+const (
+	opCredit ledgerOp = iota // amount > 0 is credited
+	opDebit                  // amount > 0 is debited
+	opUpdate                 // amount is signed
+)
+
+func (s *Server) ledgerUpdate(op ledgerOp) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ns, name := r.PathValue("ns"), r.PathValue("ledger")
+		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		if err != nil {
+			s.countLedgerUpdate(false, err)
+			writeError(w, r, err)
+			return
+		}
+		req, err := decodeLedgerUpdate(body)
+		if err != nil {
+			s.countLedgerUpdate(false, err)
+			writeError(w, r, err)
+			return
+		}
+		if req.RequestID == "" {
+			req.RequestID = newRequestID()
+		}
+		// As for counters: the id goes out even on failure, so a caller
+		// that let the server choose it can retry an unknown outcome.
+		w.Header().Set("Abacus-Request-Id", req.RequestID)
+		logAttrs(r, slog.String("request_id", req.RequestID))
+		var res *abacus.LedgerResult
+		switch op {
+		case opCredit:
+			res, err = s.client.Credit(r.Context(), ns, name, req.Amount, req.RequestID)
+		case opDebit:
+			res, err = s.client.Debit(r.Context(), ns, name, req.Amount, req.RequestID)
+		default:
+			res, err = s.client.UpdateLedger(r.Context(), abacus.LedgerUpdate{
+				Namespace: ns, Ledger: name, Amount: req.Amount, RequestID: req.RequestID,
+			})
+		}
+		s.countLedgerUpdate(err == nil && res.Applied, err)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, api.LedgerUpdateResponse{
+			Namespace: res.Namespace, Ledger: name, RequestID: res.RequestID, Applied: res.Applied,
+		})
+	}
+}
+
+func (s *Server) countLedgerUpdate(applied bool, err error) {
+	result := "duplicate"
+	switch {
+	case err != nil:
+		result, _ = errorCode(err)
+	case applied:
+		result = "applied"
+	}
+	s.metrics.ledgerUpdates.WithLabelValues(result).Inc()
+}
+
+func ledgerValueJSON(v *abacus.LedgerValue) api.LedgerValue {
+	return api.LedgerValue{
+		Namespace: v.Namespace, Ledger: v.Ledger, Value: v.Value,
+		Credits: v.Credits, Debits: v.Debits, Actors: v.Actors,
+	}
+}
+
+func (s *Server) ledgerValue(w http.ResponseWriter, r *http.Request) {
+	v, err := s.client.LedgerValue(r.Context(), r.PathValue("ns"), r.PathValue("ledger"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ledgerValueJSON(v))
+}
+
+func (s *Server) ledgerFind(w http.ResponseWriter, r *http.Request) {
+	v, err := s.client.FindLedger(r.Context(), r.PathValue("ns"), r.PathValue("ledger"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ledgerValueJSON(v))
+}
+
+func (s *Server) ledgerHasRequest(w http.ResponseWriter, r *http.Request) {
+	ns, name, id := r.PathValue("ns"), r.PathValue("ledger"), r.PathValue("request_id")
+	known, err := s.client.HasRequestID(r.Context(), ns, name, id)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.RequestIDStatus{Namespace: ns, Ledger: name, RequestID: id, Known: known})
+}
+
+func ledgerOptionsJSON(o *abacus.LedgerOptions) *api.LedgerOptions {
+	if o == nil {
+		return nil
+	}
+	return &api.LedgerOptions{
+		HistoryLength: o.HistoryLength, Strict: o.Strict, RetryCount: o.RetryCount,
+		ClaimTTLSeconds: int64(o.ClaimTTL / time.Second),
+	}
+}
+
+// ledgerOptionsFromJSON converts a create request's options. Out-of-range
+// values are left for the library to refuse with its own message; only
+// a TTL too large to be a time.Duration is refused here.
+func ledgerOptionsFromJSON(o *api.LedgerOptions) (*abacus.LedgerOptions, error) {
+	if o == nil {
+		return nil, nil
+	}
+	const maxSeconds = int64(1<<63-1) / int64(time.Second)
+	if o.ClaimTTLSeconds < 0 || o.ClaimTTLSeconds > maxSeconds {
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.claim_ttl_seconds\": %d is outside 0 to %d", o.ClaimTTLSeconds, maxSeconds)
+	}
+	// The library reads any negative retry count as "none"; the API
+	// documents -1 for that and refuses the rest.
+	if o.RetryCount < -1 || o.RetryCount > ledger.MaxRetryCount {
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.retry_count\": %d is outside -1 to %d", o.RetryCount, ledger.MaxRetryCount)
+	}
+	if o.HistoryLength < 0 || o.HistoryLength > ledger.MaxHistoryLength {
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.history_length\": %d is outside 0 to %d", o.HistoryLength, ledger.MaxHistoryLength)
+	}
+	return &abacus.LedgerOptions{
+		HistoryLength: o.HistoryLength, Strict: o.Strict, RetryCount: o.RetryCount,
+		ClaimTTL: time.Duration(o.ClaimTTLSeconds) * time.Second,
+	}, nil
+}
+
+func decodeLedgerUpdate(data []byte) (api.LedgerUpdateRequest, error) {
+	var req api.LedgerUpdateRequest
+	if err := decodeStrict(data, &req, ""); err != nil {
+		return api.LedgerUpdateRequest{}, err
+	}
+	return req, nil
+}

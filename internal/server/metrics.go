@@ -1,0 +1,167 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/internal/sharded"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are the server's Prometheus collectors. Labels are kept to a small
+// fixed set (routes, status codes, error codes): namespace and counter names
+// are unbounded and would blow up the series count.
+type metrics struct {
+	updates       *prometheus.CounterVec
+	clockSkew     prometheus.Gauge
+	ledgerUpdates *prometheus.CounterVec
+	groupCommit   prometheus.Histogram
+	shardWrite    prometheus.Histogram
+	shardWriteErr prometheus.Counter
+	readShards    prometheus.Histogram
+	gcRuns        prometheus.Counter
+	gcSkips       prometheus.Counter
+	gcFolded      prometheus.Counter
+	httpRequests  *prometheus.CounterVec
+	httpSeconds   *prometheus.HistogramVec
+}
+
+// register registers c, or returns the collector already registered under
+// the same descriptors. That is what lets Hooks (called before the
+// abacus.Client exists) and New (called after) share one set of collectors
+// on one registry.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	// Only a programming error (conflicting descriptors) gets here.
+	panic(err)
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	return &metrics{
+		clockSkew: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "abacus_clock_skew_seconds",
+			Help: "This server's clock minus the store's at the last check (0 until measured; stores without a clock are not measured).",
+		})),
+		updates: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "abacus_updates_total",
+			Help: "Counter updates received over HTTP, by result: acknowledged or the error code.",
+		}, []string{"result"})),
+		ledgerUpdates: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "abacus_ledger_updates_total",
+			Help: "Ledger credits, debits and updates received over HTTP, by result: applied, duplicate (a recognised retry) or the error code.",
+		}, []string{"result"})),
+		groupCommit: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "abacus_group_commit_updates",
+			Help:    "Updates acknowledged by one successful shard write (group commit size).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		})),
+		shardWrite: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "abacus_shard_write_seconds",
+			Help:    "Latency of shard writes, successful or not.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		})),
+		shardWriteErr: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "abacus_shard_write_errors_total",
+			Help: "Shard writes that failed; their updates got an unknown outcome.",
+		})),
+		readShards: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "abacus_read_shards",
+			Help:    "Live shards merged by one counter read; GC keeps this small.",
+			Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256},
+		})),
+		gcRuns: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "abacus_gc_runs_total",
+			Help: "Counter collections attempted (including skipped ones).",
+		})),
+		gcSkips: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "abacus_gc_skips_total",
+			Help: "Counter collections skipped, for example because a replica was down.",
+		})),
+		gcFolded: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "abacus_gc_folded_shards_total",
+			Help: "Final shards folded into tallies.",
+		})),
+		httpRequests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "abacus_http_requests_total",
+			Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"})),
+		httpSeconds: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "abacus_http_request_seconds",
+			Help:    "HTTP request latency by route pattern.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"route"})),
+	}
+}
+
+func (m *metrics) hooks() sharded.Hooks {
+	return sharded.Hooks{
+		Commit: func(n uint64, d time.Duration, err error) {
+			m.shardWrite.Observe(d.Seconds())
+			if err != nil {
+				m.shardWriteErr.Inc()
+				return
+			}
+			m.groupCommit.Observe(float64(n))
+		},
+		Read: func(shards int) { m.readShards.Observe(float64(shards)) },
+		GC: func(r sharded.GCResult) {
+			m.gcRuns.Inc()
+			if r.Skipped {
+				m.gcSkips.Inc()
+			}
+			m.gcFolded.Add(float64(r.Folded))
+		},
+	}
+}
+
+// registerClient adds the collectors that read live state from the client.
+func registerClient(reg prometheus.Registerer, c *abacus.Client) {
+	register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "abacus_live_mutators",
+		Help: "Mutators (per-counter shard writers) held by this process.",
+	}, func() float64 { return float64(c.LiveMutators()) }))
+	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "abacus_deduplicated_updates_total",
+		Help: "Retried updates recognised by request id and not applied again.",
+	}, func() float64 { return float64(c.Stats().Deduplicated.Load()) }))
+	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "abacus_mutator_births_total",
+		Help: "Mutators born (one per counter per process, renewed before each dies).",
+	}, func() float64 { return float64(c.Stats().Births.Load()) }))
+	for _, f := range []struct {
+		name, help string
+		get        func() uint64
+	}{
+		{"abacus_events_rollups_total", "Rollups of events counters that ran (skipped ones excluded).", func() uint64 { return c.EventsStats().Rollups.Load() }},
+		{"abacus_events_rollup_skips_total", "Rollups of events counters skipped (a replica down, a racing rollup); retried later.", func() uint64 { return c.EventsStats().RollupSkips.Load() }},
+		{"abacus_events_rolled_total", "Events folded into rollups.", func() uint64 { return c.EventsStats().EventsRolled.Load() }},
+		{"abacus_events_scanned_total", "Events added up by reads (events after the last rollup).", func() uint64 { return c.EventsStats().EventsScanned.Load() }},
+		{"abacus_events_too_late_total", "Increments refused as too late to de-duplicate.", func() uint64 { return c.EventsStats().TooLate.Load() }},
+	} {
+		register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: f.name, Help: f.help}, func() float64 { return float64(f.get()) }))
+	}
+	register(reg, collectors.NewGoCollector())
+	register(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// Hooks returns sharded-model hooks that record into reg. Pass them as
+// abacus.Config.ShardedHooks when creating the client, and pass the same
+// registry as Config.Registry to New; both then share one set of collectors.
+// A nil reg records into collectors nobody exports.
+func Hooks(reg *prometheus.Registry) sharded.Hooks {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return newMetrics(reg).hooks()
+}

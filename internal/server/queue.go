@@ -1,0 +1,631 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/internal/queue"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The queue endpoints. Receiving goes through one pull consumer per queue
+// per server process (a queue.Consumer without a handler): it holds at most
+// one shard lease at a time, and every receive request on that queue shares
+// it. Deliveries are settled by receipt, which needs no lease, so a client
+// may ack through any server.
+
+func (s *Server) queueRoutes(handle func(method, path string, h http.HandlerFunc)) {
+	handle("GET", "/v1/queues", s.listQueues)
+	handle("POST", "/v1/queues", s.createQueue)
+	handle("GET", "/v1/queues/{queue}", s.getQueue)
+	handle("POST", "/v1/queues/{queue}/messages", s.putMessages)
+	handle("POST", "/v1/queues/{queue}/receive", s.receive)
+	handle("POST", "/v1/queues/{queue}/ack", s.ack)
+	handle("POST", "/v1/queues/{queue}/nack", s.nack)
+	handle("POST", "/v1/queues/{queue}/release", s.release)
+	handle("GET", "/v1/queues/{queue}/stats", s.queueStats)
+	handle("GET", "/v1/queues/{queue}/dead", s.deadLetters)
+	handle("POST", "/v1/queues/{queue}/dead/requeue", s.requeue)
+}
+
+// consumers holds the server's pull consumers, one per queue.
+type consumers struct {
+	mu      sync.Mutex
+	byQueue map[string]*queue.Consumer
+	closed  bool
+}
+
+func (c *consumers) get(ctx context.Context, svc *queue.Service, name string) (*queue.Consumer, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errorf(api.CodeUnavailable, "shutting down")
+	}
+	if qc, ok := c.byQueue[name]; ok {
+		return qc, nil
+	}
+	qc, err := svc.NewConsumer(ctx, queue.ConsumerConfig{Queue: name})
+	if err != nil {
+		return nil, err
+	}
+	if c.byQueue == nil {
+		c.byQueue = map[string]*queue.Consumer{}
+	}
+	c.byQueue[name] = qc
+	return qc, nil
+}
+
+// stop releases every consumer's shard lease, so that other servers can
+// take the shards at once.
+func (c *consumers) stop(ctx context.Context) error {
+	c.mu.Lock()
+	c.closed = true
+	list := c.byQueue
+	c.byQueue = nil
+	c.mu.Unlock()
+	var errs []error
+	for _, qc := range list {
+		errs = append(errs, qc.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func queueJSON(q *queue.Queue) api.Queue {
+	return api.Queue{
+		Name: q.Name, Shards: q.Shards, ShardDuration: q.ShardDuration.String(),
+		MaxDeliveries: q.MaxDeliveries, VisibilityTimeout: q.VisibilityTimeout.String(), CreatedAt: q.CreatedAt,
+	}
+}
+
+func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
+	list, err := s.client.Queues().List(r.Context())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.QueueList{Queues: make([]api.Queue, len(list))}
+	for i, q := range list {
+		out.Queues[i] = queueJSON(q)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// parseDuration reads a Go duration string; "" is zero.
+func parseDuration(field, v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errorf(api.CodeInvalidArgument, "field %q: %q is not a duration such as \"90s\" or \"1m\"", field, v)
+	}
+	return d, nil
+}
+
+// decodeCreateQueue refuses an explicit 0 for the counts: the spec's
+// minimums apply to what is sent, and only an absent field takes the
+// default.
+func decodeCreateQueue(data []byte) (api.CreateQueueRequest, error) {
+	var req api.CreateQueueRequest
+	if err := decodeStrict(data, &req, ""); err != nil {
+		return api.CreateQueueRequest{}, err
+	}
+	if req.Shards == 0 && present(data, "shards") {
+		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"shards\": 0 is below the minimum 4; leave the field out for the default")
+	}
+	if req.MaxDeliveries == 0 && present(data, "max_deliveries") {
+		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"max_deliveries\": 0 is below the minimum 1; leave the field out for the default")
+	}
+	return req, nil
+}
+
+func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeRequest(s, w, r, decodeCreateQueue)
+	if !ok {
+		return
+	}
+	shardDur, err := parseDuration("shard_duration", req.ShardDuration)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	vis, err := parseDuration("visibility_timeout", req.VisibilityTimeout)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if req.Shards < 0 || shardDur < 0 || req.MaxDeliveries < 0 || vis < 0 {
+		// Zero means "default" to the library; a negative value is a
+		// mistake, not a request for the default.
+		writeError(w, r, errorf(api.CodeInvalidArgument, "shards, shard_duration, max_deliveries and visibility_timeout must not be negative"))
+		return
+	}
+	q, err := s.client.Queues().Create(r.Context(), queue.QueueConfig{
+		Name: req.Name, Shards: req.Shards, ShardDuration: shardDur,
+		MaxDeliveries: req.MaxDeliveries, VisibilityTimeout: vis,
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/queues/"+url.PathEscape(q.Name))
+	writeJSON(w, http.StatusCreated, queueJSON(q))
+}
+
+func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) {
+	q, err := s.client.Queues().Queue(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, queueJSON(q))
+}
+
+// decodePut decodes the envelope and each message on its own, so errors
+// name the message's index.
+func decodePut(data []byte) (api.PutRequest, error) {
+	var env struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := decodeStrict(data, &env, ""); err != nil {
+		return api.PutRequest{}, err
+	}
+	switch n := len(env.Messages); {
+	case n == 0:
+		return api.PutRequest{}, errorf(api.CodeInvalidArgument, "messages: give at least one message")
+	case n > queue.MaxBatch:
+		return api.PutRequest{}, errorf(api.CodeInvalidArgument, "messages: %d messages, the limit is %d", n, queue.MaxBatch)
+	}
+	req := api.PutRequest{Messages: make([]api.PutMessage, len(env.Messages))}
+	for i, raw := range env.Messages {
+		if err := decodeStrict(raw, &req.Messages[i], fmt.Sprintf("messages[%d]", i)); err != nil {
+			return api.PutRequest{}, err
+		}
+	}
+	return req, nil
+}
+
+// putMessages converts a decoded put into library messages, refusing the
+// mistakes only the wire format can make.
+func putMessages(req api.PutRequest) ([]queue.Message, error) {
+	out := make([]queue.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		where := fmt.Sprintf("messages[%d]", i)
+		body := []byte(m.Body)
+		if m.BodyBase64 != "" {
+			if m.Body != "" {
+				return nil, errorf(api.CodeInvalidArgument, "%s: give body or body_base64, not both", where)
+			}
+			b, err := base64.StdEncoding.Strict().DecodeString(m.BodyBase64)
+			if err != nil {
+				return nil, errorf(api.CodeInvalidArgument, "%s.body_base64: not standard base64: %v", where, err)
+			}
+			body = b
+		}
+		delay, err := parseDuration(where+".delay", m.Delay)
+		if err != nil {
+			return nil, err
+		}
+		if delay < 0 {
+			return nil, errorf(api.CodeInvalidArgument, "%s.delay: %v is negative", where, delay)
+		}
+		out[i] = queue.Message{Body: body, Delay: delay}
+		if m.Due != "" {
+			if m.Delay != "" {
+				return nil, errorf(api.CodeInvalidArgument, "%s: give delay or due, not both", where)
+			}
+			due, err := time.Parse(time.RFC3339Nano, m.Due)
+			if err != nil {
+				return nil, errorf(api.CodeInvalidArgument, "%s.due: %q is not an RFC 3339 time such as \"2030-01-01T08:00:00Z\"", where, m.Due)
+			}
+			out[i].Due = due
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) putMessages(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeRequest(s, w, r, decodePut)
+	if !ok {
+		return
+	}
+	msgs, err := putMessages(req)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ids, err := s.client.Queues().PutBatch(r.Context(), r.PathValue("queue"), msgs)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.PutResponse{IDs: make([]string, len(ids))}
+	for i, id := range ids {
+		out.IDs[i] = id.String()
+	}
+	logAttrs(r, slog.Int("messages", len(ids)))
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// decodeReceive accepts an empty body as the defaults.
+func decodeReceive(data []byte) (api.ReceiveRequest, error) {
+	var req api.ReceiveRequest
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return req, nil
+	}
+	if err := decodeStrict(data, &req, ""); err != nil {
+		return api.ReceiveRequest{}, err
+	}
+	if req.Max == 0 && present(data, "max") {
+		return api.ReceiveRequest{}, errorf(api.CodeInvalidArgument, "field \"max\": 0 is outside 1 to %d; leave the field out for 1", api.MaxReceive)
+	}
+	return req, nil
+}
+
+// receivePoll is how often a waiting receive looks again.
+const receivePoll = 200 * time.Millisecond
+
+func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeRequest(s, w, r, decodeReceive)
+	if !ok {
+		return
+	}
+	max := req.Max
+	if max == 0 {
+		max = 1
+	}
+	if max < 1 || max > api.MaxReceive {
+		writeError(w, r, errorf(api.CodeInvalidArgument, "field \"max\": %d is outside 1 to %d", req.Max, api.MaxReceive))
+		return
+	}
+	wait, err := parseDuration("wait", req.Wait)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if wait < 0 || wait > api.MaxReceiveWait {
+		writeError(w, r, errorf(api.CodeInvalidArgument, "field \"wait\": %v is outside 0s to %v", wait, api.MaxReceiveWait))
+		return
+	}
+	qc, err := s.queues.get(r.Context(), s.client.Queues(), r.PathValue("queue"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	deadline := time.Now().Add(wait)
+	var ds []*queue.Delivery
+	for {
+		ds, err = qc.Receive(r.Context(), max)
+		if err != nil || len(ds) > 0 || !time.Now().Before(deadline) {
+			break
+		}
+		t := time.NewTimer(min(receivePoll, time.Until(deadline)))
+		select {
+		case <-r.Context().Done():
+			t.Stop()
+		case <-t.C:
+		}
+		if r.Context().Err() != nil {
+			break
+		}
+	}
+	if err != nil && len(ds) == 0 {
+		writeError(w, r, err)
+		return
+	}
+	out := api.ReceiveResponse{Messages: make([]api.Delivery, len(ds))}
+	for i, d := range ds {
+		out.Messages[i] = api.Delivery{
+			ID: d.ID().String(), Due: d.Due(), EnqueuedAt: d.EnqueuedAt(),
+			Attempt: d.Attempt(), VisibleUntil: d.VisibleUntil(), Receipt: d.Receipt(),
+		}
+		out.Messages[i].Body, out.Messages[i].BodyBase64 = textOrBase64(d.Body())
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// textOrBase64 puts a body in the text field when it is valid UTF-8 (JSON
+// would mangle anything else) and in the base64 field otherwise.
+func textOrBase64(b []byte) (string, string) {
+	if utf8.Valid(b) {
+		return string(b), ""
+	}
+	return "", base64.StdEncoding.EncodeToString(b)
+}
+
+func decodeReceipts(data []byte) ([]string, error) {
+	var req api.AckRequest // ReleaseRequest has the same shape
+	if err := decodeStrict(data, &req, ""); err != nil {
+		return nil, err
+	}
+	switch n := len(req.Receipts); {
+	case n == 0:
+		return nil, errorf(api.CodeInvalidArgument, "receipts: give at least one receipt")
+	case n > queue.MaxBatch:
+		return nil, errorf(api.CodeInvalidArgument, "receipts: %d receipts, the limit is %d", n, queue.MaxBatch)
+	}
+	return req.Receipts, nil
+}
+
+func (s *Server) ack(w http.ResponseWriter, r *http.Request) {
+	receipts, ok := decodeRequest(s, w, r, decodeReceipts)
+	if !ok {
+		return
+	}
+	for i, rc := range receipts {
+		if err := s.client.Queues().Ack(r.Context(), r.PathValue("queue"), rc); err != nil {
+			if code, _ := errorCode(err); code == api.CodeInvalidArgument && i > 0 {
+				err = fmt.Errorf("receipts[%d]: %w (the %d before it were acknowledged)", i, err, i)
+			}
+			writeError(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, api.AckResponse{Acknowledged: len(receipts)})
+}
+
+func decodeNack(data []byte) (api.NackRequest, error) {
+	var req api.NackRequest
+	if err := decodeStrict(data, &req, ""); err != nil {
+		return api.NackRequest{}, err
+	}
+	if req.Receipt == "" {
+		return api.NackRequest{}, errorf(api.CodeInvalidArgument, "field \"receipt\" is required")
+	}
+	return req, nil
+}
+
+func (s *Server) nack(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeRequest(s, w, r, decodeNack)
+	if !ok {
+		return
+	}
+	reason := req.Error
+	if reason == "" {
+		reason = "failed (no reason given)"
+	}
+	dead, err := s.client.Queues().Fail(r.Context(), r.PathValue("queue"), req.Receipt, reason)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.NackResponse{Dead: dead})
+}
+
+func (s *Server) release(w http.ResponseWriter, r *http.Request) {
+	receipts, ok := decodeRequest(s, w, r, decodeReceipts)
+	if !ok {
+		return
+	}
+	var out api.ReleaseResponse
+	for _, rc := range receipts {
+		err := s.client.Queues().Release(r.Context(), r.PathValue("queue"), rc)
+		switch {
+		case err == nil:
+			out.Released++
+		case errors.Is(err, queue.ErrStaleReceipt):
+			out.Stale++
+		default:
+			writeError(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func statsJSON(o *queue.Observation) api.QueueStats {
+	out := api.QueueStats{
+		Queue: o.Queue.Name, At: o.At, Messages: o.Messages, Due: o.Due, InFlight: o.InFlight,
+		Shards: make([]api.ShardStats, len(o.Shards)),
+	}
+	for i, v := range o.Shards {
+		out.Shards[i] = api.ShardStats{
+			Shard: v.Shard, Behind: v.Behind, Window: v.Window,
+			Messages: v.Messages, Due: v.Due, InFlight: v.InFlight,
+			Holder: v.Holder, LeaseAgeSeconds: v.LeaseAge.Seconds(),
+		}
+		if !v.Floor.IsZero() {
+			f := v.Floor
+			out.Shards[i].Floor = &f
+		}
+	}
+	return out
+}
+
+func (s *Server) queueStats(w http.ResponseWriter, r *http.Request) {
+	o, err := s.client.Queues().Observe(r.Context(), r.PathValue("queue"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, statsJSON(o))
+}
+
+func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > queue.MaxBatch {
+			writeError(w, r, errorf(api.CodeInvalidArgument, "limit %q is not a number from 1 to %d", v, queue.MaxBatch))
+			return
+		}
+		limit = n
+	}
+	list, err := s.client.Queues().DeadLetters(r.Context(), r.PathValue("queue"), limit)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.DeadLetterList{DeadLetters: make([]api.DeadLetter, len(list))}
+	for i, l := range list {
+		out.DeadLetters[i] = api.DeadLetter{
+			ID: l.ID.String(), Due: l.Due, EnqueuedAt: l.EnqueuedAt,
+			Deliveries: l.Deliveries, LastError: l.LastError, DiedAt: l.DiedAt,
+		}
+		out.DeadLetters[i].Body, out.DeadLetters[i].BodyBase64 = textOrBase64(l.Body)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// decodeRequeue accepts an empty body as "every dead letter".
+func decodeRequeue(data []byte) ([]queue.ID, error) {
+	var req api.RequeueRequest
+	if len(strings.TrimSpace(string(data))) > 0 {
+		if err := decodeStrict(data, &req, ""); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.IDs) > queue.MaxBatch {
+		return nil, errorf(api.CodeInvalidArgument, "ids: %d ids, the limit is %d", len(req.IDs), queue.MaxBatch)
+	}
+	ids := make([]queue.ID, len(req.IDs))
+	for i, s := range req.IDs {
+		id, err := queue.ParseID(s)
+		if err != nil {
+			return nil, errorf(api.CodeInvalidArgument, "ids[%d]: %v", i, strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {
+	ids, ok := decodeRequest(s, w, r, decodeRequeue)
+	if !ok {
+		return
+	}
+	done, err := s.client.Queues().Requeue(r.Context(), r.PathValue("queue"), ids)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := api.RequeueResponse{Requeued: make([]string, len(done))}
+	for i, id := range done {
+		out.Requeued[i] = id.String()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// ---- metrics ---------------------------------------------------------------
+
+// queueCollector exports the observer's numbers per queue and shard, and
+// the engine's running totals. Counting a shard reads it whole, so
+// observations are cached for observeEvery and made with a time limit:
+// scrapes stay cheap, and a slow store makes the numbers stale rather
+// than the scrape fail. Queues are expected to be few (labels per shard).
+type queueCollector struct {
+	svc *queue.Service
+
+	mu      sync.Mutex
+	at      time.Time
+	cached  []*queue.Observation
+	desc    map[string]*prometheus.Desc
+	totals  []queueTotal
+	timeout time.Duration
+}
+
+type queueTotal struct {
+	desc *prometheus.Desc
+	get  func(*queue.Stats) int64
+}
+
+const observeEvery = 10 * time.Second
+
+func newQueueCollector(svc *queue.Service) *queueCollector {
+	shardLabels := []string{"queue", "shard"}
+	c := &queueCollector{
+		svc:     svc,
+		timeout: 5 * time.Second,
+		desc: map[string]*prometheus.Desc{
+			"messages":  prometheus.NewDesc("abacus_queue_messages", "Messages stored in a queue shard.", shardLabels, nil),
+			"due":       prometheus.NewDesc("abacus_queue_due_messages", "Messages of a queue shard whose due time has passed (including those in flight).", shardLabels, nil),
+			"in_flight": prometheus.NewDesc("abacus_queue_in_flight_messages", "Due messages of a queue shard hidden by a delivery in progress.", shardLabels, nil),
+			"lease":     prometheus.NewDesc("abacus_queue_lease_age_seconds", "How long the current holder has held a queue shard's lease (absent when free).", []string{"queue", "shard", "holder"}, nil),
+		},
+	}
+	total := func(name, help string, get func(*queue.Stats) int64) {
+		c.totals = append(c.totals, queueTotal{prometheus.NewDesc(name, help, nil, nil), get})
+	}
+	total("abacus_queue_put_total", "Messages put by this process.", func(s *queue.Stats) int64 { return s.Put.Load() })
+	total("abacus_queue_delivered_total", "Deliveries handed out by this process.", func(s *queue.Stats) int64 { return s.Delivered.Load() })
+	total("abacus_queue_acked_total", "Deliveries acknowledged through this process.", func(s *queue.Stats) int64 { return s.Acked.Load() })
+	total("abacus_queue_failed_total", "Deliveries reported failed through this process.", func(s *queue.Stats) int64 { return s.Failed.Load() })
+	total("abacus_queue_released_total", "Deliveries given back unhandled through this process.", func(s *queue.Stats) int64 { return s.Released.Load() })
+	total("abacus_queue_dead_lettered_total", "Messages moved to the dead letters by this process.", func(s *queue.Stats) int64 { return s.DeadLettered.Load() })
+	total("abacus_queue_requeued_total", "Dead letters put back by this process.", func(s *queue.Stats) int64 { return s.Requeued.Load() })
+	total("abacus_queue_leases_total", "Shard leases taken by this process.", func(s *queue.Stats) int64 { return s.Leases.Load() })
+	total("abacus_queue_leases_lost_total", "Shard leases this process found taken over when renewing.", func(s *queue.Stats) int64 { return s.LeasesLost.Load() })
+	return c
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.desc {
+		ch <- d
+	}
+	for _, t := range c.totals {
+		ch <- t.desc
+	}
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.svc.Stats()
+	for _, t := range c.totals {
+		ch <- prometheus.MustNewConstMetric(t.desc, prometheus.CounterValue, float64(t.get(st)))
+	}
+	for _, o := range c.observations() {
+		for _, v := range o.Shards {
+			sh := strconv.Itoa(v.Shard)
+			ch <- prometheus.MustNewConstMetric(c.desc["messages"], prometheus.GaugeValue, float64(v.Messages), o.Queue.Name, sh)
+			ch <- prometheus.MustNewConstMetric(c.desc["due"], prometheus.GaugeValue, float64(v.Due), o.Queue.Name, sh)
+			ch <- prometheus.MustNewConstMetric(c.desc["in_flight"], prometheus.GaugeValue, float64(v.InFlight), o.Queue.Name, sh)
+			if v.Holder != "" {
+				ch <- prometheus.MustNewConstMetric(c.desc["lease"], prometheus.GaugeValue, v.LeaseAge.Seconds(), o.Queue.Name, sh, v.Holder)
+			}
+		}
+	}
+}
+
+// observations returns the cached observations, refreshing them when
+// older than observeEvery. A queue that cannot be observed in time keeps
+// its last numbers.
+func (c *queueCollector) observations() []*queue.Observation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && time.Since(c.at) < observeEvery {
+		return c.cached
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	list, err := c.svc.List(ctx)
+	if err != nil {
+		return c.cached
+	}
+	old := map[string]*queue.Observation{}
+	for _, o := range c.cached {
+		old[o.Queue.Name] = o
+	}
+	fresh := make([]*queue.Observation, 0, len(list))
+	for _, q := range list {
+		o, err := c.svc.Observe(ctx, q.Name)
+		if err != nil {
+			o = old[q.Name]
+		}
+		if o != nil {
+			fresh = append(fresh, o)
+		}
+	}
+	c.cached, c.at = fresh, time.Now()
+	return c.cached
+}

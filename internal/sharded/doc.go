@@ -1,0 +1,44 @@
+// Package sharded implements the sharded order-free counter model
+// (docs/architecture.md, "The sharded model"): every process writes its own
+// shard of a counter, reads merge all shards, and garbage collection folds
+// dead shards into a tally.
+//
+// # Mutators
+//
+// A mutator is one process's writer for one counter. It is born with a fresh
+// random id and a death time (expires_at = birth + lifetime). It applies
+// updates to an in-memory CRDT state and persists the whole state into its
+// own shard row, with a write timestamp from a monotonic microsecond clock
+// that stays below expires_at. Because the row is replaced whole by its only
+// writer, persisting is idempotent and needs no read.
+//
+// A mutator refuses updates once expires_at is within the refusal margin and
+// is replaced by a newly born one; callers never see this.
+//
+// # Group commit
+//
+// Updates that arrive while a shard write is in flight are collected and
+// persisted together by the next write. An update is acknowledged only after
+// a write whose snapshot contains it has succeeded. If that write fails or
+// times out the caller gets ErrUnknownOutcome: the update stays in the
+// mutator's state and any later successful write of the mutator persists it,
+// so the outcome really is unknown, never "not applied".
+//
+// # Retries
+//
+// An update may carry a request id. The engine remembers recent ids for a
+// bounded window; a retry that reaches the same process while the id is
+// remembered is not applied again but waits for (or reports) the original's
+// durability. A retry that reaches another process is applied again: the
+// model is at-least-once across processes.
+//
+// # Garbage collection
+//
+// A shard is final once its expires_at is more than the GC grace in the past:
+// its mutator can no longer write and any delayed replica write has arrived.
+// Collect reads every shard at consistency ALL, merges the final ones into
+// the previous tally (see PlanFold), and folds them with one single-partition
+// batch at timestamp max(expires_at)+1µs. Replays and racing collectors
+// converge because final shards form a prefix in expires_at order, so a fold
+// that covers more shards always carries a higher timestamp.
+package sharded

@@ -1,0 +1,544 @@
+package sharded
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/crdt"
+	"github.com/abacusdb/abacus/internal/inflight"
+	"github.com/abacusdb/abacus/internal/outcome"
+	"github.com/abacusdb/abacus/internal/sweep"
+)
+
+// Errors returned to callers, wrapped with detail; test with errors.Is.
+var (
+	// ErrUnknownOutcome means the update was applied in memory but the shard
+	// write that should persist it failed or timed out. It may or may not be
+	// counted; retrying with the same request id on the same process is safe.
+	ErrUnknownOutcome = outcome.ErrUnknownOutcome
+
+	// ErrNotApplied means the update was definitely not counted; it is safe
+	// to retry anywhere.
+	ErrNotApplied = outcome.ErrNotApplied
+
+	// ErrRequestConflict means a request id was reused for a different update.
+	ErrRequestConflict = outcome.ErrRequestConflict
+)
+
+// Config configures an Engine. Zero fields take the documented defaults.
+type Config struct {
+	// Store persists shards. Required.
+	Store driver.Shards
+	// Clock tells the time. Default: the system clock.
+	Clock clock.Clock
+	// Lifetime is how long a mutator lives after its birth. Default 24h.
+	Lifetime time.Duration
+	// RefusalMargin: a mutator refuses updates once its death is closer than
+	// this, and a new one is born. Must be below Lifetime. Default 1h.
+	RefusalMargin time.Duration
+	// GCGrace is how long after its death a shard becomes final and may be
+	// folded. It must exceed the worst clock skew between processes plus the
+	// store's hint window. Default 24h.
+	GCGrace time.Duration
+	// MaxMutators bounds the live mutators of this process (LRU). Dropping a
+	// mutator loses nothing: its state is already persisted. Default 10,000.
+	MaxMutators int
+	// DedupWindow is how long a request id is remembered. Default 10m.
+	DedupWindow time.Duration
+	// DedupMax bounds how many request ids are remembered. Default 1,000,000.
+	DedupMax int
+	// WriteTimeout bounds one shard write. Default 10s.
+	WriteTimeout time.Duration
+	// MaxInflightWrites is how many shard writes one mutator may have in
+	// flight. More than one lets a hot counter pipeline its writes instead of
+	// waiting a round trip per group commit. Default 4.
+	MaxInflightWrites int
+	// GCConsistency is the level of the read before a fold. Default ALL:
+	// folding a shard set that misses a shard would lose it.
+	GCConsistency driver.Consistency
+	// FoldConsistency is the level of the fold batch. Default: the driver's.
+	FoldConsistency driver.Consistency
+	// Logger receives warnings about skipped GCs. Default: slog.Default().
+	Logger *slog.Logger
+	// Hooks receive measurements; nil functions are skipped.
+	Hooks Hooks
+}
+
+// Hooks are callbacks for metrics. They must be fast and must not block.
+type Hooks struct {
+	// Commit is called after every shard write with the number of updates it
+	// acknowledged (0 when it failed), its latency and its error.
+	Commit func(updates uint64, latency time.Duration, err error)
+	// Read is called after every read with the number of shards it merged.
+	Read func(shards int)
+	// GC is called after every collection attempt.
+	GC func(r GCResult)
+}
+
+func (h Hooks) commit(n uint64, d time.Duration, err error) {
+	if h.Commit != nil {
+		h.Commit(n, d, err)
+	}
+}
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Lifetime == 0 {
+		c.Lifetime = 24 * time.Hour
+	}
+	if c.RefusalMargin == 0 {
+		c.RefusalMargin = time.Hour
+	}
+	if c.GCGrace == 0 {
+		c.GCGrace = 24 * time.Hour
+	}
+	if c.MaxMutators == 0 {
+		c.MaxMutators = 10_000
+	}
+	if c.DedupWindow == 0 {
+		c.DedupWindow = 10 * time.Minute
+	}
+	if c.DedupMax == 0 {
+		c.DedupMax = 1_000_000
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.MaxInflightWrites == 0 {
+		c.MaxInflightWrites = 4
+	}
+	if c.GCConsistency == driver.Default {
+		c.GCConsistency = driver.All
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("sharded: Config.Store is required")
+	case c.Lifetime < 0 || c.RefusalMargin < 0 || c.GCGrace < 0 || c.DedupWindow < 0 || c.WriteTimeout < 0:
+		return errors.New("sharded: durations must not be negative")
+	case c.RefusalMargin >= c.Lifetime:
+		return fmt.Errorf("sharded: RefusalMargin (%v) must be below Lifetime (%v)", c.RefusalMargin, c.Lifetime)
+	case c.MaxMutators < 0 || c.DedupMax < 0 || c.MaxInflightWrites < 0:
+		return errors.New("sharded: MaxMutators, DedupMax and MaxInflightWrites must not be negative")
+	}
+	return nil
+}
+
+// Target identifies a counter and how to store it.
+type Target struct {
+	Namespace        string
+	Counter          string
+	Kind             crdt.Kind
+	ReadConsistency  driver.Consistency
+	WriteConsistency driver.Consistency
+}
+
+func (t Target) key() driver.CounterKey {
+	return driver.CounterKey{Namespace: t.Namespace, Counter: t.Counter}
+}
+
+// Engine runs the sharded model for one process.
+type Engine struct {
+	cfg Config
+
+	// work holds the running write loops and background collections, so
+	// Close waits for them and refuses new ones.
+	work inflight.Group
+
+	mu       sync.Mutex
+	mutators map[driver.CounterKey]*list.Element // of *mutator, most recent first
+	lru      *list.List
+
+	dedup dedup
+
+	gcMu      sync.Mutex
+	gcRunning map[driver.CounterKey]bool
+
+	stats Stats
+
+	sweeper sweep.Sweeper
+}
+
+// Stats are running totals, read with Engine.Stats.
+type Stats struct {
+	Updates      atomic.Uint64 // updates acknowledged
+	Deduplicated atomic.Uint64 // retries answered from the request-id window
+	Births       atomic.Uint64 // mutators born
+	GCRuns       atomic.Uint64 // collections that folded at least one shard
+	GCSkips      atomic.Uint64 // collections skipped (a replica down, a read failed)
+	Folded       atomic.Uint64 // shards folded into tallies
+}
+
+// New returns an engine. Call Start to run the background sweeper and Close
+// to wait for in-flight writes.
+func New(cfg Config) (*Engine, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg:       cfg,
+		mutators:  map[driver.CounterKey]*list.Element{},
+		lru:       list.New(),
+		gcRunning: map[driver.CounterKey]bool{},
+	}
+	e.dedup.init(cfg.DedupWindow, cfg.DedupMax)
+	return e, nil
+}
+
+// Stats returns the engine's running totals.
+func (e *Engine) Stats() *Stats { return &e.stats }
+
+// LiveMutators returns how many mutators this process holds.
+func (e *Engine) LiveMutators() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lru.Len()
+}
+
+// goBackground runs fn in a goroutine that Close waits for, unless the
+// engine is closed, in which case it reports false and runs nothing.
+func (e *Engine) goBackground(fn func()) bool { return e.work.Go(fn) }
+
+// mutatorFor returns the live mutator for t, birthing one if needed. When
+// retired is the current one, it is replaced.
+func (e *Engine) mutatorFor(t Target, retired *mutator) (*mutator, error) {
+	k := t.key()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if el, ok := e.mutators[k]; ok {
+		m := el.Value.(*mutator)
+		if m != retired && m.target.Kind == t.Kind {
+			e.lru.MoveToFront(el)
+			return m, nil
+		}
+		e.lru.Remove(el)
+		delete(e.mutators, k)
+	}
+	m, err := e.newMutator(t)
+	if err != nil {
+		return nil, err
+	}
+	e.stats.Births.Add(1)
+	e.mutators[k] = e.lru.PushFront(m)
+	e.evictLocked()
+	return m, nil
+}
+
+// evictLocked drops least recently used idle mutators beyond the bound. A
+// mutator with unpersisted updates is kept, so the bound can be exceeded
+// while writes are failing.
+func (e *Engine) evictLocked() {
+	for el := e.lru.Back(); el != nil && e.lru.Len() > e.cfg.MaxMutators; {
+		prev := el.Prev()
+		m := el.Value.(*mutator)
+		if m.idle() {
+			e.lru.Remove(el)
+			delete(e.mutators, m.target.key())
+		}
+		el = prev
+	}
+}
+
+// Apply applies op to the counter and returns once a shard write containing
+// it has succeeded. requestID may be empty; when set, a retry with the same id
+// that reaches this process within the dedup window is not applied twice.
+func (e *Engine) Apply(ctx context.Context, t Target, op crdt.Op, requestID string) error {
+	if requestID == "" {
+		return e.apply(ctx, t, op)
+	}
+	key := dedupKey{ns: t.Namespace, counter: t.Counter, id: requestID}
+	ent, fresh := e.dedup.claim(key, op, e.cfg.Clock.Now())
+	if !fresh {
+		return e.await(ctx, ent, op)
+	}
+	m, seq, r, err := e.applyOnce(t, op)
+	e.dedup.settle(ent, m, seq, err)
+	if err != nil {
+		return err
+	}
+	return e.wait(ctx, r)
+}
+
+func (e *Engine) apply(ctx context.Context, t Target, op crdt.Op) error {
+	_, _, r, err := e.applyOnce(t, op)
+	if err != nil {
+		return err
+	}
+	return e.wait(ctx, r)
+}
+
+// applyOnce applies op to the counter's live mutator, replacing retired ones.
+func (e *Engine) applyOnce(t Target, op crdt.Op) (*mutator, uint64, *round, error) {
+	var retired *mutator
+	for {
+		m, err := e.mutatorFor(t, retired)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		seq, r, err := m.apply(op)
+		if errors.Is(err, errRetired) {
+			retired = m
+			continue
+		}
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return m, seq, r, nil
+	}
+}
+
+func (e *Engine) wait(ctx context.Context, r *round) error {
+	select {
+	case <-r.done:
+		if r.err == nil {
+			e.stats.Updates.Add(1)
+		}
+		return r.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: gave up waiting for the shard write: %w", ErrUnknownOutcome, ctx.Err())
+	}
+}
+
+// await answers a retry of a request id this process has seen.
+func (e *Engine) await(ctx context.Context, ent *dedupEntry, op crdt.Op) error {
+	select {
+	case <-ent.settled:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for the original request: %w", ErrUnknownOutcome, ctx.Err())
+	}
+	if ent.op.Delta != op.Delta || string(ent.op.Item) != string(op.Item) {
+		return ErrRequestConflict
+	}
+	if ent.err != nil {
+		// The original was never applied (it was refused outright), so this
+		// attempt is not a duplicate; the caller may retry with a new id.
+		return ent.err
+	}
+	e.stats.Deduplicated.Add(1)
+	for {
+		r := ent.m.flush(ent.seq)
+		if r == nil {
+			return nil
+		}
+		if err := e.wait(ctx, r); err != nil {
+			return err
+		}
+		if ent.m.isDurable(ent.seq) {
+			return nil
+		}
+	}
+}
+
+// Reading is the result of Read.
+type Reading struct {
+	// State is the merged state. It is nil when the counter is a sum whose
+	// shards, each within range, add up to more than one state can hold
+	// (shards of different processes are written blindly, so no process
+	// can refuse that exactly); Value and Total still tell the sum.
+	State crdt.State
+	// Value is the counter's value, the nearest int64 when Saturated.
+	Value     int64
+	Saturated bool
+	// Total is the exact sum (sum counters).
+	Total crdt.Wide
+	// Empty is true when nothing was ever counted.
+	Empty bool
+	// Shards is how many live shards were merged (the tally not included).
+	Shards int
+	// Final is how many of them were final, i.e. waiting for GC.
+	Final int
+}
+
+// Read merges the counter's tally and shards. If it sees more than one final
+// shard it starts a collection in the background; the read itself never
+// waits for or fails because of GC.
+func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
+	set, err := e.cfg.Store.ReadShards(ctx, &driver.ReadShardsParams{
+		Namespace: t.Namespace, Counter: t.Counter, Consistency: t.ReadConsistency,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r := &Reading{Shards: len(set.Shards)}
+	st, err := Merge(t.Kind, set)
+	switch {
+	case t.Kind == crdt.KindSum && errors.Is(err, crdt.ErrOverflow):
+		if r.Total, err = SumTotal(set); err != nil {
+			return nil, err
+		}
+		var exact bool
+		r.Value, exact = r.Total.Int64()
+		r.Saturated = !exact
+	case err != nil:
+		return nil, err
+	case st.Kind() != t.Kind:
+		return nil, fmt.Errorf("counter %s/%s holds %s state, namespace says %s", t.Namespace, t.Counter, st.Kind(), t.Kind)
+	default:
+		r.State, r.Value, r.Empty = st, st.Value(), st.Empty()
+		r.Total = crdt.WideOf(r.Value)
+	}
+	cutoff := e.cutoff()
+	final := 0
+	for _, s := range set.Shards {
+		if s.ExpiresAt < cutoff {
+			final++
+		}
+	}
+	if e.cfg.Hooks.Read != nil {
+		e.cfg.Hooks.Read(len(set.Shards))
+	}
+	if final > 1 {
+		e.collectInBackground(t.key())
+	}
+	r.Final = final
+	return r, nil
+}
+
+func (e *Engine) cutoff() int64 {
+	return e.cfg.Clock.Now().Add(-e.cfg.GCGrace).UnixMicro()
+}
+
+// GCResult describes one collection attempt.
+type GCResult struct {
+	Key driver.CounterKey
+	// Folded is how many shards were folded; 0 when none was final.
+	Folded int
+	// Skipped is set when the collection could not run (for example a
+	// replica is down, so the read at ALL failed); Err says why.
+	Skipped bool
+	Err     error
+}
+
+// Collect folds the counter's final shards into its tally. A failure to read
+// at the GC consistency is reported as Skipped, not as an error: GC is only an
+// optimisation and is retried later.
+func (e *Engine) Collect(ctx context.Context, k driver.CounterKey) GCResult {
+	res := e.collect(ctx, k)
+	switch {
+	case res.Skipped:
+		e.stats.GCSkips.Add(1)
+	case res.Folded > 0:
+		e.stats.GCRuns.Add(1)
+		e.stats.Folded.Add(uint64(res.Folded))
+	}
+	if e.cfg.Hooks.GC != nil {
+		e.cfg.Hooks.GC(res)
+	}
+	return res
+}
+
+func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
+	res := GCResult{Key: k}
+	set, err := e.cfg.Store.ReadShards(ctx, &driver.ReadShardsParams{
+		Namespace: k.Namespace, Counter: k.Counter, Consistency: e.cfg.GCConsistency,
+	})
+	if err != nil {
+		res.Skipped, res.Err = true, fmt.Errorf("read at %s: %w", e.cfg.GCConsistency, err)
+		return res
+	}
+	plan, err := PlanFold(set, e.cutoff())
+	if err != nil {
+		res.Skipped, res.Err = true, err
+		return res
+	}
+	if plan == nil {
+		return res
+	}
+	tally, err := plan.Tally.MarshalBinary()
+	if err != nil {
+		res.Skipped, res.Err = true, err
+		return res
+	}
+	err = e.cfg.Store.Fold(ctx, &driver.FoldParams{
+		Namespace: k.Namespace, Counter: k.Counter, Delete: plan.Delete,
+		Tally:       driver.Tally{State: tally, Timestamp: plan.Timestamp},
+		Consistency: e.cfg.FoldConsistency,
+	})
+	if err != nil {
+		// The fold may have been applied; replaying it later is harmless.
+		res.Skipped, res.Err = true, fmt.Errorf("fold: %w", err)
+		return res
+	}
+	res.Folded = len(plan.Delete)
+	return res
+}
+
+// collectInBackground runs one collection of k unless one is already running.
+func (e *Engine) collectInBackground(k driver.CounterKey) {
+	e.gcMu.Lock()
+	if e.gcRunning[k] {
+		e.gcMu.Unlock()
+		return
+	}
+	e.gcRunning[k] = true
+	e.gcMu.Unlock()
+	started := e.goBackground(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if res := e.Collect(ctx, k); res.Skipped {
+			e.cfg.Logger.Warn("gc skipped", "namespace", k.Namespace, "counter", k.Counter, "err", res.Err)
+		}
+		e.gcMu.Lock()
+		delete(e.gcRunning, k)
+		e.gcMu.Unlock()
+	})
+	if !started {
+		e.gcMu.Lock()
+		delete(e.gcRunning, k)
+		e.gcMu.Unlock()
+	}
+}
+
+// CollectAll runs Collect on every counter (of one namespace if ns is set).
+func (e *Engine) CollectAll(ctx context.Context, ns string) ([]GCResult, error) {
+	keys, err := e.cfg.Store.ListCounters(ctx, &driver.ListCountersParams{Namespace: ns})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]GCResult, 0, len(keys))
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		out = append(out, e.Collect(ctx, k))
+	}
+	return out, nil
+}
+
+// Start runs a sweeper that collects every counter each interval until Close.
+// An interval of zero or less starts nothing.
+func (e *Engine) Start(interval time.Duration) {
+	e.sweeper.Start(interval, func(ctx context.Context) {
+		if _, err := e.CollectAll(ctx, ""); err != nil {
+			e.cfg.Logger.Warn("gc sweep failed", "err", err)
+		}
+	})
+}
+
+// Close stops the sweeper and waits until every in-flight shard write has
+// finished, so updates accepted before Close are persisted or reported.
+func (e *Engine) Close(ctx context.Context) error {
+	e.work.Close()
+	e.sweeper.Stop()
+	if err := e.work.Wait(ctx); err != nil {
+		return fmt.Errorf("sharded: writes still in flight: %w", err)
+	}
+	return nil
+}

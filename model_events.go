@@ -1,0 +1,108 @@
+package abacus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/events"
+)
+
+// EventsOptions configure a namespace of model events: bucket width,
+// accept window, rollup delay and future limit (see the fields). Zero
+// fields take the documented defaults; a created namespace reports them
+// filled in. Every process must use the same values, so they are stored
+// with the namespace and cannot change. They are the events engine's own
+// options, under the name users spell them by.
+type EventsOptions = events.Options
+
+func (c *Client) eventsTarget(ns *Namespace, counter string) events.Target {
+	return events.Target{
+		Namespace: ns.Name, Counter: counter, Options: *ns.Events,
+		ReadConsistency: ns.ReadConsistency, WriteConsistency: ns.WriteConsistency,
+	}
+}
+
+// resolveEvents finds the target of a counter listed by a rollup sweep.
+func (c *Client) resolveEvents(ctx context.Context, k driver.CounterKey) (events.Target, bool, error) {
+	ns, err := c.Namespace(ctx, k.Namespace)
+	if errors.Is(err, ErrNamespaceNotFound) {
+		return events.Target{}, false, nil
+	}
+	if err != nil {
+		return events.Target{}, false, err
+	}
+	if ns.Model != ModelEvents {
+		return events.Target{}, false, nil
+	}
+	return c.eventsTarget(ns, k.Counter), true, nil
+}
+
+func rollupResult(r events.RollupResult) GCResult {
+	return GCResult{Key: r.Key, Folded: r.Events, Skipped: r.Skipped, Err: r.Err}
+}
+
+// eventsModel counts each increment once from any process: an increment
+// is an event keyed by its request id, rolled up into a total after its
+// accept window (see docs/architecture.md).
+type eventsModel struct{}
+
+func (eventsModel) defaultType() string { return TypeSum }
+
+func (eventsModel) checkNamespace(nc NamespaceConfig) error {
+	if err := sumsOnly(nc); err != nil {
+		return err
+	}
+	if err := nc.eventsOptions().WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("%w: events options: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+func (eventsModel) storedOptions(nc NamespaceConfig) map[string]string {
+	return nc.eventsOptions().Stored()
+}
+
+func (eventsModel) loadOptions(ns *Namespace, stored map[string]string) error {
+	o, err := events.OptionsFromStored(stored)
+	if err != nil {
+		return fmt.Errorf("namespace %q has corrupt events options: %w", ns.Name, err)
+	}
+	ns.Events = &o
+	return nil
+}
+
+func (eventsModel) prepare(c *Client, p prepared, u Update) (prepared, error) {
+	if err := numbersOnly(p.ns, u); err != nil {
+		return p, err
+	}
+	var err error
+	p.events = c.eventsTarget(p.ns, u.Counter)
+	p.event, err = c.events.Event(p.events, events.Request{ID: u.RequestID, Time: u.Time, Delta: u.Delta})
+	return p, publicError(err)
+}
+
+func (eventsModel) apply(ctx context.Context, c *Client, p prepared, _ Update) error {
+	return publicError(c.events.Write(ctx, p.events, p.event))
+}
+
+func (eventsModel) read(ctx context.Context, c *Client, ns *Namespace, counter string, v *Value) error {
+	r, err := c.events.Read(ctx, c.eventsTarget(ns, counter))
+	if err != nil {
+		return publicError(err)
+	}
+	v.Value, v.Empty, v.Events = r.Value, r.Empty, r.Events
+	v.setTotal(r.Total)
+	return nil
+}
+
+func (eventsModel) clear(ctx context.Context, c *Client, ns *Namespace, counter, requestID string) error {
+	_, err := c.events.Clear(ctx, c.eventsTarget(ns, counter), requestID, time.Time{})
+	return publicError(err)
+}
+
+func (eventsModel) collect(ctx context.Context, c *Client, ns *Namespace, key driver.CounterKey) GCResult {
+	return rollupResult(c.events.Rollup(ctx, c.eventsTarget(ns, key.Counter)))
+}

@@ -1,0 +1,51 @@
+package abacus
+
+import (
+	"fmt"
+
+	"github.com/abacusdb/abacus/internal/ledger"
+)
+
+// ledgerModel is the model of ledger namespaces: they hold ledgers, not
+// counters, so only the namespace part is here; the ledger operations are
+// in ledger.go.
+type ledgerModel struct{}
+
+func (ledgerModel) defaultType() string { return "" }
+
+func (ledgerModel) checkNamespace(nc NamespaceConfig) error {
+	if nc.Type != "" {
+		return fmt.Errorf("%w: type %q: ledger namespaces have no type", ErrInvalid, nc.Type)
+	}
+	if err := nc.ledgerOptions().WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("%w: ledger options: %v", ErrInvalid, err)
+	}
+	return nil
+}
+
+func (ledgerModel) storedOptions(nc NamespaceConfig) map[string]string {
+	return nc.ledgerOptions().Stored()
+}
+
+func (ledgerModel) loadOptions(ns *Namespace, stored map[string]string) error {
+	o, err := ledger.OptionsFromStored(stored)
+	if err != nil {
+		return fmt.Errorf("namespace %q has corrupt ledger options: %w", ns.Name, err)
+	}
+	ns.Ledger = &o
+	return nil
+}
+
+// LedgerOptions configure a namespace of model ledger: history length,
+// strict mode, retry count and claim TTL (see the fields). Zero fields
+// take the documented defaults; a created namespace reports them filled
+// in, with RetryCount 0 for "no resubmission". They are the ledger
+// engine's own options, under the name users spell them by.
+type LedgerOptions = ledger.Options
+
+func (c NamespaceConfig) ledgerOptions() LedgerOptions {
+	if c.Ledger == nil {
+		return LedgerOptions{}
+	}
+	return *c.Ledger
+}

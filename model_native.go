@@ -1,0 +1,39 @@
+package abacus
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// nativeModel is the store's own counter (a Cassandra counter column): the
+// fastest, and a retry may count twice.
+type nativeModel struct{ plainSums }
+
+func (nativeModel) prepare(_ *Client, p prepared, u Update) (prepared, error) {
+	return p, numbersOnly(p.ns, u)
+}
+
+func (nativeModel) apply(ctx context.Context, c *Client, p prepared, u Update) error {
+	err := c.cfg.Driver.AddNative(ctx, &driver.AddNativeParams{
+		Namespace: p.ns.Name, Counter: u.Counter, Delta: u.Delta, Consistency: p.ns.WriteConsistency,
+	})
+	return publicError(err)
+}
+
+func (nativeModel) read(ctx context.Context, c *Client, ns *Namespace, counter string, v *Value) error {
+	n, err := c.cfg.Driver.ReadNative(ctx, &driver.ReadNativeParams{
+		Namespace: ns.Name, Counter: counter, Consistency: ns.ReadConsistency,
+	})
+	if err != nil {
+		return publicError(err)
+	}
+	// A native counter cannot tell "never written" from "sums to 0".
+	v.Value, v.Empty = n, n == 0
+	return nil
+}
+
+func (nativeModel) clear(context.Context, *Client, *Namespace, string, string) error {
+	return fmt.Errorf("%w: native counters cannot be reset: a deleted Cassandra counter cannot be written again; use an events or cas namespace", ErrWrongModel)
+}

@@ -136,7 +136,7 @@ func (c *Client) HasRequestID(ctx context.Context, namespace, name, requestID st
 }
 
 // FindLedger reads a ledger, applies the history limit to this process's
-// actor and writes that actor's row back if it changed (the seed's find!).
+// actor and writes that actor's row back if it changed (the design's find!).
 // It returns the merged value.
 func (c *Client) FindLedger(ctx context.Context, namespace, name string) (*LedgerValue, error) {
 	ns, t, err := c.ledgerTarget(ctx, namespace, name)

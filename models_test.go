@@ -72,7 +72,7 @@ func wantCounter(t *testing.T, c *abacus.Client, ns, counter string, want int64)
 	return v
 }
 
-// Seed 001's order-quantity example: two orders' open quantities set at
+// The order-quantity example of “Highly Available Counters Using Cassandra”: two orders' open quantities set at
 // versions, in every arrival order, sum to the latest values.
 func TestActorOrderQuantityExample(t *testing.T) {
 	t.Parallel()

@@ -73,7 +73,7 @@ func (c *Client) LedgerValue(ctx context.Context, namespace, ledger string) (*ap
 }
 
 // FindLedger reads a ledger and has the server fold its own actor's history
-// and write it back (see the seed's find!).
+// and write it back (see the design's find!).
 func (c *Client) FindLedger(ctx context.Context, namespace, ledger string) (*api.LedgerValue, error) {
 	if err := requireName("ledger", ledger); err != nil {
 		return nil, err

@@ -3,7 +3,7 @@ package driver
 import "context"
 
 // ActorValue is one actor's latest absolute value of a counter of the actor
-// model (seed 001, state-based).
+// model (“Highly Available Counters Using Cassandra”, state-based).
 type ActorValue struct {
 	Actor string
 	Value int64
@@ -67,7 +67,7 @@ type ReadNativeParams struct {
 	Consistency Consistency
 }
 
-// NativeCounters is the native baseline (seed 002): a Cassandra counter
+// NativeCounters is the native baseline (the “Counters” design notes): a Cassandra counter
 // column, and an atomic add on the embedded store. An add is not
 // idempotent: replaying it, or retrying one whose outcome was unknown,
 // may count twice.
@@ -127,7 +127,7 @@ type CASResult struct {
 	Current CASValue
 }
 
-// CASCounters is the compare-and-set baseline (seed 001's linearizable
+// CASCounters is the compare-and-set baseline (“Highly Available Counters Using Cassandra”, linearizable
 // counter): a plain value changed only by lightweight transactions.
 type CASCounters interface {
 	// ReadCAS returns the counter's value.

@@ -2,7 +2,7 @@ package driver
 
 import "context"
 
-// Event is one increment of a counter of the events model (seed 001,
+// Event is one increment of a counter of the events model (“Highly Available Counters Using Cassandra”,
 // op-based). Its key within the counter is (Time, ID): a retry that carries
 // the same id and time writes the same row again, from any process.
 type Event struct {

@@ -9,7 +9,7 @@ import (
 // limit on TTLs (20 years).
 const MaxClaimTTL = 630_720_000 * time.Second
 
-// LedgerRow is one actor's row of a ledger (the ledger model, seed 004).
+// LedgerRow is one actor's row of a ledger (the ledger model, “riak-ruby-ledger: Implementation”).
 type LedgerRow struct {
 	// Actor is the writer's actor id. Each actor id has exactly one writer.
 	Actor string

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Queue is a delay queue's stored configuration (seed 003). Validation
+// Queue is a delay queue's stored configuration (“cassandra-ruby-queue”). Validation
 // belongs to the caller (package queue); drivers store what they are given.
 type Queue struct {
 	// Name is the queue's unique name.
@@ -290,7 +290,7 @@ type DeleteDeadParams struct {
 	IDs   []MessageID
 }
 
-// Queues stores the time-sharded delay queue of seed 003: a partition per
+// Queues stores the time-sharded delay queue of “cassandra-ruby-queue”: a partition per
 // (queue, shard) holding messages ordered by due time and id, with the
 // shard's consumer lease and read floor in static columns; plus the queue
 // records and the dead letters.

@@ -73,7 +73,7 @@ type ListCountersParams struct {
 	Namespace string
 }
 
-// Shards stores the sharded model (seed 000): one row per mutator plus a tally.
+// Shards stores the sharded model (“Order-free, sharded counters on Cassandra”): one row per mutator plus a tally.
 type Shards interface {
 	// WriteShard replaces the shard's row with p.Shard at p.Timestamp. A row
 	// already written at a higher timestamp, or deleted at an equal or higher

@@ -47,7 +47,7 @@ func startServers(t *testing.T, n int, args []string) []*server {
 	return append(servers, rest...)
 }
 
-// The seed's multi-process test: ten servers on one Cassandra, a known random
+// The design's multi-process test: ten servers on one Cassandra, a known random
 // mix of increments sent to random servers concurrently, then every
 // counter's value equals what was sent, read through every server.
 func TestTenServersOneCassandra(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/abacusdb/abacus/api"
 )
 
-// The seed's history_length-3 example, through the CLI.
+// The design's history_length-3 example, through the CLI.
 func TestLedgerCommands(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)

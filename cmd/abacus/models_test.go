@@ -50,7 +50,7 @@ func TestEveryModelFromTheCommandLine(t *testing.T) {
 		t.Fatalf("after clear: %+v", r)
 	}
 
-	// Actor: seed 001's order quantities.
+	// Actor: the order quantities of “Highly Available Counters Using Cassandra”.
 	for _, set := range [][]string{{"P1", "2", "1500"}, {"P2", "1", "500"}, {"P1", "1", "1000"}} {
 		if r := s.cli(append([]string{"--ns", "orders", "counter", "set", "open-qty"}, set...)...); r.code != 0 || r.stdout != "" {
 			t.Fatalf("set %v: %+v", set, r)

@@ -13,7 +13,7 @@ import (
 
 // Tables of the actor, native and cas models. %[1]s is the keyspace.
 const (
-	// The actor model (seed 001, state-based): one partition per counter,
+	// The actor model (“Highly Available Counters Using Cassandra”, state-based): one partition per counter,
 	// one clustering row per actor holding its absolute value, written
 	// USING TIMESTAMP the actor's version so that Cassandra's
 	// last-write-wins keeps each actor's latest value without a read.
@@ -25,7 +25,7 @@ const (
 	PRIMARY KEY ((ns, counter), actor)
 )`
 
-	// The native baseline (seed 002): a counter column. Counter columns
+	// The native baseline (the “Counters” design notes): a counter column. Counter columns
 	// cannot share a table with other non-key columns, hence a table of
 	// its own.
 	nativeCountersDDL = `CREATE TABLE IF NOT EXISTS %[1]s.native_counters (
@@ -35,7 +35,7 @@ const (
 	PRIMARY KEY ((ns, counter))
 )`
 
-	// The cas baseline (seed 001, linearizable): a plain bigint changed
+	// The cas baseline (“Highly Available Counters Using Cassandra”, linearizable): a plain bigint changed
 	// only by lightweight transactions. Plain writes are never mixed in,
 	// since they would bypass Paxos and break its guarantees.
 	casCountersDDL = `CREATE TABLE IF NOT EXISTS %[1]s.cas_counters (

@@ -36,7 +36,7 @@
 //	    actor text, negative boolean, seq bigint, amount bigint,
 //	    PRIMARY KEY ((ns, ledger, request_id)))
 //
-// and the delay queue's (queue.go; seed 003):
+// and the delay queue's (queue.go; “cassandra-ruby-queue”):
 //
 //	CREATE TABLE queues (name text PRIMARY KEY, shards int, shard_ms bigint,
 //	    max_deliveries int, visibility_ms bigint, created_at timestamp)
@@ -58,7 +58,7 @@
 //	    died_at timestamp, PRIMARY KEY (queue, id))
 //
 // and the tables of the actor, native and cas counter models (counters.go;
-// seeds 001 and 002):
+// “Highly Available Counters Using Cassandra” and the “Counters” design notes):
 //
 //	CREATE TABLE actor_values (
 //	    ns text, counter text,            -- partition: one counter
@@ -72,7 +72,7 @@
 //	CREATE TABLE cas_counters (ns text, counter text, value bigint,
 //	    PRIMARY KEY ((ns, counter)))
 //
-// and the events model's (events.go; seed 001, op-based):
+// and the events model's (events.go; “Highly Available Counters Using Cassandra”, op-based):
 //
 //	CREATE TABLE event_counters (
 //	    ns text, counter text,            -- partition: one counter

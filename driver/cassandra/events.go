@@ -13,7 +13,7 @@ import (
 
 var _ driver.Events = (*Driver)(nil)
 
-// Tables of the events model (seed 001, op-based). %[1]s is the keyspace.
+// Tables of the events model (“Highly Available Counters Using Cassandra”, op-based). %[1]s is the keyspace.
 const (
 	// One partition per counter. The static columns hold the rollup, both
 	// written by one UPDATE at the rollup's epoch, so the pair changes

@@ -8,7 +8,7 @@ import (
 	"github.com/abacusdb/abacus/driver"
 )
 
-// Ledger tables (the ledger model, seed 004). %[1]s is the keyspace.
+// Ledger tables (the ledger model, “riak-ruby-ledger: Implementation”). %[1]s is the keyspace.
 const (
 	// One partition per ledger, one clustering row per actor. Each actor's
 	// row is replaced whole by its only writer, USING TIMESTAMP, so rows

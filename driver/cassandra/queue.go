@@ -16,7 +16,7 @@ import (
 
 var _ driver.Queues = (*Driver)(nil)
 
-// Queue tables (seed 003). %[1]s is the keyspace, %[2]d the configured
+// Queue tables (“cassandra-ruby-queue”). %[1]s is the keyspace, %[2]d the configured
 // gc_grace_seconds (Config.QueueGCGrace).
 const (
 	queuesDDL = `CREATE TABLE IF NOT EXISTS %[1]s.queues (

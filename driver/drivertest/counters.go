@@ -79,7 +79,7 @@ func exerciseActors(t *testing.T, d driver.Driver, open Opener) {
 		)
 	})
 
-	// Seed 001's example: P1 v1 1000, P2 v1 500, P1 v2 1500, arriving in
+	// The example of “Highly Available Counters Using Cassandra”: P1 v1 1000, P2 v1 500, P1 v2 1500, arriving in
 	// every possible order, always ends at P1 1500 and P2 500 (sum 2000).
 	t.Run("HigherVersionWinsInEveryOrder", func(t *testing.T) {
 		t.Parallel()

@@ -6,7 +6,7 @@
 //
 // # Same rules as Cassandra
 //
-// The sharded model's correctness argument (seed 000) rests on Cassandra's
+// The sharded model's correctness argument (“Order-free, sharded counters on Cassandra”) rests on Cassandra's
 // last-write-wins rules, so this driver reproduces them per row:
 //
 //   - the write with the higher timestamp wins, whatever order writes arrive in;
@@ -81,7 +81,7 @@
 //
 // # Actor, native and cas counters
 //
-// The counter models of seeds 001 and 002 use three more tables:
+// The counter models of “Highly Available Counters Using Cassandra” and the “Counters” design notes use three more tables:
 //
 //	0x30 | ns | counter | actor -> LWW cell {value}, timestamp = the version
 //	0x31 | ns | counter         -> native counter {version 1, int64}
@@ -105,7 +105,7 @@
 // nothing, where Cassandra's counters wrap around silently.
 // # Events
 //
-// The events model (seed 001, op-based) uses two more tables of LWW cells,
+// The events model (“Highly Available Counters Using Cassandra”, op-based) uses two more tables of LWW cells,
 // with fixed-width numbers after the length-prefixed names
 // (events_encoding.go):
 //

@@ -7,7 +7,7 @@ import (
 
 // ---- events keys -----------------------------------------------------------
 //
-// The events model (seed 001, op-based) uses two tables. Namespace and
+// The events model (“Highly Available Counters Using Cassandra”, op-based) uses two tables. Namespace and
 // counter are length-prefixed components as in keys.go; the numbers after
 // them are fixed-width, so they need no prefix:
 //

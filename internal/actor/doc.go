@@ -1,4 +1,4 @@
-// Package actor implements the actor model (seed 001, state-based): each
+// Package actor implements the actor model (“Highly Available Counters Using Cassandra”, state-based): each
 // actor — a writer that knows the absolute value of its own part, such as
 // the open quantity of one order — sets that value at a version, and the
 // counter is the sum of every actor's latest value.

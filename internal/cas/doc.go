@@ -1,4 +1,4 @@
-// Package cas is the compare-and-set baseline (seed 001's linearizable
+// Package cas is the compare-and-set baseline (“Highly Available Counters Using Cassandra”, linearizable
 // counter): read the value, then store value+delta with a lightweight
 // transaction that applies only if the value is unchanged, retrying with
 // backoff when another writer got there first.

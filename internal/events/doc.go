@@ -1,4 +1,4 @@
-// Package events implements the events model (seed 001, op-based): every
+// Package events implements the events model (“Highly Available Counters Using Cassandra”, op-based): every
 // increment is one row keyed by its event time and request id, so a retry
 // carrying the same id writes the same row again, from any process, with
 // no read on the write path.

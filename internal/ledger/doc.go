@@ -1,4 +1,4 @@
-// Package ledger implements the ledger model (seed 004, approach 2b): a
+// Package ledger implements the ledger model (“riak-ruby-ledger: Implementation”, approach 2b): a
 // PN-counter whose actors remember the request ids they applied, so that a
 // retried credit or debit is recognised and not applied twice.
 //
@@ -52,7 +52,7 @@
 //
 // Without strict mode two actors that receive the same request at the
 // same moment both read before either writes, neither sees the id, and
-// both apply it (the seed's drift). Strict mode claims the request id
+// both apply it (the design's drift). Strict mode claims the request id
 // before appending, with a compare-and-set that expires after claim_ttl
 // (a lightweight transaction on Cassandra). The claim names the actor and
 // the entry number it will use. An actor that loses the claim defers to

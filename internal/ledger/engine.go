@@ -436,7 +436,7 @@ func (e *Engine) apply(ctx context.Context, t Target, s *slot, amount int64, id 
 	sec := s.own.Section(neg)
 	// The overflow rule runs on merge, before the append: so the row a
 	// write leaves holds history_length+1 entries, and the next merge (a
-	// write or a find) folds the oldest. This is the seed's behaviour.
+	// write or a find) folds the oldest. This is the design's behaviour.
 	sec.Compact(t.Options.HistoryLength)
 	mine := driver.Claim{Actor: s.actor, Negative: neg, Seq: sec.Seq() + 1, Amount: amount}
 
@@ -622,7 +622,7 @@ func (e *Engine) lostClaim(ctx context.Context, t Target, s *slot, id string, am
 }
 
 // Find reads the ledger, applies the overflow rule to this process's actor
-// and writes that actor's row back if the rule changed it (the seed's
+// and writes that actor's row back if the rule changed it (the design's
 // find!). It returns the merged state.
 func (e *Engine) Find(ctx context.Context, t Target) (*State, error) {
 	t.Options = t.Options.WithDefaults()

@@ -11,7 +11,7 @@ import (
 	"github.com/abacusdb/abacus/driver"
 )
 
-// The seed's first example: history_length 3, six credits of 10. The last
+// The design's first example: history_length 3, six credits of 10. The last
 // write leaves req3…req6 in the actor's row (the overflow rule runs on the
 // next merge), so req3 is still known; a find merges and writes back,
 // after which only req4…req6 are.
@@ -43,13 +43,13 @@ func TestSeedHistoryLength3(t *testing.T) {
 	})
 }
 
-// The seed's approach 2b walk-through, history_length 5: two actors, a
+// The design's approach 2b walk-through, history_length 5: two actors, a
 // retry of req1 through the second actor is recognised, and the ledger
 // ends at 330. Actor 1's row after its "reads and merges" step (a find)
-// is exactly the seed's: total 50, requests req2, req3, req5, req6, req7.
+// is exactly the design's: total 50, requests req2, req3, req5, req6, req7.
 //
-// One difference from the seed's drawing: the seed shows req1 already
-// folded right after actor 1 writes req7. Here, as in the seed's
+// One difference from the design's drawing: it shows req1 already
+// folded right after actor 1 writes req7. Here, as in the design's
 // history_length-3 example, the fold happens on the next merge — the find
 // — so until then req1 is still recognised as a retry.
 func TestSeedApproach2bTwoActors(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 // Limits of the model.
 const (
 	// DefaultHistoryLength is how many request ids each section of an actor
-	// keeps when a namespace does not say (the seed's default).
+	// keeps when a namespace does not say (the design's default).
 	DefaultHistoryLength = 10
 	// MaxHistoryLength bounds history_length: every write reads and rewrites
 	// up to two histories per actor, so the row must stay small.

@@ -25,7 +25,7 @@ func mustAppend(t *testing.T, s *Section, id string, amt int64) uint64 {
 	return seq
 }
 
-// The overflow rule of the seed: with history_length 3, after six credits
+// The overflow rule of the original design: with history_length 3, after six credits
 // of 10 a section that was compacted before each append (as a write does)
 // still holds four entries; compacting again (as a find does) folds the
 // oldest of them.

@@ -212,7 +212,7 @@ func TestTenConcurrentActors(t *testing.T) {
 	})
 }
 
-// The seed's drift case: two actors receive the same request at the same
+// The design's drift case: two actors receive the same request at the same
 // moment. Each reads the ledger before the other has written, neither sees
 // the request id, and both apply it. Strict mode closes it: both still
 // read first, but only one wins the claim; the other waits for the

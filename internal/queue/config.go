@@ -21,7 +21,7 @@ const (
 	// DefaultShards is a new queue's shard count.
 	DefaultShards = 16
 	// DefaultShardDuration is the window each shard stands for: a minute,
-	// as in the seed design.
+	// as in the original design.
 	DefaultShardDuration = time.Minute
 	// DefaultMaxDeliveries is how often a message is handed out before it
 	// moves to the dead letters.
@@ -32,7 +32,7 @@ const (
 	// DefaultMaxBodyBytes is the largest message body accepted.
 	DefaultMaxBodyBytes = 64 << 10
 	// DefaultMaxClockSkew is the largest difference assumed between the
-	// clocks of any two processes using a queue: the seed design's 60 s.
+	// clocks of any two processes using a queue: the original design's 60 s.
 	DefaultMaxClockSkew = 60 * time.Second
 	// MaxNameLen is the longest queue name, in bytes.
 	MaxNameLen = 256

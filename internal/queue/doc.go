@@ -1,4 +1,4 @@
-// Package queue is Abacus' time-sharded delay queue (seed 003): messages
+// Package queue is Abacus' time-sharded delay queue (“cassandra-ruby-queue”): messages
 // with a due time, spread over a fixed ring of shard partitions by the
 // time they were put, taken by consumers that coordinate per shard with a
 // lease, retried a bounded number of times and then kept as dead letters.

@@ -9,7 +9,7 @@ import (
 	"github.com/abacusdb/abacus/internal/queue/shard"
 )
 
-// Observation is a queue's state, shard by shard: what the seed design's
+// Observation is a queue's state, shard by shard: what the original design's
 // observer prints, plus leases.
 type Observation struct {
 	Queue *Queue
@@ -27,7 +27,7 @@ type ShardView struct {
 	// Behind is how many windows the shard is behind the producers' one:
 	// 0 is being written, shard.Lag (2) is the one consumers work.
 	Behind int
-	// Window is the start of the shard's latest window, in the seed's
+	// Window is the start of the shard's latest window, in the design's
 	// YYYYdddHHMM form (UTC).
 	Window string
 	// Messages counts live messages; Due those whose due time has passed;

@@ -15,13 +15,13 @@ import (
 	"github.com/abacusdb/abacus/driver"
 )
 
-// BenchmarkTombstones measures the seed design's known weakness: a shard
+// BenchmarkTombstones measures the original design's known weakness: a shard
 // whose messages were all consumed is full of tombstones, and a read that
 // starts at the shard's beginning goes through all of them. It puts 100,000
 // messages into one shard, consumes them with the engine, and times two
 // reads of that shard as the tombstones pile up:
 //
-//   - "from start": what the seed's consumer does (due >= 0, LIMIT 100);
+//   - "from start": what the design's consumer does (due >= 0, LIMIT 100);
 //   - "from floor": what this engine does (due >= the shard's floor).
 //
 // On Cassandra it then lets gc_grace_seconds pass, flushes and compacts the

@@ -10,15 +10,15 @@
 // shard is k mod N, so consecutive windows use consecutive shards and every
 // shard comes round again after N windows (one rotation).
 //
-// The seed design numbers minutes as YYYYdddHHMM (year, day of year, hour,
+// The original design numbers minutes as YYYYdddHHMM (year, day of year, hour,
 // minute) and takes that number mod N. Those stamps skip values at the end
 // of every hour, day and year (…59 is followed by …00 of the next hour, 41
 // numbers on), so consecutive minutes do not land on consecutive shards
 // there, and for some N the consumer's shard two minutes back collides with
 // the producers' current one. Counting windows from the epoch keeps the
-// rotation regular at every boundary; SeedStamp keeps the seed's numbering
+// rotation regular at every boundary; SeedStamp keeps the design's numbering
 // for comparison (the tests show the collision) and Label prints a window in
-// the seed's readable form.
+// the design's readable form.
 //
 // # Producers and consumers
 //

@@ -107,7 +107,7 @@ func (m Math) Oldest(now time.Time) []int {
 	return out
 }
 
-// Label renders the start of window b in the seed's readable form,
+// Label renders the start of window b in the design's readable form,
 // YYYYdddHHMM in UTC (with seconds, YYYYdddHHMMSS, when the window is not
 // a whole number of minutes).
 func (m Math) Label(b int64) string {
@@ -118,7 +118,7 @@ func (m Math) Label(b int64) string {
 	return fmt.Sprintf("%04d%03d%02d%02d%02d", t.Year(), t.YearDay(), t.Hour(), t.Minute(), t.Second())
 }
 
-// SeedStamp returns the seed design's minute number YYYYdddHHMM of t (in
+// SeedStamp returns the original design's minute number YYYYdddHHMM of t (in
 // UTC) as an integer. It is not used to place messages (see the package
 // documentation); it documents, and lets tests demonstrate, why.
 func SeedStamp(t time.Time) int64 {

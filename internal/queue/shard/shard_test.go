@@ -162,7 +162,7 @@ func TestProducerConsumerIsolation(t *testing.T) {
 	}
 }
 
-// Numbering minutes YYYYdddHHMM, as the seed does, jumps by 41 at the top
+// Numbering minutes YYYYdddHHMM, as the original design does, jumps by 41 at the top
 // of every hour. With 13 shards (41-2 = 39 = 3*13) the shard consumers read
 // at 10:00 is the one producers wrote at 09:59 — one window back instead of
 // two, inside the clock skew the design promises to tolerate. Counting
@@ -174,7 +174,7 @@ func TestSeedStampCollidesAtHourBoundary(t *testing.T) {
 	seedProducer := func(t time.Time) int64 { return SeedStamp(t) % n }
 	seedConsumer := (seedProducer(at) - Lag + n) % n
 	if seedConsumer != seedProducer(at.Add(-time.Minute)) {
-		t.Fatalf("expected the seed numbering to put the consumer in the previous minute's shard")
+		t.Fatalf("expected the original design's numbering to put the consumer in the previous minute's shard")
 	}
 	m := mustNew(t, n, time.Minute)
 	if m.Consumer(at) == m.Of(at.Add(-time.Minute)) {

@@ -128,7 +128,7 @@ func PickedReads(c *abacus.Client, namespace string, p *Picker) Op {
 // uses, created in the benchmark keyspace.
 const NativeTable = "native_bench"
 
-// Native drives Cassandra's own counters (seed 002): the baseline the
+// Native drives Cassandra's own counters (the “Counters” design notes): the baseline the
 // sharded model is measured against. Use the session of the Cassandra
 // driver the sharded scenarios run on, so both go through the same
 // connection pool, host selection and timeouts.

@@ -709,7 +709,7 @@ func TestConcurrentOpenFreshKeyspace(t *testing.T) {
 			t.Errorf("driver %d: ListNamespaces = %d namespaces, %v; want %d", i, len(got), err, n)
 		}
 	}
-	wantOneSchemaVersion(t, drivers[0].Session())
+	cassandratest.WantOneSchema(t, cfg.Keyspace)
 	// The lock is released when the schema is done.
 	var holder string
 	err := cassandratest.Session(t).Query("SELECT holder FROM "+cfg.Keyspace+".schema_lock WHERE name = 'schema'").
@@ -731,22 +731,6 @@ func clusterRelease(t *testing.T) cassandra.ReleaseVersion {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// wantOneSchemaVersion asks every node for its schema version.
-func wantOneSchemaVersion(t *testing.T, s *gocql.Session) {
-	t.Helper()
-	versions := map[string][]string{}
-	for _, h := range s.GetHosts() {
-		var v gocql.UUID
-		if err := s.Query("SELECT schema_version FROM system.local").SetHostID(h.HostID()).Scan(&v); err != nil {
-			t.Fatalf("schema version of %s: %v", h.ConnectAddress(), err)
-		}
-		versions[v.String()] = append(versions[v.String()], h.ConnectAddress().String())
-	}
-	if len(versions) != 1 {
-		t.Errorf("nodes disagree on the schema: %v", versions)
-	}
 }
 
 // TestOpenWaitsForSchemaLock: a process that finds the schema lock taken

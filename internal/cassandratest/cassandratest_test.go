@@ -82,3 +82,29 @@ func TestFindScript(t *testing.T) {
 		t.Fatalf("findScript() = %q", p)
 	}
 }
+
+func TestDescribeDifference(t *testing.T) {
+	same := map[string]map[string]string{
+		"127.0.0.1": {"shards": "aaaaaaaa-1", "namespaces": "bbbbbbbb-1"},
+		"127.0.0.2": {"shards": "aaaaaaaa-1", "namespaces": "bbbbbbbb-1"},
+	}
+	if d := describeDifference(same); d != "" {
+		t.Errorf("agreeing nodes described as different: %s", d)
+	}
+	// A split: one table name with two ids.
+	split := map[string]map[string]string{
+		"127.0.0.1": {"shards": "aaaaaaaa-1"},
+		"127.0.0.2": {"shards": "cccccccc-2"},
+	}
+	if d := describeDifference(split); d == "" {
+		t.Error("a table with two ids was not reported")
+	}
+	// A node still missing a table.
+	lagging := map[string]map[string]string{
+		"127.0.0.1": {"shards": "aaaaaaaa-1", "namespaces": "bbbbbbbb-1"},
+		"127.0.0.2": {"shards": "aaaaaaaa-1"},
+	}
+	if d := describeDifference(lagging); d == "" {
+		t.Error("a missing table was not reported")
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,11 +32,7 @@ func onEachDriver(t *testing.T, fn func(t *testing.T, d driver.Events)) {
 
 var shared = sharedkeyspace.Keyspace{Name: "events engine"}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	shared.Drop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // harness is one store and a shared manual clock; each engine it makes is
 // one process.
@@ -48,16 +43,8 @@ type harness struct {
 	ns    string
 }
 
-var nsSeq struct {
-	sync.Mutex
-	n int
-}
-
 func newHarness(t *testing.T, store driver.Events) *harness {
-	nsSeq.Lock()
-	nsSeq.n++
-	ns := fmt.Sprintf("ns%d-%d", nsSeq.n, time.Now().UnixNano())
-	nsSeq.Unlock()
+	ns := fmt.Sprintf("%s-%d", shared.Namespace(), time.Now().UnixNano())
 	return &harness{t: t, store: store, clk: clock.NewManual(t0), ns: ns}
 }
 

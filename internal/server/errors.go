@@ -74,6 +74,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeResult answers err when there is one, else 200 with toJSON(v): the
+// shape of every handler that reads one thing and shows it.
+func writeResult[V, J any](w http.ResponseWriter, r *http.Request, v V, err error, toJSON func(V) J) {
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toJSON(v))
+}
+
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := errorCode(err)
 	if info := requestInfoFrom(r); info != nil {

@@ -106,11 +106,7 @@ func (s *Server) clear(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if req.RequestID == "" {
-		req.RequestID = newRequestID()
-	}
-	w.Header().Set("Abacus-Request-Id", req.RequestID)
-	logAttrs(r, slog.String("request_id", req.RequestID))
+	req.RequestID = announceRequestID(w, r, req.RequestID)
 	if err := s.client.Clear(r.Context(), ns, counter, req.RequestID); err != nil {
 		writeError(w, r, err)
 		return

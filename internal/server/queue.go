@@ -166,11 +166,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) {
 	q, err := s.client.Queues().Queue(r.Context(), r.PathValue("queue"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, queueJSON(q))
+	writeResult(w, r, q, err, queueJSON)
 }
 
 // decodePut decodes the envelope and each message on its own, so errors
@@ -446,11 +442,7 @@ func statsJSON(o *queue.Observation) api.QueueStats {
 
 func (s *Server) queueStats(w http.ResponseWriter, r *http.Request) {
 	o, err := s.client.Queues().Observe(r.Context(), r.PathValue("queue"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, statsJSON(o))
+	writeResult(w, r, o, err, statsJSON)
 }
 
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {

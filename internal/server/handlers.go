@@ -62,11 +62,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.NamespaceList{Namespaces: make([]api.Namespace, len(list))}
-	for i, ns := range list {
-		out.Namespaces[i] = namespaceJSON(ns)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, api.NamespaceList{Namespaces: jsonEach(list, namespaceJSON)})
 }
 
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {

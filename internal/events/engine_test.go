@@ -48,6 +48,14 @@ func newHarness(t *testing.T, store driver.Events) *harness {
 	return &harness{t: t, store: store, clk: clock.NewManual(t0), ns: ns}
 }
 
+// onEachHarness is the usual start of a test: in parallel, on each driver,
+// a harness on that driver's store.
+func onEachHarness(t *testing.T, fn func(t *testing.T, h *harness)) {
+	t.Helper()
+	t.Parallel()
+	onEachDriver(t, func(t *testing.T, d driver.Events) { fn(t, newHarness(t, d)) })
+}
+
 func (h *harness) engine(tweak ...func(*Config)) *Engine {
 	h.t.Helper()
 	// A day between triggered rollups: tests roll up explicitly unless
@@ -97,9 +105,7 @@ func wantValue(t *testing.T, e *Engine, tg Target, want int64) *Reading {
 }
 
 func TestRetriesCountOnce(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		procs := []*Engine{h.engine(), h.engine(), h.engine()}
 		tg := h.target("likes")
 
@@ -147,9 +153,7 @@ func TestRetriesCountOnce(t *testing.T) {
 }
 
 func TestBadEventsWriteNothing(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		e := h.engine()
 		tg := h.target("c")
 		now := h.clk.Now()
@@ -175,9 +179,7 @@ func TestBadEventsWriteNothing(t *testing.T) {
 }
 
 func TestRollupFoldsAndFreesBuckets(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		e := h.engine()
 		tg := h.target("shares")
 		var ids []string
@@ -265,9 +267,7 @@ func TestStaleRollupLoses(t *testing.T) {
 }
 
 func TestRacingRollups(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		procs := make([]*Engine, 5)
 		for i := range procs {
 			procs[i] = h.engine()
@@ -298,9 +298,7 @@ func TestRacingRollups(t *testing.T) {
 }
 
 func TestClearThenReuse(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		a, b := h.engine(), h.engine()
 		tg := h.target("cart")
 		old := api.NewRequestID(h.clk.Now())
@@ -347,9 +345,7 @@ func TestClearThenReuse(t *testing.T) {
 // Reads and writes start a rollup once the counter's epoch trails by more
 // than RollupEvery.
 func TestRollupTriggeredByUse(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		e := h.engine(func(c *Config) { c.RollupEvery = 30 * time.Second })
 		tg := h.target("busy")
 		for range 10 {

@@ -42,6 +42,14 @@ func newHarness(t *testing.T, store driver.Ledgers) *harness {
 	return &harness{t: t, store: store, clk: clock.NewManual(t0), ns: shared.Namespace()}
 }
 
+// onEachHarness is the usual start of a test: in parallel, on each driver,
+// a harness on that driver's store.
+func onEachHarness(t *testing.T, fn func(t *testing.T, h *harness)) {
+	t.Helper()
+	t.Parallel()
+	onEachDriver(t, func(t *testing.T, d driver.Driver) { fn(t, newHarness(t, d)) })
+}
+
 func (h *harness) engine(tweak ...func(*Config)) *Engine {
 	h.t.Helper()
 	cfg := Config{

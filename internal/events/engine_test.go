@@ -238,9 +238,8 @@ func TestRollupFoldsAndFreesBuckets(t *testing.T) {
 // A rollup from a process whose clock runs behind writes an older epoch;
 // it must lose to the newer rollup, never move the counter backwards.
 func TestStaleRollupLoses(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		d := h.store
 		fast := h.engine()
 		slowClock := clock.Offset{Base: h.clk, By: -20 * time.Second}
 		slow := h.engine(func(c *Config) { c.Clock = slowClock })
@@ -406,10 +405,8 @@ func (f *faultyEvents) WriteEvent(ctx context.Context, p *driver.WriteEventParam
 }
 
 func TestWriteFailures(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
-		f := &faultyEvents{Events: d}
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		f := &faultyEvents{Events: h.store}
 		h.store = f
 		e := h.engine()
 		tg := h.target("f")
@@ -460,10 +457,8 @@ func (c *countingEvents) MarkEventBucket(ctx context.Context, p *driver.MarkEven
 // written once per process and bucket, not per increment (docs: "one extra
 // marker write per (process, counter, bucket)").
 func TestOneMarkerWritePerBucket(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
-		ce := &countingEvents{Events: d}
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		ce := &countingEvents{Events: h.store}
 		h.store = ce
 		e := h.engine()
 		tg := h.target("m")

@@ -147,9 +147,7 @@ func TestCreditsDebitsAndRetries(t *testing.T) {
 // Amounts that would take a side's total past int64 are refused and
 // nothing is written; so are zero amounts and bad request ids.
 func TestBadRequestsWriteNothing(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Driver) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		a, b := h.engine(), h.engine()
 		tg := h.target("big", Options{})
 		mustUpdate(t, a, tg, math.MaxInt64-10, "p")

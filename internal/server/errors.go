@@ -74,8 +74,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// writeResult answers err when there is one, else 200 with toJSON(v): the
-// shape of every handler that reads one thing and shows it.
+// writeResult answers err when there is one, else 200 with toJSON(v): for
+// the handlers that read one thing and show it.
 func writeResult[V, J any](w http.ResponseWriter, r *http.Request, v V, err error, toJSON func(V) J) {
 	if err != nil {
 		writeError(w, r, err)

@@ -25,46 +25,46 @@ func (r *Reader) Fail(format string, args ...any) {
 	}
 }
 
+// take consumes the next n bytes, or fails with the message (naming what)
+// and returns nil when fewer are left or an error has stuck.
+func (r *Reader) take(n int, format, what string) []byte {
+	if r.Err != nil {
+		return nil
+	}
+	if len(r.B) < n {
+		r.Fail(format, what)
+		return nil
+	}
+	b := r.B[:n]
+	r.B = r.B[n:]
+	return b
+}
+
 // Byte reads one byte.
 func (r *Reader) Byte(what string) byte {
-	if r.Err != nil {
+	b := r.take(1, "truncated before %s", what)
+	if b == nil {
 		return 0
 	}
-	if len(r.B) < 1 {
-		r.Fail("truncated before %s", what)
-		return 0
-	}
-	v := r.B[0]
-	r.B = r.B[1:]
-	return v
+	return b[0]
 }
 
 // Uint64 reads a big-endian uint64.
 func (r *Reader) Uint64(what string) uint64 {
-	if r.Err != nil {
+	b := r.take(8, "truncated in %s", what)
+	if b == nil {
 		return 0
 	}
-	if len(r.B) < 8 {
-		r.Fail("truncated in %s", what)
-		return 0
-	}
-	v := binary.BigEndian.Uint64(r.B)
-	r.B = r.B[8:]
-	return v
+	return binary.BigEndian.Uint64(b)
 }
 
 // Uint32 reads a big-endian uint32.
 func (r *Reader) Uint32(what string) uint32 {
-	if r.Err != nil {
+	b := r.take(4, "truncated in %s", what)
+	if b == nil {
 		return 0
 	}
-	if len(r.B) < 4 {
-		r.Fail("truncated in %s", what)
-		return 0
-	}
-	v := binary.BigEndian.Uint32(r.B)
-	r.B = r.B[4:]
-	return v
+	return binary.BigEndian.Uint32(b)
 }
 
 // Uvarint reads a uvarint and refuses a non-minimal one: every value has

@@ -2,6 +2,7 @@ package crdt
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -17,56 +18,49 @@ func lawTrials(k Kind) int {
 	return 300
 }
 
-func TestMergeCommutative(t *testing.T) {
+// forEachKindTrial runs, for each kind in a parallel subtest of its own, a
+// heavy property check trials(k) times with the package's seeded rand.
+func forEachKindTrial(t *testing.T, kinds []Kind, trials func(Kind) int, check func(t *testing.T, r *rand.Rand, k Kind)) {
+	t.Helper()
 	t.Parallel()
 	skipHeavyInShort(t)
-	for _, k := range allKinds {
+	for _, k := range kinds {
 		t.Run(k.String(), func(t *testing.T) {
 			t.Parallel()
 			r := newRand(t)
-			for range lawTrials(k) {
-				a, b := randomState(t, r, k), randomState(t, r, k)
-				requireSame(t, "a+b vs b+a", merged(t, a, b), merged(t, b, a))
+			for range trials(k) {
+				check(t, r, k)
 			}
 		})
 	}
+}
+
+func TestMergeCommutative(t *testing.T) {
+	forEachKindTrial(t, allKinds, lawTrials, func(t *testing.T, r *rand.Rand, k Kind) {
+		a, b := randomState(t, r, k), randomState(t, r, k)
+		requireSame(t, "a+b vs b+a", merged(t, a, b), merged(t, b, a))
+	})
 }
 
 func TestMergeAssociative(t *testing.T) {
-	t.Parallel()
-	skipHeavyInShort(t)
-	for _, k := range allKinds {
-		t.Run(k.String(), func(t *testing.T) {
-			t.Parallel()
-			r := newRand(t)
-			for range lawTrials(k) {
-				a, b, c := randomState(t, r, k), randomState(t, r, k), randomState(t, r, k)
-				left := merged(t, merged(t, a, b), c)
-				right := merged(t, a, merged(t, b, c))
-				requireSame(t, "(a+b)+c vs a+(b+c)", left, right)
-			}
-		})
-	}
+	forEachKindTrial(t, allKinds, lawTrials, func(t *testing.T, r *rand.Rand, k Kind) {
+		a, b, c := randomState(t, r, k), randomState(t, r, k), randomState(t, r, k)
+		left := merged(t, merged(t, a, b), c)
+		right := merged(t, a, merged(t, b, c))
+		requireSame(t, "(a+b)+c vs a+(b+c)", left, right)
+	})
 }
 
 func TestMergeIdempotent(t *testing.T) {
-	t.Parallel()
-	skipHeavyInShort(t)
-	for _, k := range []Kind{KindMax, KindMin, KindDistinct} {
-		t.Run(k.String(), func(t *testing.T) {
-			t.Parallel()
-			r := newRand(t)
-			for range lawTrials(k) {
-				a := randomState(t, r, k)
-				requireSame(t, "a+copy(a) vs a", merged(t, a, a.Clone()), a)
-				self := a.Clone()
-				requireSame(t, "a+a (same pointer) vs a", mustMerge(t, self, self), a)
-				// Merging a state in again after more merges changes nothing.
-				ab := merged(t, a, randomState(t, r, k))
-				requireSame(t, "(a+b)+a vs a+b", merged(t, ab, a), ab)
-			}
-		})
-	}
+	forEachKindTrial(t, []Kind{KindMax, KindMin, KindDistinct}, lawTrials, func(t *testing.T, r *rand.Rand, k Kind) {
+		a := randomState(t, r, k)
+		requireSame(t, "a+copy(a) vs a", merged(t, a, a.Clone()), a)
+		self := a.Clone()
+		requireSame(t, "a+a (same pointer) vs a", mustMerge(t, self, self), a)
+		// Merging a state in again after more merges changes nothing.
+		ab := merged(t, a, randomState(t, r, k))
+		requireSame(t, "(a+b)+a vs a+b", merged(t, ab, a), ab)
+	})
 }
 
 // Sum is deliberately not idempotent: the model relies on each shard being
@@ -85,31 +79,24 @@ func TestSumMergeIsNotIdempotent(t *testing.T) {
 // give exactly the state a single writer would have reached. For sum this is
 // the core claim of the sharded model.
 func TestShardsEqualSingleState(t *testing.T) {
-	t.Parallel()
-	skipHeavyInShort(t)
-	for _, k := range allKinds {
-		t.Run(k.String(), func(t *testing.T) {
-			t.Parallel()
-			r := newRand(t)
-			for range lawTrials(k) / 4 {
-				single := mustNew(t, k)
-				shards := make([]State, 1+r.IntN(8))
-				for i := range shards {
-					shards[i] = mustNew(t, k)
-				}
-				for n := randomOpCount(r, k) * 3; n > 0; n-- {
-					op := randomOp(r, k)
-					mustApply(t, single, op)
-					mustApply(t, shards[r.IntN(len(shards))], op)
-				}
-				tally := mustNew(t, k)
-				for _, i := range r.Perm(len(shards)) {
-					mustMerge(t, tally, shards[i])
-				}
-				requireSame(t, "merged shards vs single writer", tally, single)
-			}
-		})
-	}
+	quarter := func(k Kind) int { return lawTrials(k) / 4 }
+	forEachKindTrial(t, allKinds, quarter, func(t *testing.T, r *rand.Rand, k Kind) {
+		single := mustNew(t, k)
+		shards := make([]State, 1+r.IntN(8))
+		for i := range shards {
+			shards[i] = mustNew(t, k)
+		}
+		for n := randomOpCount(r, k) * 3; n > 0; n-- {
+			op := randomOp(r, k)
+			mustApply(t, single, op)
+			mustApply(t, shards[r.IntN(len(shards))], op)
+		}
+		tally := mustNew(t, k)
+		for _, i := range r.Perm(len(shards)) {
+			mustMerge(t, tally, shards[i])
+		}
+		requireSame(t, "merged shards vs single writer", tally, single)
+	})
 }
 
 func TestSumMergeOverflowIsSymmetric(t *testing.T) {

@@ -71,21 +71,11 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 10 * time.Second
-	}
-	if c.RollupConsistency == driver.Default {
-		c.RollupConsistency = driver.All
-	}
-	if c.RollupEvery == 0 {
-		c.RollupEvery = 5 * time.Minute
-	}
-	if c.MaxCounters == 0 {
-		c.MaxCounters = 10_000
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
+	c.RollupConsistency = cmp.Or(c.RollupConsistency, driver.All)
+	c.RollupEvery = cmp.Or(c.RollupEvery, 5*time.Minute)
+	c.MaxCounters = cmp.Or(c.MaxCounters, 10_000)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

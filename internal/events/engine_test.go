@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,11 +32,7 @@ func onEachDriver(t *testing.T, fn func(t *testing.T, d driver.Events)) {
 
 var shared = sharedkeyspace.Keyspace{Name: "events engine"}
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	shared.Drop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // harness is one store and a shared manual clock; each engine it makes is
 // one process.
@@ -48,17 +43,17 @@ type harness struct {
 	ns    string
 }
 
-var nsSeq struct {
-	sync.Mutex
-	n int
+func newHarness(t *testing.T, store driver.Events) *harness {
+	ns := fmt.Sprintf("%s-%d", shared.Namespace(), time.Now().UnixNano())
+	return &harness{t: t, store: store, clk: clock.NewManual(t0), ns: ns}
 }
 
-func newHarness(t *testing.T, store driver.Events) *harness {
-	nsSeq.Lock()
-	nsSeq.n++
-	ns := fmt.Sprintf("ns%d-%d", nsSeq.n, time.Now().UnixNano())
-	nsSeq.Unlock()
-	return &harness{t: t, store: store, clk: clock.NewManual(t0), ns: ns}
+// onEachHarness is the usual start of a test: in parallel, on each driver,
+// a harness on that driver's store.
+func onEachHarness(t *testing.T, fn func(t *testing.T, h *harness)) {
+	t.Helper()
+	t.Parallel()
+	onEachDriver(t, func(t *testing.T, d driver.Events) { fn(t, newHarness(t, d)) })
 }
 
 func (h *harness) engine(tweak ...func(*Config)) *Engine {
@@ -110,9 +105,7 @@ func wantValue(t *testing.T, e *Engine, tg Target, want int64) *Reading {
 }
 
 func TestRetriesCountOnce(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		procs := []*Engine{h.engine(), h.engine(), h.engine()}
 		tg := h.target("likes")
 
@@ -160,9 +153,7 @@ func TestRetriesCountOnce(t *testing.T) {
 }
 
 func TestBadEventsWriteNothing(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		e := h.engine()
 		tg := h.target("c")
 		now := h.clk.Now()
@@ -188,9 +179,7 @@ func TestBadEventsWriteNothing(t *testing.T) {
 }
 
 func TestRollupFoldsAndFreesBuckets(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		e := h.engine()
 		tg := h.target("shares")
 		var ids []string
@@ -249,9 +238,8 @@ func TestRollupFoldsAndFreesBuckets(t *testing.T) {
 // A rollup from a process whose clock runs behind writes an older epoch;
 // it must lose to the newer rollup, never move the counter backwards.
 func TestStaleRollupLoses(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		d := h.store
 		fast := h.engine()
 		slowClock := clock.Offset{Base: h.clk, By: -20 * time.Second}
 		slow := h.engine(func(c *Config) { c.Clock = slowClock })
@@ -278,9 +266,7 @@ func TestStaleRollupLoses(t *testing.T) {
 }
 
 func TestRacingRollups(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		procs := make([]*Engine, 5)
 		for i := range procs {
 			procs[i] = h.engine()
@@ -311,9 +297,7 @@ func TestRacingRollups(t *testing.T) {
 }
 
 func TestClearThenReuse(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		a, b := h.engine(), h.engine()
 		tg := h.target("cart")
 		old := api.NewRequestID(h.clk.Now())
@@ -360,9 +344,7 @@ func TestClearThenReuse(t *testing.T) {
 // Reads and writes start a rollup once the counter's epoch trails by more
 // than RollupEvery.
 func TestRollupTriggeredByUse(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		e := h.engine(func(c *Config) { c.RollupEvery = 30 * time.Second })
 		tg := h.target("busy")
 		for range 10 {
@@ -423,10 +405,8 @@ func (f *faultyEvents) WriteEvent(ctx context.Context, p *driver.WriteEventParam
 }
 
 func TestWriteFailures(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
-		f := &faultyEvents{Events: d}
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		f := &faultyEvents{Events: h.store}
 		h.store = f
 		e := h.engine()
 		tg := h.target("f")
@@ -477,10 +457,8 @@ func (c *countingEvents) MarkEventBucket(ctx context.Context, p *driver.MarkEven
 // written once per process and bucket, not per increment (docs: "one extra
 // marker write per (process, counter, bucket)").
 func TestOneMarkerWritePerBucket(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Events) {
-		h := newHarness(t, d)
-		ce := &countingEvents{Events: d}
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		ce := &countingEvents{Events: h.store}
 		h.store = ce
 		e := h.engine()
 		tg := h.target("m")

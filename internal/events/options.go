@@ -1,6 +1,7 @@
 package events
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -30,18 +31,10 @@ type Options struct {
 
 // WithDefaults fills zero fields with the documented defaults.
 func (o Options) WithDefaults() Options {
-	if o.Bucket == 0 {
-		o.Bucket = time.Hour
-	}
-	if o.AcceptWindow == 0 {
-		o.AcceptWindow = time.Hour
-	}
-	if o.RollupDelay == 0 {
-		o.RollupDelay = 5 * time.Minute
-	}
-	if o.FutureLimit == 0 {
-		o.FutureLimit = time.Minute
-	}
+	o.Bucket = cmp.Or(o.Bucket, time.Hour)
+	o.AcceptWindow = cmp.Or(o.AcceptWindow, time.Hour)
+	o.RollupDelay = cmp.Or(o.RollupDelay, 5*time.Minute)
+	o.FutureLimit = cmp.Or(o.FutureLimit, time.Minute)
 	return o
 }
 

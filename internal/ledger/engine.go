@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -67,15 +68,9 @@ type Options struct {
 
 // WithDefaults fills in zero fields.
 func (o Options) WithDefaults() Options {
-	if o.HistoryLength == 0 {
-		o.HistoryLength = DefaultHistoryLength
-	}
-	if o.RetryCount == 0 {
-		o.RetryCount = DefaultRetryCount
-	}
-	if o.ClaimTTL == 0 {
-		o.ClaimTTL = DefaultClaimTTL
-	}
+	o.HistoryLength = cmp.Or(o.HistoryLength, DefaultHistoryLength)
+	o.RetryCount = cmp.Or(o.RetryCount, DefaultRetryCount)
+	o.ClaimTTL = cmp.Or(o.ClaimTTL, DefaultClaimTTL)
 	return o
 }
 
@@ -139,21 +134,11 @@ func (c Config) withDefaults() Config {
 	if c.ActorID == "" {
 		c.ActorID = randomid.Hex(8)
 	}
-	if c.MaxActors == 0 {
-		c.MaxActors = 10_000
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 10 * time.Second
-	}
-	if c.RetryBackoff == 0 {
-		c.RetryBackoff = 20 * time.Millisecond
-	}
-	if c.ClaimWait == 0 {
-		c.ClaimWait = 2 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.MaxActors = cmp.Or(c.MaxActors, 10_000)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
+	c.RetryBackoff = cmp.Or(c.RetryBackoff, 20*time.Millisecond)
+	c.ClaimWait = cmp.Or(c.ClaimWait, 2*time.Second)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

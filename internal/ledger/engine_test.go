@@ -16,9 +16,7 @@ import (
 // next merge), so req3 is still known; a find merges and writes back,
 // after which only req4…req6 are.
 func TestSeedHistoryLength3(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Driver) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		e := h.engine()
 		tg := h.target("player_2", Options{HistoryLength: 3})
 		for i := 1; i <= 6; i++ {
@@ -53,9 +51,7 @@ func TestSeedHistoryLength3(t *testing.T) {
 // history_length-3 example, the fold happens on the next merge — the find
 // — so until then req1 is still recognised as a retry.
 func TestSeedApproach2bTwoActors(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Driver) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		a1, a2 := h.engine(), h.engine()
 		tg := h.target("account", Options{HistoryLength: 5})
 
@@ -151,9 +147,7 @@ func TestCreditsDebitsAndRetries(t *testing.T) {
 // Amounts that would take a side's total past int64 are refused and
 // nothing is written; so are zero amounts and bad request ids.
 func TestBadRequestsWriteNothing(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Driver) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		a, b := h.engine(), h.engine()
 		tg := h.target("big", Options{})
 		mustUpdate(t, a, tg, math.MaxInt64-10, "p")
@@ -193,9 +187,7 @@ func TestBadRequestsWriteNothing(t *testing.T) {
 // retried while the first attempt was still running) applies it once: its
 // actor's writes are serialised.
 func TestSameRequestTwiceAtOnceOnOneProcess(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Driver) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		e := h.engine()
 		tg := h.target("twice", Options{})
 		var wg sync.WaitGroup
@@ -215,9 +207,7 @@ func TestSameRequestTwiceAtOnceOnOneProcess(t *testing.T) {
 // a new actor for it next time; nothing is lost or doubled and retries
 // are still recognised across the old and new actors.
 func TestEvictedActorsAreReplaced(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Driver) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		e := h.engine(func(c *Config) { c.MaxActors = 1 })
 		l1, l2 := h.target("one", Options{}), h.target("two", Options{})
 		for i := range 3 {
@@ -241,9 +231,7 @@ func TestEvictedActorsAreReplaced(t *testing.T) {
 // places. The model cannot work like that, and the engine says so instead
 // of silently overwriting the other's entries.
 func TestSharedActorIDIsDetected(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Driver) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
 		same := func(c *Config) { c.ActorID = "not-unique" }
 		a, b := h.engine(same), h.engine(same)
 		tg := h.target("shared", Options{})

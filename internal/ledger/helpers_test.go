@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,22 +19,15 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// onEachDriver runs fn on the embedded store and on this package's shared
-// Cassandra keyspace (see sharedkeyspace.Keyspace.Each).
-func onEachDriver(t *testing.T, fn func(t *testing.T, d driver.Driver)) {
-	t.Helper()
-	shared.Each(t, func(t *testing.T, d driver.Driver) { fn(t, d) })
-}
-
 var shared = sharedkeyspace.Keyspace{Name: "ledger engine"}
+
+// onEachDriver runs fn on the embedded store and on this package's shared
+// Cassandra keyspace: the engine needs the whole driver, so no adapter.
+var onEachDriver = shared.Each
 
 func sharedCassandra(t testing.TB) *cassandra.Driver { return shared.Driver(t) }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	shared.Drop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // harness is one store and a shared manual clock; each engine it makes is
 // one process (one actor per ledger).
@@ -46,17 +38,16 @@ type harness struct {
 	ns    string
 }
 
-var nsSeq struct {
-	sync.Mutex
-	n int
+func newHarness(t *testing.T, store driver.Ledgers) *harness {
+	return &harness{t: t, store: store, clk: clock.NewManual(t0), ns: shared.Namespace()}
 }
 
-func newHarness(t *testing.T, store driver.Ledgers) *harness {
-	nsSeq.Lock()
-	nsSeq.n++
-	ns := fmt.Sprintf("ns%d", nsSeq.n)
-	nsSeq.Unlock()
-	return &harness{t: t, store: store, clk: clock.NewManual(t0), ns: ns}
+// onEachHarness is the usual start of a test: in parallel, on each driver,
+// a harness on that driver's store.
+func onEachHarness(t *testing.T, fn func(t *testing.T, h *harness)) {
+	t.Helper()
+	t.Parallel()
+	onEachDriver(t, func(t *testing.T, d driver.Driver) { fn(t, newHarness(t, d)) })
 }
 
 func (h *harness) engine(tweak ...func(*Config)) *Engine {

@@ -15,9 +15,8 @@ import (
 // actor that never writes the entry, and would make every retry of the
 // request answer "unknown" until it expires.
 func TestLateClaimIsWithdrawn(t *testing.T) {
-	t.Parallel()
-	onEachDriver(t, func(t *testing.T, d driver.Driver) {
-		h := newHarness(t, d)
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		d := h.store
 		fs := &faultyStore{Ledgers: d}
 		h.store = fs
 		var mu sync.Mutex

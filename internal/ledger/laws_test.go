@@ -28,6 +28,17 @@ func lawTrials() int {
 	return 2000
 }
 
+// forEachUniverse runs check lawTrials times, each on a fresh random
+// universe, with the package's seeded rand.
+func forEachUniverse(t *testing.T, check func(r *rand.Rand, u universe)) {
+	t.Helper()
+	t.Parallel()
+	r := newRand(t)
+	for range lawTrials() {
+		check(r, randomUniverse(r))
+	}
+}
+
 // A universe is what every actor ever appended: one log per actor and
 // section. Any state the model produces holds, per actor, a view of that
 // actor's logs — a folded prefix and the entries after it — because an
@@ -111,34 +122,25 @@ func dump(s *State) string {
 }
 
 func TestMergeCommutative(t *testing.T) {
-	t.Parallel()
-	r := newRand(t)
-	for range lawTrials() {
-		u := randomUniverse(r)
+	forEachUniverse(t, func(r *rand.Rand, u universe) {
 		a, b := randomState(r, u), randomState(r, u)
 		requireEqual(t, "a+b and b+a", merged(t, a, b), merged(t, b, a))
-	}
+	})
 }
 
 func TestMergeAssociative(t *testing.T) {
-	t.Parallel()
-	r := newRand(t)
-	for range lawTrials() {
-		u := randomUniverse(r)
+	forEachUniverse(t, func(r *rand.Rand, u universe) {
 		a, b, c := randomState(r, u), randomState(r, u), randomState(r, u)
 		left := merged(t, merged(t, a, b), c)
 		right := merged(t, a, merged(t, b, c))
 		requireEqual(t, "(a+b)+c and a+(b+c)", left, right)
-	}
+	})
 }
 
 // Unlike a sum, merging the same rows twice (a reader that sees one row on
 // two replicas, a retried read) changes nothing.
 func TestMergeIdempotent(t *testing.T) {
-	t.Parallel()
-	r := newRand(t)
-	for range lawTrials() {
-		u := randomUniverse(r)
+	forEachUniverse(t, func(r *rand.Rand, u universe) {
 		a := randomState(r, u)
 		requireEqual(t, "a+a and a", merged(t, a, a.Clone()), a)
 		self := a.Clone()
@@ -148,17 +150,15 @@ func TestMergeIdempotent(t *testing.T) {
 		requireEqual(t, "a+a (same pointer) and a", self, a)
 		ab := merged(t, a, randomState(r, u))
 		requireEqual(t, "(a+b)+a and a+b", merged(t, ab, a), ab)
-	}
+	})
 }
 
 // The join of two views of one log is the view with the longest log and
 // the longest folded prefix: nothing an actor appended is lost or counted
 // twice, whichever versions of its row meet.
 func TestJoinIsTheLatestView(t *testing.T) {
-	t.Parallel()
-	r := newRand(t)
-	for range lawTrials() {
-		log := randomUniverse(r)["actor-0"][0]
+	forEachUniverse(t, func(r *rand.Rand, u universe) {
+		log := u["actor-0"][0]
 		s1, s2 := r.IntN(len(log)+1), r.IntN(len(log)+1)
 		f1, f2 := r.IntN(s1+1), r.IntN(s2+1)
 		a, b := view(log, f1, s1), view(log, f2, s2)
@@ -170,7 +170,7 @@ func TestJoinIsTheLatestView(t *testing.T) {
 		if !got.equal(&want) {
 			t.Fatalf("join(%+v, %+v) = %+v, want %+v", a, b, got, want)
 		}
-	}
+	})
 }
 
 // Compaction (the overflow rule) is a normalisation, not part of the join:
@@ -178,10 +178,7 @@ func TestJoinIsTheLatestView(t *testing.T) {
 // the original back in changes nothing), and gives the same result
 // whether it runs before or after a merge.
 func TestCompactionLaws(t *testing.T) {
-	t.Parallel()
-	r := newRand(t)
-	for range lawTrials() {
-		u := randomUniverse(r)
+	forEachUniverse(t, func(r *rand.Rand, u universe) {
 		keep := r.IntN(5)
 		a, b := randomState(r, u), randomState(r, u)
 		ca := compacted(a, keep)
@@ -204,7 +201,7 @@ func TestCompactionLaws(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 func compacted(s *State, keep int) *State {
@@ -218,10 +215,7 @@ func compacted(s *State, keep int) *State {
 // The value of a merge is the sum of the actors' latest views: merging
 // never counts an entry twice.
 func TestMergedValueCountsEachEntryOnce(t *testing.T) {
-	t.Parallel()
-	r := newRand(t)
-	for range lawTrials() {
-		u := randomUniverse(r)
+	forEachUniverse(t, func(r *rand.Rand, u universe) {
 		a, b := randomState(r, u), randomState(r, u)
 		m := merged(t, a, b)
 		var want int64
@@ -239,7 +233,7 @@ func TestMergedValueCountsEachEntryOnce(t *testing.T) {
 		if got, _ := m.Value(); got != want {
 			t.Fatalf("value %d, want %d", got, want)
 		}
-	}
+	})
 }
 
 // Two processes writing under one actor id produce versions that are not

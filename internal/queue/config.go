@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,18 +85,10 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.MaxClockSkew == 0 {
-		c.MaxClockSkew = DefaultMaxClockSkew
-	}
-	if c.DeepSweepInterval == 0 {
-		c.DeepSweepInterval = time.Hour
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.MaxClockSkew = cmp.Or(c.MaxClockSkew, DefaultMaxClockSkew)
+	c.DeepSweepInterval = cmp.Or(c.DeepSweepInterval, time.Hour)
 	return c
 }
 
@@ -138,18 +131,10 @@ type QueueConfig struct {
 }
 
 func (c QueueConfig) withDefaults() QueueConfig {
-	if c.Shards == 0 {
-		c.Shards = DefaultShards
-	}
-	if c.ShardDuration == 0 {
-		c.ShardDuration = DefaultShardDuration
-	}
-	if c.MaxDeliveries == 0 {
-		c.MaxDeliveries = DefaultMaxDeliveries
-	}
-	if c.VisibilityTimeout == 0 {
-		c.VisibilityTimeout = DefaultVisibilityTimeout
-	}
+	c.Shards = cmp.Or(c.Shards, DefaultShards)
+	c.ShardDuration = cmp.Or(c.ShardDuration, DefaultShardDuration)
+	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, DefaultMaxDeliveries)
+	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, DefaultVisibilityTimeout)
 	return c
 }
 
@@ -234,21 +219,11 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	if c.Name == "" {
 		c.Name = defaultConsumerName()
 	}
-	if c.Concurrency == 0 {
-		c.Concurrency = 1
-	}
-	if c.LeaseTTL == 0 {
-		c.LeaseTTL = 30 * time.Second
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
-	}
-	if c.CatchUpInterval == 0 {
-		c.CatchUpInterval = 10 * time.Second
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 100
-	}
+	c.Concurrency = cmp.Or(c.Concurrency, 1)
+	c.LeaseTTL = cmp.Or(c.LeaseTTL, 30*time.Second)
+	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
+	c.CatchUpInterval = cmp.Or(c.CatchUpInterval, 10*time.Second)
+	c.BatchSize = cmp.Or(c.BatchSize, 100)
 	return c
 }
 

@@ -100,11 +100,18 @@ func onBothDrivers(t *testing.T, f func(t *testing.T, e *env)) {
 			} else {
 				store = cassandraStore(t)
 			}
-			e := &env{driver: name, store: store, clock: clock.NewManual(start)}
-			e.svc = e.service(t, e.clock)
-			f(t, e)
+			f(t, newEnv(t, name, store))
 		})
 	}
+}
+
+// newEnv is an env on store (named driverName) with a manual clock at
+// start and a service on that clock.
+func newEnv(t *testing.T, driverName string, store driver.Queues) *env {
+	t.Helper()
+	e := &env{driver: driverName, store: store, clock: clock.NewManual(start)}
+	e.svc = e.service(t, e.clock)
+	return e
 }
 
 // service returns another service on e's store with its own clock (a

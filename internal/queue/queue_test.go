@@ -654,8 +654,7 @@ func TestGracefulStopFinishesAndReleases(t *testing.T) {
 
 func TestStopTimeoutCancelsHandlers(t *testing.T) {
 	t.Parallel()
-	e := &env{driver: "embedded", store: embeddedStore(t), clock: clock.NewManual(start)}
-	e.svc = e.service(t, e.clock)
+	e := newEnv(t, "embedded", embeddedStore(t))
 	q := e.create(t, QueueConfig{Shards: 4})
 	e.put(t, e.svc, q.Name, Message{Body: []byte("stuck")})
 	e.clock.Advance(2 * time.Minute)
@@ -686,8 +685,7 @@ func TestStopTimeoutCancelsHandlers(t *testing.T) {
 
 func TestHandlerPanicCountsAsFailure(t *testing.T) {
 	t.Parallel()
-	e := &env{driver: "embedded", store: embeddedStore(t), clock: clock.NewManual(start)}
-	e.svc = e.service(t, e.clock)
+	e := newEnv(t, "embedded", embeddedStore(t))
 	q := e.create(t, QueueConfig{Shards: 4, MaxDeliveries: 1})
 	e.put(t, e.svc, q.Name, Message{Body: []byte("boom")})
 	e.clock.Advance(2 * time.Minute)
@@ -840,8 +838,7 @@ func TestIDs(t *testing.T) {
 
 func TestConsumerConfig(t *testing.T) {
 	t.Parallel()
-	e := &env{driver: "embedded", store: embeddedStore(t), clock: clock.NewManual(start)}
-	e.svc = e.service(t, e.clock)
+	e := newEnv(t, "embedded", embeddedStore(t))
 	q := e.create(t, QueueConfig{})
 	ctx := ctxT(t)
 	for _, bad := range []ConsumerConfig{

@@ -18,14 +18,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// A server whose clock is off the store's by more than MaxClockSkew takes
-// no writes and is not ready; reads go on; once its clock is back within
-// the limit it takes writes again. Only Cassandra has a clock to compare
-// with.
-func TestClockSkewRefusesWrites(t *testing.T) {
-	t.Parallel()
+// openCassandra opens a driver on a fresh keyspace of its own, closed when
+// the test ends, or skips the test without ABACUS_TEST_CASSANDRA: only
+// Cassandra has a clock to compare with.
+func openCassandra(t *testing.T, ctx context.Context) *cassandra.Driver {
+	t.Helper()
 	hosts := cassandratest.Hosts(t) // skips without ABACUS_TEST_CASSANDRA
-	ctx := context.Background()
 	d, err := cassandra.Open(ctx, cassandra.Config{
 		Hosts: hosts, Keyspace: cassandratest.Keyspace(t),
 		Replication: cassandra.Replication{ReplicationFactor: cassandratest.ReplicationFactor(t)},
@@ -33,7 +31,18 @@ func TestClockSkewRefusesWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// A server whose clock is off the store's by more than MaxClockSkew takes
+// no writes and is not ready; reads go on; once its clock is back within
+// the limit it takes writes again. Only Cassandra has a clock to compare
+// with.
+func TestClockSkewRefusesWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := openCassandra(t, ctx)
 	offset := &clock.Offset{Base: clock.Real{}, By: 3 * time.Minute}
 	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, Clock: offset, GCInterval: -1, Logger: quietLogger()})
 	if err != nil {
@@ -99,17 +108,9 @@ func (c *shiftingClock) Now() time.Time { return time.Now().Add(time.Duration(c.
 // again once its clock is fixed.
 func TestClockSkewWatchedWhileServing(t *testing.T) {
 	t.Parallel()
-	hosts := cassandratest.Hosts(t) // skips without ABACUS_TEST_CASSANDRA
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d, err := cassandra.Open(ctx, cassandra.Config{
-		Hosts: hosts, Keyspace: cassandratest.Keyspace(t),
-		Replication: cassandra.Replication{ReplicationFactor: cassandratest.ReplicationFactor(t)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := openCassandra(t, ctx)
 	clk := &shiftingClock{}
 	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, Clock: clk, GCInterval: -1, Logger: quietLogger()})
 	if err != nil {

@@ -333,16 +333,23 @@ func decodeNamespaceCreate(data []byte) (api.CreateNamespaceRequest, error) {
 	return req, nil
 }
 
-// decodeGCAll accepts an empty body as "every namespace".
-func decodeGCAll(data []byte) (api.GCAllRequest, error) {
-	var req api.GCAllRequest
+// decodeOptional decodes a request whose fields are all optional: an empty
+// (or blank) body is the zero request.
+func decodeOptional[T any](data []byte) (T, error) {
+	var req T
 	if len(bytes.TrimSpace(data)) == 0 {
 		return req, nil
 	}
 	if err := decodeStrict(data, &req, ""); err != nil {
-		return api.GCAllRequest{}, err
+		var zero T
+		return zero, err
 	}
 	return req, nil
+}
+
+// decodeGCAll accepts an empty body as "every namespace".
+func decodeGCAll(data []byte) (api.GCAllRequest, error) {
+	return decodeOptional[api.GCAllRequest](data)
 }
 
 // decodeBatch decodes the envelope first and each item on its own, so every

@@ -74,6 +74,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeResult answers err when there is one, else 200 with toJSON(v): for
+// the handlers that read one thing and show it.
+func writeResult[V, J any](w http.ResponseWriter, r *http.Request, v V, err error, toJSON func(V) J) {
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toJSON(v))
+}
+
+// jsonEach converts every element of list for an answer. The result is
+// never nil, so an empty list goes out as [] rather than null.
+func jsonEach[S, J any](list []S, toJSON func(S) J) []J {
+	out := make([]J, len(list))
+	for i, v := range list {
+		out[i] = toJSON(v)
+	}
+	return out
+}
+
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := errorCode(err)
 	if info := requestInfoFrom(r); info != nil {

@@ -10,13 +10,21 @@ import (
 	"github.com/abacusdb/abacus/api"
 )
 
+// actorEnvWithP1 is a server with namespace "ac" of the actor model, on
+// whose counter c actor P1 has been set by body.
+func actorEnvWithP1(t *testing.T, body string) *testEnv {
+	t.Helper()
+	e := newEnv(t)
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"ac","model":"actor"}`, 201, nil)
+	e.mustJSON("POST", "/v1/namespaces/ac/counters/c/actors/P1", body, 200, nil)
+	return e
+}
+
 // An actor set without a value used to be taken as value 0 and zero the
 // actor's part; the spec marks value required.
 func TestActorSetWithoutValueIsRefused(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.mustJSON("POST", "/v1/namespaces", `{"name":"ac","model":"actor"}`, 201, nil)
-	e.mustJSON("POST", "/v1/namespaces/ac/counters/c/actors/P1", `{"version":1,"value":100}`, 200, nil)
+	e := actorEnvWithP1(t, `{"version":1,"value":100}`)
 	for _, body := range []string{`{"version":2}`, `{"version":2,"value":null}`, `{"value":5}`} {
 		r := e.do("POST", "/v1/namespaces/ac/counters/c/actors/P1", body)
 		if r.status != 400 || r.apiError().Code != api.CodeInvalidArgument {
@@ -31,9 +39,7 @@ func TestActorSetWithoutValueIsRefused(t *testing.T) {
 // A second value at a used version was acknowledged and dropped.
 func TestActorVersionReuseAnswers409(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	e.mustJSON("POST", "/v1/namespaces", `{"name":"ac","model":"actor"}`, 201, nil)
-	e.mustJSON("POST", "/v1/namespaces/ac/counters/c/actors/P1", `{"version":2,"value":1500}`, 200, nil)
+	e := actorEnvWithP1(t, `{"version":2,"value":1500}`)
 	r := e.do("POST", "/v1/namespaces/ac/counters/c/actors/P1", `{"version":2,"value":999}`)
 	if r.status != http.StatusConflict || r.apiError().Code != api.CodeVersionConflict {
 		t.Fatalf("reused version: %d %s, want 409 version_conflict", r.status, r.body)

@@ -42,41 +42,45 @@ func roundTrip[T any](t *testing.T, v T, decode func([]byte) (T, error)) {
 	}
 }
 
+// fuzzDecode fuzzes decode from the seeds: every body must be either
+// refused with a wire error or decoded into a value that passes accepted (given the body too).
+func fuzzDecode[T any](f *testing.F, seeds []string, decode func([]byte) (T, error), accepted func(t *testing.T, body []byte, v T)) {
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		v, err := decode(body)
+		if err != nil {
+			checkRejection(t, err)
+			return
+		}
+		accepted(t, body, v)
+	})
+}
+
+// roundTripping is the accepted check of a decoder with no checks of its
+// own: the value survives a round trip.
+func roundTripping[T any](decode func([]byte) (T, error)) func(*testing.T, []byte, T) {
+	return func(t *testing.T, _ []byte, v T) { roundTrip(t, v, decode) }
+}
+
 func FuzzDecodeUpdate(f *testing.F) {
-	for _, s := range []string{
+	fuzzDecode(f, []string{
 		`{"delta":1}`, `{"delta":-9223372036854775808,"request_id":"r"}`, `{"item":"x"}`, `{}`,
 		`{"delta":9223372036854775808}`, `{"delta":1.5}`, `{"delta":"1"}`, `{"delta":1}{}`,
 		`{"Delta":1}`, `{"delta":null}`, "{\"item\":\"\xff\"}", `{"item":"\ud800"}`, ``, `null`, ` {"delta" : 2 } `,
 		`{"delta":1,"time":"2026-11-22T09:30:00+01:00","return_value":true}`, `{"time":"0000-01-01T00:00:00Z"}`,
 		`{"time":"9999-12-31T23:59:59-01:00"}`, `{"time":"2026-11-22"}`, `{"time":null,"return_value":false}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodeUpdate(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
-		roundTrip(t, v, decodeUpdate)
-	})
+	}, decodeUpdate, roundTripping(decodeUpdate))
 }
 
 func FuzzDecodeBatch(f *testing.F) {
-	for _, s := range []string{
+	fuzzDecode(f, []string{
 		`{"updates":[{"counter":"c","delta":1},{"namespace":"n","counter":"d","item":"x","request_id":"r"}]}`,
 		`{"updates":[]}`, `{}`, `{"updates":null}`, `{"updates":[null]}`, `{"updates":[{"counter":1}]}`,
 		`{"updates":[{"counter":"c","delta":1e400}]}`, "{\"updates\":[{\"namespace\":\"\xc3\",\"counter\":\"c\"}]}",
 		`{"updates":[{"counter":"c"}],"updates":[]}`, `{"updates":[{"counter":"c","extra":true}]}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodeBatch(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
+	}, decodeBatch, func(t *testing.T, _ []byte, v api.BatchRequest) {
 		if len(v.Updates) > api.MaxBatchItems {
 			t.Fatalf("accepted %d updates", len(v.Updates))
 		}
@@ -85,20 +89,10 @@ func FuzzDecodeBatch(f *testing.F) {
 }
 
 func FuzzDecodeNamespaceCreate(f *testing.F) {
-	for _, s := range []string{
+	fuzzDecode(f, []string{
 		`{"name":"n"}`, `{"name":"n","model":"sharded","type":"max","read_consistency":"QUORUM","write_consistency":"one"}`,
 		`{"name":5}`, `{"name":"n","name":"m"}`, `{"name":"\u00e9"}`, `{"name":"a\u0000b"}`, `[]`, `{"name":"n"} x`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodeNamespaceCreate(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
-		roundTrip(t, v, decodeNamespaceCreate)
-	})
+	}, decodeNamespaceCreate, roundTripping(decodeNamespaceCreate))
 }
 
 func TestValidText(t *testing.T) {

@@ -62,11 +62,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.NamespaceList{Namespaces: make([]api.Namespace, len(list))}
-	for i, ns := range list {
-		out.Namespaces[i] = namespaceJSON(ns)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, api.NamespaceList{Namespaces: jsonEach(list, namespaceJSON)})
 }
 
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
@@ -119,11 +115,7 @@ func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, er
 
 func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 	ns, err := s.client.Namespace(r.Context(), r.PathValue("ns"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, namespaceJSON(ns))
+	writeResult(w, r, ns, err, namespaceJSON)
 }
 
 // newRequestID returns a version 7 UUID: 74 random bits per millisecond
@@ -131,6 +123,19 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 // make the second a "retry" of the first), and its time part lets an
 // events counter use it as the event's time.
 func newRequestID() string { return abacus.NewRequestID() }
+
+// announceRequestID returns the request's id, one the server chooses when
+// the caller sent none, after putting it in the answer's header and the
+// log. Both carry it even on failure, so a caller that let the server
+// choose it can still retry an unknown outcome safely.
+func announceRequestID(w http.ResponseWriter, r *http.Request, id string) string {
+	if id == "" {
+		id = newRequestID()
+	}
+	w.Header().Set("Abacus-Request-Id", id)
+	logAttrs(r, slog.String("request_id", id))
+	return id
+}
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 	ns, counter := r.PathValue("ns"), r.PathValue("counter")
@@ -146,13 +151,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if req.RequestID == "" {
-		req.RequestID = newRequestID()
-	}
-	// The header and the log carry the id even on failure, so a caller that
-	// let the server choose it can still retry an unknown outcome safely.
-	w.Header().Set("Abacus-Request-Id", req.RequestID)
-	logAttrs(r, slog.String("request_id", req.RequestID))
+	req.RequestID = announceRequestID(w, r, req.RequestID)
 	err = s.client.Apply(r.Context(), abacus.Update{
 		Namespace: ns, Counter: counter, Delta: req.Delta, Item: req.Item, RequestID: req.RequestID,
 		Time: timeOrZero(req.Time),
@@ -274,11 +273,7 @@ func (s *Server) checkUpdate(ctx context.Context, u api.BatchUpdate) error {
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	v, err := s.client.Get(r.Context(), r.PathValue("ns"), r.PathValue("counter"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, valueJSON(v))
+	writeResult(w, r, v, err, valueJSON)
 }
 
 func (s *Server) gc(w http.ResponseWriter, r *http.Request) {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -36,13 +35,7 @@ func (s *Server) ledgerUpdate(op ledgerOp) http.HandlerFunc {
 			writeError(w, r, err)
 			return
 		}
-		if req.RequestID == "" {
-			req.RequestID = newRequestID()
-		}
-		// As for counters: the id goes out even on failure, so a caller
-		// that let the server choose it can retry an unknown outcome.
-		w.Header().Set("Abacus-Request-Id", req.RequestID)
-		logAttrs(r, slog.String("request_id", req.RequestID))
+		req.RequestID = announceRequestID(w, r, req.RequestID)
 		var res *abacus.LedgerResult
 		switch op {
 		case opCredit:
@@ -85,20 +78,12 @@ func ledgerValueJSON(v *abacus.LedgerValue) api.LedgerValue {
 
 func (s *Server) ledgerValue(w http.ResponseWriter, r *http.Request) {
 	v, err := s.client.LedgerValue(r.Context(), r.PathValue("ns"), r.PathValue("ledger"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ledgerValueJSON(v))
+	writeResult(w, r, v, err, ledgerValueJSON)
 }
 
 func (s *Server) ledgerFind(w http.ResponseWriter, r *http.Request) {
 	v, err := s.client.FindLedger(r.Context(), r.PathValue("ns"), r.PathValue("ledger"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ledgerValueJSON(v))
+	writeResult(w, r, v, err, ledgerValueJSON)
 }
 
 func (s *Server) ledgerHasRequest(w http.ResponseWriter, r *http.Request) {

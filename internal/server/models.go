@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"time"
@@ -70,14 +69,7 @@ func decodeSet(data []byte) (api.SetRequest, error) {
 
 // decodeClear accepts an empty body as a clear at the server's time.
 func decodeClear(data []byte) (api.ClearRequest, error) {
-	var req api.ClearRequest
-	if len(bytes.TrimSpace(data)) == 0 {
-		return req, nil
-	}
-	if err := decodeStrict(data, &req, ""); err != nil {
-		return api.ClearRequest{}, err
-	}
-	return req, nil
+	return decodeOptional[api.ClearRequest](data)
 }
 
 func (s *Server) setActor(w http.ResponseWriter, r *http.Request) {
@@ -106,11 +98,7 @@ func (s *Server) clear(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if req.RequestID == "" {
-		req.RequestID = newRequestID()
-	}
-	w.Header().Set("Abacus-Request-Id", req.RequestID)
-	logAttrs(r, slog.String("request_id", req.RequestID))
+	req.RequestID = announceRequestID(w, r, req.RequestID)
 	if err := s.client.Clear(r.Context(), ns, counter, req.RequestID); err != nil {
 		writeError(w, r, err)
 		return

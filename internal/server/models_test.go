@@ -124,19 +124,11 @@ func TestModelBadRequestsChangeNothing(t *testing.T) {
 // Both fields of a set are required: whatever the decoder accepts carried
 // a value (a missing one decoded as 0 would zero the actor's part).
 func FuzzDecodeSet(f *testing.F) {
-	for _, s := range []string{
+	fuzzDecode(f, []string{
 		`{"version":1,"value":2}`, `{"version":-1}`, `{}`, `{"version":1.5}`, `{"value":"1"}`,
 		`{"version":9223372036854775808}`, `{"version":1}{}`, `null`, ``, `{"Version":1}`,
 		`{"version":2}`, `{"value":0}`, `{"version":1,"value":null}`, `{"version":1,"value":0}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodeSet(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
+	}, decodeSet, func(t *testing.T, body []byte, v api.SetRequest) {
 		if low := bytes.ToLower(body); !bytes.Contains(low, []byte(`value"`)) && !bytes.Contains(low, []byte(`\u`)) {
 			t.Fatalf("accepted %q, which has no value", body)
 		}
@@ -145,17 +137,9 @@ func FuzzDecodeSet(f *testing.F) {
 }
 
 func FuzzDecodeClear(f *testing.F) {
-	for _, s := range []string{
+	fuzzDecode(f, []string{
 		`{"request_id":"r"}`, `{}`, ``, `  `, `{"request_id":1}`, `null`, `{"request_id":"\ud800"}`, `{"x":1}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodeClear(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
+	}, decodeClear, func(t *testing.T, _ []byte, v api.ClearRequest) {
 		if v.RequestID == "" {
 			return // an empty body and {} are the same request
 		}

@@ -95,11 +95,7 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.QueueList{Queues: make([]api.Queue, len(list))}
-	for i, q := range list {
-		out.Queues[i] = queueJSON(q)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, api.QueueList{Queues: jsonEach(list, queueJSON)})
 }
 
 // parseDuration reads a Go duration string; "" is zero.
@@ -166,11 +162,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) {
 	q, err := s.client.Queues().Queue(r.Context(), r.PathValue("queue"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, queueJSON(q))
+	writeResult(w, r, q, err, queueJSON)
 }
 
 // decodePut decodes the envelope and each message on its own, so errors
@@ -251,23 +243,17 @@ func (s *Server) putMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.PutResponse{IDs: make([]string, len(ids))}
-	for i, id := range ids {
-		out.IDs[i] = id.String()
-	}
 	logAttrs(r, slog.Int("messages", len(ids)))
-	writeJSON(w, http.StatusCreated, out)
+	writeJSON(w, http.StatusCreated, api.PutResponse{IDs: jsonEach(ids, queue.ID.String)})
 }
 
 // decodeReceive accepts an empty body as the defaults.
 func decodeReceive(data []byte) (api.ReceiveRequest, error) {
-	var req api.ReceiveRequest
-	if len(strings.TrimSpace(string(data))) == 0 {
-		return req, nil
-	}
-	if err := decodeStrict(data, &req, ""); err != nil {
+	req, err := decodeOptional[api.ReceiveRequest](data)
+	if err != nil {
 		return api.ReceiveRequest{}, err
 	}
+	// An empty body has no "max" field, so it passes as the defaults.
 	if req.Max == 0 && present(data, "max") {
 		return api.ReceiveRequest{}, errorf(api.CodeInvalidArgument, "field \"max\": 0 is outside 1 to %d; leave the field out for 1", api.MaxReceive)
 	}
@@ -446,11 +432,7 @@ func statsJSON(o *queue.Observation) api.QueueStats {
 
 func (s *Server) queueStats(w http.ResponseWriter, r *http.Request) {
 	o, err := s.client.Queues().Observe(r.Context(), r.PathValue("queue"))
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, statsJSON(o))
+	writeResult(w, r, o, err, statsJSON)
 }
 
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
@@ -511,11 +493,7 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.RequeueResponse{Requeued: make([]string, len(done))}
-	for i, id := range done {
-		out.Requeued[i] = id.String()
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, api.RequeueResponse{Requeued: jsonEach(done, queue.ID.String)})
 }
 
 // ---- metrics ---------------------------------------------------------------

@@ -14,36 +14,18 @@ import (
 // no panics, only wire errors, and what they accept survives a round trip.
 
 func FuzzDecodeCreateQueue(f *testing.F) {
-	for _, s := range []string{
+	fuzzDecode(f, []string{
 		`{"name":"q"}`, `{"name":"q","shards":8,"shard_duration":"30s","max_deliveries":3,"visibility_timeout":"1m"}`,
 		`{"name":"q","shards":-1}`, `{"name":"q","shards":1e99}`, `{"name":1}`, `{"nam":"q"}`, ``, `[]`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodeCreateQueue(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
-		roundTrip(t, v, decodeCreateQueue)
-	})
+	}, decodeCreateQueue, roundTripping(decodeCreateQueue))
 }
 
 func FuzzDecodePut(f *testing.F) {
-	for _, s := range []string{
+	fuzzDecode(f, []string{
 		`{"messages":[{"body":"a"}]}`, `{"messages":[{"body":"a","delay":"1s"},{"body_base64":"/wA=","due":"2030-01-01T00:00:00Z"}]}`,
 		`{"messages":[]}`, `{"messages":null}`, `{"messages":[{"body":"\ud800"}]}`, `{"messages":[{"due":"x"}]}`,
 		`{"messages":[{"delay":"-1s"}]}`, `{"messages":[1]}`, `{}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodePut(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
+	}, decodePut, func(t *testing.T, _ []byte, v api.PutRequest) {
 		if len(v.Messages) == 0 || len(v.Messages) > queue.MaxBatch {
 			t.Fatalf("accepted %d messages", len(v.Messages))
 		}
@@ -56,29 +38,11 @@ func FuzzDecodePut(f *testing.F) {
 }
 
 func FuzzDecodeReceive(f *testing.F) {
-	for _, s := range []string{``, `{}`, `{"max":10,"wait":"5s"}`, `{"max":"1"}`, `{"wait":5}`, ` `} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodeReceive(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
-		roundTrip(t, v, decodeReceive)
-	})
+	fuzzDecode(f, []string{``, `{}`, `{"max":10,"wait":"5s"}`, `{"max":"1"}`, `{"wait":5}`, ` `}, decodeReceive, roundTripping(decodeReceive))
 }
 
 func FuzzDecodeReceipts(f *testing.F) {
-	for _, s := range []string{`{"receipts":["1.0.0.6ba7b810-9dad-11d1-80b4-00c04fd430c8.1"]}`, `{"receipts":[]}`, `{"receipts":[1]}`, `{}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodeReceipts(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
+	fuzzDecode(f, []string{`{"receipts":["1.0.0.6ba7b810-9dad-11d1-80b4-00c04fd430c8.1"]}`, `{"receipts":[]}`, `{"receipts":[1]}`, `{}`}, decodeReceipts, func(t *testing.T, _ []byte, v []string) {
 		b, _ := json.Marshal(api.AckRequest{Receipts: v})
 		again, err := decodeReceipts(b)
 		if err != nil || !slices.Equal(again, v) {
@@ -88,17 +52,7 @@ func FuzzDecodeReceipts(f *testing.F) {
 }
 
 func FuzzDecodeNack(f *testing.F) {
-	for _, s := range []string{`{"receipt":"r","error":"e"}`, `{"receipt":""}`, `{"error":"e"}`, `{"receipt":"r","extra":1}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, err := decodeNack(body)
-		if err != nil {
-			checkRejection(t, err)
-			return
-		}
-		roundTrip(t, v, decodeNack)
-	})
+	fuzzDecode(f, []string{`{"receipt":"r","error":"e"}`, `{"receipt":""}`, `{"error":"e"}`, `{"receipt":"r","extra":1}`}, decodeNack, roundTripping(decodeNack))
 }
 
 func FuzzDecodeRequeue(f *testing.F) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,27 +72,15 @@ func (c Config) withDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	}
-	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = api.DefaultMaxBodyBytes
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, api.DefaultMaxBodyBytes)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()
 	}
-	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.ReadyTimeout == 0 {
-		c.ReadyTimeout = 2 * time.Second
-	}
-	if c.MaxClockSkew == 0 {
-		c.MaxClockSkew = time.Minute
-	}
-	if c.ClockCheckInterval == 0 {
-		c.ClockCheckInterval = 30 * time.Second
-	}
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 2*time.Second)
+	c.MaxClockSkew = cmp.Or(c.MaxClockSkew, time.Minute)
+	c.ClockCheckInterval = cmp.Or(c.ClockCheckInterval, 30*time.Second)
 	return c
 }
 

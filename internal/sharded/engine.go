@@ -1,6 +1,7 @@
 package sharded
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -93,36 +94,16 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
-	if c.Lifetime == 0 {
-		c.Lifetime = 24 * time.Hour
-	}
-	if c.RefusalMargin == 0 {
-		c.RefusalMargin = time.Hour
-	}
-	if c.GCGrace == 0 {
-		c.GCGrace = 24 * time.Hour
-	}
-	if c.MaxMutators == 0 {
-		c.MaxMutators = 10_000
-	}
-	if c.DedupWindow == 0 {
-		c.DedupWindow = 10 * time.Minute
-	}
-	if c.DedupMax == 0 {
-		c.DedupMax = 1_000_000
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 10 * time.Second
-	}
-	if c.MaxInflightWrites == 0 {
-		c.MaxInflightWrites = 4
-	}
-	if c.GCConsistency == driver.Default {
-		c.GCConsistency = driver.All
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Lifetime = cmp.Or(c.Lifetime, 24*time.Hour)
+	c.RefusalMargin = cmp.Or(c.RefusalMargin, time.Hour)
+	c.GCGrace = cmp.Or(c.GCGrace, 24*time.Hour)
+	c.MaxMutators = cmp.Or(c.MaxMutators, 10_000)
+	c.DedupWindow = cmp.Or(c.DedupWindow, 10*time.Minute)
+	c.DedupMax = cmp.Or(c.DedupMax, 1_000_000)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
+	c.MaxInflightWrites = cmp.Or(c.MaxInflightWrites, 4)
+	c.GCConsistency = cmp.Or(c.GCConsistency, driver.All)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 

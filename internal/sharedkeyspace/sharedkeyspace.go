@@ -24,6 +24,27 @@ type Keyspace struct {
 	once sync.Once
 	d    *cassandra.Driver
 	err  error
+
+	nsMu sync.Mutex
+	nsN  int
+}
+
+// Main runs the package's tests, drops the keyspace and exits with the
+// tests' code. Call it as the whole of TestMain.
+func (k *Keyspace) Main(m *testing.M) {
+	code := m.Run()
+	k.Drop()
+	os.Exit(code)
+}
+
+// Namespace returns a namespace name no other call on k has returned in
+// this process ("ns1", "ns2", …): tests sharing the keyspace keep apart by
+// writing under names of their own.
+func (k *Keyspace) Namespace() string {
+	k.nsMu.Lock()
+	defer k.nsMu.Unlock()
+	k.nsN++
+	return fmt.Sprintf("ns%d", k.nsN)
 }
 
 // Driver returns the shared driver, opening it on first use. It skips the

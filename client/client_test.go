@@ -17,6 +17,7 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
+	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/server"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -30,13 +31,20 @@ type backend struct {
 
 func newBackend(t *testing.T) *backend {
 	t.Helper()
+	return newBackendOnClock(t, nil)
+}
+
+// newBackendOnClock is newBackend with the library telling time by clk (nil:
+// the system clock).
+func newBackendOnClock(t *testing.T, clk clock.Clock) *backend {
+	t.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1})
+	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,10 +172,7 @@ be cleared (a deleted Cassandra counter cannot be written again).`,
 		Example: `  abacus --ns likes counter clear post-9`,
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return usagef("NAME is empty")
-			}
-			c, err := a.client()
+			c, err := a.clientForName(args[0])
 			if err != nil {
 				return err
 			}
@@ -216,10 +213,7 @@ whether it is empty, how many shards were merged).`,
   abacus --ns visitors counter get daily --json`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return usagef("NAME is empty")
-			}
-			c, err := a.client()
+			c, err := a.clientForName(args[0])
 			if err != nil {
 				return err
 			}

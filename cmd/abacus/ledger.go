@@ -128,10 +128,7 @@ debits and number of actor rows are printed too.`,
 		Example: "  abacus ledger get alice\n  abacus --ns wallets ledger get bob --json",
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return usagef("NAME is empty")
-			}
-			c, err := a.client()
+			c, err := a.clientForName(args[0])
 			if err != nil {
 				return err
 			}
@@ -182,10 +179,7 @@ forgotten) and write it back, then print the value.`,
 		Example: "  abacus ledger find alice",
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return usagef("NAME is empty")
-			}
-			c, err := a.client()
+			c, err := a.clientForName(args[0])
 			if err != nil {
 				return err
 			}

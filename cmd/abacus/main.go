@@ -218,6 +218,15 @@ func (a *app) client() (*client.Client, error) {
 	return c, nil
 }
 
+// clientForName refuses an empty NAME argument as a usage error before it
+// builds a client, so nothing is sent for it.
+func (a *app) clientForName(name string) (*client.Client, error) {
+	if name == "" {
+		return nil, usagef("NAME is empty")
+	}
+	return a.client()
+}
+
 // printResult prints v under --json and plain (one line) otherwise:
 // scripts read the plain line, programs the JSON.
 func (a *app) printResult(v, plain any) error {

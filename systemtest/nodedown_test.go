@@ -11,22 +11,30 @@ import (
 	"github.com/abacusdb/abacus/internal/cassandratest"
 )
 
-// GC needs every replica: with one node of three down it is skipped (and
-// counted), while reads and writes at QUORUM carry on; once the node is back
-// the same collection folds everything and the value is unchanged.
-func TestGCNodeDownSkippedThenCompletes(t *testing.T) {
-	cluster := cassandratest.Faults(t) // skips unless node-loss tests are enabled
-	hosts := cassandratest.Hosts(t)
-	ctx := context.Background()
-	store, err := cassandra.Open(ctx, cassandra.Config{
-		Hosts:       hosts,
+// openReplicatedStore opens the test keyspace with three replicas, so that
+// QUORUM survives one node of three down; the store is closed when the test
+// ends.
+func openReplicatedStore(t *testing.T) *cassandra.Driver {
+	t.Helper()
+	store, err := cassandra.Open(context.Background(), cassandra.Config{
+		Hosts:       cassandratest.Hosts(t),
 		Keyspace:    cassandratest.Keyspace(t),
 		Replication: cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 3},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(func() { _ = store.Close() })
+	return store
+}
+
+// GC needs every replica: with one node of three down it is skipped (and
+// counted), while reads and writes at QUORUM carry on; once the node is back
+// the same collection folds everything and the value is unchanged.
+func TestGCNodeDownSkippedThenCompletes(t *testing.T) {
+	cluster := cassandratest.Faults(t) // skips unless node-loss tests are enabled
+	ctx := context.Background()
+	store := openReplicatedStore(t)
 	const lifetime, margin, grace = 10 * time.Minute, time.Minute, 5 * time.Minute
 	clk := clock.NewManual(time.Now())
 	c, err := abacus.NewClient(ctx, abacus.Config{

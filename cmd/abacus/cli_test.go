@@ -243,15 +243,23 @@ func TestServerErrorsExitOne(t *testing.T) {
 	down.oneLineError(t)
 }
 
-func TestUnknownOutcomeTellsHowToRetry(t *testing.T) {
-	t.Parallel()
+// unknownOutcomeServer answers every request with a 503 unknown_outcome
+// error carrying message, as a server does when a write's fate is unknown;
+// it returns the server's URL.
+func unknownOutcomeServer(t *testing.T, message string) string {
+	t.Helper()
 	lost := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(503)
-		_ = json.NewEncoder(w).Encode(api.Error{Code: api.CodeUnknownOutcome, Message: "outcome unknown: shard write timed out"})
+		_ = json.NewEncoder(w).Encode(api.Error{Code: api.CodeUnknownOutcome, Message: message})
 	}))
-	defer lost.Close()
-	r := cli(nil, "--server", lost.URL, "counter", "add", "likes", "1", "--request-id", "r-42")
+	t.Cleanup(lost.Close)
+	return lost.URL
+}
+
+func TestUnknownOutcomeTellsHowToRetry(t *testing.T) {
+	t.Parallel()
+	r := cli(nil, "--server", unknownOutcomeServer(t, "outcome unknown: shard write timed out"), "counter", "add", "likes", "1", "--request-id", "r-42")
 	if r.code != 1 || !strings.Contains(r.stderr, "--request-id r-42") || !strings.Contains(r.stderr, "shard write timed out") {
 		t.Fatalf("%+v", r)
 	}

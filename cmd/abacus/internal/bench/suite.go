@@ -692,15 +692,21 @@ func waitHealthy(ctx context.Context, hc *client.Client) error {
 	}
 }
 
+// seededClient writes n shards of the counter name in the default
+// namespace, expiring at expires, straight to the store, and returns a new
+// client to read them; the caller stops it.
+func (s *suite) seededClient(ctx context.Context, name string, n int, expires time.Time) (*abacus.Client, error) {
+	if err := SeedShards(ctx, s.store, abacus.DefaultNamespace, name, n, expires.UnixMicro(), driver.Default); err != nil {
+		return nil, err
+	}
+	return s.newClient(ctx, sharded.Hooks{})
+}
+
 // liveReads measures reads of a counter with n live shards: shards whose
 // mutators have not died, so GC cannot fold them and every read merges n.
 func (s *suite) liveReads(ctx context.Context, n int) (Row, error) {
 	name := s.names("live", n)[0]
-	expires := time.Now().Add(24 * time.Hour).UnixMicro()
-	if err := SeedShards(ctx, s.store, abacus.DefaultNamespace, name, n, expires, driver.Default); err != nil {
-		return Row{}, err
-	}
-	c, err := s.newClient(ctx, sharded.Hooks{})
+	c, err := s.seededClient(ctx, name, n, time.Now().Add(24*time.Hour))
 	if err != nil {
 		return Row{}, err
 	}
@@ -722,11 +728,7 @@ func (s *suite) liveReads(ctx context.Context, n int) (Row, error) {
 func (s *suite) foldedReads(ctx context.Context, n int) (Row, error) {
 	name := s.names("folded", n)[0]
 	// Final means expires_at older than the GC grace (24h by default).
-	expires := time.Now().Add(-48 * time.Hour).UnixMicro()
-	if err := SeedShards(ctx, s.store, abacus.DefaultNamespace, name, n, expires, driver.Default); err != nil {
-		return Row{}, err
-	}
-	c, err := s.newClient(ctx, sharded.Hooks{})
+	c, err := s.seededClient(ctx, name, n, time.Now().Add(-48*time.Hour))
 	if err != nil {
 		return Row{}, err
 	}

@@ -189,6 +189,16 @@ func counterPath(ns, counter string) string {
 	return "/v1/namespaces/" + escape(nsOrDefault(ns)) + "/counters/" + escape(counter)
 }
 
+// call is do for the requests whose answer is one JSON value: it decodes
+// the answer into a new T.
+func call[T any](ctx context.Context, c *Client, method, path string, in any) (*T, error) {
+	var out T
+	if err := c.do(ctx, method, path, in, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // do sends one request and decodes a 2xx body into out (if not nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	if c.timeout > 0 {
@@ -306,20 +316,12 @@ func (c *Client) Namespaces(ctx context.Context) ([]api.Namespace, error) {
 
 // Namespace describes one namespace ("" means "default").
 func (c *Client) Namespace(ctx context.Context, name string) (*api.Namespace, error) {
-	var out api.Namespace
-	if err := c.do(ctx, "GET", "/v1/namespaces/"+escape(nsOrDefault(name)), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.Namespace](ctx, c, "GET", "/v1/namespaces/"+escape(nsOrDefault(name)), nil)
 }
 
 // CreateNamespace creates a namespace.
 func (c *Client) CreateNamespace(ctx context.Context, req api.CreateNamespaceRequest) (*api.Namespace, error) {
-	var out api.Namespace
-	if err := c.do(ctx, "POST", "/v1/namespaces", req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.Namespace](ctx, c, "POST", "/v1/namespaces", req)
 }
 
 // Update applies one update to a counter ("" namespace means "default") and
@@ -480,11 +482,7 @@ func (c *Client) Get(ctx context.Context, namespace, counter string) (*api.Value
 	if err := requireName("counter", counter); err != nil {
 		return nil, err
 	}
-	var out api.Value
-	if err := c.do(ctx, "GET", counterPath(namespace, counter), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.Value](ctx, c, "GET", counterPath(namespace, counter), nil)
 }
 
 // GC folds one counter's final shards into its tally.
@@ -492,19 +490,11 @@ func (c *Client) GC(ctx context.Context, namespace, counter string) (*api.GCResu
 	if err := requireName("counter", counter); err != nil {
 		return nil, err
 	}
-	var out api.GCResult
-	if err := c.do(ctx, "POST", counterPath(namespace, counter)+"/gc", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.GCResult](ctx, c, "POST", counterPath(namespace, counter)+"/gc", nil)
 }
 
 // GCAll collects every counter, or those of one namespace when namespace is
 // not empty.
 func (c *Client) GCAll(ctx context.Context, namespace string) (*api.GCAllResult, error) {
-	var out api.GCAllResult
-	if err := c.do(ctx, "POST", "/v1/gc", api.GCAllRequest{Namespace: namespace}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.GCAllResult](ctx, c, "POST", "/v1/gc", api.GCAllRequest{Namespace: namespace})
 }

@@ -65,11 +65,7 @@ func (c *Client) LedgerValue(ctx context.Context, namespace, ledger string) (*ap
 	if err := requireName("ledger", ledger); err != nil {
 		return nil, err
 	}
-	var out api.LedgerValue
-	if err := c.do(ctx, "GET", ledgerPath(namespace, ledger), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.LedgerValue](ctx, c, "GET", ledgerPath(namespace, ledger), nil)
 }
 
 // FindLedger reads a ledger and has the server fold its own actor's history
@@ -78,11 +74,7 @@ func (c *Client) FindLedger(ctx context.Context, namespace, ledger string) (*api
 	if err := requireName("ledger", ledger); err != nil {
 		return nil, err
 	}
-	var out api.LedgerValue
-	if err := c.do(ctx, "POST", ledgerPath(namespace, ledger)+"/find", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.LedgerValue](ctx, c, "POST", ledgerPath(namespace, ledger)+"/find", nil)
 }
 
 // HasRequestID reports whether a request id is in the history of one of the

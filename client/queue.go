@@ -19,11 +19,7 @@ func (c *Client) CreateQueue(ctx context.Context, req api.CreateQueueRequest) (*
 	if err := requireName("queue", req.Name); err != nil {
 		return nil, err
 	}
-	var out api.Queue
-	if err := c.do(ctx, "POST", "/v1/queues", req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.Queue](ctx, c, "POST", "/v1/queues", req)
 }
 
 // Queues lists every queue, sorted by name.
@@ -40,11 +36,7 @@ func (c *Client) Queue(ctx context.Context, name string) (*api.Queue, error) {
 	if err := requireName("queue", name); err != nil {
 		return nil, err
 	}
-	var out api.Queue
-	if err := c.do(ctx, "GET", queuePath(name), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.Queue](ctx, c, "GET", queuePath(name), nil)
 }
 
 // Put queues messages (1 to 1000) and returns their ids in order. If one
@@ -102,11 +94,7 @@ func (c *Client) Release(ctx context.Context, queue string, receipts ...string) 
 	if err := requireName("queue", queue); err != nil {
 		return nil, err
 	}
-	var out api.ReleaseResponse
-	if err := c.do(ctx, "POST", queuePath(queue)+"/release", api.ReleaseRequest{Receipts: receipts}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.ReleaseResponse](ctx, c, "POST", queuePath(queue)+"/release", api.ReleaseRequest{Receipts: receipts})
 }
 
 // QueueStats returns the observer's numbers for a queue, per shard.
@@ -114,11 +102,7 @@ func (c *Client) QueueStats(ctx context.Context, queue string) (*api.QueueStats,
 	if err := requireName("queue", queue); err != nil {
 		return nil, err
 	}
-	var out api.QueueStats
-	if err := c.do(ctx, "GET", queuePath(queue)+"/stats", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.QueueStats](ctx, c, "GET", queuePath(queue)+"/stats", nil)
 }
 
 // DeadLetters lists up to limit dead letters of a queue, oldest first;

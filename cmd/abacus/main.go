@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/abacusdb/abacus/api"
@@ -235,6 +236,32 @@ func (a *app) printResult(v, plain any) error {
 	}
 	_, err := fmt.Fprintln(a.stdout, plain)
 	return err
+}
+
+// printJSONOr prints v under --json and otherwise leaves the output to
+// text, the command's own human-readable form.
+func (a *app) printJSONOr(v any, text func() error) error {
+	if a.g.json {
+		return a.printJSON(v)
+	}
+	return text()
+}
+
+// printIfJSON prints v under --json; otherwise the command succeeds
+// silently, as a shell command whose exit status says it all.
+func (a *app) printIfJSON(v any) error {
+	return a.printJSONOr(v, func() error { return nil })
+}
+
+// printTable prints v under --json and otherwise a table: the header line
+// (tab-separated), then the lines rows writes.
+func (a *app) printTable(v any, header string, rows func(tw io.Writer)) error {
+	return a.printJSONOr(v, func() error {
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, header)
+		rows(tw)
+		return tw.Flush()
+	})
 }
 
 func (a *app) printJSON(v any) error {

@@ -106,16 +106,12 @@ func (a *app) queueListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(api.QueueList{Queues: list})
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSHARDS\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED")
-			for _, q := range list {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", displayName(q.Name), q.Shards, q.ShardDuration,
-					q.MaxDeliveries, q.VisibilityTimeout, q.CreatedAt.UTC().Format(time.RFC3339))
-			}
-			return tw.Flush()
+			return a.printTable(api.QueueList{Queues: list}, "NAME\tSHARDS\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED", func(tw io.Writer) {
+				for _, q := range list {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", displayName(q.Name), q.Shards, q.ShardDuration,
+						q.MaxDeliveries, q.VisibilityTimeout, q.CreatedAt.UTC().Format(time.RFC3339))
+				}
+			})
 		},
 	}
 }
@@ -540,20 +536,16 @@ start with a fresh delivery count.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(api.DeadLetterList{DeadLetters: list})
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tDIED\tDELIVERIES\tLAST ERROR\tBODY")
-			for _, l := range list {
-				body := l.Body
-				if l.BodyBase64 != "" {
-					body = "base64:" + l.BodyBase64
+			return a.printTable(api.DeadLetterList{DeadLetters: list}, "ID\tDIED\tDELIVERIES\tLAST ERROR\tBODY", func(tw io.Writer) {
+				for _, l := range list {
+					body := l.Body
+					if l.BodyBase64 != "" {
+						body = "base64:" + l.BodyBase64
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.ID, l.DiedAt.UTC().Format(time.RFC3339), l.Deliveries,
+						clipText(l.LastError, 60), clipText(body, 40))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.ID, l.DiedAt.UTC().Format(time.RFC3339), l.Deliveries,
-					clipText(l.LastError, 60), clipText(body, 40))
-			}
-			return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 100, "list at most this many")

@@ -89,15 +89,10 @@ once.`,
 			if err != nil {
 				return a.unknownOutcomeHint(err, id)
 			}
-			if a.g.json {
-				return a.printJSON(res)
-			}
 			if res.Applied {
-				_, err = fmt.Fprintf(a.stdout, "applied request %s\n", res.RequestID)
-			} else {
-				_, err = fmt.Fprintf(a.stdout, "request %s was already applied; nothing changed\n", res.RequestID)
+				return a.printResult(res, "applied request "+res.RequestID)
 			}
-			return err
+			return a.printResult(res, "request "+res.RequestID+" was already applied; nothing changed")
 		},
 	}
 }

@@ -98,22 +98,16 @@ DEFAULT uses the server's configured level.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(ns)
-			}
 			if o := ns.Ledger; o != nil {
-				_, err = fmt.Fprintf(a.stdout, "created namespace %s (model %s, history length %d, strict %v, retry count %d, claim TTL %v, read %s, write %s)\n",
-					ns.Name, ns.Model, o.HistoryLength, o.Strict, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, ns.ReadConsistency, ns.WriteConsistency)
-				return err
+				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, history length %d, strict %v, retry count %d, claim TTL %v, read %s, write %s)",
+					ns.Name, ns.Model, o.HistoryLength, o.Strict, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, ns.ReadConsistency, ns.WriteConsistency))
 			}
 			if o := ns.Events; o != nil {
-				_, err = fmt.Fprintf(a.stdout, "created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)\n",
-					ns.Name, ns.Model, secs(o.BucketSeconds), secs(o.AcceptWindowSeconds), secs(o.RollupDelaySeconds), secs(o.FutureLimitSeconds), ns.ReadConsistency, ns.WriteConsistency)
-				return err
+				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)",
+					ns.Name, ns.Model, secs(o.BucketSeconds), secs(o.AcceptWindowSeconds), secs(o.RollupDelaySeconds), secs(o.FutureLimitSeconds), ns.ReadConsistency, ns.WriteConsistency))
 			}
-			_, err = fmt.Fprintf(a.stdout, "created namespace %s (model %s, type %s, read %s, write %s)\n",
-				ns.Name, ns.Model, ns.Type, ns.ReadConsistency, ns.WriteConsistency)
-			return err
+			return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, type %s, read %s, write %s)",
+				ns.Name, ns.Model, ns.Type, ns.ReadConsistency, ns.WriteConsistency))
 		},
 	}
 	f := cmd.Flags()

@@ -75,12 +75,8 @@ after that it moves to the dead letters. A queue cannot be changed later.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(q)
-			}
-			_, err = fmt.Fprintf(a.stdout, "created queue %s (%d shards of %s, %d deliveries, visibility timeout %s)\n",
-				displayName(q.Name), q.Shards, q.ShardDuration, q.MaxDeliveries, q.VisibilityTimeout)
-			return err
+			return a.printResult(q, fmt.Sprintf("created queue %s (%d shards of %s, %d deliveries, visibility timeout %s)",
+				displayName(q.Name), q.Shards, q.ShardDuration, q.MaxDeliveries, q.VisibilityTimeout))
 		},
 	}
 	f := cmd.Flags()
@@ -526,11 +522,7 @@ start with a fresh delivery count.`,
 				if err != nil {
 					return err
 				}
-				if a.g.json {
-					return a.printJSON(api.RequeueResponse{Requeued: done})
-				}
-				_, err = fmt.Fprintf(a.stdout, "requeued %d message(s)\n", len(done))
-				return err
+				return a.printResult(api.RequeueResponse{Requeued: done}, fmt.Sprintf("requeued %d message(s)", len(done)))
 			}
 			list, err := c.DeadLetters(cmd.Context(), args[0], limit)
 			if err != nil {

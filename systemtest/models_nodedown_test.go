@@ -80,19 +80,8 @@ func TestEveryModelNodeDown(t *testing.T) {
 	read(30)
 	cluster.StartNode(3)
 
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		res, err := c.GC(ctx, "ev", "c")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Skipped && res.Folded == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events rollup after the node came back: %+v", res)
-		}
-		time.Sleep(2 * time.Second)
-	}
+	gcUntilDone(t, c, "ev", "c", "events rollup after the node came back", func(res abacus.GCResult) bool {
+		return !res.Skipped && res.Folded == 2
+	})
 	read(30)
 }

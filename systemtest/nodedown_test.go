@@ -28,6 +28,28 @@ func openReplicatedStore(t *testing.T) *cassandra.Driver {
 	return store
 }
 
+// gcUntilDone collects the counter every 2 s, for up to 90 s, until done
+// says the collection went through (what names it in the failure): once a
+// stopped node is back, the coordinator may need a few seconds of gossip to
+// see it up.
+func gcUntilDone(t *testing.T, c *abacus.Client, ns, counter, what string, done func(abacus.GCResult) bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		res, err := c.GC(context.Background(), ns, counter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done(res) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %+v", what, res)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
 // GC needs every replica: with one node of three down it is skipped (and
 // counted), while reads and writes at QUORUM carry on; once the node is back
 // the same collection folds everything and the value is unchanged.
@@ -78,22 +100,9 @@ func TestGCNodeDownSkippedThenCompletes(t *testing.T) {
 	}
 	cluster.StartNode(3)
 
-	// The node is back; the coordinator may need a few seconds of gossip
-	// to see it up.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		res, err := c.GC(ctx, "", "c")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Folded == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GC after the node came back: %+v", res)
-		}
-		time.Sleep(2 * time.Second)
-	}
+	gcUntilDone(t, c, "", "c", "GC after the node came back", func(res abacus.GCResult) bool {
+		return res.Folded == 3
+	})
 	v, err = c.Get(ctx, "", "c")
 	if err != nil || v.Value != want || v.Shards != 1 {
 		t.Fatalf("after GC: %+v, %v; want %d from 1 live shard", v, err, want)

@@ -269,6 +269,16 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(api.Error{Code: api.CodeUnknownOutcome, Message: "lost"})
 }
 
+// flakyBackend is a backend behind a flaky handler that loses the answers
+// to its first n requests (dropping the connection when drop is set), and a
+// client of it made with opts.
+func flakyBackend(t *testing.T, n int, drop bool, opts ...client.Option) (*backend, *flaky, *client.Client) {
+	t.Helper()
+	b := newBackend(t)
+	f := &flaky{next: b.handler, n: n, drop: drop}
+	return b, f, start(t, f, opts...)
+}
+
 func TestRetriesReuseTheRequestID(t *testing.T) {
 	t.Parallel()
 	for _, drop := range []bool{false, true} {
@@ -278,9 +288,7 @@ func TestRetriesReuseTheRequestID(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := newBackend(t)
-			f := &flaky{next: b.handler, n: 2, drop: drop}
-			c := start(t, f, client.WithRetries(3))
+			b, f, c := flakyBackend(t, 2, drop, client.WithRetries(3))
 			id, err := c.Add(context.Background(), "", "likes", 5)
 			if err != nil {
 				t.Fatalf("Add with retries: %v", err)
@@ -302,9 +310,7 @@ func TestRetriesReuseTheRequestID(t *testing.T) {
 
 func TestNoRetriesByDefault(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	f := &flaky{next: b.handler, n: 1}
-	c := start(t, f)
+	b, f, c := flakyBackend(t, 1, false)
 	id, err := c.Add(context.Background(), "", "likes", 5)
 	if !client.IsCode(err, api.CodeUnknownOutcome) || !client.Retryable(err) {
 		t.Fatalf("Add = %v, want a retryable unknown_outcome", err)
@@ -323,9 +329,7 @@ func TestNoRetriesByDefault(t *testing.T) {
 
 func TestRetriesGiveUp(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	f := &flaky{next: b.handler, n: 100}
-	c := start(t, f, client.WithRetries(2))
+	_, f, c := flakyBackend(t, 100, false, client.WithRetries(2))
 	if _, err := c.Add(context.Background(), "", "likes", 1); !client.IsCode(err, api.CodeUnknownOutcome) {
 		t.Fatalf("Add = %v", err)
 	}

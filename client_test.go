@@ -15,13 +15,26 @@ import (
 
 func newClient(t *testing.T) *abacus.Client {
 	t.Helper()
-	ctx := context.Background()
-	store, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Dir: "db"})
+	return startClient(t, abacus.Config{Driver: newMemStore(t)})
+}
+
+// newMemStore opens the embedded store on a fresh in-memory file system and
+// closes it when the test ends.
+func newMemStore(t *testing.T) *embedded.Driver {
+	t.Helper()
+	store, err := embedded.Open(context.Background(), embedded.Config{FS: vfs.NewMem(), Dir: "db"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	c, err := abacus.NewClient(ctx, abacus.Config{Driver: store})
+	return store
+}
+
+// startClient makes a library client from cfg and stops it when the test
+// ends (before the store's own cleanup, which was registered earlier).
+func startClient(t *testing.T, cfg abacus.Config) *abacus.Client {
+	t.Helper()
+	c, err := abacus.NewClient(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +163,7 @@ func TestConfigValidation(t *testing.T) {
 	if _, err := abacus.NewClient(context.Background(), abacus.Config{}); err == nil {
 		t.Fatal("NewClient without a driver succeeded")
 	}
-	store, err := embedded.Open(context.Background(), embedded.Config{FS: vfs.NewMem(), Dir: "db"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := newMemStore(t)
 	for _, cfg := range []abacus.Config{
 		{Driver: store, MutatorLifetime: time.Hour, RefusalMargin: 2 * time.Hour},
 		{Driver: store, GCGrace: -time.Second},
@@ -173,17 +182,10 @@ func TestConfigValidation(t *testing.T) {
 func TestShardedRetryOnAnotherProcessCountsAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Dir: "db"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
+	store := newMemStore(t)
 	var procs [2]*abacus.Client
 	for i := range procs {
-		if procs[i], err = abacus.NewClient(ctx, abacus.Config{Driver: store, GCInterval: -1}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = procs[i].Stop(ctx) })
+		procs[i] = startClient(t, abacus.Config{Driver: store, GCInterval: -1})
 	}
 	u := abacus.Update{Counter: "c", Delta: 5, RequestID: "retry-me"}
 	for _, c := range []*abacus.Client{procs[0], procs[0], procs[1]} {

@@ -39,15 +39,25 @@ func Example() {
 	// Output: 10
 }
 
+// exampleClient is the setup of Example for the examples that follow it: a
+// client on the embedded store in a temporary directory; done stops the
+// client, closes the store and removes the directory.
+func exampleClient(ctx context.Context) (client *abacus.Client, done func()) {
+	dir, _ := os.MkdirTemp("", "abacus-example")
+	store, _ := embedded.Open(ctx, embedded.Config{Dir: dir})
+	client, _ = abacus.NewClient(ctx, abacus.Config{Driver: store})
+	return client, func() {
+		client.Stop(ctx)
+		store.Close()
+		os.RemoveAll(dir)
+	}
+}
+
 // A retry that carries the same request id is counted once.
 func ExampleClient_Apply_retry() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "abacus-example")
-	defer os.RemoveAll(dir)
-	store, _ := embedded.Open(ctx, embedded.Config{Dir: dir})
-	defer store.Close()
-	client, _ := abacus.NewClient(ctx, abacus.Config{Driver: store})
-	defer client.Stop(ctx)
+	client, done := exampleClient(ctx)
+	defer done()
 
 	u := abacus.Update{Counter: "credits", Delta: 100, RequestID: "order-7781"}
 	for range 3 { // the caller timed out twice and retried
@@ -64,12 +74,8 @@ func ExampleClient_Apply_retry() {
 // different items were added.
 func ExampleClient_CreateNamespace() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "abacus-example")
-	defer os.RemoveAll(dir)
-	store, _ := embedded.Open(ctx, embedded.Config{Dir: dir})
-	defer store.Close()
-	client, _ := abacus.NewClient(ctx, abacus.Config{Driver: store})
-	defer client.Stop(ctx)
+	client, done := exampleClient(ctx)
+	defer done()
 
 	if _, err := client.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "visitors", Type: abacus.TypeDistinct}); err != nil {
 		log.Fatal(err)

@@ -107,15 +107,7 @@ func (c *Client) UpdateLedger(ctx context.Context, u LedgerUpdate) (*LedgerResul
 // LedgerValue reads a ledger (namespace "" means DefaultLedgerNamespace).
 // A ledger never written reads as 0.
 func (c *Client) LedgerValue(ctx context.Context, namespace, name string) (*LedgerValue, error) {
-	ns, t, err := c.ledgerTarget(ctx, namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	st, err := c.ledger.Read(ctx, t)
-	if err != nil {
-		return nil, publicError(err)
-	}
-	return ledgerValue(ns.Name, name, st)
+	return c.ledgerValueBy(ctx, namespace, name, c.ledger.Read)
 }
 
 // HasRequestID reports whether a request id is in the history of any of
@@ -139,11 +131,17 @@ func (c *Client) HasRequestID(ctx context.Context, namespace, name, requestID st
 // actor and writes that actor's row back if it changed (the design's find!).
 // It returns the merged value.
 func (c *Client) FindLedger(ctx context.Context, namespace, name string) (*LedgerValue, error) {
+	return c.ledgerValueBy(ctx, namespace, name, c.ledger.Find)
+}
+
+// ledgerValueBy resolves the ledger, gets its state with get (a plain read,
+// or a find that also writes) and returns its value.
+func (c *Client) ledgerValueBy(ctx context.Context, namespace, name string, get func(context.Context, ledger.Target) (*ledger.State, error)) (*LedgerValue, error) {
 	ns, t, err := c.ledgerTarget(ctx, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	st, err := c.ledger.Find(ctx, t)
+	st, err := get(ctx, t)
 	if err != nil {
 		return nil, publicError(err)
 	}

@@ -5,29 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/driver"
-	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 func TestLedgerNamespaceOptions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c, err := abacus.NewClient(ctx, abacus.Config{Driver: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop(ctx)
+	store := newMemStore(t)
+	c := startClient(t, abacus.Config{Driver: store})
 
 	cases := []struct {
 		name string
@@ -48,11 +37,7 @@ func TestLedgerNamespaceOptions(t *testing.T) {
 		}
 	}
 	// A second client reads the stored options back, not the cached ones.
-	c2, err := abacus.NewClient(ctx, abacus.Config{Driver: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Stop(ctx)
+	c2 := startClient(t, abacus.Config{Driver: store})
 	for _, tc := range cases {
 		ns, err := c2.Namespace(ctx, "l-"+tc.name)
 		if err != nil || ns.Ledger == nil || *ns.Ledger != tc.want {
@@ -67,7 +52,7 @@ func TestLedgerNamespaceOptions(t *testing.T) {
 		}
 	}
 	// Corrupt stored options are reported, not guessed at.
-	err = store.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
+	err := store.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
 		Name: "corrupt", Model: "ledger", Options: map[string]string{"history_length": "ten"},
 	}})
 	if err != nil {
@@ -159,16 +144,8 @@ func (s unknownStore) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerR
 func TestLedgerUnknownOutcomeIsNeverSuccess(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c, err := abacus.NewClient(ctx, abacus.Config{Driver: unknownStore{store}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop(ctx)
+	store := newMemStore(t)
+	c := startClient(t, abacus.Config{Driver: unknownStore{store}})
 	if _, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "l", Model: abacus.ModelLedger, Ledger: &abacus.LedgerOptions{RetryCount: 2}}); err != nil {
 		t.Fatal(err)
 	}
@@ -177,11 +154,7 @@ func TestLedgerUnknownOutcomeIsNeverSuccess(t *testing.T) {
 		t.Fatalf("Credit = %+v, %v; want ErrUnknownOutcome with the request id", r, err)
 	}
 	// The writes had landed: the retry, with the returned id, finds it.
-	healthy, err := abacus.NewClient(ctx, abacus.Config{Driver: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer healthy.Stop(ctx)
+	healthy := startClient(t, abacus.Config{Driver: store})
 	if r2, err := healthy.Credit(ctx, "l", "x", 5, r.RequestID); err != nil || r2.Applied {
 		t.Fatalf("retry = %+v, %v; want recognised", r2, err)
 	}
@@ -190,12 +163,8 @@ func TestLedgerUnknownOutcomeIsNeverSuccess(t *testing.T) {
 // Crediting a ledger and retrying: the retry is recognised.
 func ExampleClient_Credit() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "abacus-example")
-	defer os.RemoveAll(dir)
-	store, _ := embedded.Open(ctx, embedded.Config{Dir: dir})
-	defer store.Close()
-	client, _ := abacus.NewClient(ctx, abacus.Config{Driver: store})
-	defer client.Stop(ctx)
+	client, done := exampleClient(ctx)
+	defer done()
 
 	r, _ := client.Credit(ctx, "", "alice", 50, "order-1001")
 	fmt.Println("applied:", r.Applied)

@@ -66,6 +66,14 @@ func (plainSums) defaultType() string { return TypeSum }
 
 func (plainSums) checkNamespace(nc NamespaceConfig) error { return sumsOnly(nc) }
 
+// numbersAsGiven is the prepare of the models that apply an update's delta
+// as it is (native, cas): it only refuses what is not a number.
+type numbersAsGiven struct{}
+
+func (numbersAsGiven) prepare(_ *Client, p prepared, u Update) (prepared, error) {
+	return p, numbersOnly(p.ns, u)
+}
+
 // sumsOnly is the type check of the models whose counters are plain sums.
 func sumsOnly(nc NamespaceConfig) error {
 	if nc.Type != TypeSum {

@@ -9,10 +9,9 @@ import (
 
 // casModel is the compare-and-set baseline: linearizable, one Paxos round
 // per write, and a retry may count twice.
-type casModel struct{ plainSums }
-
-func (casModel) prepare(_ *Client, p prepared, u Update) (prepared, error) {
-	return p, numbersOnly(p.ns, u)
+type casModel struct {
+	plainSums
+	numbersAsGiven
 }
 
 func (casModel) apply(ctx context.Context, c *Client, p prepared, u Update) error {

@@ -9,10 +9,9 @@ import (
 
 // nativeModel is the store's own counter (a Cassandra counter column): the
 // fastest, and a retry may count twice.
-type nativeModel struct{ plainSums }
-
-func (nativeModel) prepare(_ *Client, p prepared, u Update) (prepared, error) {
-	return p, numbersOnly(p.ns, u)
+type nativeModel struct {
+	plainSums
+	numbersAsGiven
 }
 
 func (nativeModel) apply(ctx context.Context, c *Client, p prepared, u Update) error {

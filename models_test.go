@@ -52,12 +52,7 @@ func freshNamespace(t *testing.T, c *abacus.Client, nc abacus.NamespaceConfig) s
 
 func clientOn(t *testing.T, d driver.Driver, clk clock.Clock) *abacus.Client {
 	t.Helper()
-	c, err := abacus.NewClient(context.Background(), abacus.Config{Driver: d, Clock: clk, GCInterval: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	return c
+	return startClient(t, abacus.Config{Driver: d, Clock: clk, GCInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 }
 
 func wantCounter(t *testing.T, c *abacus.Client, ns, counter string, want int64) *abacus.Value {

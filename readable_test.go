@@ -186,17 +186,7 @@ func TestShardedSumAcrossProcessesStaysReadable(t *testing.T) {
 	modelStores(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
 		clk := clock.NewManual(time.Now())
-		newClient := func() *abacus.Client {
-			c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, Clock: clk, GCInterval: -1,
-				MutatorLifetime: 2 * time.Hour, RefusalMargin: time.Hour, GCGrace: time.Hour,
-				Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Stop(ctx) })
-			return c
-		}
-		a, b := newClient(), newClient()
+		a, b := processOn(t, d, clk), processOn(t, d, clk)
 		ns := freshNamespace(t, a, abacus.NamespaceConfig{Model: abacus.ModelSharded, Type: abacus.TypeSum})
 		if err := a.Add(ctx, ns, "s", math.MaxInt64); err != nil {
 			t.Fatal(err)
@@ -254,6 +244,16 @@ func TestAcknowledgedWritesStayReadable(t *testing.T) {
 	})
 }
 
+// processOn is one client process on d and clk with short mutator
+// lifetimes (two hours, refused an hour before, collected an hour after), so
+// that advancing clk by hours makes shards final and collectable.
+func processOn(t *testing.T, d driver.Driver, clk clock.Clock) *abacus.Client {
+	t.Helper()
+	return startClient(t, abacus.Config{Driver: d, Clock: clk, GCInterval: -1,
+		MutatorLifetime: 2 * time.Hour, RefusalMargin: time.Hour, GCGrace: time.Hour,
+		Logger: slog.New(slog.DiscardHandler)})
+}
+
 var edgeDeltas = []int64{math.MaxInt64, math.MinInt64, 1, -1, 5, -5, math.MaxInt64 / 2, math.MinInt64 / 2, math.MaxInt64 - 3, 0}
 
 func runReadableSequence(t *testing.T, d driver.Driver, model abacus.Model, seed uint64, steps int) {
@@ -261,17 +261,7 @@ func runReadableSequence(t *testing.T, d driver.Driver, model abacus.Model, seed
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, uint64(len(model))))
 	clk := clock.NewManual(time.Now())
-	open := func() *abacus.Client {
-		c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, Clock: clk, GCInterval: -1,
-			MutatorLifetime: 2 * time.Hour, RefusalMargin: time.Hour, GCGrace: time.Hour,
-			Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Stop(ctx) })
-		return c
-	}
-	clients := []*abacus.Client{open(), open()}
+	clients := []*abacus.Client{processOn(t, d, clk), processOn(t, d, clk)}
 	nc := abacus.NamespaceConfig{Model: model}
 	if model == abacus.ModelEvents {
 		nc.Events = &abacus.EventsOptions{Bucket: time.Minute, AcceptWindow: 2 * time.Minute, RollupDelay: 30 * time.Second}

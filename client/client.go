@@ -189,6 +189,42 @@ func counterPath(ns, counter string) string {
 	return "/v1/namespaces/" + escape(nsOrDefault(ns)) + "/counters/" + escape(counter)
 }
 
+// call is do for the requests whose answer is one JSON value: it decodes
+// the answer into a new T.
+func call[T any](ctx context.Context, c *Client, method, path string, in any) (*T, error) {
+	return callPick(ctx, c, method, path, in, answer[T])
+}
+
+// callNamed is call for a request about one named thing (kind says which):
+// an empty name is refused before anything is sent.
+func callNamed[T any](ctx context.Context, c *Client, kind, name, method, path string, in any) (*T, error) {
+	return callNamedPick(ctx, c, kind, name, method, path, in, answer[T])
+}
+
+// answer is the pick of call and callNamed: the whole answer.
+func answer[T any](out *T) *T { return out }
+
+// callPick decodes the answer into a new T and returns the part of it that
+// pick takes out (the list inside a list body, say); on error, the zero R.
+func callPick[T, R any](ctx context.Context, c *Client, method, path string, in any, pick func(*T) R) (R, error) {
+	var out T
+	if err := c.do(ctx, method, path, in, &out); err != nil {
+		var zero R
+		return zero, err
+	}
+	return pick(&out), nil
+}
+
+// callNamedPick is callPick for a request about one named thing: an empty
+// name is refused before anything is sent.
+func callNamedPick[T, R any](ctx context.Context, c *Client, kind, name, method, path string, in any, pick func(*T) R) (R, error) {
+	if err := requireName(kind, name); err != nil {
+		var zero R
+		return zero, err
+	}
+	return callPick(ctx, c, method, path, in, pick)
+}
+
 // do sends one request and decodes a 2xx body into out (if not nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	if c.timeout > 0 {
@@ -297,29 +333,17 @@ func (c *Client) Ready(ctx context.Context) error {
 
 // Namespaces lists every namespace, sorted by name.
 func (c *Client) Namespaces(ctx context.Context) ([]api.Namespace, error) {
-	var out api.NamespaceList
-	if err := c.do(ctx, "GET", "/v1/namespaces", nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Namespaces, nil
+	return callPick(ctx, c, "GET", "/v1/namespaces", nil, func(out *api.NamespaceList) []api.Namespace { return out.Namespaces })
 }
 
 // Namespace describes one namespace ("" means "default").
 func (c *Client) Namespace(ctx context.Context, name string) (*api.Namespace, error) {
-	var out api.Namespace
-	if err := c.do(ctx, "GET", "/v1/namespaces/"+escape(nsOrDefault(name)), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.Namespace](ctx, c, "GET", "/v1/namespaces/"+escape(nsOrDefault(name)), nil)
 }
 
 // CreateNamespace creates a namespace.
 func (c *Client) CreateNamespace(ctx context.Context, req api.CreateNamespaceRequest) (*api.Namespace, error) {
-	var out api.Namespace
-	if err := c.do(ctx, "POST", "/v1/namespaces", req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.Namespace](ctx, c, "POST", "/v1/namespaces", req)
 }
 
 // Update applies one update to a counter ("" namespace means "default") and
@@ -477,34 +501,16 @@ func asAPIError(err error) *api.Error {
 
 // Get reads a counter ("" namespace means "default").
 func (c *Client) Get(ctx context.Context, namespace, counter string) (*api.Value, error) {
-	if err := requireName("counter", counter); err != nil {
-		return nil, err
-	}
-	var out api.Value
-	if err := c.do(ctx, "GET", counterPath(namespace, counter), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callNamed[api.Value](ctx, c, "counter", counter, "GET", counterPath(namespace, counter), nil)
 }
 
 // GC folds one counter's final shards into its tally.
 func (c *Client) GC(ctx context.Context, namespace, counter string) (*api.GCResult, error) {
-	if err := requireName("counter", counter); err != nil {
-		return nil, err
-	}
-	var out api.GCResult
-	if err := c.do(ctx, "POST", counterPath(namespace, counter)+"/gc", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callNamed[api.GCResult](ctx, c, "counter", counter, "POST", counterPath(namespace, counter)+"/gc", nil)
 }
 
 // GCAll collects every counter, or those of one namespace when namespace is
 // not empty.
 func (c *Client) GCAll(ctx context.Context, namespace string) (*api.GCAllResult, error) {
-	var out api.GCAllResult
-	if err := c.do(ctx, "POST", "/v1/gc", api.GCAllRequest{Namespace: namespace}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.GCAllResult](ctx, c, "POST", "/v1/gc", api.GCAllRequest{Namespace: namespace})
 }

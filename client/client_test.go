@@ -17,6 +17,7 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
+	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/server"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -30,13 +31,20 @@ type backend struct {
 
 func newBackend(t *testing.T) *backend {
 	t.Helper()
+	return newBackendOnClock(t, nil)
+}
+
+// newBackendOnClock is newBackend with the library telling time by clk (nil:
+// the system clock).
+func newBackendOnClock(t *testing.T, clk clock.Clock) *backend {
+	t.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1})
+	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +269,16 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(api.Error{Code: api.CodeUnknownOutcome, Message: "lost"})
 }
 
+// flakyBackend is a backend behind a flaky handler that loses the answers
+// to its first n requests (dropping the connection when drop is set), and a
+// client of it made with opts.
+func flakyBackend(t *testing.T, n int, drop bool, opts ...client.Option) (*backend, *flaky, *client.Client) {
+	t.Helper()
+	b := newBackend(t)
+	f := &flaky{next: b.handler, n: n, drop: drop}
+	return b, f, start(t, f, opts...)
+}
+
 func TestRetriesReuseTheRequestID(t *testing.T) {
 	t.Parallel()
 	for _, drop := range []bool{false, true} {
@@ -270,9 +288,7 @@ func TestRetriesReuseTheRequestID(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			b := newBackend(t)
-			f := &flaky{next: b.handler, n: 2, drop: drop}
-			c := start(t, f, client.WithRetries(3))
+			b, f, c := flakyBackend(t, 2, drop, client.WithRetries(3))
 			id, err := c.Add(context.Background(), "", "likes", 5)
 			if err != nil {
 				t.Fatalf("Add with retries: %v", err)
@@ -294,9 +310,7 @@ func TestRetriesReuseTheRequestID(t *testing.T) {
 
 func TestNoRetriesByDefault(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	f := &flaky{next: b.handler, n: 1}
-	c := start(t, f)
+	b, f, c := flakyBackend(t, 1, false)
 	id, err := c.Add(context.Background(), "", "likes", 5)
 	if !client.IsCode(err, api.CodeUnknownOutcome) || !client.Retryable(err) {
 		t.Fatalf("Add = %v, want a retryable unknown_outcome", err)
@@ -315,9 +329,7 @@ func TestNoRetriesByDefault(t *testing.T) {
 
 func TestRetriesGiveUp(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	f := &flaky{next: b.handler, n: 100}
-	c := start(t, f, client.WithRetries(2))
+	_, f, c := flakyBackend(t, 100, false, client.WithRetries(2))
 	if _, err := c.Add(context.Background(), "", "likes", 1); !client.IsCode(err, api.CodeUnknownOutcome) {
 		t.Fatalf("Add = %v", err)
 	}

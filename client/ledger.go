@@ -62,27 +62,13 @@ func (c *Client) ledgerUpdate(ctx context.Context, namespace, ledger, kind strin
 
 // LedgerValue reads a ledger.
 func (c *Client) LedgerValue(ctx context.Context, namespace, ledger string) (*api.LedgerValue, error) {
-	if err := requireName("ledger", ledger); err != nil {
-		return nil, err
-	}
-	var out api.LedgerValue
-	if err := c.do(ctx, "GET", ledgerPath(namespace, ledger), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callNamed[api.LedgerValue](ctx, c, "ledger", ledger, "GET", ledgerPath(namespace, ledger), nil)
 }
 
 // FindLedger reads a ledger and has the server fold its own actor's history
 // and write it back (see the design's find!).
 func (c *Client) FindLedger(ctx context.Context, namespace, ledger string) (*api.LedgerValue, error) {
-	if err := requireName("ledger", ledger); err != nil {
-		return nil, err
-	}
-	var out api.LedgerValue
-	if err := c.do(ctx, "POST", ledgerPath(namespace, ledger)+"/find", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callNamed[api.LedgerValue](ctx, c, "ledger", ledger, "POST", ledgerPath(namespace, ledger)+"/find", nil)
 }
 
 // HasRequestID reports whether a request id is in the history of one of the
@@ -94,9 +80,5 @@ func (c *Client) HasRequestID(ctx context.Context, namespace, ledger, requestID 
 	if requestID == "" {
 		return false, &Error{Code: api.CodeInvalidArgument, Message: "request id is empty"}
 	}
-	var out api.RequestIDStatus
-	if err := c.do(ctx, "GET", ledgerPath(namespace, ledger)+"/requests/"+escape(requestID), nil, &out); err != nil {
-		return false, err
-	}
-	return out.Known, nil
+	return callPick(ctx, c, "GET", ledgerPath(namespace, ledger)+"/requests/"+escape(requestID), nil, func(out *api.RequestIDStatus) bool { return out.Known })
 }

@@ -19,58 +19,29 @@ func (c *Client) CreateQueue(ctx context.Context, req api.CreateQueueRequest) (*
 	if err := requireName("queue", req.Name); err != nil {
 		return nil, err
 	}
-	var out api.Queue
-	if err := c.do(ctx, "POST", "/v1/queues", req, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return call[api.Queue](ctx, c, "POST", "/v1/queues", req)
 }
 
 // Queues lists every queue, sorted by name.
 func (c *Client) Queues(ctx context.Context) ([]api.Queue, error) {
-	var out api.QueueList
-	if err := c.do(ctx, "GET", "/v1/queues", nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Queues, nil
+	return callPick(ctx, c, "GET", "/v1/queues", nil, func(out *api.QueueList) []api.Queue { return out.Queues })
 }
 
 // Queue describes one queue.
 func (c *Client) Queue(ctx context.Context, name string) (*api.Queue, error) {
-	if err := requireName("queue", name); err != nil {
-		return nil, err
-	}
-	var out api.Queue
-	if err := c.do(ctx, "GET", queuePath(name), nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callNamed[api.Queue](ctx, c, "queue", name, "GET", queuePath(name), nil)
 }
 
 // Put queues messages (1 to 1000) and returns their ids in order. If one
 // is invalid the server refuses them all.
 func (c *Client) Put(ctx context.Context, queue string, msgs ...api.PutMessage) ([]string, error) {
-	if err := requireName("queue", queue); err != nil {
-		return nil, err
-	}
-	var out api.PutResponse
-	if err := c.do(ctx, "POST", queuePath(queue)+"/messages", api.PutRequest{Messages: msgs}, &out); err != nil {
-		return nil, err
-	}
-	return out.IDs, nil
+	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/messages", api.PutRequest{Messages: msgs}, func(out *api.PutResponse) []string { return out.IDs })
 }
 
 // Receive takes up to req.Max due messages, waiting up to req.Wait for
 // one. Settle each with Ack, Nack or Release.
 func (c *Client) Receive(ctx context.Context, queue string, req api.ReceiveRequest) ([]api.Delivery, error) {
-	if err := requireName("queue", queue); err != nil {
-		return nil, err
-	}
-	var out api.ReceiveResponse
-	if err := c.do(ctx, "POST", queuePath(queue)+"/receive", req, &out); err != nil {
-		return nil, err
-	}
-	return out.Messages, nil
+	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/receive", req, func(out *api.ReceiveResponse) []api.Delivery { return out.Messages })
 }
 
 // Ack acknowledges deliveries by receipt: their messages are deleted.
@@ -86,39 +57,18 @@ func (c *Client) Ack(ctx context.Context, queue string, receipts ...string) erro
 // Nack reports that handling a delivery failed, with reason as its last
 // error, and says whether the message moved to the dead letters.
 func (c *Client) Nack(ctx context.Context, queue, receipt, reason string) (dead bool, err error) {
-	if err := requireName("queue", queue); err != nil {
-		return false, err
-	}
-	var out api.NackResponse
-	if err := c.do(ctx, "POST", queuePath(queue)+"/nack", api.NackRequest{Receipt: receipt, Error: reason}, &out); err != nil {
-		return false, err
-	}
-	return out.Dead, nil
+	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/nack", api.NackRequest{Receipt: receipt, Error: reason}, func(out *api.NackResponse) bool { return out.Dead })
 }
 
 // Release gives deliveries back unhandled: visible again at once, and not
 // counted.
 func (c *Client) Release(ctx context.Context, queue string, receipts ...string) (*api.ReleaseResponse, error) {
-	if err := requireName("queue", queue); err != nil {
-		return nil, err
-	}
-	var out api.ReleaseResponse
-	if err := c.do(ctx, "POST", queuePath(queue)+"/release", api.ReleaseRequest{Receipts: receipts}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callNamed[api.ReleaseResponse](ctx, c, "queue", queue, "POST", queuePath(queue)+"/release", api.ReleaseRequest{Receipts: receipts})
 }
 
 // QueueStats returns the observer's numbers for a queue, per shard.
 func (c *Client) QueueStats(ctx context.Context, queue string) (*api.QueueStats, error) {
-	if err := requireName("queue", queue); err != nil {
-		return nil, err
-	}
-	var out api.QueueStats
-	if err := c.do(ctx, "GET", queuePath(queue)+"/stats", nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return callNamed[api.QueueStats](ctx, c, "queue", queue, "GET", queuePath(queue)+"/stats", nil)
 }
 
 // DeadLetters lists up to limit dead letters of a queue, oldest first;
@@ -131,22 +81,11 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]ap
 	if limit > 0 {
 		path += "?limit=" + strconv.Itoa(limit)
 	}
-	var out api.DeadLetterList
-	if err := c.do(ctx, "GET", path, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.DeadLetters, nil
+	return callPick(ctx, c, "GET", path, nil, func(out *api.DeadLetterList) []api.DeadLetter { return out.DeadLetters })
 }
 
 // Requeue puts dead letters back on their queue (all of them when ids is
 // empty) and returns the ids requeued.
 func (c *Client) Requeue(ctx context.Context, queue string, ids ...string) ([]string, error) {
-	if err := requireName("queue", queue); err != nil {
-		return nil, err
-	}
-	var out api.RequeueResponse
-	if err := c.do(ctx, "POST", queuePath(queue)+"/dead/requeue", api.RequeueRequest{IDs: ids}, &out); err != nil {
-		return nil, err
-	}
-	return out.Requeued, nil
+	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/dead/requeue", api.RequeueRequest{IDs: ids}, func(out *api.RequeueResponse) []string { return out.Requeued })
 }

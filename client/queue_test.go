@@ -2,45 +2,22 @@ package client_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/clock"
-	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/internal/server"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // queueBackend is a real server whose library client runs on a manual clock.
 func queueBackend(t *testing.T) (*client.Client, *clock.Manual) {
 	t.Helper()
-	ctx := context.Background()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
 	clk := clock.NewManual(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
-	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Client: lib, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		_ = lib.Stop(context.Background())
-		_ = drv.Close()
-	})
+	b := newBackendOnClock(t, clk)
+	ts := httptest.NewServer(b.handler)
+	t.Cleanup(ts.Close)
 	c, err := client.New(ts.URL, client.WithRetries(2))
 	if err != nil {
 		t.Fatal(err)

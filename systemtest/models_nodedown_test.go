@@ -7,7 +7,6 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/clock"
-	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/internal/cassandratest"
 )
 
@@ -18,15 +17,7 @@ import (
 func TestEveryModelNodeDown(t *testing.T) {
 	cluster := cassandratest.Faults(t) // skips unless node-loss tests are enabled
 	ctx := context.Background()
-	store, err := cassandra.Open(ctx, cassandra.Config{
-		Hosts:       cassandratest.Hosts(t),
-		Keyspace:    cassandratest.Keyspace(t),
-		Replication: cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 3},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openReplicatedStore(t)
 	clk := clock.NewManual(time.Now())
 	c, err := abacus.NewClient(ctx, abacus.Config{Driver: store, Clock: clk, GCInterval: -1})
 	if err != nil {
@@ -89,19 +80,8 @@ func TestEveryModelNodeDown(t *testing.T) {
 	read(30)
 	cluster.StartNode(3)
 
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		res, err := c.GC(ctx, "ev", "c")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.Skipped && res.Folded == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events rollup after the node came back: %+v", res)
-		}
-		time.Sleep(2 * time.Second)
-	}
+	gcUntilDone(t, c, "ev", "c", "events rollup after the node came back", func(res abacus.GCResult) bool {
+		return !res.Skipped && res.Folded == 2
+	})
 	read(30)
 }

@@ -11,22 +11,52 @@ import (
 	"github.com/abacusdb/abacus/internal/cassandratest"
 )
 
-// GC needs every replica: with one node of three down it is skipped (and
-// counted), while reads and writes at QUORUM carry on; once the node is back
-// the same collection folds everything and the value is unchanged.
-func TestGCNodeDownSkippedThenCompletes(t *testing.T) {
-	cluster := cassandratest.Faults(t) // skips unless node-loss tests are enabled
-	hosts := cassandratest.Hosts(t)
-	ctx := context.Background()
-	store, err := cassandra.Open(ctx, cassandra.Config{
-		Hosts:       hosts,
+// openReplicatedStore opens the test keyspace with three replicas, so that
+// QUORUM survives one node of three down; the store is closed when the test
+// ends.
+func openReplicatedStore(t *testing.T) *cassandra.Driver {
+	t.Helper()
+	store, err := cassandra.Open(context.Background(), cassandra.Config{
+		Hosts:       cassandratest.Hosts(t),
 		Keyspace:    cassandratest.Keyspace(t),
 		Replication: cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 3},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(func() { _ = store.Close() })
+	return store
+}
+
+// gcUntilDone collects the counter every 2 s, for up to 90 s, until done
+// says the collection went through (what names it in the failure): once a
+// stopped node is back, the coordinator may need a few seconds of gossip to
+// see it up.
+func gcUntilDone(t *testing.T, c *abacus.Client, ns, counter, what string, done func(abacus.GCResult) bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		res, err := c.GC(context.Background(), ns, counter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done(res) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %+v", what, res)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// GC needs every replica: with one node of three down it is skipped (and
+// counted), while reads and writes at QUORUM carry on; once the node is back
+// the same collection folds everything and the value is unchanged.
+func TestGCNodeDownSkippedThenCompletes(t *testing.T) {
+	cluster := cassandratest.Faults(t) // skips unless node-loss tests are enabled
+	ctx := context.Background()
+	store := openReplicatedStore(t)
 	const lifetime, margin, grace = 10 * time.Minute, time.Minute, 5 * time.Minute
 	clk := clock.NewManual(time.Now())
 	c, err := abacus.NewClient(ctx, abacus.Config{
@@ -70,22 +100,9 @@ func TestGCNodeDownSkippedThenCompletes(t *testing.T) {
 	}
 	cluster.StartNode(3)
 
-	// The node is back; the coordinator may need a few seconds of gossip
-	// to see it up.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		res, err := c.GC(ctx, "", "c")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Folded == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("GC after the node came back: %+v", res)
-		}
-		time.Sleep(2 * time.Second)
-	}
+	gcUntilDone(t, c, "", "c", "GC after the node came back", func(res abacus.GCResult) bool {
+		return res.Folded == 3
+	})
 	v, err = c.Get(ctx, "", "c")
 	if err != nil || v.Value != want || v.Shards != 1 {
 		t.Fatalf("after GC: %+v, %v; want %d from 1 live shard", v, err, want)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/server"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -30,13 +31,20 @@ type testServer struct {
 
 func newTestServer(t *testing.T) *testServer {
 	t.Helper()
+	return newTestServerOnClock(t, nil)
+}
+
+// newTestServerOnClock is newTestServer with the library telling time by clk
+// (nil: the system clock).
+func newTestServerOnClock(t *testing.T, clk clock.Clock) *testServer {
+	t.Helper()
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1})
+	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,15 +243,23 @@ func TestServerErrorsExitOne(t *testing.T) {
 	down.oneLineError(t)
 }
 
-func TestUnknownOutcomeTellsHowToRetry(t *testing.T) {
-	t.Parallel()
+// unknownOutcomeServer answers every request with a 503 unknown_outcome
+// error carrying message, as a server does when a write's fate is unknown;
+// it returns the server's URL.
+func unknownOutcomeServer(t *testing.T, message string) string {
+	t.Helper()
 	lost := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(503)
-		_ = json.NewEncoder(w).Encode(api.Error{Code: api.CodeUnknownOutcome, Message: "outcome unknown: shard write timed out"})
+		_ = json.NewEncoder(w).Encode(api.Error{Code: api.CodeUnknownOutcome, Message: message})
 	}))
-	defer lost.Close()
-	r := cli(nil, "--server", lost.URL, "counter", "add", "likes", "1", "--request-id", "r-42")
+	t.Cleanup(lost.Close)
+	return lost.URL
+}
+
+func TestUnknownOutcomeTellsHowToRetry(t *testing.T) {
+	t.Parallel()
+	r := cli(nil, "--server", unknownOutcomeServer(t, "outcome unknown: shard write timed out"), "counter", "add", "likes", "1", "--request-id", "r-42")
 	if r.code != 1 || !strings.Contains(r.stderr, "--request-id r-42") || !strings.Contains(r.stderr, "shard write timed out") {
 		t.Fatalf("%+v", r)
 	}

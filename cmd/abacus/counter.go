@@ -108,10 +108,7 @@ With --get the counter's value, read after the update, is printed.`,
 			if err != nil {
 				return a.unknownOutcomeHint(err, id)
 			}
-			if a.g.json {
-				return a.printJSON(api.UpdateResponse{Namespace: a.g.ns, Counter: name, RequestID: id, Acknowledged: true})
-			}
-			return nil
+			return a.printIfJSON(api.UpdateResponse{Namespace: a.g.ns, Counter: name, RequestID: id, Acknowledged: true})
 		},
 	}
 	cmd.Flags().StringVar(&item, "item", "", "item to record in a distinct counter (instead of DELTA)")
@@ -151,10 +148,7 @@ value.`,
 			if err := c.Set(cmd.Context(), a.g.ns, args[0], args[1], version, value); err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(api.SetResponse{Namespace: a.g.ns, Counter: args[0], Actor: args[1], Version: version, Acknowledged: true})
-			}
-			return nil
+			return a.printIfJSON(api.SetResponse{Namespace: a.g.ns, Counter: args[0], Actor: args[1], Version: version, Acknowledged: true})
 		},
 	}
 }
@@ -172,10 +166,7 @@ be cleared (a deleted Cassandra counter cannot be written again).`,
 		Example: `  abacus --ns likes counter clear post-9`,
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return usagef("NAME is empty")
-			}
-			c, err := a.client()
+			c, err := a.clientForName(args[0])
 			if err != nil {
 				return err
 			}
@@ -183,10 +174,7 @@ be cleared (a deleted Cassandra counter cannot be written again).`,
 			if err != nil {
 				return a.unknownOutcomeHint(err, id)
 			}
-			if a.g.json {
-				return a.printJSON(api.ClearResponse{Namespace: a.g.ns, Counter: args[0], RequestID: id, Acknowledged: true})
-			}
-			return nil
+			return a.printIfJSON(api.ClearResponse{Namespace: a.g.ns, Counter: args[0], RequestID: id, Acknowledged: true})
 		},
 	}
 }
@@ -216,10 +204,7 @@ whether it is empty, how many shards were merged).`,
   abacus --ns visitors counter get daily --json`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return usagef("NAME is empty")
-			}
-			c, err := a.client()
+			c, err := a.clientForName(args[0])
 			if err != nil {
 				return err
 			}

@@ -38,15 +38,10 @@ treated as an error: reads are never affected.`,
 				if err != nil {
 					return err
 				}
-				if a.g.json {
-					return a.printJSON(res)
-				}
 				if res.Skipped {
-					_, err = fmt.Fprintf(a.stdout, "skipped: %s\n", res.Error)
-				} else {
-					_, err = fmt.Fprintf(a.stdout, "folded %d shards\n", res.Folded)
+					return a.printResult(res, "skipped: "+res.Error)
 				}
-				return err
+				return a.printResult(res, fmt.Sprintf("folded %d shards", res.Folded))
 			}
 			ns := ""
 			if cmd.Flags().Changed("ns") {
@@ -56,11 +51,7 @@ treated as an error: reads are never affected.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(res)
-			}
-			_, err = fmt.Fprintf(a.stdout, "collected %d counters: folded %d shards, skipped %d counters\n", res.Counters, res.Folded, res.Skipped)
-			return err
+			return a.printResult(res, fmt.Sprintf("collected %d counters: folded %d shards, skipped %d counters", res.Counters, res.Folded, res.Skipped))
 		},
 	}
 }

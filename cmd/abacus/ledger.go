@@ -89,15 +89,10 @@ once.`,
 			if err != nil {
 				return a.unknownOutcomeHint(err, id)
 			}
-			if a.g.json {
-				return a.printJSON(res)
-			}
 			if res.Applied {
-				_, err = fmt.Fprintf(a.stdout, "applied request %s\n", res.RequestID)
-			} else {
-				_, err = fmt.Fprintf(a.stdout, "request %s was already applied; nothing changed\n", res.RequestID)
+				return a.printResult(res, "applied request "+res.RequestID)
 			}
-			return err
+			return a.printResult(res, "request "+res.RequestID+" was already applied; nothing changed")
 		},
 	}
 }
@@ -128,10 +123,7 @@ debits and number of actor rows are printed too.`,
 		Example: "  abacus ledger get alice\n  abacus --ns wallets ledger get bob --json",
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return usagef("NAME is empty")
-			}
-			c, err := a.client()
+			c, err := a.clientForName(args[0])
 			if err != nil {
 				return err
 			}
@@ -182,10 +174,7 @@ forgotten) and write it back, then print the value.`,
 		Example: "  abacus ledger find alice",
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return usagef("NAME is empty")
-			}
-			c, err := a.client()
+			c, err := a.clientForName(args[0])
 			if err != nil {
 				return err
 			}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -112,19 +110,14 @@ func TestLedgerBadInput(t *testing.T) {
 
 func TestLedgerUnknownOutcomeTellsHowToRetry(t *testing.T) {
 	t.Parallel()
-	lost := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(503)
-		_ = json.NewEncoder(w).Encode(api.Error{Code: api.CodeUnknownOutcome, Message: "outcome unknown: write failed 11 times"})
-	}))
-	defer lost.Close()
-	r := cli(nil, "--server", lost.URL, "ledger", "debit", "w", "3", "--request-id", "r-9")
+	lost := unknownOutcomeServer(t, "outcome unknown: write failed 11 times")
+	r := cli(nil, "--server", lost, "ledger", "debit", "w", "3", "--request-id", "r-9")
 	if r.code != 1 || !strings.Contains(r.stderr, "--request-id r-9") {
 		t.Fatalf("%+v", r)
 	}
 	r.oneLineError(t)
 	// A generated id is printed too, so the retry can reuse it.
-	r = cli(nil, "--server", lost.URL, "ledger", "credit", "w", "3")
+	r = cli(nil, "--server", lost, "ledger", "credit", "w", "3")
 	if r.code != 1 || !strings.Contains(r.stderr, "--request-id ") {
 		t.Fatalf("%+v", r)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/abacusdb/abacus/api"
@@ -218,6 +219,15 @@ func (a *app) client() (*client.Client, error) {
 	return c, nil
 }
 
+// clientForName refuses an empty NAME argument as a usage error before it
+// builds a client, so nothing is sent for it.
+func (a *app) clientForName(name string) (*client.Client, error) {
+	if name == "" {
+		return nil, usagef("NAME is empty")
+	}
+	return a.client()
+}
+
 // printResult prints v under --json and plain (one line) otherwise:
 // scripts read the plain line, programs the JSON.
 func (a *app) printResult(v, plain any) error {
@@ -226,6 +236,32 @@ func (a *app) printResult(v, plain any) error {
 	}
 	_, err := fmt.Fprintln(a.stdout, plain)
 	return err
+}
+
+// printJSONOr prints v under --json and otherwise leaves the output to
+// text, the command's own human-readable form.
+func (a *app) printJSONOr(v any, text func() error) error {
+	if a.g.json {
+		return a.printJSON(v)
+	}
+	return text()
+}
+
+// printIfJSON prints v under --json; otherwise the command succeeds
+// silently, as a shell command whose exit status says it all.
+func (a *app) printIfJSON(v any) error {
+	return a.printJSONOr(v, func() error { return nil })
+}
+
+// printTable prints v under --json and otherwise a table: the header line
+// (tab-separated), then the lines rows writes.
+func (a *app) printTable(v any, header string, rows func(tw io.Writer)) error {
+	return a.printJSONOr(v, func() error {
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, header)
+		rows(tw)
+		return tw.Flush()
+	})
 }
 
 func (a *app) printJSON(v any) error {

@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/abacusdb/abacus/api"
@@ -98,22 +98,16 @@ DEFAULT uses the server's configured level.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(ns)
-			}
 			if o := ns.Ledger; o != nil {
-				_, err = fmt.Fprintf(a.stdout, "created namespace %s (model %s, history length %d, strict %v, retry count %d, claim TTL %v, read %s, write %s)\n",
-					ns.Name, ns.Model, o.HistoryLength, o.Strict, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, ns.ReadConsistency, ns.WriteConsistency)
-				return err
+				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, history length %d, strict %v, retry count %d, claim TTL %v, read %s, write %s)",
+					ns.Name, ns.Model, o.HistoryLength, o.Strict, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, ns.ReadConsistency, ns.WriteConsistency))
 			}
 			if o := ns.Events; o != nil {
-				_, err = fmt.Fprintf(a.stdout, "created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)\n",
-					ns.Name, ns.Model, secs(o.BucketSeconds), secs(o.AcceptWindowSeconds), secs(o.RollupDelaySeconds), secs(o.FutureLimitSeconds), ns.ReadConsistency, ns.WriteConsistency)
-				return err
+				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)",
+					ns.Name, ns.Model, secs(o.BucketSeconds), secs(o.AcceptWindowSeconds), secs(o.RollupDelaySeconds), secs(o.FutureLimitSeconds), ns.ReadConsistency, ns.WriteConsistency))
 			}
-			_, err = fmt.Fprintf(a.stdout, "created namespace %s (model %s, type %s, read %s, write %s)\n",
-				ns.Name, ns.Model, ns.Type, ns.ReadConsistency, ns.WriteConsistency)
-			return err
+			return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, type %s, read %s, write %s)",
+				ns.Name, ns.Model, ns.Type, ns.ReadConsistency, ns.WriteConsistency))
 		},
 	}
 	f := cmd.Flags()
@@ -149,10 +143,7 @@ func (a *app) namespaceGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(ns)
-			}
-			return a.namespaceTable([]api.Namespace{*ns})
+			return a.namespaceTable(ns, []api.Namespace{*ns})
 		},
 	}
 }
@@ -172,24 +163,21 @@ func (a *app) namespaceListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(api.NamespaceList{Namespaces: list})
-			}
-			return a.namespaceTable(list)
+			return a.namespaceTable(api.NamespaceList{Namespaces: list}, list)
 		},
 	}
 }
 
-func (a *app) namespaceTable(list []api.Namespace) error {
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tMODEL\tTYPE\tREAD\tWRITE\tCREATED")
-	for _, ns := range list {
-		// %q would be safer for odd names but uglier for the usual ones;
-		// only quote names a terminal would mangle.
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", displayName(ns.Name), ns.Model, ns.Type,
-			ns.ReadConsistency, ns.WriteConsistency, ns.CreatedAt.UTC().Format(time.RFC3339))
-	}
-	return tw.Flush()
+// namespaceTable prints v under --json and otherwise list as a table.
+func (a *app) namespaceTable(v any, list []api.Namespace) error {
+	return a.printTable(v, "NAME\tMODEL\tTYPE\tREAD\tWRITE\tCREATED", func(tw io.Writer) {
+		for _, ns := range list {
+			// %q would be safer for odd names but uglier for the usual ones;
+			// only quote names a terminal would mangle.
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", displayName(ns.Name), ns.Model, ns.Type,
+				ns.ReadConsistency, ns.WriteConsistency, ns.CreatedAt.UTC().Format(time.RFC3339))
+		}
+	})
 }
 
 func displayName(s string) string {

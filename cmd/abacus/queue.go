@@ -75,12 +75,8 @@ after that it moves to the dead letters. A queue cannot be changed later.`,
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(q)
-			}
-			_, err = fmt.Fprintf(a.stdout, "created queue %s (%d shards of %s, %d deliveries, visibility timeout %s)\n",
-				displayName(q.Name), q.Shards, q.ShardDuration, q.MaxDeliveries, q.VisibilityTimeout)
-			return err
+			return a.printResult(q, fmt.Sprintf("created queue %s (%d shards of %s, %d deliveries, visibility timeout %s)",
+				displayName(q.Name), q.Shards, q.ShardDuration, q.MaxDeliveries, q.VisibilityTimeout))
 		},
 	}
 	f := cmd.Flags()
@@ -106,16 +102,12 @@ func (a *app) queueListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(api.QueueList{Queues: list})
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSHARDS\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED")
-			for _, q := range list {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", displayName(q.Name), q.Shards, q.ShardDuration,
-					q.MaxDeliveries, q.VisibilityTimeout, q.CreatedAt.UTC().Format(time.RFC3339))
-			}
-			return tw.Flush()
+			return a.printTable(api.QueueList{Queues: list}, "NAME\tSHARDS\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED", func(tw io.Writer) {
+				for _, q := range list {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", displayName(q.Name), q.Shards, q.ShardDuration,
+						q.MaxDeliveries, q.VisibilityTimeout, q.CreatedAt.UTC().Format(time.RFC3339))
+				}
+			})
 		},
 	}
 }
@@ -530,30 +522,22 @@ start with a fresh delivery count.`,
 				if err != nil {
 					return err
 				}
-				if a.g.json {
-					return a.printJSON(api.RequeueResponse{Requeued: done})
-				}
-				_, err = fmt.Fprintf(a.stdout, "requeued %d message(s)\n", len(done))
-				return err
+				return a.printResult(api.RequeueResponse{Requeued: done}, fmt.Sprintf("requeued %d message(s)", len(done)))
 			}
 			list, err := c.DeadLetters(cmd.Context(), args[0], limit)
 			if err != nil {
 				return err
 			}
-			if a.g.json {
-				return a.printJSON(api.DeadLetterList{DeadLetters: list})
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tDIED\tDELIVERIES\tLAST ERROR\tBODY")
-			for _, l := range list {
-				body := l.Body
-				if l.BodyBase64 != "" {
-					body = "base64:" + l.BodyBase64
+			return a.printTable(api.DeadLetterList{DeadLetters: list}, "ID\tDIED\tDELIVERIES\tLAST ERROR\tBODY", func(tw io.Writer) {
+				for _, l := range list {
+					body := l.Body
+					if l.BodyBase64 != "" {
+						body = "base64:" + l.BodyBase64
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.ID, l.DiedAt.UTC().Format(time.RFC3339), l.Deliveries,
+						clipText(l.LastError, 60), clipText(body, 40))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.ID, l.DiedAt.UTC().Format(time.RFC3339), l.Deliveries,
-					clipText(l.LastError, 60), clipText(body, 40))
-			}
-			return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 100, "list at most this many")

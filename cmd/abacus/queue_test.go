@@ -3,55 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/clock"
-	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/internal/server"
-	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // newQueueTestServer is newTestServer with the library on a manual clock,
 // so that shard windows pass without waiting.
 func newQueueTestServer(t *testing.T) (*testServer, *clock.Manual) {
 	t.Helper()
-	ctx := context.Background()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
 	clk := clock.NewManual(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
-	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Client: lib, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &testServer{lib: lib}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.requests.Add(1)
-		srv.Handler().ServeHTTP(w, r)
-	}))
-	s.url = ts.URL
-	t.Cleanup(func() {
-		ts.Close()
-		_ = lib.Stop(context.Background())
-		_ = drv.Close()
-	})
-	return s, clk
+	return newTestServerOnClock(t, clk), clk
 }
 
 func (s *testServer) queueMessages(t *testing.T, queue string) int {

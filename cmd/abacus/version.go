@@ -49,9 +49,6 @@ func (a *app) versionCmd() *cobra.Command {
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v := buildVersion()
-			if a.g.json {
-				return a.printJSON(v)
-			}
 			commit := ""
 			if v.Commit != "" {
 				commit = ", commit " + v.Commit[:min(12, len(v.Commit))]
@@ -59,8 +56,7 @@ func (a *app) versionCmd() *cobra.Command {
 					commit += "+dirty"
 				}
 			}
-			_, err := fmt.Fprintf(a.stdout, "abacus %s (%s %s%s)\n", v.Version, v.Go, v.Platform, commit)
-			return err
+			return a.printResult(v, fmt.Sprintf("abacus %s (%s %s%s)", v.Version, v.Go, v.Platform, commit))
 		},
 	}
 }

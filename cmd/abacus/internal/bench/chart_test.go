@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,6 +19,21 @@ func decodePNG(t *testing.T, b []byte) image.Image {
 	img, err := png.Decode(bytes.NewReader(b))
 	if err != nil {
 		t.Fatalf("not a PNG: %v", err)
+	}
+	return img
+}
+
+// renderPNG renders a chart with writePNG, decodes it and fails unless it
+// is width by height pixels; what names the size in the failure.
+func renderPNG(t *testing.T, writePNG func(io.Writer) error, width, height int, what string) image.Image {
+	t.Helper()
+	var b bytes.Buffer
+	if err := writePNG(&b); err != nil {
+		t.Fatal(err)
+	}
+	img := decodePNG(t, b.Bytes())
+	if img.Bounds().Dx() != width || img.Bounds().Dy() != height {
+		t.Fatalf("%s %v", what, img.Bounds())
 	}
 	return img
 }
@@ -44,14 +60,7 @@ func TestBarChart(t *testing.T) {
 		Values: [][]float64{{30_000, 3_500}, {3_400, -1}, {60_000, 55_000}},
 		Width:  600, Height: 300,
 	}
-	var b bytes.Buffer
-	if err := c.WritePNG(&b); err != nil {
-		t.Fatal(err)
-	}
-	img := decodePNG(t, b.Bytes())
-	if img.Bounds().Dx() != 600 || img.Bounds().Dy() != 300 {
-		t.Fatalf("size %v", img.Bounds())
-	}
+	img := renderPNG(t, c.WritePNG, 600, 300, "size")
 	_, bars, err := c.render()
 	if err != nil {
 		t.Fatal(err)
@@ -104,14 +113,7 @@ func TestCDFChart(t *testing.T) {
 	fast := []CDFPoint{{100 * time.Microsecond, 0.5}, {200 * time.Microsecond, 0.99}, {time.Millisecond, 1}}
 	slow := []CDFPoint{{5 * time.Millisecond, 0.5}, {20 * time.Millisecond, 0.99}, {80 * time.Millisecond, 1}}
 	c := CDFChart{Title: "latency", Lines: []CDFLine{{"fast", fast}, {"slow", slow}}}
-	var b bytes.Buffer
-	if err := c.WritePNG(&b); err != nil {
-		t.Fatal(err)
-	}
-	img := decodePNG(t, b.Bytes())
-	if img.Bounds().Dx() != 900 || img.Bounds().Dy() != 480 {
-		t.Fatalf("default size %v", img.Bounds())
-	}
+	img := renderPNG(t, c.WritePNG, 900, 480, "default size")
 	// The fast line lies left of the slow one: the mean x of each
 	// colour's pixels inside the plot area.
 	plot := image.Rect(marginLeft+1, marginTop, 900-marginRight, 480-marginBottom)

@@ -97,23 +97,20 @@ func (s *suite) modelNamespace(ctx context.Context, c *abacus.Client, model stri
 
 // sumModel reads back every counter (or ledger) of names and adds them up.
 func sumModel(ctx context.Context, c *abacus.Client, model, ns string, names []string) (int64, error) {
-	var total int64
-	for _, n := range names {
+	return sumOver(names, func(n string) (int64, error) {
 		if model == ModelLedger {
 			v, err := c.LedgerValue(ctx, ns, n)
 			if err != nil {
 				return 0, err
 			}
-			total += v.Value
-			continue
+			return v.Value, nil
 		}
 		v, err := c.Get(ctx, ns, n)
 		if err != nil {
 			return 0, err
 		}
-		total += v.Value
-	}
-	return total, nil
+		return v.Value, nil
+	})
 }
 
 // modelIncrements measures one library model's increments over n

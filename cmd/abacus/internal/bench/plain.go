@@ -77,14 +77,7 @@ func NewCQLPlain(s *gocql.Session, ks string, cl gocql.Consistency) *CQLPlain {
 // CreateTable creates the table if it is missing and waits for the
 // cluster to agree on the schema.
 func (p *CQLPlain) CreateTable(ctx context.Context) error {
-	stmt := "CREATE TABLE IF NOT EXISTS " + p.Keyspace + "." + PlainTable + " (k text, id bigint, v bigint, PRIMARY KEY (k, id))"
-	if err := p.Session.Query(stmt).ExecContext(ctx); err != nil {
-		return fmt.Errorf("bench: create %s.%s: %w", p.Keyspace, PlainTable, err)
-	}
-	if err := p.Session.AwaitSchemaAgreement(ctx); err != nil {
-		return fmt.Errorf("bench: schema agreement after creating %s: %w", PlainTable, err)
-	}
-	return nil
+	return createTable(ctx, p.Session, p.Keyspace, PlainTable, "(k text, id bigint, v bigint, PRIMARY KEY (k, id))")
 }
 
 // Insert implements Plain.

@@ -38,20 +38,25 @@ func startProgress(w io.Writer, bar bool, label string, warmup, duration time.Du
 		return p
 	}
 	p.draw(time.Now())
-	go func() {
-		defer close(p.stopped)
-		t := time.NewTicker(progressTick)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case now := <-t.C:
-				p.draw(now)
-			}
-		}
-	}()
+	go tickUntil(progressTick, p.stop, p.stopped, p.draw)
 	return p
+}
+
+// tickUntil calls f with the time of every tick of interval until stop is
+// closed, and then closes done, so that the caller can wait for the last
+// call to f to have returned.
+func tickUntil(interval time.Duration, stop <-chan struct{}, done chan<- struct{}, f func(now time.Time)) {
+	defer close(done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			f(now)
+		}
+	}
 }
 
 // barWidth is the number of cells of the bar.

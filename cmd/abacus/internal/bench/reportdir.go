@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,24 +40,18 @@ func (rep *Report) WriteDir(dir string) error {
 
 	var charts []string // Markdown lines for the charts written
 	if bc, ok := rep.throughputChart(); ok {
-		var b bytes.Buffer
-		if err := bc.WritePNG(&b); err != nil {
+		line, err := writeChartPNG(dir, ThroughputPNG, bc.Title, bc.WritePNG)
+		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, ThroughputPNG), b.Bytes(), reportFilePerm); err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		charts = append(charts, fmt.Sprintf("![%s](%s)", bc.Title, ThroughputPNG))
+		charts = append(charts, line)
 	}
 	if cc, ok := rep.latencyChart(); ok {
-		var b bytes.Buffer
-		if err := cc.WritePNG(&b); err != nil {
+		line, err := writeChartPNG(dir, LatencyCDFPNG, cc.Title, cc.WritePNG)
+		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, LatencyCDFPNG), b.Bytes(), reportFilePerm); err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		charts = append(charts, fmt.Sprintf("![%s](%s)", cc.Title, LatencyCDFPNG))
+		charts = append(charts, line)
 	}
 
 	var md bytes.Buffer
@@ -83,6 +78,20 @@ func (rep *Report) WriteDir(dir string) error {
 
 // throughputChart is increments/s per model (a group per row label, in
 // the order they ran) and per counters setting (a bar each).
+// writeChartPNG renders a chart with writePNG into the file named file in
+// dir and returns the Markdown line that shows it under title. The chart is
+// rendered in memory first so that a failed rendering leaves no file.
+func writeChartPNG(dir, file, title string, writePNG func(io.Writer) error) (string, error) {
+	var b bytes.Buffer
+	if err := writePNG(&b); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), b.Bytes(), reportFilePerm); err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	return fmt.Sprintf("![%s](%s)", title, file), nil
+}
+
 func (rep *Report) throughputChart() (BarChart, bool) {
 	var groups []string
 	var settings []int

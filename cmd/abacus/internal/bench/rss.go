@@ -56,19 +56,7 @@ type rssSampler struct {
 func startRSS(interval time.Duration) *rssSampler {
 	s := &rssSampler{stop: make(chan struct{}), done: make(chan struct{})}
 	s.sample()
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-t.C:
-				s.sample()
-			}
-		}
-	}()
+	go tickUntil(interval, s.stop, s.done, func(time.Time) { s.sample() })
 	return s
 }
 

@@ -154,12 +154,19 @@ func NewNative(s *gocql.Session, ks string, cl gocql.Consistency) *Native {
 // CreateTable creates the counter table if it is missing and waits for the
 // cluster to agree on the schema.
 func (n *Native) CreateTable(ctx context.Context) error {
-	stmt := "CREATE TABLE IF NOT EXISTS " + n.Keyspace + "." + NativeTable + " (k text PRIMARY KEY, c counter)"
-	if err := n.Session.Query(stmt).ExecContext(ctx); err != nil {
-		return fmt.Errorf("bench: create %s.%s: %w", n.Keyspace, NativeTable, err)
+	return createTable(ctx, n.Session, n.Keyspace, NativeTable, "(k text PRIMARY KEY, c counter)")
+}
+
+// createTable creates keyspace.table with the column definitions columns
+// if it is missing, and waits for the cluster to agree on the schema so that
+// the first writes do not race the new table.
+func createTable(ctx context.Context, session *gocql.Session, keyspace, table, columns string) error {
+	stmt := "CREATE TABLE IF NOT EXISTS " + keyspace + "." + table + " " + columns
+	if err := session.Query(stmt).ExecContext(ctx); err != nil {
+		return fmt.Errorf("bench: create %s.%s: %w", keyspace, table, err)
 	}
-	if err := n.Session.AwaitSchemaAgreement(ctx); err != nil {
-		return fmt.Errorf("bench: schema agreement after creating %s: %w", NativeTable, err)
+	if err := session.AwaitSchemaAgreement(ctx); err != nil {
+		return fmt.Errorf("bench: schema agreement after creating %s: %w", table, err)
 	}
 	return nil
 }

@@ -572,15 +572,7 @@ func (s *suite) nativeIncrements(ctx context.Context, n int) (Row, error) {
 	wl := Workload{Write: NativeIncrements(s.native, p), Read: NativePickedReads(s.native, p), ReadRatio: s.cfg.ReadRatio}
 	row := s.measureWorkload(ctx, s.cfg.Options, Row{Scenario: "increments", Kind: "increments", Model: ModelNative, Via: "cql", Counters: n}, wl)
 	row.Check = s.check(ctx, row.Result, func() (int64, error) {
-		var total int64
-		for _, k := range p.Names() {
-			v, err := s.native.Get(ctx, k)
-			if err != nil {
-				return 0, err
-			}
-			total += v
-		}
-		return total, nil
+		return sumOver(p.Names(), func(k string) (int64, error) { return s.native.Get(ctx, k) })
 	})
 	return row, nil
 }
@@ -594,17 +586,23 @@ func (s *suite) plainIncrements(ctx context.Context, n int) (Row, error) {
 	wl := Workload{Write: PlainInserts(s.plain, p, s.cfg.Options.Concurrency), Read: PlainReads(s.plain, p), ReadRatio: s.cfg.ReadRatio}
 	row := s.measureWorkload(ctx, s.cfg.Options, Row{Scenario: "increments", Kind: "increments", Model: ModelPlain, Via: s.plain.Via(), Counters: n}, wl)
 	row.Check = s.check(ctx, row.Result, func() (int64, error) {
-		var total int64
-		for _, k := range p.Names() {
-			c, err := s.plain.Count(ctx, k)
-			if err != nil {
-				return 0, err
-			}
-			total += c
-		}
-		return total, nil
+		return sumOver(p.Names(), func(k string) (int64, error) { return s.plain.Count(ctx, k) })
 	})
 	return row, nil
+}
+
+// sumOver adds up read(name) over names; the first failed read is the
+// answer.
+func sumOver(names []string, read func(name string) (int64, error)) (int64, error) {
+	var total int64
+	for _, k := range names {
+		v, err := read(k)
+		if err != nil {
+			return 0, err
+		}
+		total += v
+	}
+	return total, nil
 }
 
 func (s *suite) check(ctx context.Context, r Result, total func() (int64, error)) string {
@@ -694,15 +692,21 @@ func waitHealthy(ctx context.Context, hc *client.Client) error {
 	}
 }
 
+// seededClient writes n shards of the counter name in the default
+// namespace, expiring at expires, straight to the store, and returns a new
+// client to read them; the caller stops it.
+func (s *suite) seededClient(ctx context.Context, name string, n int, expires time.Time) (*abacus.Client, error) {
+	if err := SeedShards(ctx, s.store, abacus.DefaultNamespace, name, n, expires.UnixMicro(), driver.Default); err != nil {
+		return nil, err
+	}
+	return s.newClient(ctx, sharded.Hooks{})
+}
+
 // liveReads measures reads of a counter with n live shards: shards whose
 // mutators have not died, so GC cannot fold them and every read merges n.
 func (s *suite) liveReads(ctx context.Context, n int) (Row, error) {
 	name := s.names("live", n)[0]
-	expires := time.Now().Add(24 * time.Hour).UnixMicro()
-	if err := SeedShards(ctx, s.store, abacus.DefaultNamespace, name, n, expires, driver.Default); err != nil {
-		return Row{}, err
-	}
-	c, err := s.newClient(ctx, sharded.Hooks{})
+	c, err := s.seededClient(ctx, name, n, time.Now().Add(24*time.Hour))
 	if err != nil {
 		return Row{}, err
 	}
@@ -724,11 +728,7 @@ func (s *suite) liveReads(ctx context.Context, n int) (Row, error) {
 func (s *suite) foldedReads(ctx context.Context, n int) (Row, error) {
 	name := s.names("folded", n)[0]
 	// Final means expires_at older than the GC grace (24h by default).
-	expires := time.Now().Add(-48 * time.Hour).UnixMicro()
-	if err := SeedShards(ctx, s.store, abacus.DefaultNamespace, name, n, expires, driver.Default); err != nil {
-		return Row{}, err
-	}
-	c, err := s.newClient(ctx, sharded.Hooks{})
+	c, err := s.seededClient(ctx, name, n, time.Now().Add(-48*time.Hour))
 	if err != nil {
 		return Row{}, err
 	}

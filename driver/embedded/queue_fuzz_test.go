@@ -2,10 +2,6 @@ package embedded
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -108,47 +104,15 @@ func FuzzDecodeDeadLetter(f *testing.F) {
 // named valid-* must decode, files named bad-* must not.
 func TestQueueSeedCorpus(t *testing.T) {
 	t.Parallel()
-	decoders := map[string]func([]byte) error{
-		"FuzzDecodeQueueKey":    func(b []byte) error { _, err := decodeQueueKey(b); return err },
-		"FuzzDecodeQueueRecord": func(b []byte) error { _, err := decodeQueue(b); return err },
-		"FuzzDecodeQueueMessage": func(b []byte) error {
+	decoders := map[string]func(string, [][]byte) error{
+		"FuzzDecodeQueueKey":    oneArg(func(b []byte) error { _, err := decodeQueueKey(b); return err }),
+		"FuzzDecodeQueueRecord": oneArg(func(b []byte) error { _, err := decodeQueue(b); return err }),
+		"FuzzDecodeQueueMessage": oneArg(func(b []byte) error {
 			var m driver.Message
 			return decodeMessage(b, &m, true)
-		},
-		"FuzzDecodeShardState": func(b []byte) error { _, err := decodeShardState(b); return err },
-		"FuzzDecodeDeadLetter": func(b []byte) error { _, err := decodeDead(b, fuzzID); return err },
+		}),
+		"FuzzDecodeShardState": oneArg(func(b []byte) error { _, err := decodeShardState(b); return err }),
+		"FuzzDecodeDeadLetter": oneArg(func(b []byte) error { _, err := decodeDead(b, fuzzID); return err }),
 	}
-	checked := 0
-	for target, decode := range decoders {
-		files, err := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*-*"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, file := range files {
-			name := filepath.Base(file)
-			valid := strings.HasPrefix(name, "valid-")
-			if !valid && !strings.HasPrefix(name, "bad-") {
-				continue
-			}
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-			if len(lines) != 2 || lines[0] != "go test fuzz v1" || !strings.HasPrefix(lines[1], "[]byte(") {
-				t.Fatalf("%s: not a one-argument go test fuzz v1 file", file)
-			}
-			b, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			if err := decode([]byte(b)); (err == nil) != valid {
-				t.Errorf("%s: decode error = %v", file, err)
-			}
-			checked++
-		}
-	}
-	if checked < 10 {
-		t.Errorf("checked only %d named seed files", checked)
-	}
+	checkSeedCorpus(t, decoders, nil, 10)
 }

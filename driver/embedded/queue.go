@@ -223,11 +223,7 @@ func byShard[T any](items []T, shard func(T) int) map[int][]T {
 // of a message that is gone is simply dropped, so no fragments arise here.
 func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesParams) error {
 	const op = "update messages"
-	if err := d.acquire(ctx, op); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	return batchByShard(d, op, p.Queue, p.Updates, func(m driver.Message) int { return m.Shard },
+	return batchByShard(ctx, d, op, p.Queue, p.Updates, func(m driver.Message) int { return m.Shard },
 		func(b *pebble.Batch, ups []driver.Message) error {
 			for _, u := range ups {
 				m, err := d.getMessage(p.Queue, u.MessageKey)
@@ -246,9 +242,14 @@ func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesPar
 		})
 }
 
-// batchByShard groups items by shard and writes each shard's group in one
-// batch, filled by write under the shard's lock, then syncs the WAL once.
-func batchByShard[T any](d *Driver, op, queue string, items []T, shard func(T) int, write func(*pebble.Batch, []T) error) error {
+// batchByShard runs the write op of items: it groups them by shard and
+// writes each shard's group in one batch, filled by write under the shard's
+// lock, then syncs the WAL once.
+func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items []T, shard func(T) int, write func(*pebble.Batch, []T) error) error {
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
 	for s, group := range byShard(items, shard) {
 		err := func() error {
 			defer lockShard(queue, s)()
@@ -272,11 +273,7 @@ func batchByShard[T any](d *Driver, op, queue string, items []T, shard func(T) i
 // DeleteMessages implements driver.Queues.
 func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
 	const op = "delete messages"
-	if err := d.acquire(ctx, op); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	return batchByShard(d, op, p.Queue, p.Keys, func(k driver.MessageKey) int { return k.Shard },
+	return batchByShard(ctx, d, op, p.Queue, p.Keys, func(k driver.MessageKey) int { return k.Shard },
 		func(b *pebble.Batch, keys []driver.MessageKey) error {
 			for _, k := range keys {
 				k.Due = ms(k.Due)
@@ -474,11 +471,7 @@ func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsP
 // letters and deletes their messages, atomically.
 func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) error {
 	const op = "dead letter"
-	if err := d.acquire(ctx, op); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	return batchByShard(d, op, p.Queue, p.Letters, func(l driver.DeadLetter) int { return l.Shard },
+	return batchByShard(ctx, d, op, p.Queue, p.Letters, func(l driver.DeadLetter) int { return l.Shard },
 		func(b *pebble.Batch, letters []driver.DeadLetter) error {
 			for _, l := range letters {
 				l.Message = normalize(l.Message)

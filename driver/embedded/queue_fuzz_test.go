@@ -31,30 +31,14 @@ func FuzzDecodeQueueKey(f *testing.F) {
 	f.Add(messageKey("", driver.MessageKey{Due: time.UnixMilli(-5).UTC()}))
 	f.Add(shardStateKey("jobs", 4095))
 	f.Add(deadKey("jobs", fuzzID))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := decodeQueueKey(b)
-		if err != nil {
-			return
-		}
-		if got := encodeQueueKey(p); !bytes.Equal(got, b) {
-			t.Fatalf("decodeQueueKey(%x) = %+v, which re-encodes as %x", b, p, got)
-		}
-	})
+	fuzzRoundTrip(f, "decodeQueueKey", decodeQueueKey, encodeQueueKey)
 }
 
 func FuzzDecodeQueueRecord(f *testing.F) {
 	f.Add(encodeQueue(&driver.Queue{Name: "jobs", Shards: 16, ShardDuration: time.Minute, MaxDeliveries: 5,
 		VisibilityTimeout: 30 * time.Second, CreatedAt: time.Unix(1_700_000_000, 5).UTC()}))
 	f.Add(encodeQueue(&driver.Queue{}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		q, err := decodeQueue(b)
-		if err != nil {
-			return
-		}
-		if got := encodeQueue(q); !bytes.Equal(got, b) {
-			t.Fatalf("decodeQueue(%x) = %+v, which re-encodes as %x", b, q, got)
-		}
-	})
+	fuzzRoundTrip(f, "decodeQueue", decodeQueue, encodeQueue)
 }
 
 func FuzzDecodeQueueMessage(f *testing.F) {
@@ -75,29 +59,13 @@ func FuzzDecodeQueueMessage(f *testing.F) {
 func FuzzDecodeShardState(f *testing.F) {
 	f.Add(encodeShardState(&shardState{QueueShardState: driver.QueueShardState{Holder: "host-1/42", Since: time.UnixMilli(1).UTC(), Floor: time.UnixMilli(2).UTC()}, Expires: 3}))
 	f.Add(encodeShardState(&shardState{}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := decodeShardState(b)
-		if err != nil {
-			return
-		}
-		if got := encodeShardState(s); !bytes.Equal(got, b) {
-			t.Fatalf("decodeShardState(%x) = %+v, which re-encodes as %x", b, s, got)
-		}
-	})
+	fuzzRoundTrip(f, "decodeShardState", decodeShardState, encodeShardState)
 }
 
 func FuzzDecodeDeadLetter(f *testing.F) {
 	f.Add(encodeDead(&driver.DeadLetter{Message: fuzzMessage(), DiedAt: time.UnixMilli(1_700_000_060_000).UTC()}))
 	f.Add(encodeDead(&driver.DeadLetter{}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := decodeDead(b, fuzzID)
-		if err != nil {
-			return
-		}
-		if got := encodeDead(l); !bytes.Equal(got, b) {
-			t.Fatalf("decodeDead(%x) = %+v, which re-encodes as %x", b, l, got)
-		}
-	})
+	fuzzRoundTrip(f, "decodeDead", func(b []byte) (*driver.DeadLetter, error) { return decodeDead(b, fuzzID) }, encodeDead)
 }
 
 // TestQueueSeedCorpus keeps the hand-written queue seeds honest: files
@@ -115,4 +83,18 @@ func TestQueueSeedCorpus(t *testing.T) {
 		"FuzzDecodeDeadLetter": oneArg(func(b []byte) error { _, err := decodeDead(b, fuzzID); return err }),
 	}
 	checkSeedCorpus(t, decoders, nil, 10)
+}
+
+// fuzzRoundTrip fuzzes decode, named name: whatever it accepts must
+// encode back to the same bytes.
+func fuzzRoundTrip[T any](f *testing.F, name string, decode func([]byte) (T, error), encode func(T) []byte) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := decode(b)
+		if err != nil {
+			return
+		}
+		if got := encode(v); !bytes.Equal(got, b) {
+			t.Fatalf("%s(%x) = %+v, which re-encodes as %x", name, b, v, got)
+		}
+	})
 }

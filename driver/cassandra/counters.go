@@ -122,23 +122,13 @@ func (d *Driver) SetActorValue(ctx context.Context, p *driver.SetActorValueParam
 // write and independent of the others, so the read may be paged.
 func (d *Driver) ReadActorValues(ctx context.Context, p *driver.ReadActorValuesParams) ([]driver.ActorValue, error) {
 	const op = "read actor values"
-	if err := d.begin(ctx, op); err != nil {
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.ReadConsistency)
+	if err != nil {
 		return nil, err
 	}
-	cl, err := level(p.Consistency, d.cfg.ReadConsistency)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
-	}
 	iter := d.session.Query(d.q.counters.readActors, p.Namespace, p.Counter).Consistency(cl).IterContext(ctx)
-	var rows []actorRow
-	for {
-		var r actorRow // fresh per row: gocql reuses the targets' memory
-		if !iter.Scan(&r.Actor, &r.Value, &r.WriteTime) {
-			break
-		}
-		rows = append(rows, r)
-	}
-	if err := iter.Close(); err != nil {
+	rows, err := scanRows(iter, (*actorRow).dest)
+	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, mapError(opRead, err))
 	}
 	out, err := actorValuesFromScan(rows)
@@ -154,6 +144,8 @@ type actorRow struct {
 	Value     *int64
 	WriteTime *int64
 }
+
+func (r *actorRow) dest() []any { return []any{&r.Actor, &r.Value, &r.WriteTime} }
 
 // actorValuesFromScan converts scanned rows strictly. SetActorValue always
 // sets value, so a row without one (a cell deleted by hand, or a row
@@ -193,12 +185,9 @@ func actorValuesFromScan(rows []actorRow) ([]driver.ActorValue, error) {
 // around at the ends of the int64 range, as Java longs do.
 func (d *Driver) AddNative(ctx context.Context, p *driver.AddNativeParams) error {
 	const op = "add native"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	cl, err := level(p.Consistency, d.cfg.WriteConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s: %w", op, err)
+		return err
 	}
 	err = d.session.Query(d.q.counters.addNative, p.Delta, p.Namespace, p.Counter).Consistency(cl).ExecContext(ctx)
 	if err != nil {
@@ -210,12 +199,9 @@ func (d *Driver) AddNative(ctx context.Context, p *driver.AddNativeParams) error
 // ReadNative implements driver.NativeCounters.
 func (d *Driver) ReadNative(ctx context.Context, p *driver.ReadNativeParams) (int64, error) {
 	const op = "read native"
-	if err := d.begin(ctx, op); err != nil {
-		return 0, err
-	}
-	cl, err := level(p.Consistency, d.cfg.ReadConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.ReadConsistency)
 	if err != nil {
-		return 0, fmt.Errorf("cassandra: %s: %w", op, err)
+		return 0, err
 	}
 	var v *int64
 	err = d.session.Query(d.q.counters.readNative, p.Namespace, p.Counter).Consistency(cl).ScanContext(ctx, &v)
@@ -285,12 +271,9 @@ func casReadLevel(c driver.Consistency, serial bool, configured driver.Consisten
 // the counter. It is never retried here.
 func (d *Driver) CompareAndSetCAS(ctx context.Context, p *driver.CompareAndSetCASParams) (driver.CASResult, error) {
 	const op = "compare and set cas"
-	if err := d.begin(ctx, op); err != nil {
-		return driver.CASResult{}, err
-	}
-	cl, err := level(p.Consistency, d.cfg.WriteConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
 	if err != nil {
-		return driver.CASResult{}, fmt.Errorf("cassandra: %s: %w", op, err)
+		return driver.CASResult{}, err
 	}
 	var q *gocql.Query
 	if p.Expect.Exists {

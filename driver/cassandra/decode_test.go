@@ -17,6 +17,31 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// unlessNull is a fuzzed column: a pointer to v, or nil (a null) when the
+// bit of the fuzzer's null mask is set.
+func unlessNull[T any](nulls uint8, bit uint, v T) *T {
+	if nulls&(1<<bit) != 0 {
+		return nil
+	}
+	return &v
+}
+
+// schemaHas checks that the default schema in keyspace k1 contains each of
+// want.
+func schemaHas(t *testing.T, want ...string) {
+	t.Helper()
+	stmts, err := Schema(Config{Keyspace: "k1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(stmts, "\n")
+	for _, w := range want {
+		if !strings.Contains(all, w) {
+			t.Errorf("schema lacks %q", w)
+		}
+	}
+}
+
 func goodNamespaceRow() namespaceRow {
 	return namespaceRow{
 		Name: ptr("n"), Model: ptr("sharded"), Type: ptr("sum"),
@@ -230,26 +255,10 @@ func FuzzNamespaceFromRow(f *testing.F) {
 	f.Add(uint8(0x01), "", "", "", "", "", int64(-1), int64(-1), "=")
 	f.Add(uint8(0x80), "x", "y", "z", "one", "TWO ", int64(math.MaxInt64), int64(math.MinInt64), ";;")
 	f.Fuzz(func(t *testing.T, nulls uint8, name, model, typ, readCL, writeCL string, retention, createdMS int64, opts string) {
-		r := namespaceRow{}
+		r := namespaceRow{Name: unlessNull(nulls, 0, name), Model: unlessNull(nulls, 1, model),
+			Type: unlessNull(nulls, 2, typ), ReadCL: unlessNull(nulls, 3, readCL),
+			WriteCL: unlessNull(nulls, 4, writeCL), RetentionMS: unlessNull(nulls, 5, retention)}
 		set := func(bit uint8) bool { return nulls&(1<<bit) == 0 }
-		if set(0) {
-			r.Name = &name
-		}
-		if set(1) {
-			r.Model = &model
-		}
-		if set(2) {
-			r.Type = &typ
-		}
-		if set(3) {
-			r.ReadCL = &readCL
-		}
-		if set(4) {
-			r.WriteCL = &writeCL
-		}
-		if set(5) {
-			r.RetentionMS = &retention
-		}
 		if set(6) {
 			created := time.UnixMilli(createdMS).UTC()
 			r.CreatedAt = &created

@@ -208,6 +208,33 @@ func (d *Driver) begin(ctx context.Context, op string) error {
 	return nil
 }
 
+// beginAt is begin followed by level, the start of every operation run at
+// a consistency level: the level's error names the operation as begin's do.
+func (d *Driver) beginAt(ctx context.Context, op string, c, configured driver.Consistency) (gocql.Consistency, error) {
+	if err := d.begin(ctx, op); err != nil {
+		return 0, err
+	}
+	cl, err := level(c, configured)
+	if err != nil {
+		return 0, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	return cl, nil
+}
+
+// scanRows reads every row of iter, each into a fresh R since gocql reuses
+// the targets' memory, and closes iter.
+func scanRows[R any](iter *gocql.Iter, dest func(*R) []any) ([]R, error) {
+	var rows []R
+	for {
+		var r R
+		if !iter.Scan(dest(&r)...) {
+			break
+		}
+		rows = append(rows, r)
+	}
+	return rows, iter.Close()
+}
+
 // level resolves an operation's level: Default means the configured one.
 func level(c, configured driver.Consistency) (gocql.Consistency, error) {
 	if c == driver.Default {

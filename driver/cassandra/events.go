@@ -101,12 +101,9 @@ func eventSchemaStatements(cfg Config) []string {
 // USING TIMESTAMP the bucket start.
 func (d *Driver) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketParams) error {
 	const op = "mark event bucket"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	cl, err := level(p.Consistency, d.cfg.WriteConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s: %w", op, err)
+		return err
 	}
 	err = d.session.Query(d.q.events.markBucket, p.Bucket, p.Namespace, p.Counter, p.Bucket).
 		Consistency(cl).ExecContext(ctx)
@@ -121,12 +118,9 @@ func (d *Driver) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketP
 // Cassandra keeps the greater serialized value on every replica.
 func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) error {
 	const op = "write event"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	cl, err := level(p.Consistency, d.cfg.WriteConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s: %w", op, err)
+		return err
 	}
 	e := p.Event
 	err = d.session.Query(d.q.events.writeEvent, p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time).
@@ -146,24 +140,14 @@ func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) err
 // newest rollup and every delete. Markers are few: a rollup removes them.
 func (d *Driver) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounterParams) (*driver.EventCounter, error) {
 	const op = "read event counter"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	cl, err := level(p.Consistency, d.cfg.ReadConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.ReadConsistency)
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+		return nil, err
 	}
 	iter := d.session.Query(d.q.events.readCounter, p.Namespace, p.Counter).
 		Consistency(cl).PageSize(0).IterContext(ctx)
-	var rows []eventCounterRow
-	for {
-		var r eventCounterRow // fresh per row: gocql reuses the targets' memory
-		if !iter.Scan(&r.Bucket, &r.Marked, &r.RollupValue, &r.RollupEpoch) {
-			break
-		}
-		rows = append(rows, r)
-	}
-	if err := iter.Close(); err != nil {
+	rows, err := scanRows(iter, (*eventCounterRow).dest)
+	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, mapError(opRead, err))
 	}
 	ec, err := eventCounterFromRows(rows)
@@ -182,6 +166,10 @@ type eventCounterRow struct {
 	Marked      *bool
 	RollupValue *int64
 	RollupEpoch *int64
+}
+
+func (r *eventCounterRow) dest() []any {
+	return []any{&r.Bucket, &r.Marked, &r.RollupValue, &r.RollupEpoch}
 }
 
 // eventCounterFromRows converts a record partition strictly: it accepts
@@ -262,27 +250,17 @@ func sameRollup(a, b *driver.Rollup) bool {
 // rollup counts; a caller that reads the record again sees that rollup.
 func (d *Driver) ReadEvents(ctx context.Context, p *driver.ReadEventsParams) ([]driver.Event, error) {
 	const op = "read events"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	cl, err := level(p.Consistency, d.cfg.ReadConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.ReadConsistency)
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+		return nil, err
 	}
 	if p.After >= p.UpTo {
 		return []driver.Event{}, nil // an empty range; Cassandra would reject some of them
 	}
 	iter := d.session.Query(d.q.events.readEvents, p.Namespace, p.Counter, p.Bucket, p.After, p.UpTo).
 		Consistency(cl).PageSize(eventsPageSize).IterContext(ctx)
-	var rows []eventRow
-	for {
-		var r eventRow
-		if !iter.Scan(&r.Time, &r.ID, &r.Delta) {
-			break
-		}
-		rows = append(rows, r)
-	}
-	if err := iter.Close(); err != nil {
+	rows, err := scanRows(iter, (*eventRow).dest)
+	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s %s/%s/%d: %w", op, p.Namespace, p.Counter, p.Bucket, mapError(opRead, err))
 	}
 	events, err := eventsFromRows(rows, p.After, p.UpTo)
@@ -300,6 +278,8 @@ type eventRow struct {
 	ID    string
 	Delta *int64
 }
+
+func (r *eventRow) dest() []any { return []any{&r.Time, &r.ID, &r.Delta} }
 
 // eventsFromRows converts a slice of a bucket: every row must lie in
 // (after, upTo] and carry a delta, and no (time, id) may appear twice. The
@@ -336,12 +316,9 @@ func compareEvents(a, b driver.Event) int {
 // USING TIMESTAMP the epoch.
 func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) error {
 	const op = "write rollup"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	cl, err := level(p.Consistency, d.cfg.FoldConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.FoldConsistency)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s: %w", op, err)
+		return err
 	}
 	r := p.Rollup
 	err = d.session.Query(d.q.events.writeRollup, r.Epoch, r.Value, r.Epoch, p.Namespace, p.Counter).
@@ -361,12 +338,9 @@ func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) e
 // them. Nothing is retried here; on an error the caller replays the call.
 func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBucketsParams) error {
 	const op = "delete event buckets"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	cl, err := level(p.Consistency, d.cfg.FoldConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.FoldConsistency)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s: %w", op, err)
+		return err
 	}
 	for _, bucket := range p.Buckets {
 		err := d.session.Query(d.q.events.deleteBucket, p.Timestamp, p.Namespace, p.Counter, bucket).

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/abacusdb/abacus/driver"
-	"github.com/abacusdb/abacus/internal/cassandratest"
 )
 
 // TestListEventCountersPaged lists more counters than fit a small page of
@@ -62,14 +61,8 @@ func TestEventsMalformedRows(t *testing.T) {
 	t.Parallel()
 	d := open(t, testConfig(t))
 	ctx := ctxT(t)
-	s := cassandratest.Session(t)
+	exec := rawExec(t, ctx)
 	ks := d.Keyspace()
-	exec := func(stmt string, args ...any) {
-		t.Helper()
-		if err := s.Query(stmt, args...).ExecContext(ctx); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
 	exec("UPDATE "+ks+".event_counters SET marked = false WHERE ns = ? AND counter = ? AND bucket = ?", "ns", "unmarked", int64(60))
 	exec("UPDATE "+ks+".event_counters SET rollup_value = ? WHERE ns = ? AND counter = ?", int64(3), "ns", "no-epoch")
 	exec("INSERT INTO "+ks+".event_counters (ns, counter, bucket) VALUES (?, ?, ?)", "ns", "row-marker-only", int64(60))

@@ -598,20 +598,26 @@ func TestNodeDown(t *testing.T) {
 	}
 }
 
+// rawExec returns a function that runs CQL on a session of the test's own,
+// as an operator with cqlsh would, and fails the test on an error.
+func rawExec(t *testing.T, ctx context.Context) func(stmt string, args ...any) {
+	s := cassandratest.Session(t)
+	return func(stmt string, args ...any) {
+		t.Helper()
+		if err := s.Query(stmt, args...).ExecContext(ctx); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}
+
 // TestMalformedRows writes rows this driver would never write and checks
 // that reading them gives errors, not panics or invented values.
 func TestMalformedRows(t *testing.T) {
 	t.Parallel()
 	d := open(t, testConfig(t))
 	ctx := ctxT(t)
-	s := cassandratest.Session(t)
+	exec := rawExec(t, ctx)
 	ks := d.Keyspace()
-	exec := func(stmt string, args ...any) {
-		t.Helper()
-		if err := s.Query(stmt, args...).ExecContext(ctx); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
-		}
-	}
 
 	exec("INSERT INTO "+ks+".namespaces (name, model) VALUES (?, ?)", "nulls", "sharded")
 	exec("INSERT INTO "+ks+".namespaces (name, model, type, read_cl, write_cl, retention_ms, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",

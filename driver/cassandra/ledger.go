@@ -58,12 +58,9 @@ func ledgerStatements(ks string) (writeRow, readRows, claim, release, probeRows,
 // driver does.
 func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
 	const op = "write ledger row"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	cl, err := level(p.Consistency, d.cfg.WriteConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s: %w", op, err)
+		return err
 	}
 	err = d.session.Query(d.q.writeLedgerRow, p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp).
 		Consistency(cl).ExecContext(ctx)
@@ -77,23 +74,13 @@ func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowPar
 // actor's last write), so unlike ReadShards the read may be paged.
 func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
 	const op = "read ledger"
-	if err := d.begin(ctx, op); err != nil {
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.ReadConsistency)
+	if err != nil {
 		return nil, err
 	}
-	cl, err := level(p.Consistency, d.cfg.ReadConsistency)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
-	}
 	iter := d.session.Query(d.q.readLedgerRows, p.Namespace, p.Ledger).Consistency(cl).IterContext(ctx)
-	var rows []ledgerRow
-	for {
-		var r ledgerRow // fresh per row: gocql reuses the targets' memory
-		if !iter.Scan(&r.Actor, &r.State, &r.WriteTime) {
-			break
-		}
-		rows = append(rows, r)
-	}
-	if err := iter.Close(); err != nil {
+	rows, err := scanRows(iter, (*ledgerRow).dest)
+	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, mapError(opRead, err))
 	}
 	out, err := ledgerRowsFromScan(rows)
@@ -109,6 +96,8 @@ type ledgerRow struct {
 	State     *[]byte
 	WriteTime *int64
 }
+
+func (r *ledgerRow) dest() []any { return []any{&r.Actor, &r.State, &r.WriteTime} }
 
 // ledgerRowsFromScan converts scanned rows strictly: a row without a state
 // was not written by this driver (WriteLedgerRow always sets it) and is
@@ -175,12 +164,9 @@ func (d *Driver) ClaimRequest(ctx context.Context, p *driver.ClaimRequestParams)
 // ReleaseClaim implements driver.Ledgers with a conditional DELETE.
 func (d *Driver) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams) (bool, error) {
 	const op = "release claim"
-	if err := d.begin(ctx, op); err != nil {
-		return false, err
-	}
-	cl, err := level(p.Consistency, d.cfg.WriteConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
 	if err != nil {
-		return false, fmt.Errorf("cassandra: %s: %w", op, err)
+		return false, err
 	}
 	e := p.Expect
 	if e.Seq > 1<<63-1 {

@@ -63,15 +63,7 @@ func FuzzLedgerRowsFromScan(f *testing.F) {
 					data = data[1:]
 				}
 			}
-			if nulls&1 == 0 {
-				r.Actor = &actor
-			}
-			if nulls&2 == 0 {
-				r.State = &state
-			}
-			if nulls&4 == 0 {
-				r.WriteTime = &ts
-			}
+			r.Actor, r.State, r.WriteTime = unlessNull(nulls, 0, actor), unlessNull(nulls, 1, state), unlessNull(nulls, 2, ts)
 			rows = append(rows, r)
 		}
 		out, err := ledgerRowsFromScan(rows)

@@ -488,12 +488,9 @@ func (d *Driver) ReadMessages(ctx context.Context, p *driver.ReadMessagesParams)
 // GetMessage reads one message; a fragment counts as missing.
 func (d *Driver) GetMessage(ctx context.Context, p *driver.GetMessageParams) (*driver.Message, error) {
 	const op = "get message"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	cl, err := d.beginAt(ctx, op, driver.Default, d.cfg.ReadConsistency)
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+		return nil, err
 	}
 	k := p.Key
 	if isAnchor(k.Due, k.ID) {
@@ -751,12 +748,9 @@ func (d *Driver) ReleaseLease(ctx context.Context, p *driver.LeaseParams) (drive
 // in one plain write.
 func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
 	const op = "set floor"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	cl, err := d.beginAt(ctx, op, driver.Default, d.cfg.WriteConsistency)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s: %w", op, err)
+		return err
 	}
 	err = d.session.Query(d.q.queue.setFloor, p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)).
 		Consistency(cl).ExecContext(ctx)
@@ -891,12 +885,9 @@ func deadFromRow(r deadRow) (driver.DeadLetter, error) {
 // asked for.
 func (d *Driver) ListDead(ctx context.Context, p *driver.ListDeadParams) ([]driver.DeadLetter, error) {
 	const op = "list dead letters"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	cl, err := d.beginAt(ctx, op, driver.Default, d.cfg.ReadConsistency)
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+		return nil, err
 	}
 	out := []driver.DeadLetter{}
 	scan := func(iter *gocql.Iter) error {

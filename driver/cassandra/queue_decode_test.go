@@ -165,28 +165,11 @@ func FuzzMessageFromRow(f *testing.F) {
 	f.Add(uint8(0x04), int64(0), testID[:], int64(0), 0, int64(0), "", []byte{})
 	f.Add(uint8(0xff), int64(-1), []byte{}, int64(-1), -1, int64(-1), "", []byte(nil))
 	f.Fuzz(func(t *testing.T, nulls uint8, dueMS int64, id []byte, enqMS int64, deliveries int, visMS int64, lastErr string, body []byte) {
-		set := func(bit uint8) bool { return nulls&(1<<bit) == 0 }
-		var r messageRow
-		if set(0) {
-			r.Due = ptr(time.UnixMilli(dueMS))
-		}
-		if set(1) && len(id) == 16 {
-			r.ID = ptr([16]byte(id))
-		}
-		if set(2) {
-			r.EnqueuedAt = ptr(time.UnixMilli(enqMS))
-		}
-		if set(3) {
-			r.Deliveries = ptr(deliveries)
-		}
-		if set(4) {
-			r.VisibleAt = ptr(time.UnixMilli(visMS))
-		}
-		if set(5) {
-			r.LastError = ptr(lastErr)
-		}
-		if set(6) {
-			r.Body = ptr(body)
+		r := messageRow{Due: unlessNull(nulls, 0, time.UnixMilli(dueMS)), EnqueuedAt: unlessNull(nulls, 2, time.UnixMilli(enqMS)),
+			Deliveries: unlessNull(nulls, 3, deliveries), VisibleAt: unlessNull(nulls, 4, time.UnixMilli(visMS)),
+			LastError: unlessNull(nulls, 5, lastErr), Body: unlessNull(nulls, 6, body)}
+		if len(id) == 16 {
+			r.ID = unlessNull(nulls, 1, [16]byte(id))
 		}
 		m, frag, err := messageFromRow(1, r, true)
 		if err != nil {
@@ -211,26 +194,9 @@ func FuzzQueueFromRow(f *testing.F) {
 	f.Add(uint8(0), "jobs", 16, int64(60_000), 5, int64(30_000), int64(1_700_000_000_000))
 	f.Add(uint8(0x3f), "", -1, int64(-1), -1, int64(math.MaxInt64), int64(0))
 	f.Fuzz(func(t *testing.T, nulls uint8, name string, shards int, shardMS int64, maxDel int, visMS int64, createdMS int64) {
-		set := func(bit uint8) bool { return nulls&(1<<bit) == 0 }
-		var r queueRow
-		if set(0) {
-			r.Name = &name
-		}
-		if set(1) {
-			r.Shards = &shards
-		}
-		if set(2) {
-			r.ShardMS = &shardMS
-		}
-		if set(3) {
-			r.MaxDeliveries = &maxDel
-		}
-		if set(4) {
-			r.VisibilityMS = &visMS
-		}
-		if set(5) {
-			r.CreatedAt = ptr(time.UnixMilli(createdMS))
-		}
+		r := queueRow{Name: unlessNull(nulls, 0, name), Shards: unlessNull(nulls, 1, shards),
+			ShardMS: unlessNull(nulls, 2, shardMS), MaxDeliveries: unlessNull(nulls, 3, maxDel),
+			VisibilityMS: unlessNull(nulls, 4, visMS), CreatedAt: unlessNull(nulls, 5, time.UnixMilli(createdMS))}
 		q, err := queueFromRow(r)
 		if err != nil {
 			if !errors.Is(err, errBadRow) {
@@ -255,31 +221,12 @@ func FuzzDeadFromRow(f *testing.F) {
 	f.Add(uint8(0), testID[:], 3, int64(1), []byte("x"), int64(2), 5, "boom", int64(3))
 	f.Add(uint8(0xff), []byte{1}, -1, int64(0), []byte(nil), int64(0), -1, "", int64(0))
 	f.Fuzz(func(t *testing.T, nulls uint8, id []byte, shard int, dueMS int64, body []byte, enqMS int64, deliveries int, lastErr string, diedMS int64) {
-		set := func(bit uint8) bool { return nulls&(1<<bit) == 0 }
-		var r deadRow
-		if set(0) && len(id) == 16 {
-			r.ID = ptr([16]byte(id))
-		}
-		if set(1) {
-			r.Shard = &shard
-		}
-		if set(2) {
-			r.Due = ptr(time.UnixMilli(dueMS))
-		}
-		if set(3) {
-			r.Body = &body
-		}
-		if set(4) {
-			r.EnqueuedAt = ptr(time.UnixMilli(enqMS))
-		}
-		if set(5) {
-			r.Deliveries = &deliveries
-		}
-		if set(6) {
-			r.LastError = &lastErr
-		}
-		if set(7) {
-			r.DiedAt = ptr(time.UnixMilli(diedMS))
+		r := deadRow{Shard: unlessNull(nulls, 1, shard), Due: unlessNull(nulls, 2, time.UnixMilli(dueMS)),
+			Body: unlessNull(nulls, 3, body), EnqueuedAt: unlessNull(nulls, 4, time.UnixMilli(enqMS)),
+			Deliveries: unlessNull(nulls, 5, deliveries), LastError: unlessNull(nulls, 6, lastErr),
+			DiedAt: unlessNull(nulls, 7, time.UnixMilli(diedMS))}
+		if len(id) == 16 {
+			r.ID = unlessNull(nulls, 0, [16]byte(id))
 		}
 		l, err := deadFromRow(r)
 		if err != nil {

@@ -126,12 +126,9 @@ func listRecords[T any, R any, PR interface {
 	*R
 	recordRow
 }](ctx context.Context, d *Driver, op, stmt string, decode func(R) (*T, error), name func(*T) string) ([]*T, error) {
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	cl, err := d.beginAt(ctx, op, driver.Default, d.cfg.ReadConsistency)
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+		return nil, err
 	}
 	iter := d.session.Query(stmt).Consistency(cl).IterContext(ctx)
 	var (

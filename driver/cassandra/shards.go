@@ -23,12 +23,9 @@ const maxBatchStatements = 65535 - 1
 // this one does not check it.
 func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
 	const op = "write shard"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	cl, err := level(p.Consistency, d.cfg.WriteConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s: %w", op, err)
+		return err
 	}
 	err = d.session.Query(d.q.writeShard,
 		p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp).
@@ -49,24 +46,14 @@ func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) err
 // because they share one timestamp. GC keeps partitions small.
 func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*driver.ShardSet, error) {
 	const op = "read shards"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	cl, err := level(p.Consistency, d.cfg.ReadConsistency)
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.ReadConsistency)
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
+		return nil, err
 	}
 	iter := d.session.Query(d.q.readShards, p.Namespace, p.Counter).
 		Consistency(cl).PageSize(0).IterContext(ctx)
-	var rows []shardRow
-	for {
-		var r shardRow // fresh per row: gocql reuses the targets' memory
-		if !iter.Scan(r.dest()...) {
-			break
-		}
-		rows = append(rows, r)
-	}
-	if err := iter.Close(); err != nil {
+	rows, err := scanRows(iter, (*shardRow).dest)
+	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, mapError(opRead, err))
 	}
 	set, err := shardSetFromRows(rows)

@@ -17,29 +17,13 @@ import (
 // driver.CASCounters) are not part of driver.Driver yet, so the suite
 // asserts them here: a driver that is exercised must have them.
 
-func actorsOf(t *testing.T, d driver.Driver) driver.Actors {
+// capability returns d as the capability C, failing the test if d does
+// not implement it.
+func capability[C any](t *testing.T, d driver.Driver) C {
 	t.Helper()
-	a, ok := d.(driver.Actors)
+	c, ok := d.(C)
 	if !ok {
-		t.Fatalf("%s driver does not implement driver.Actors", d.Name())
-	}
-	return a
-}
-
-func nativeOf(t *testing.T, d driver.Driver) driver.NativeCounters {
-	t.Helper()
-	n, ok := d.(driver.NativeCounters)
-	if !ok {
-		t.Fatalf("%s driver does not implement driver.NativeCounters", d.Name())
-	}
-	return n
-}
-
-func casOf(t *testing.T, d driver.Driver) driver.CASCounters {
-	t.Helper()
-	c, ok := d.(driver.CASCounters)
-	if !ok {
-		t.Fatalf("%s driver does not implement driver.CASCounters", d.Name())
+		t.Fatalf("%s driver does not implement %v", d.Name(), reflect.TypeFor[C]())
 	}
 	return c
 }
@@ -51,7 +35,7 @@ func casOf(t *testing.T, d driver.Driver) driver.CASCounters {
 // the way Cassandra settles them, replays change nothing, counters are
 // isolated and values come back sorted by actor.
 func exerciseActors(t *testing.T, d driver.Driver, open Opener) {
-	a := actorsOf(t, d)
+	a := capability[driver.Actors](t, d)
 
 	t.Run("NeverSetIsEmpty", func(t *testing.T) {
 		t.Parallel()
@@ -233,7 +217,7 @@ func exerciseActors(t *testing.T, d driver.Driver, open Opener) {
 		if err := d2.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		a2 := actorsOf(t, d2)
+		a2 := capability[driver.Actors](t, d2)
 		c := context.Background()
 		err := a2.SetActorValue(c, &driver.SetActorValueParams{Namespace: "x", Counter: "y", Actor: "a", Value: 1, Version: 1})
 		if !errors.Is(err, driver.ErrClosed) {
@@ -297,7 +281,7 @@ func permutations(n int) [][]int {
 // never added to reads 0. Overflow behaviour differs between the drivers
 // (Cassandra wraps) and is tested in each driver's package.
 func exerciseNative(t *testing.T, d driver.Driver, open Opener) {
-	n := nativeOf(t, d)
+	n := capability[driver.NativeCounters](t, d)
 
 	t.Run("NeverAddedReadsZero", func(t *testing.T) {
 		t.Parallel()
@@ -369,7 +353,7 @@ func exerciseNative(t *testing.T, d driver.Driver, open Opener) {
 		if err := d2.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		n2 := nativeOf(t, d2)
+		n2 := capability[driver.NativeCounters](t, d2)
 		c := context.Background()
 		if err := n2.AddNative(c, &driver.AddNativeParams{Namespace: "x", Counter: "y", Delta: 1}); !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("AddNative after Close: got %v, want ErrClosed", err)
@@ -414,7 +398,7 @@ func wantNative(t *testing.T, n driver.NativeCounters, k driver.CounterKey, want
 // atomic with its check, so racing inserts have one winner and racing
 // increment loops lose no increment.
 func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
-	c := casOf(t, d)
+	c := capability[driver.CASCounters](t, d)
 
 	t.Run("NeverWrittenDoesNotExist", func(t *testing.T) {
 		t.Parallel()
@@ -627,7 +611,7 @@ func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
 		if err := d2.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
-		c2 := casOf(t, d2)
+		c2 := capability[driver.CASCounters](t, d2)
 		bg := context.Background()
 		if _, err := c2.ReadCAS(bg, &driver.ReadCASParams{Namespace: "x", Counter: "y"}); !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("ReadCAS after Close: got %v, want ErrClosed", err)

@@ -3,10 +3,6 @@ package embedded
 import (
 	"bytes"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -69,9 +65,9 @@ func FuzzDecodeEventValue(f *testing.F) {
 // and a cell.
 func TestEventSeedCorpus(t *testing.T) {
 	t.Parallel()
-	decoders := map[string]func(args [][]byte) error{
-		"FuzzDecodeEventKey": func(args [][]byte) error { _, err := decodeEventKey(args[0]); return err },
-		"FuzzDecodeEventValue": func(args [][]byte) error {
+	decoders := map[string]func(string, [][]byte) error{
+		"FuzzDecodeEventKey": func(_ string, args [][]byte) error { _, err := decodeEventKey(args[0]); return err },
+		"FuzzDecodeEventValue": func(_ string, args [][]byte) error {
 			k, err := decodeEventKey(args[0])
 			if err != nil {
 				return err
@@ -80,45 +76,5 @@ func TestEventSeedCorpus(t *testing.T) {
 			return err
 		},
 	}
-	arity := map[string]int{"FuzzDecodeEventKey": 1, "FuzzDecodeEventValue": 2}
-	checked := 0
-	for target, decode := range decoders {
-		files, err := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*-*"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, file := range files {
-			name := filepath.Base(file)
-			valid := strings.HasPrefix(name, "valid-")
-			if !valid && !strings.HasPrefix(name, "bad-") {
-				continue
-			}
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-			if len(lines) != 1+arity[target] || lines[0] != "go test fuzz v1" {
-				t.Fatalf("%s: not a go test fuzz v1 file with %d arguments", file, arity[target])
-			}
-			var args [][]byte
-			for _, l := range lines[1:] {
-				if !strings.HasPrefix(l, "[]byte(") || !strings.HasSuffix(l, ")") {
-					t.Fatalf("%s: argument %q is not a []byte", file, l)
-				}
-				b, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(l, "[]byte("), ")"))
-				if err != nil {
-					t.Fatalf("%s: %v", file, err)
-				}
-				args = append(args, []byte(b))
-			}
-			if err := decode(args); (err == nil) != valid {
-				t.Errorf("%s: decode error = %v", file, err)
-			}
-			checked++
-		}
-	}
-	if checked < 8 {
-		t.Errorf("checked only %d named seed files", checked)
-	}
+	checkSeedCorpus(t, decoders, map[string]int{"FuzzDecodeEventKey": 1, "FuzzDecodeEventValue": 2}, 8)
 }

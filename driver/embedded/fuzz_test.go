@@ -3,10 +3,7 @@ package embedded
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,57 +175,24 @@ func FuzzMergeCells(f *testing.F) {
 // named valid-* must decode, files named bad-* must not.
 func TestSeedCorpusValidEntries(t *testing.T) {
 	t.Parallel()
-	decoders := map[string]func(name string, b []byte) error{
-		"FuzzDecodeCell": func(name string, b []byte) error {
-			c, err := decodeCell(b)
+	decoders := map[string]func(name string, args [][]byte) error{
+		"FuzzDecodeCell": func(name string, args [][]byte) error {
+			c, err := decodeCell(args[0])
 			if err == nil && !c.Tombstone && strings.Contains(name, "shard") {
 				_, _, err = decodeShardPayload(c.Payload)
 			}
 			return err
 		},
-		"FuzzDecodeNamespace": func(_ string, b []byte) error { _, err := decodeNamespace(b); return err },
-		"FuzzDecodeKey":       func(_ string, b []byte) error { _, _, err := decodeKey(b); return err },
-		"FuzzDecodeActorCell": func(_ string, b []byte) error {
-			_, _, live, err := decodeActorCell(b)
+		"FuzzDecodeNamespace": func(_ string, args [][]byte) error { _, err := decodeNamespace(args[0]); return err },
+		"FuzzDecodeKey":       func(_ string, args [][]byte) error { _, _, err := decodeKey(args[0]); return err },
+		"FuzzDecodeActorCell": func(_ string, args [][]byte) error {
+			_, _, live, err := decodeActorCell(args[0])
 			if err == nil && !live {
 				err = errors.New("tombstone")
 			}
 			return err
 		},
-		"FuzzDecodeCounterValue": func(_ string, b []byte) error { _, err := decodeCounterValue(b); return err },
+		"FuzzDecodeCounterValue": func(_ string, args [][]byte) error { _, err := decodeCounterValue(args[0]); return err },
 	}
-	checked := 0
-	for target, decode := range decoders {
-		files, err := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*-*"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, file := range files {
-			name := filepath.Base(file)
-			valid := strings.HasPrefix(name, "valid-")
-			if !valid && !strings.HasPrefix(name, "bad-") {
-				continue
-			}
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-			if len(lines) != 2 || lines[0] != "go test fuzz v1" ||
-				!strings.HasPrefix(lines[1], "[]byte(") || !strings.HasSuffix(lines[1], ")") {
-				t.Fatalf("%s: not a one-argument go test fuzz v1 file", file)
-			}
-			b, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			if err := decode(name, []byte(b)); (err == nil) != valid {
-				t.Errorf("%s: decode error = %v", file, err)
-			}
-			checked++
-		}
-	}
-	if checked < 10 {
-		t.Errorf("checked only %d named seed files", checked)
-	}
+	checkSeedCorpus(t, decoders, nil, 10)
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/abacusdb/abacus/driver"
@@ -65,4 +69,62 @@ func mustRead(t testing.TB, d *Driver, ns, counter string) *driver.ShardSet {
 		t.Fatalf("ReadShards(%s/%s): %v", ns, counter, err)
 	}
 	return set
+}
+
+// checkSeedCorpus keeps hand-written fuzz seeds honest: of the files in
+// testdata/fuzz/<target>, those named valid-* must decode and those named
+// bad-* must not, and at least minChecked of them must be there. Each file
+// must be a go test fuzz v1 file of arity[target] []byte arguments (one
+// when the target is not in arity); decode gets the file's name and them.
+func checkSeedCorpus(t *testing.T, decoders map[string]func(name string, args [][]byte) error, arity map[string]int, minChecked int) {
+	t.Helper()
+	checked := 0
+	for target, decode := range decoders {
+		files, err := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, ok := arity[target]
+		if !ok {
+			n = 1
+		}
+		for _, file := range files {
+			name := filepath.Base(file)
+			valid := strings.HasPrefix(name, "valid-")
+			if !valid && !strings.HasPrefix(name, "bad-") {
+				continue
+			}
+			raw, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+			if len(lines) != 1+n || lines[0] != "go test fuzz v1" {
+				t.Fatalf("%s: not a go test fuzz v1 file with %d arguments", file, n)
+			}
+			var args [][]byte
+			for _, l := range lines[1:] {
+				if !strings.HasPrefix(l, "[]byte(") || !strings.HasSuffix(l, ")") {
+					t.Fatalf("%s: argument %q is not a []byte", file, l)
+				}
+				b, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(l, "[]byte("), ")"))
+				if err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				args = append(args, []byte(b))
+			}
+			if err := decode(name, args); (err == nil) != valid {
+				t.Errorf("%s: decode error = %v", file, err)
+			}
+			checked++
+		}
+	}
+	if checked < minChecked {
+		t.Errorf("checked only %d named seed files", checked)
+	}
+}
+
+// oneArg adapts a decoder of one argument to checkSeedCorpus.
+func oneArg(decode func([]byte) error) func(string, [][]byte) error {
+	return func(_ string, args [][]byte) error { return decode(args[0]) }
 }

@@ -223,69 +223,66 @@ func byShard[T any](items []T, shard func(T) int) map[int][]T {
 // of a message that is gone is simply dropped, so no fragments arise here.
 func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesParams) error {
 	const op = "update messages"
+	return batchByShard(ctx, d, op, p.Queue, p.Updates, func(m driver.Message) int { return m.Shard },
+		func(b *pebble.Batch, ups []driver.Message) error {
+			for _, u := range ups {
+				m, err := d.getMessage(p.Queue, u.MessageKey)
+				if errors.Is(err, driver.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				m.Deliveries, m.VisibleAt, m.LastError = u.Deliveries, ms(u.VisibleAt), u.LastError
+				if err := b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(m), nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+}
+
+// batchByShard runs the write op of items: it groups them by shard and
+// writes each shard's group in one batch, filled by write under the shard's
+// lock, then syncs the WAL once.
+func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items []T, shard func(T) int, write func(*pebble.Batch, []T) error) error {
 	if err := d.acquire(ctx, op); err != nil {
 		return err
 	}
 	defer d.mu.RUnlock()
-	for shard, ups := range byShard(p.Updates, func(m driver.Message) int { return m.Shard }) {
-		if err := d.updateShard(p.Queue, shard, ups); err != nil {
-			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, shard, err)
+	for s, group := range byShard(items, shard) {
+		err := func() error {
+			defer lockShard(queue, s)()
+			b := d.db.NewBatch()
+			defer b.Close()
+			if err := write(b, group); err != nil {
+				return err
+			}
+			return b.Commit(pebble.NoSync)
+		}()
+		if err != nil {
+			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, queue, s, err)
 		}
 	}
 	if err := d.syncWAL(); err != nil {
-		return fmt.Errorf("embedded: %s in %q: %w", op, p.Queue, err)
+		return fmt.Errorf("embedded: %s in %q: %w", op, queue, err)
 	}
 	return nil
-}
-
-func (d *Driver) updateShard(queue string, shard int, ups []driver.Message) error {
-	defer lockShard(queue, shard)()
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, u := range ups {
-		m, err := d.getMessage(queue, u.MessageKey)
-		if errors.Is(err, driver.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		m.Deliveries, m.VisibleAt, m.LastError = u.Deliveries, ms(u.VisibleAt), u.LastError
-		if err := b.Set(messageKey(queue, m.MessageKey), encodeMessage(m), nil); err != nil {
-			return err
-		}
-	}
-	return b.Commit(pebble.NoSync)
 }
 
 // DeleteMessages implements driver.Queues.
 func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
 	const op = "delete messages"
-	if err := d.acquire(ctx, op); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	for shard, keys := range byShard(p.Keys, func(k driver.MessageKey) int { return k.Shard }) {
-		err := func() error {
-			defer lockShard(p.Queue, shard)()
-			b := d.db.NewBatch()
-			defer b.Close()
+	return batchByShard(ctx, d, op, p.Queue, p.Keys, func(k driver.MessageKey) int { return k.Shard },
+		func(b *pebble.Batch, keys []driver.MessageKey) error {
 			for _, k := range keys {
 				k.Due = ms(k.Due)
 				if err := b.Delete(messageKey(p.Queue, k), nil); err != nil {
 					return err
 				}
 			}
-			return b.Commit(pebble.NoSync)
-		}()
-		if err != nil {
-			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, shard, err)
-		}
-	}
-	if err := d.syncWAL(); err != nil {
-		return fmt.Errorf("embedded: %s in %q: %w", op, p.Queue, err)
-	}
-	return nil
+			return nil
+		})
 }
 
 // readShardState returns the stored state, with an expired lease already
@@ -474,15 +471,8 @@ func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsP
 // letters and deletes their messages, atomically.
 func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) error {
 	const op = "dead letter"
-	if err := d.acquire(ctx, op); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	for shard, letters := range byShard(p.Letters, func(l driver.DeadLetter) int { return l.Shard }) {
-		err := func() error {
-			defer lockShard(p.Queue, shard)()
-			b := d.db.NewBatch()
-			defer b.Close()
+	return batchByShard(ctx, d, op, p.Queue, p.Letters, func(l driver.DeadLetter) int { return l.Shard },
+		func(b *pebble.Batch, letters []driver.DeadLetter) error {
 			for _, l := range letters {
 				l.Message = normalize(l.Message)
 				l.DiedAt = ms(l.DiedAt)
@@ -493,16 +483,8 @@ func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) err
 					return err
 				}
 			}
-			return b.Commit(pebble.NoSync)
-		}()
-		if err != nil {
-			return fmt.Errorf("embedded: %s in %q shard %d: %w", op, p.Queue, shard, err)
-		}
-	}
-	if err := d.syncWAL(); err != nil {
-		return fmt.Errorf("embedded: %s in %q: %w", op, p.Queue, err)
-	}
-	return nil
+			return nil
+		})
 }
 
 // ListDead implements driver.Queues.

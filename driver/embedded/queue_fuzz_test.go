@@ -2,10 +2,6 @@ package embedded
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,30 +31,14 @@ func FuzzDecodeQueueKey(f *testing.F) {
 	f.Add(messageKey("", driver.MessageKey{Due: time.UnixMilli(-5).UTC()}))
 	f.Add(shardStateKey("jobs", 4095))
 	f.Add(deadKey("jobs", fuzzID))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p, err := decodeQueueKey(b)
-		if err != nil {
-			return
-		}
-		if got := encodeQueueKey(p); !bytes.Equal(got, b) {
-			t.Fatalf("decodeQueueKey(%x) = %+v, which re-encodes as %x", b, p, got)
-		}
-	})
+	fuzzRoundTrip(f, "decodeQueueKey", decodeQueueKey, encodeQueueKey)
 }
 
 func FuzzDecodeQueueRecord(f *testing.F) {
 	f.Add(encodeQueue(&driver.Queue{Name: "jobs", Shards: 16, ShardDuration: time.Minute, MaxDeliveries: 5,
 		VisibilityTimeout: 30 * time.Second, CreatedAt: time.Unix(1_700_000_000, 5).UTC()}))
 	f.Add(encodeQueue(&driver.Queue{}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		q, err := decodeQueue(b)
-		if err != nil {
-			return
-		}
-		if got := encodeQueue(q); !bytes.Equal(got, b) {
-			t.Fatalf("decodeQueue(%x) = %+v, which re-encodes as %x", b, q, got)
-		}
-	})
+	fuzzRoundTrip(f, "decodeQueue", decodeQueue, encodeQueue)
 }
 
 func FuzzDecodeQueueMessage(f *testing.F) {
@@ -79,76 +59,42 @@ func FuzzDecodeQueueMessage(f *testing.F) {
 func FuzzDecodeShardState(f *testing.F) {
 	f.Add(encodeShardState(&shardState{QueueShardState: driver.QueueShardState{Holder: "host-1/42", Since: time.UnixMilli(1).UTC(), Floor: time.UnixMilli(2).UTC()}, Expires: 3}))
 	f.Add(encodeShardState(&shardState{}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := decodeShardState(b)
-		if err != nil {
-			return
-		}
-		if got := encodeShardState(s); !bytes.Equal(got, b) {
-			t.Fatalf("decodeShardState(%x) = %+v, which re-encodes as %x", b, s, got)
-		}
-	})
+	fuzzRoundTrip(f, "decodeShardState", decodeShardState, encodeShardState)
 }
 
 func FuzzDecodeDeadLetter(f *testing.F) {
 	f.Add(encodeDead(&driver.DeadLetter{Message: fuzzMessage(), DiedAt: time.UnixMilli(1_700_000_060_000).UTC()}))
 	f.Add(encodeDead(&driver.DeadLetter{}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := decodeDead(b, fuzzID)
-		if err != nil {
-			return
-		}
-		if got := encodeDead(l); !bytes.Equal(got, b) {
-			t.Fatalf("decodeDead(%x) = %+v, which re-encodes as %x", b, l, got)
-		}
-	})
+	fuzzRoundTrip(f, "decodeDead", func(b []byte) (*driver.DeadLetter, error) { return decodeDead(b, fuzzID) }, encodeDead)
 }
 
 // TestQueueSeedCorpus keeps the hand-written queue seeds honest: files
 // named valid-* must decode, files named bad-* must not.
 func TestQueueSeedCorpus(t *testing.T) {
 	t.Parallel()
-	decoders := map[string]func([]byte) error{
-		"FuzzDecodeQueueKey":    func(b []byte) error { _, err := decodeQueueKey(b); return err },
-		"FuzzDecodeQueueRecord": func(b []byte) error { _, err := decodeQueue(b); return err },
-		"FuzzDecodeQueueMessage": func(b []byte) error {
+	decoders := map[string]func(string, [][]byte) error{
+		"FuzzDecodeQueueKey":    oneArg(func(b []byte) error { _, err := decodeQueueKey(b); return err }),
+		"FuzzDecodeQueueRecord": oneArg(func(b []byte) error { _, err := decodeQueue(b); return err }),
+		"FuzzDecodeQueueMessage": oneArg(func(b []byte) error {
 			var m driver.Message
 			return decodeMessage(b, &m, true)
-		},
-		"FuzzDecodeShardState": func(b []byte) error { _, err := decodeShardState(b); return err },
-		"FuzzDecodeDeadLetter": func(b []byte) error { _, err := decodeDead(b, fuzzID); return err },
+		}),
+		"FuzzDecodeShardState": oneArg(func(b []byte) error { _, err := decodeShardState(b); return err }),
+		"FuzzDecodeDeadLetter": oneArg(func(b []byte) error { _, err := decodeDead(b, fuzzID); return err }),
 	}
-	checked := 0
-	for target, decode := range decoders {
-		files, err := filepath.Glob(filepath.Join("testdata", "fuzz", target, "*-*"))
+	checkSeedCorpus(t, decoders, nil, 10)
+}
+
+// fuzzRoundTrip fuzzes decode, named name: whatever it accepts must
+// encode back to the same bytes.
+func fuzzRoundTrip[T any](f *testing.F, name string, decode func([]byte) (T, error), encode func(T) []byte) {
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := decode(b)
 		if err != nil {
-			t.Fatal(err)
+			return
 		}
-		for _, file := range files {
-			name := filepath.Base(file)
-			valid := strings.HasPrefix(name, "valid-")
-			if !valid && !strings.HasPrefix(name, "bad-") {
-				continue
-			}
-			raw, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-			if len(lines) != 2 || lines[0] != "go test fuzz v1" || !strings.HasPrefix(lines[1], "[]byte(") {
-				t.Fatalf("%s: not a one-argument go test fuzz v1 file", file)
-			}
-			b, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			if err := decode([]byte(b)); (err == nil) != valid {
-				t.Errorf("%s: decode error = %v", file, err)
-			}
-			checked++
+		if got := encode(v); !bytes.Equal(got, b) {
+			t.Fatalf("%s(%x) = %+v, which re-encodes as %x", name, b, v, got)
 		}
-	}
-	if checked < 10 {
-		t.Errorf("checked only %d named seed files", checked)
-	}
+	})
 }

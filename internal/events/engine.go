@@ -15,10 +15,9 @@ import (
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/background"
 	"github.com/abacusdb/abacus/internal/crdt"
-	"github.com/abacusdb/abacus/internal/inflight"
 	"github.com/abacusdb/abacus/internal/outcome"
-	"github.com/abacusdb/abacus/internal/sweep"
 )
 
 // Errors returned to callers. They are wrapped with detail; test with errors.Is.
@@ -131,9 +130,7 @@ type Engine struct {
 	mu       sync.Mutex
 	counters map[driver.CounterKey]*counterState
 
-	work inflight.Group // adds and background rollups Close waits for
-
-	sweeper sweep.Sweeper
+	work background.Runner // adds and background rollups Close waits for; the sweeper
 }
 
 // New returns an engine.
@@ -615,19 +612,13 @@ func (e *Engine) RollupAll(ctx context.Context, ns string) ([]RollupResult, erro
 // Start runs a sweeper that rolls up every counter each interval until
 // Close. An interval of zero or less starts nothing.
 func (e *Engine) Start(interval time.Duration) {
-	e.sweeper.Start(interval, func(ctx context.Context) {
-		if _, err := e.RollupAll(ctx, ""); err != nil {
-			e.cfg.Logger.Warn("rollup sweep failed", "err", err)
-		}
+	e.work.Sweep(interval, e.cfg.Logger, "rollup sweep failed", func(ctx context.Context) error {
+		_, err := e.RollupAll(ctx, "")
+		return err
 	})
 }
 
 // Close stops the sweeper and waits for writes and background rollups.
 func (e *Engine) Close(ctx context.Context) error {
-	e.work.Close()
-	e.sweeper.Stop()
-	if err := e.work.Wait(ctx); err != nil {
-		return fmt.Errorf("events: work still in flight: %w", err)
-	}
-	return nil
+	return e.work.Shutdown(ctx, "events: work")
 }

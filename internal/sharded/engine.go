@@ -13,10 +13,9 @@ import (
 
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/background"
 	"github.com/abacusdb/abacus/internal/crdt"
-	"github.com/abacusdb/abacus/internal/inflight"
 	"github.com/abacusdb/abacus/internal/outcome"
-	"github.com/abacusdb/abacus/internal/sweep"
 )
 
 // Errors returned to callers, wrapped with detail; test with errors.Is.
@@ -139,8 +138,8 @@ type Engine struct {
 	cfg Config
 
 	// work holds the running write loops and background collections, so
-	// Close waits for them and refuses new ones.
-	work inflight.Group
+	// Close waits for them and refuses new ones, and the GC sweeper.
+	work background.Runner
 
 	mu       sync.Mutex
 	mutators map[driver.CounterKey]*list.Element // of *mutator, most recent first
@@ -152,8 +151,6 @@ type Engine struct {
 	gcRunning map[driver.CounterKey]bool
 
 	stats Stats
-
-	sweeper sweep.Sweeper
 }
 
 // Stats are running totals, read with Engine.Stats.
@@ -506,20 +503,14 @@ func (e *Engine) CollectAll(ctx context.Context, ns string) ([]GCResult, error) 
 // Start runs a sweeper that collects every counter each interval until Close.
 // An interval of zero or less starts nothing.
 func (e *Engine) Start(interval time.Duration) {
-	e.sweeper.Start(interval, func(ctx context.Context) {
-		if _, err := e.CollectAll(ctx, ""); err != nil {
-			e.cfg.Logger.Warn("gc sweep failed", "err", err)
-		}
+	e.work.Sweep(interval, e.cfg.Logger, "gc sweep failed", func(ctx context.Context) error {
+		_, err := e.CollectAll(ctx, "")
+		return err
 	})
 }
 
 // Close stops the sweeper and waits until every in-flight shard write has
 // finished, so updates accepted before Close are persisted or reported.
 func (e *Engine) Close(ctx context.Context) error {
-	e.work.Close()
-	e.sweeper.Stop()
-	if err := e.work.Wait(ctx); err != nil {
-		return fmt.Errorf("sharded: writes still in flight: %w", err)
-	}
-	return nil
+	return e.work.Shutdown(ctx, "sharded: writes")
 }

@@ -1,16 +1,12 @@
-// Package inflight tracks an engine's work in flight so that closing the
-// engine refuses new work and waits for the work already accepted: what
-// lets the sharded and events engines promise that every update accepted
-// before Close is persisted or reported.
-package inflight
+package background
 
 import (
 	"context"
 	"sync"
 )
 
-// Group is the work of one engine. The zero value is open.
-type Group struct {
+// Work is the work of one engine in flight. The zero value is open.
+type Work struct {
 	mu     sync.RWMutex
 	closed bool
 	wg     sync.WaitGroup
@@ -18,7 +14,7 @@ type Group struct {
 
 // Enter registers one piece of work, unless the group is closed; the
 // caller calls Leave when it is done.
-func (g *Group) Enter() bool {
+func (g *Work) Enter() bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if g.closed {
@@ -29,11 +25,11 @@ func (g *Group) Enter() bool {
 }
 
 // Leave ends a piece of work registered by Enter.
-func (g *Group) Leave() { g.wg.Done() }
+func (g *Work) Leave() { g.wg.Done() }
 
 // Go runs fn in a goroutine that Wait waits for, unless the group is
 // closed, in which case it runs nothing and reports false.
-func (g *Group) Go(fn func()) bool {
+func (g *Work) Go(fn func()) bool {
 	if !g.Enter() {
 		return false
 	}
@@ -45,14 +41,14 @@ func (g *Group) Go(fn func()) bool {
 }
 
 // Close refuses new work from now on. Work already entered goes on.
-func (g *Group) Close() {
+func (g *Work) Close() {
 	g.mu.Lock()
 	g.closed = true
 	g.mu.Unlock()
 }
 
 // Wait waits until all entered work has left, or ctx ends.
-func (g *Group) Wait(ctx context.Context) error {
+func (g *Work) Wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { g.wg.Wait(); close(done) }()
 	select {

@@ -1,7 +1,4 @@
-// Package sweep runs a function every interval in the background until
-// stopped: the GC sweeper of sharded counters and the rollup sweeper of
-// events counters.
-package sweep
+package background
 
 import (
 	"context"

@@ -48,60 +48,48 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	latency := prometheus.ExponentialBuckets(0.0005, 2, 16)
 	return &metrics{
 		clockSkew: register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "abacus_clock_skew_seconds",
 			Help: "This server's clock minus the store's at the last check (0 until measured; stores without a clock are not measured).",
 		})),
-		updates: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "abacus_updates_total",
-			Help: "Counter updates received over HTTP, by result: acknowledged or the error code.",
-		}, []string{"result"})),
-		ledgerUpdates: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "abacus_ledger_updates_total",
-			Help: "Ledger credits, debits and updates received over HTTP, by result: applied, duplicate (a recognised retry) or the error code.",
-		}, []string{"result"})),
-		groupCommit: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "abacus_group_commit_updates",
-			Help:    "Updates acknowledged by one successful shard write (group commit size).",
-			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
-		})),
-		shardWrite: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "abacus_shard_write_seconds",
-			Help:    "Latency of shard writes, successful or not.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-		})),
-		shardWriteErr: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "abacus_shard_write_errors_total",
-			Help: "Shard writes that failed; their updates got an unknown outcome.",
-		})),
-		readShards: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "abacus_read_shards",
-			Help:    "Live shards merged by one counter read; GC keeps this small.",
-			Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256},
-		})),
-		gcRuns: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "abacus_gc_runs_total",
-			Help: "Counter collections attempted (including skipped ones).",
-		})),
-		gcSkips: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "abacus_gc_skips_total",
-			Help: "Counter collections skipped, for example because a replica was down.",
-		})),
-		gcFolded: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "abacus_gc_folded_shards_total",
-			Help: "Final shards folded into tallies.",
-		})),
-		httpRequests: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "abacus_http_requests_total",
-			Help: "HTTP requests by route pattern and status code.",
-		}, []string{"route", "code"})),
+		updates: newCounterVec(reg, "abacus_updates_total",
+			"Counter updates received over HTTP, by result: acknowledged or the error code.", "result"),
+		ledgerUpdates: newCounterVec(reg, "abacus_ledger_updates_total",
+			"Ledger credits, debits and updates received over HTTP, by result: applied, duplicate (a recognised retry) or the error code.", "result"),
+		groupCommit: newHistogram(reg, "abacus_group_commit_updates",
+			"Updates acknowledged by one successful shard write (group commit size).", prometheus.ExponentialBuckets(1, 2, 12)),
+		shardWrite: newHistogram(reg, "abacus_shard_write_seconds",
+			"Latency of shard writes, successful or not.", latency),
+		shardWriteErr: newCounter(reg, "abacus_shard_write_errors_total",
+			"Shard writes that failed; their updates got an unknown outcome."),
+		readShards: newHistogram(reg, "abacus_read_shards",
+			"Live shards merged by one counter read; GC keeps this small.", []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256}),
+		gcRuns: newCounter(reg, "abacus_gc_runs_total",
+			"Counter collections attempted (including skipped ones)."),
+		gcSkips: newCounter(reg, "abacus_gc_skips_total",
+			"Counter collections skipped, for example because a replica was down."),
+		gcFolded: newCounter(reg, "abacus_gc_folded_shards_total",
+			"Final shards folded into tallies."),
+		httpRequests: newCounterVec(reg, "abacus_http_requests_total",
+			"HTTP requests by route pattern and status code.", "route", "code"),
 		httpSeconds: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "abacus_http_request_seconds",
-			Help:    "HTTP request latency by route pattern.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+			Name: "abacus_http_request_seconds", Help: "HTTP request latency by route pattern.", Buckets: latency,
 		}, []string{"route"})),
 	}
+}
+
+func newCounter(reg prometheus.Registerer, name, help string) prometheus.Counter {
+	return register(reg, prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help}))
+}
+
+func newCounterVec(reg prometheus.Registerer, name, help string, labels ...string) *prometheus.CounterVec {
+	return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+}
+
+func newHistogram(reg prometheus.Registerer, name, help string, buckets []float64) prometheus.Histogram {
+	return register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}))
 }
 
 func (m *metrics) hooks() sharded.Hooks {
@@ -131,18 +119,12 @@ func registerClient(reg prometheus.Registerer, c *abacus.Client) {
 		Name: "abacus_live_mutators",
 		Help: "Mutators (per-counter shard writers) held by this process.",
 	}, func() float64 { return float64(c.LiveMutators()) }))
-	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "abacus_deduplicated_updates_total",
-		Help: "Retried updates recognised by request id and not applied again.",
-	}, func() float64 { return float64(c.Stats().Deduplicated.Load()) }))
-	register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "abacus_mutator_births_total",
-		Help: "Mutators born (one per counter per process, renewed before each dies).",
-	}, func() float64 { return float64(c.Stats().Births.Load()) }))
 	for _, f := range []struct {
 		name, help string
 		get        func() uint64
 	}{
+		{"abacus_deduplicated_updates_total", "Retried updates recognised by request id and not applied again.", func() uint64 { return c.Stats().Deduplicated.Load() }},
+		{"abacus_mutator_births_total", "Mutators born (one per counter per process, renewed before each dies).", func() uint64 { return c.Stats().Births.Load() }},
 		{"abacus_events_rollups_total", "Rollups of events counters that ran (skipped ones excluded).", func() uint64 { return c.EventsStats().Rollups.Load() }},
 		{"abacus_events_rollup_skips_total", "Rollups of events counters skipped (a replica down, a racing rollup); retried later.", func() uint64 { return c.EventsStats().RollupSkips.Load() }},
 		{"abacus_events_rolled_total", "Events folded into rollups.", func() uint64 { return c.EventsStats().EventsRolled.Load() }},

@@ -2,9 +2,10 @@ package driver
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/abacusdb/abacus/api"
 )
 
 // Queue is a delay queue's stored configuration (“cassandra-ruby-queue”). Validation
@@ -31,59 +32,20 @@ type Queue struct {
 type MessageID [16]byte
 
 // String formats the id in the canonical 8-4-4-4-12 hex form.
-func (id MessageID) String() string {
-	var b [36]byte
-	hex.Encode(b[0:8], id[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], id[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], id[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], id[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], id[10:])
-	return string(b[:])
-}
+func (id MessageID) String() string { return api.FormatUUID(id) }
 
 // ParseMessageID parses the canonical form written by MessageID.String
 // (upper- or lower-case hex). It accepts only version 1 UUIDs of the RFC
 // 4122 variant, the ids Cassandra accepts as timeuuids.
 func ParseMessageID(s string) (MessageID, error) {
-	var id MessageID
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return id, fmt.Errorf("message id %q is not a UUID in 8-4-4-4-12 form", s)
+	b, ok := api.ParseUUID(s)
+	if !ok {
+		return MessageID{}, fmt.Errorf("message id %q is not a UUID in 8-4-4-4-12 hex form", s)
 	}
-	j := 0
-	for i := 0; i < 36; {
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			i++
-			continue
-		}
-		hi, ok1 := fromHex(s[i])
-		lo, ok2 := fromHex(s[i+1])
-		if !ok1 || !ok2 {
-			return MessageID{}, fmt.Errorf("message id %q has a character that is not hex", s)
-		}
-		id[j] = hi<<4 | lo
-		j++
-		i += 2
+	if id := MessageID(b); id.Valid() {
+		return id, nil
 	}
-	if !id.Valid() {
-		return MessageID{}, fmt.Errorf("message id %q is not a time-based (version 1) UUID", s)
-	}
-	return id, nil
-}
-
-func fromHex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
+	return MessageID{}, fmt.Errorf("message id %q is not a time-based (version 1) UUID", s)
 }
 
 // Valid reports whether id is a version 1 UUID of the RFC 4122 variant.

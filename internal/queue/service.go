@@ -66,14 +66,10 @@ func (s *Service) now() time.Time {
 	return s.clock.Now().UTC().Truncate(time.Millisecond)
 }
 
-// Queue is a queue's configuration.
+// Queue is a queue's configuration: what is stored of it, and the shard
+// math that follows from it.
 type Queue struct {
-	Name              string
-	Shards            int
-	ShardDuration     time.Duration
-	MaxDeliveries     int
-	VisibilityTimeout time.Duration
-	CreatedAt         time.Time
+	driver.Queue
 
 	math shard.Math
 }
@@ -86,11 +82,7 @@ func queueFrom(d *driver.Queue) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue %q has a corrupt configuration: %w", d.Name, err)
 	}
-	return &Queue{
-		Name: d.Name, Shards: d.Shards, ShardDuration: d.ShardDuration,
-		MaxDeliveries: d.MaxDeliveries, VisibilityTimeout: d.VisibilityTimeout,
-		CreatedAt: d.CreatedAt, math: m,
-	}, nil
+	return &Queue{Queue: *d, math: m}, nil
 }
 
 // Create creates a queue. A queue with fewer than four shards is refused

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/background"
 	"github.com/abacusdb/abacus/internal/events"
 	"github.com/abacusdb/abacus/internal/ledger"
 	"github.com/abacusdb/abacus/internal/registry"
@@ -20,6 +21,9 @@ type Client struct {
 	ledger     *ledger.Engine
 	queues     *Queues
 	namespaces *registry.Registry[driver.Namespace, Namespace]
+	// sweeper collects sharded counters and rolls up events counters
+	// every Config.GCInterval (see Start).
+	sweeper background.Sweeper
 }
 
 // NewClient returns a client on cfg.Driver and makes sure the default
@@ -68,7 +72,6 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		Store:        cfg.Driver,
 		Clock:        cfg.Clock,
 		WriteTimeout: cfg.WriteTimeout,
-		Resolve:      c.resolveEvents,
 		Logger:       cfg.Logger,
 	})
 	if err != nil {
@@ -81,18 +84,31 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Start runs the background sweepers (every Config.GCInterval): GC of
-// sharded counters and rollups of events counters.
+// Start runs the background sweeper: every Config.GCInterval it collects
+// every sharded counter and rolls up every events counter, as GCAll does.
 func (c *Client) Start(ctx context.Context) error {
-	c.sharded.Start(c.cfg.GCInterval)
-	c.events.Start(c.cfg.GCInterval)
+	c.sweeper.Start(c.cfg.GCInterval, c.sweep)
 	return nil
 }
 
-// Stop stops the sweeper and waits for in-flight writes, so every update
-// accepted before Stop is either acknowledged or reported to its caller.
-// It also stops finishing strict-mode ledger writes in the background.
+// sweep is one round of the background sweeper. The two halves are
+// independent: a failure to list one model's counters does not hold back
+// the other's.
+func (c *Client) sweep(ctx context.Context) {
+	if _, err := c.sharded.CollectAll(ctx, ""); err != nil {
+		c.cfg.Logger.Warn("gc sweep failed", "err", err)
+	}
+	if _, err := c.rollupAll(ctx, ""); err != nil {
+		c.cfg.Logger.Warn("rollup sweep failed", "err", err)
+	}
+}
+
+// Stop stops the sweeper (waiting for a round in progress) and waits for
+// in-flight writes, so every update accepted before Stop is either
+// acknowledged or reported to its caller. It also stops finishing
+// strict-mode ledger writes in the background.
 func (c *Client) Stop(ctx context.Context) error {
+	c.sweeper.Stop()
 	return errors.Join(c.sharded.Close(ctx), c.events.Close(ctx), c.ledger.Close(ctx))
 }
 

@@ -3,11 +3,13 @@ package abacus_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -196,5 +198,48 @@ func TestShardedRetryOnAnotherProcessCountsAgain(t *testing.T) {
 	v, err := procs[0].Get(ctx, "", "c")
 	if err != nil || v.Value != 10 {
 		t.Fatalf("value %+v, %v: want 10 (once per process)", v, err)
+	}
+}
+
+// Start runs the background sweeper: with nobody calling GC, expired
+// shards of a sharded counter are folded and an events counter is rolled
+// up, and the values stay.
+func TestStartSweepsEveryModelThatCollects(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Now())
+	c := startClient(t, abacus.Config{Driver: newMemStore(t), Clock: clk, GCInterval: 10 * time.Millisecond,
+		MutatorLifetime: time.Hour, RefusalMargin: time.Minute, GCGrace: time.Minute,
+		Logger: slog.New(slog.DiscardHandler)})
+	if _, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "ev", Model: abacus.ModelEvents,
+		Events: &abacus.EventsOptions{Bucket: time.Minute, AcceptWindow: 2 * time.Minute, RollupDelay: 30 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"", "ev"} {
+		if err := c.Add(ctx, ns, "c", 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(2 * time.Hour)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		sh, err1 := c.Get(ctx, "", "c")
+		ev, err2 := c.Get(ctx, "ev", "c")
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		if sh.Value != 5 || ev.Value != 5 {
+			t.Fatalf("values changed under the sweeper: sharded %+v, events %+v", sh, ev)
+		}
+		if sh.Shards == 0 && ev.Events == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweeper did not collect within 20s: sharded %+v, events %+v", sh, ev)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

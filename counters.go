@@ -219,7 +219,7 @@ func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error
 	if err != nil {
 		return out, err
 	}
-	rolled, err := c.events.RollupAll(ctx, namespace)
+	rolled, err := c.rollupAll(ctx, namespace)
 	for _, r := range rolled {
 		out = append(out, rollupResult(r))
 	}

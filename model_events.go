@@ -25,19 +25,29 @@ func (c *Client) eventsTarget(ns *Namespace, counter string) events.Target {
 	}
 }
 
-// resolveEvents finds the target of a counter listed by a rollup sweep.
-func (c *Client) resolveEvents(ctx context.Context, k driver.CounterKey) (events.Target, bool, error) {
-	ns, err := c.Namespace(ctx, k.Namespace)
-	if errors.Is(err, ErrNamespaceNotFound) {
-		return events.Target{}, false, nil
-	}
+// rollupAll rolls up every counter of the events model (of one namespace
+// if ns is set). A counter whose namespace cannot be read is reported as
+// skipped; one whose namespace is gone or of another model is passed over.
+func (c *Client) rollupAll(ctx context.Context, ns string) ([]events.RollupResult, error) {
+	keys, err := c.cfg.Driver.ListEventCounters(ctx, &driver.ListCountersParams{Namespace: ns})
 	if err != nil {
-		return events.Target{}, false, err
+		return nil, err
 	}
-	if ns.Model != ModelEvents {
-		return events.Target{}, false, nil
+	out := make([]events.RollupResult, 0, len(keys))
+	for _, k := range keys {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		ns, err := c.Namespace(ctx, k.Namespace)
+		switch {
+		case errors.Is(err, ErrNamespaceNotFound):
+		case err != nil:
+			out = append(out, events.RollupResult{Key: k, Skipped: true, Err: err})
+		case ns.Model == ModelEvents:
+			out = append(out, c.events.Rollup(ctx, c.eventsTarget(ns, k.Counter)))
+		}
 	}
-	return c.eventsTarget(ns, k.Counter), true, nil
+	return out, nil
 }
 
 func rollupResult(r events.RollupResult) GCResult {

@@ -1,10 +1,8 @@
 package background
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -32,32 +30,22 @@ func TestCloseRefusesNewWorkAndWaitsForOld(t *testing.T) {
 	}
 }
 
-func TestShutdownStopsTheSweeperAndNamesWhatIsStillRunning(t *testing.T) {
+func TestShutdownNamesWhatIsStillRunning(t *testing.T) {
 	t.Parallel()
-	var r Runner
-	var logs bytes.Buffer
-	swept := make(chan struct{}, 1)
-	r.Sweep(time.Millisecond, slog.New(slog.NewTextHandler(&logs, nil)), "test sweep failed", func(context.Context) error {
-		select {
-		case swept <- struct{}{}:
-		default:
-		}
-		return errors.New("boom")
-	})
-	<-swept
+	var w Work
 	release := make(chan struct{})
-	r.Go(func() { <-release })
+	w.Go(func() { <-release })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	err := r.Shutdown(ctx, "test: writes")
+	err := w.Shutdown(ctx, "test: writes")
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "test: writes still in flight") {
 		t.Fatalf("Shutdown with work in flight: %v", err)
 	}
-	if !strings.Contains(logs.String(), "test sweep failed") || !strings.Contains(logs.String(), "boom") {
-		t.Fatalf("a failed sweep was not logged: %q", logs.String())
+	if w.Enter() {
+		t.Fatal("a shut down group took work")
 	}
 	close(release)
-	if err := r.Wait(context.Background()); err != nil {
+	if err := w.Shutdown(context.Background(), "test: writes"); err != nil {
 		t.Fatal(err)
 	}
 }

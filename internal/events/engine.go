@@ -58,10 +58,6 @@ type Config struct {
 	// this process remembers. Forgetting costs one marker write. Default
 	// 10,000.
 	MaxCounters int
-	// Resolve returns the target of a listed counter for RollupAll: its
-	// namespace's options and levels. A counter whose namespace is not of
-	// the events model returns ok false. Required by RollupAll only.
-	Resolve func(ctx context.Context, key driver.CounterKey) (t Target, ok bool, err error)
 	// Logger receives warnings about skipped rollups. Default: slog.Default().
 	Logger *slog.Logger
 }
@@ -130,7 +126,7 @@ type Engine struct {
 	mu       sync.Mutex
 	counters map[driver.CounterKey]*counterState
 
-	work background.Runner // adds and background rollups Close waits for; the sweeper
+	work background.Work // adds and background rollups Close waits for
 }
 
 // New returns an engine.
@@ -581,44 +577,7 @@ func (e *Engine) maybeRollup(t Target) {
 	}
 }
 
-// RollupAll rolls up every counter of the events model (of one namespace
-// if ns is set), using Config.Resolve to find each counter's settings.
-func (e *Engine) RollupAll(ctx context.Context, ns string) ([]RollupResult, error) {
-	if e.cfg.Resolve == nil {
-		return nil, errors.New("events: RollupAll needs Config.Resolve")
-	}
-	keys, err := e.cfg.Store.ListEventCounters(ctx, &driver.ListCountersParams{Namespace: ns})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]RollupResult, 0, len(keys))
-	for _, k := range keys {
-		if ctx.Err() != nil {
-			return out, ctx.Err()
-		}
-		t, ok, err := e.cfg.Resolve(ctx, k)
-		if err != nil {
-			out = append(out, RollupResult{Key: k, Skipped: true, Err: err})
-			continue
-		}
-		if !ok {
-			continue
-		}
-		out = append(out, e.Rollup(ctx, t))
-	}
-	return out, nil
-}
-
-// Start runs a sweeper that rolls up every counter each interval until
-// Close. An interval of zero or less starts nothing.
-func (e *Engine) Start(interval time.Duration) {
-	e.work.Sweep(interval, e.cfg.Logger, "rollup sweep failed", func(ctx context.Context) error {
-		_, err := e.RollupAll(ctx, "")
-		return err
-	})
-}
-
-// Close stops the sweeper and waits for writes and background rollups.
+// Close waits for writes and background rollups.
 func (e *Engine) Close(ctx context.Context) error {
 	return e.work.Shutdown(ctx, "events: work")
 }

@@ -138,8 +138,8 @@ type Engine struct {
 	cfg Config
 
 	// work holds the running write loops and background collections, so
-	// Close waits for them and refuses new ones, and the GC sweeper.
-	work background.Runner
+	// Close waits for them and refuses new ones.
+	work background.Work
 
 	mu       sync.Mutex
 	mutators map[driver.CounterKey]*list.Element // of *mutator, most recent first
@@ -163,7 +163,7 @@ type Stats struct {
 	Folded       atomic.Uint64 // shards folded into tallies
 }
 
-// New returns an engine. Call Start to run the background sweeper and Close
+// New returns an engine. Call Close
 // to wait for in-flight writes.
 func New(cfg Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
@@ -500,17 +500,8 @@ func (e *Engine) CollectAll(ctx context.Context, ns string) ([]GCResult, error) 
 	return out, nil
 }
 
-// Start runs a sweeper that collects every counter each interval until Close.
-// An interval of zero or less starts nothing.
-func (e *Engine) Start(interval time.Duration) {
-	e.work.Sweep(interval, e.cfg.Logger, "gc sweep failed", func(ctx context.Context) error {
-		_, err := e.CollectAll(ctx, "")
-		return err
-	})
-}
-
-// Close stops the sweeper and waits until every in-flight shard write has
-// finished, so updates accepted before Close are persisted or reported.
+// Close waits until every in-flight shard write and background collection
+// has finished, so updates accepted before Close are persisted or reported.
 func (e *Engine) Close(ctx context.Context) error {
 	return e.work.Shutdown(ctx, "sharded: writes")
 }

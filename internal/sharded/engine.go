@@ -163,8 +163,7 @@ type Stats struct {
 	Folded       atomic.Uint64 // shards folded into tallies
 }
 
-// New returns an engine. Call Close
-// to wait for in-flight writes.
+// New returns an engine. Call Close to wait for in-flight writes.
 func New(cfg Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

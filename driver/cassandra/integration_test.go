@@ -740,45 +740,67 @@ func clusterRelease(t *testing.T) cassandra.ReleaseVersion {
 }
 
 // TestOpenWaitsForSchemaLock: a process that finds the schema lock taken
-// waits for its holder instead of writing the schema beside it.
+// waits for its holder instead of writing the schema beside it, until the
+// holder releases the lock or, when the holder died, the lock's TTL ends.
 func TestOpenWaitsForSchemaLock(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	open(t, cfg)
-	s := cassandratest.Session(t)
-	// An incomplete schema, and another process holding the lock.
-	if err := s.Query("DROP TABLE " + cfg.Keyspace + ".cas_counters").ExecContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Query("INSERT INTO "+cfg.Keyspace+".schema_lock (name, holder, since) VALUES ('schema', 'other process', ?) USING TTL 120",
-		time.Now()).ExecContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AwaitSchemaAgreement(ctx); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		d, err := cassandra.Open(ctx, cfg)
-		if err == nil {
-			d.Close()
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		t.Fatalf("Open returned while another process held the schema lock: %v", err)
-	case <-time.After(3 * time.Second):
-	}
-	if err := s.Query("DELETE FROM " + cfg.Keyspace + ".schema_lock WHERE name = 'schema'").ExecContext(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("Open after the lock was freed: %v", err)
-	}
-	if err := s.Query("SELECT * FROM " + cfg.Keyspace + ".cas_counters LIMIT 1").ExecContext(ctx); err != nil {
-		t.Fatalf("the dropped table was not created again: %v", err)
+	for _, tc := range []struct {
+		name string
+		ttl  int // seconds the other process's lock lives
+		// free ends the other process's hold, if it ends it itself.
+		free func(ctx context.Context, s *gocql.Session, keyspace string) error
+	}{
+		{"released by its holder", 120, func(ctx context.Context, s *gocql.Session, keyspace string) error {
+			return s.Query("DELETE FROM " + keyspace + ".schema_lock WHERE name = 'schema'").ExecContext(ctx)
+		}},
+		{"expired after its holder died", 8, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			open(t, cfg)
+			s := cassandratest.Session(t)
+			// An incomplete schema, and another process holding the lock.
+			if err := s.Query("DROP TABLE " + cfg.Keyspace + ".cas_counters").ExecContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			taken := time.Now()
+			if err := s.Query("INSERT INTO "+cfg.Keyspace+".schema_lock (name, holder, since) VALUES ('schema', 'other process', ?) USING TTL ?",
+				taken, tc.ttl).ExecContext(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.AwaitSchemaAgreement(ctx); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				d, err := cassandra.Open(ctx, cfg)
+				if err == nil {
+					d.Close()
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				t.Fatalf("Open returned while another process held the schema lock: %v", err)
+			case <-time.After(3 * time.Second):
+			}
+			if tc.free != nil {
+				if err := tc.free(ctx, s, cfg.Keyspace); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("Open after the lock was freed: %v", err)
+			}
+			if tc.free == nil && time.Since(taken) < time.Duration(tc.ttl)*time.Second {
+				t.Fatalf("Open went ahead after %v, before the dead holder's lock expired (TTL %ds)", time.Since(taken), tc.ttl)
+			}
+			if err := s.Query("SELECT * FROM " + cfg.Keyspace + ".cas_counters LIMIT 1").ExecContext(ctx); err != nil {
+				t.Fatalf("the dropped table was not created again: %v", err)
+			}
+		})
 	}
 }

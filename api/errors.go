@@ -41,8 +41,13 @@ const (
 	CodeVersionConflict = "version_conflict"
 	// CodeBodyTooLarge: the body exceeds the server's limit.
 	CodeBodyTooLarge = "body_too_large"
-	// CodeUnsupportedMediaType: the Content-Type is set and is not application/json.
+	// CodeUnsupportedMediaType: a request with a body does not say
+	// Content-Type application/json.
 	CodeUnsupportedMediaType = "unsupported_media_type"
+	// CodeForbidden: the request came from a web page of another origin, or
+	// named a Host this server does not answer to (a loopback server
+	// answers only to loopback names); nothing was changed.
+	CodeForbidden = "forbidden"
 	// CodeUnknownOutcome: the update may or may not have been counted.
 	// Retrying with the same request id against the same server is safe.
 	CodeUnknownOutcome = "unknown_outcome"
@@ -78,6 +83,7 @@ var codeStatus = map[string]int{
 	CodeVersionConflict:      http.StatusConflict,
 	CodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	CodeForbidden:            http.StatusForbidden,
 	CodeUnknownOutcome:       http.StatusServiceUnavailable,
 	CodeNotApplied:           http.StatusServiceUnavailable,
 	CodeUnavailable:          http.StatusServiceUnavailable,

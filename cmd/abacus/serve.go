@@ -53,6 +53,7 @@ type serveFlags struct {
 	clockOffset     time.Duration
 	maxClockSkew    time.Duration
 	clockCheck      time.Duration
+	allowHosts      []string
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -71,7 +72,7 @@ ScyllaDB cluster; the keyspace and tables are created when missing.
 Every flag can also be set as ABACUS_<FLAG> in the environment (for example
 ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
 		Example: `  abacus serve
-  abacus serve --data /var/lib/abacus --addr 0.0.0.0:7070 --log-format json
+  abacus serve --data /var/lib/abacus --addr 10.0.0.5:7070 --log-format json   # one private interface (docs/security.md)
   abacus serve --cassandra 10.0.0.1,10.0.0.2 --keyspace abacus --replication-factor 3
   ABACUS_PASSWORD=secret abacus serve --cassandra db1:9042 --username abacus --tls-ca ca.pem`,
 		Args: exactArgs(0, "no arguments"),
@@ -80,7 +81,8 @@ ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.addr, "addr", server.DefaultAddr, "address to listen on (the API has no authentication: keep it on a trusted network)")
+	fl.StringVar(&f.addr, "addr", server.DefaultAddr, "address to listen on (the API has no authentication: keep it on a trusted network; see docs/security.md)")
+	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "host name a loopback server also answers to (repeatable); other Host headers get 403, which stops DNS rebinding")
 	fl.StringVar(&f.data, "data", "./abacus-data", "data directory of the embedded store")
 	fl.BoolVar(&f.noSync, "no-sync", false, "embedded store: acknowledge updates before they are fsynced (survives a process crash, not a machine crash)")
 	addCassandraFlags(fl, &f)
@@ -204,6 +206,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	srv, err := server.New(server.Config{
 		Client:             c,
 		Addr:               f.addr,
+		AllowedHosts:       f.allowHosts,
 		MaxBodyBytes:       f.maxBodyBytes,
 		Logger:             log,
 		Registry:           reg,

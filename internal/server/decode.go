@@ -34,8 +34,14 @@ func errorf(code, format string, args ...any) *httpError {
 // readBody enforces the media type and size limit and returns the whole body.
 // Reading everything first (instead of streaming into the decoder) is what
 // lets the decoders reject trailing data and locate invalid UTF-8.
+//
+// A body must come with Content-Type application/json. A missing type is
+// refused too: a web page can send a body without one (or with
+// text/plain) without the browser asking the server first, and a JSON
+// body sent that way is a cross-site write. An empty body needs no type.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	ct := r.Header.Get("Content-Type")
+	if ct != "" {
 		mt, params, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
 			return nil, errorf(api.CodeUnsupportedMediaType, "Content-Type %q is not supported; send application/json", ct)
@@ -51,6 +57,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 			return nil, errorf(api.CodeBodyTooLarge, "request body exceeds the limit of %d bytes", mbe.Limit)
 		}
 		return nil, errorf(api.CodeInvalidJSON, "reading the request body: %v", err)
+	}
+	if ct == "" && len(bytes.TrimLeft(body, " \t\r\n")) > 0 {
+		return nil, errorf(api.CodeUnsupportedMediaType, "the request has a body but no Content-Type; send it as application/json (curl: --json, or -H 'Content-Type: application/json')")
 	}
 	return body, nil
 }

@@ -91,7 +91,9 @@ func (r response) apiError() api.Error {
 	return e
 }
 
-// do sends a request; body "" sends none. headers are name, value pairs.
+// do sends a request; body "" sends none, any other body goes as
+// application/json unless headers say otherwise. headers are name, value
+// pairs; a value "" removes the header.
 func (e *testEnv) do(method, path, body string, headers ...string) response {
 	e.t.Helper()
 	var rd io.Reader
@@ -102,7 +104,18 @@ func (e *testEnv) do(method, path, body string, headers ...string) response {
 	if err != nil {
 		e.t.Fatalf("new request: %v", err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+			continue
+		}
+		if http.CanonicalHeaderKey(headers[i]) == "Host" {
+			req.Host = headers[i+1] // the client sends req.Host, not a Host header
+			continue
+		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := e.ts.Client().Do(req)

@@ -35,6 +35,12 @@ type Config struct {
 	// loopback only, because the API has no authentication of its own.
 	Addr string
 
+	// AllowedHosts are host names (no port) the server answers to besides
+	// loopback names and addresses when Addr is a loopback address: every
+	// other Host header is refused (403 forbidden), which is what stops DNS
+	// rebinding. Ignored when Addr is not loopback. Default none.
+	AllowedHosts []string
+
 	// MaxBodyBytes limits request bodies. Default 1 MiB.
 	MaxBodyBytes int64
 
@@ -125,7 +131,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	registerClient(cfg.Registry, cfg.Client)
 	register(cfg.Registry, newQueueCollector(cfg.Client.Queues()))
-	s.handler = s.instrument(refuseUncleanPaths(s.routesMux()))
+	s.handler = s.instrument(s.guardBrowsers(refuseUncleanPaths(s.routesMux())))
 	return s, nil
 }
 

@@ -43,7 +43,7 @@ func TestReadyzFailsWhenStoreIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost/readyz", nil))
 	if rec.Code != 503 {
 		t.Fatalf("readyz with a closed store: status %d, want 503; body %s", rec.Code, rec.Body)
 	}
@@ -52,7 +52,7 @@ func TestReadyzFailsWhenStoreIsClosed(t *testing.T) {
 		t.Fatalf("readyz body %s: want code unavailable", rec.Body)
 	}
 	rec = httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://localhost/healthz", nil))
 	if rec.Code != 200 {
 		t.Fatalf("healthz with a closed store: status %d, want 200 (liveness does not depend on the store)", rec.Code)
 	}

@@ -243,3 +243,31 @@ func TestStartSweepsEveryModelThatCollects(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// New namespaces take names from the safe set only; one created before that
+// rule, under any name, stays readable and writable.
+func TestNamespaceNamesOutsideTheSafeSet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := newMemStore(t)
+	for _, name := range []string{"with space", "ünï", "a/b", "..", "-x"} {
+		if err := store.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
+			Name: name, Model: string(abacus.ModelSharded), Type: abacus.TypeSum, CreatedAt: time.Now(),
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := startClient(t, abacus.Config{Driver: store})
+	for _, name := range []string{"with space", "ünï", "a/b", "..", "-x"} {
+		_, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: name + "2"})
+		if !errors.Is(err, abacus.ErrInvalid) {
+			t.Errorf("create %q: %v, want ErrInvalid", name+"2", err)
+		}
+		if err := c.Add(ctx, name, "c", 3); err != nil {
+			t.Fatalf("add to the existing namespace %q: %v", name, err)
+		}
+		if v, err := c.Get(ctx, name, "c"); err != nil || v.Value != 3 {
+			t.Fatalf("read the existing namespace %q: %+v, %v", name, v, err)
+		}
+	}
+}

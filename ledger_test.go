@@ -25,7 +25,7 @@ func TestLedgerNamespaceOptions(t *testing.T) {
 	}{
 		{"defaults", nil, abacus.LedgerOptions{HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
 		{"strict", &abacus.LedgerOptions{Strict: true, HistoryLength: 3}, abacus.LedgerOptions{HistoryLength: 3, Strict: true, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
-		{"no retries", &abacus.LedgerOptions{RetryCount: -1, ClaimTTL: time.Hour}, abacus.LedgerOptions{HistoryLength: 10, RetryCount: 0, ClaimTTL: time.Hour}},
+		{"no-retries", &abacus.LedgerOptions{RetryCount: -1, ClaimTTL: time.Hour}, abacus.LedgerOptions{HistoryLength: 10, RetryCount: 0, ClaimTTL: time.Hour}},
 	}
 	for _, tc := range cases {
 		ns, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "l-" + tc.name, Model: "LEDGER", Ledger: tc.in})

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/names"
 	"github.com/abacusdb/abacus/internal/registry"
 )
 
@@ -36,7 +36,7 @@ const (
 const DefaultNamespace = "default"
 
 // MaxNameLen is the longest namespace or counter name, in bytes.
-const MaxNameLen = 256
+const MaxNameLen = names.MaxLen
 
 // Namespace is a named configuration shared by many counters. Namespaces
 // cannot be changed once created.
@@ -80,18 +80,11 @@ type NamespaceConfig struct {
 	Events *EventsOptions
 }
 
-// ValidateName checks a namespace or counter name.
-func ValidateName(kind, name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: %s name is empty", ErrInvalid, kind)
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("%w: %s name is %d bytes, the limit is %d", ErrInvalid, kind, len(name), MaxNameLen)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%w: %s name is not valid UTF-8", ErrInvalid, kind)
-	}
-	return nil
-}
+// ValidateName checks a namespace, counter or ledger name: 1 to 256 bytes
+// of UTF-8. A new namespace's name must also be made of ASCII letters,
+// digits, '_', '-', '.' and ':', starting with a letter or digit (see
+// CreateNamespace); existing namespaces keep the names they have.
+func ValidateName(kind, name string) error { return names.Check(kind, name) }
 
 func (c NamespaceConfig) withDefaults() NamespaceConfig {
 	// Stored names are canonical lower case: the type is compared exactly
@@ -108,7 +101,7 @@ func (c NamespaceConfig) withDefaults() NamespaceConfig {
 }
 
 func (c NamespaceConfig) validate() error {
-	if err := ValidateName("namespace", c.Name); err != nil {
+	if err := names.CheckNew("namespace", c.Name); err != nil {
 		return err
 	}
 	m, ok := models[c.Model]

@@ -201,27 +201,37 @@ func TestNamesRoundTrip(t *testing.T) {
 	b := newBackend(t)
 	c := start(t, b.handler)
 	ctx := context.Background()
-	names := []string{"a/b", "/lead", "trail/", "a//b", "with space", "ünïcödé ✓", "100%", "%2F", "?q=1#f", ".", "..", "./..", "+plus", strings.Repeat("ü", 128)}
-	for _, name := range names {
-		if _, err := c.CreateNamespace(ctx, api.CreateNamespaceRequest{Name: name}); err != nil {
-			t.Fatalf("create namespace %q: %v", name, err)
+	// Counter names may be anything: they travel percent-encoded.
+	odd := []string{"a/b", "/lead", "trail/", "a//b", "with space", "ünïcödé ✓", "100%", "%2F", "?q=1#f", ".", "..", "./..", "+plus", strings.Repeat("ü", 128)}
+	for _, ns := range []string{"default", "Orders-2026.eu:west_1"} {
+		if ns != "default" {
+			if _, err := c.CreateNamespace(ctx, api.CreateNamespaceRequest{Name: ns}); err != nil {
+				t.Fatalf("create namespace %q: %v", ns, err)
+			}
 		}
-		ns, err := c.Namespace(ctx, name)
-		if err != nil || ns.Name != name {
-			t.Fatalf("namespace %q: %+v, %v", name, ns, err)
+		for _, name := range append(odd, ns) {
+			if _, err := c.Add(ctx, ns, name, 7); err != nil {
+				t.Fatalf("add to %q/%q: %v", ns, name, err)
+			}
+			v, err := c.Get(ctx, ns, name)
+			if err != nil || v.Namespace != ns || v.Counter != name || v.Value != 7 {
+				t.Fatalf("get %q/%q: %+v, %v", ns, name, v, err)
+			}
+			if got := b.value(t, ns, name); got != 7 {
+				t.Errorf("library reads %q/%q as %d", ns, name, got)
+			}
+			if _, err := c.GC(ctx, ns, name); err != nil {
+				t.Errorf("gc %q/%q: %v", ns, name, err)
+			}
 		}
-		if _, err := c.Add(ctx, name, name, 7); err != nil {
-			t.Fatalf("add to %q: %v", name, err)
+	}
+	// A new namespace's name is one of the safe set; nothing else is created.
+	for _, name := range odd {
+		if _, err := c.CreateNamespace(ctx, api.CreateNamespaceRequest{Name: name}); !client.IsCode(err, api.CodeInvalidArgument) {
+			t.Fatalf("create namespace %q: %v, want invalid_argument", name, err)
 		}
-		v, err := c.Get(ctx, name, name)
-		if err != nil || v.Namespace != name || v.Counter != name || v.Value != 7 {
-			t.Fatalf("get %q: %+v, %v", name, v, err)
-		}
-		if got := b.value(t, name, name); got != 7 {
-			t.Errorf("library reads %q as %d", name, got)
-		}
-		if _, err := c.GC(ctx, name, name); err != nil {
-			t.Errorf("gc %q: %v", name, err)
+		if _, err := c.Namespace(ctx, name); !client.IsCode(err, api.CodeNamespaceNotFound) {
+			t.Fatalf("namespace %q after a refused create: %v", name, err)
 		}
 	}
 }

@@ -29,11 +29,14 @@ func TestQueueRoundTrip(t *testing.T) {
 	t.Parallel()
 	c, clk := queueBackend(t)
 	ctx := context.Background()
-	q, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "mail/outbox", Shards: 4, MaxDeliveries: 2, VisibilityTimeout: "5s"})
-	if err != nil || q.Name != "mail/outbox" || q.Shards != 4 {
+	if _, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "mail/outbox"}); !client.IsCode(err, api.CodeInvalidArgument) {
+		t.Fatalf("a queue name outside the safe set: %v", err)
+	}
+	q, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "mail.outbox", Shards: 4, MaxDeliveries: 2, VisibilityTimeout: "5s"})
+	if err != nil || q.Name != "mail.outbox" || q.Shards != 4 {
 		t.Fatalf("CreateQueue = %+v, %v", q, err)
 	}
-	if _, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "mail/outbox"}); !client.IsCode(err, api.CodeQueueExists) {
+	if _, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "mail.outbox"}); !client.IsCode(err, api.CodeQueueExists) {
 		t.Fatalf("second CreateQueue: %v", err)
 	}
 	if _, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "tiny", Shards: 2}); !client.IsCode(err, api.CodeInvalidArgument) {
@@ -49,61 +52,61 @@ func TestQueueRoundTrip(t *testing.T) {
 		t.Fatalf("Queues = %v, %v", list, err)
 	}
 
-	ids, err := c.Put(ctx, "mail/outbox", api.PutMessage{Body: "hello"}, api.PutMessage{Body: "bye", Delay: "1h"})
+	ids, err := c.Put(ctx, "mail.outbox", api.PutMessage{Body: "hello"}, api.PutMessage{Body: "bye", Delay: "1h"})
 	if err != nil || len(ids) != 2 {
 		t.Fatalf("Put = %v, %v", ids, err)
 	}
-	if _, err := c.Put(ctx, "mail/outbox", api.PutMessage{Body: "x", Delay: "-1s"}); !client.IsCode(err, api.CodeInvalidArgument) {
+	if _, err := c.Put(ctx, "mail.outbox", api.PutMessage{Body: "x", Delay: "-1s"}); !client.IsCode(err, api.CodeInvalidArgument) {
 		t.Fatalf("negative delay: %v", err)
 	}
 	clk.Advance(2 * time.Minute)
-	ds, err := c.Receive(ctx, "mail/outbox", api.ReceiveRequest{Max: 10})
+	ds, err := c.Receive(ctx, "mail.outbox", api.ReceiveRequest{Max: 10})
 	if err != nil || len(ds) != 1 || ds[0].ID != ids[0] || ds[0].Body != "hello" {
 		t.Fatalf("Receive = %+v, %v", ds, err)
 	}
-	if dead, err := c.Nack(ctx, "mail/outbox", ds[0].Receipt, "smtp 451"); err != nil || dead {
+	if dead, err := c.Nack(ctx, "mail.outbox", ds[0].Receipt, "smtp 451"); err != nil || dead {
 		t.Fatalf("Nack = %v, %v", dead, err)
 	}
 	clk.Advance(5 * time.Second)
-	ds, err = c.Receive(ctx, "mail/outbox", api.ReceiveRequest{Max: 10})
+	ds, err = c.Receive(ctx, "mail.outbox", api.ReceiveRequest{Max: 10})
 	if err != nil || len(ds) != 1 || ds[0].Attempt != 2 {
 		t.Fatalf("second Receive = %+v, %v", ds, err)
 	}
-	if rel, err := c.Release(ctx, "mail/outbox", ds[0].Receipt); err != nil || rel.Released != 1 {
+	if rel, err := c.Release(ctx, "mail.outbox", ds[0].Receipt); err != nil || rel.Released != 1 {
 		t.Fatalf("Release = %+v, %v", rel, err)
 	}
-	ds, err = c.Receive(ctx, "mail/outbox", api.ReceiveRequest{})
+	ds, err = c.Receive(ctx, "mail.outbox", api.ReceiveRequest{})
 	if err != nil || len(ds) != 1 || ds[0].Attempt != 2 {
 		t.Fatalf("after release = %+v, %v", ds, err)
 	}
-	if dead, err := c.Nack(ctx, "mail/outbox", ds[0].Receipt, "smtp 550"); err != nil || !dead {
+	if dead, err := c.Nack(ctx, "mail.outbox", ds[0].Receipt, "smtp 550"); err != nil || !dead {
 		t.Fatalf("last Nack = %v, %v", dead, err)
 	}
-	letters, err := c.DeadLetters(ctx, "mail/outbox", 10)
+	letters, err := c.DeadLetters(ctx, "mail.outbox", 10)
 	if err != nil || len(letters) != 1 || letters[0].LastError != "delivery 2: smtp 550" {
 		t.Fatalf("DeadLetters = %+v, %v", letters, err)
 	}
-	back, err := c.Requeue(ctx, "mail/outbox", letters[0].ID)
+	back, err := c.Requeue(ctx, "mail.outbox", letters[0].ID)
 	if err != nil || len(back) != 1 {
 		t.Fatalf("Requeue = %v, %v", back, err)
 	}
-	st, err := c.QueueStats(ctx, "mail/outbox")
+	st, err := c.QueueStats(ctx, "mail.outbox")
 	if err != nil || st.Messages != 2 || len(st.Shards) != 4 {
 		t.Fatalf("QueueStats = %+v, %v", st, err)
 	}
 	clk.Advance(time.Hour)
-	ds, err = c.Receive(ctx, "mail/outbox", api.ReceiveRequest{Max: 10})
+	ds, err = c.Receive(ctx, "mail.outbox", api.ReceiveRequest{Max: 10})
 	if err != nil || len(ds) != 2 {
 		t.Fatalf("last Receive = %+v, %v", ds, err)
 	}
 	receipts := []string{ds[0].Receipt, ds[1].Receipt}
-	if err := c.Ack(ctx, "mail/outbox", receipts...); err != nil {
+	if err := c.Ack(ctx, "mail.outbox", receipts...); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Ack(ctx, "mail/outbox", receipts...); err != nil {
+	if err := c.Ack(ctx, "mail.outbox", receipts...); err != nil {
 		t.Fatalf("acking twice: %v", err)
 	}
-	if st, _ := c.QueueStats(ctx, "mail/outbox"); st == nil || st.Messages != 0 {
+	if st, _ := c.QueueStats(ctx, "mail.outbox"); st == nil || st.Messages != 0 {
 		t.Fatalf("left: %+v", st)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/names"
 	"github.com/abacusdb/abacus/internal/queue/shard"
 	"github.com/abacusdb/abacus/internal/randomid"
 )
@@ -36,7 +37,7 @@ const (
 	// clocks of any two processes using a queue: the original design's 60 s.
 	DefaultMaxClockSkew = 60 * time.Second
 	// MaxNameLen is the longest queue name, in bytes.
-	MaxNameLen = 256
+	MaxNameLen = names.MaxLen
 	// MaxBatch is the most messages one PutBatch takes.
 	MaxBatch = 1000
 	// MaxMaxDeliveries bounds QueueConfig.MaxDeliveries.
@@ -139,7 +140,7 @@ func (c QueueConfig) withDefaults() QueueConfig {
 }
 
 func (c QueueConfig) validate() error {
-	if err := ValidateName(c.Name); err != nil {
+	if err := names.CheckNew("queue", c.Name); err != nil {
 		return err
 	}
 	if _, err := shard.New(c.Shards, c.ShardDuration); err != nil {
@@ -156,18 +157,10 @@ func (c QueueConfig) validate() error {
 }
 
 // ValidateName checks a queue name: 1 to 256 bytes of UTF-8, the same rule
-// as for namespace and counter names.
-func ValidateName(name string) error {
-	switch {
-	case name == "":
-		return invalidf("queue name is empty")
-	case len(name) > MaxNameLen:
-		return invalidf("queue name is %d bytes, the limit is %d", len(name), MaxNameLen)
-	case !utf8.ValidString(name):
-		return invalidf("queue name is not valid UTF-8")
-	}
-	return nil
-}
+// as for namespace and counter names. A new queue's name must also be made
+// of ASCII letters, digits, '_', '-', '.' and ':', starting with a letter or
+// digit (see Service.Create).
+func ValidateName(name string) error { return names.Check("queue", name) }
 
 // ConsumerConfig configures a Consumer. Zero fields take the defaults.
 type ConsumerConfig struct {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,9 +17,7 @@ import (
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/clock"
-	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/internal/server"
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/abacusdb/abacus/internal/servertest"
 )
 
 // backend is the real server on the embedded store in memory.
@@ -38,25 +35,8 @@ func newBackend(t *testing.T) *backend {
 // the system clock).
 func newBackendOnClock(t *testing.T, clk clock.Clock) *backend {
 	t.Helper()
-	ctx := context.Background()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Client: lib, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = lib.Stop(context.Background())
-		_ = drv.Close()
-	})
-	return &backend{lib: lib, handler: srv.Handler()}
+	b := servertest.NewBackend(t, clk)
+	return &backend{lib: b.Lib, handler: b.Handler}
 }
 
 func (b *backend) value(t *testing.T, ns, counter string) int64 {

@@ -60,9 +60,9 @@ type gcResult struct {
 
 // gcAll asks s to collect every counter of namespace ns.
 func gcAll(s *server, ns string) (gcResult, error) {
-	a, body := postJSON(s.base, "/v1/gc", map[string]any{"namespace": ns}, time.Minute)
+	a, body := postJSON(s.Base, "/v1/gc", map[string]any{"namespace": ns}, time.Minute)
 	if a.out != acked {
-		return gcResult{}, fmt.Errorf("POST /v1/gc on %s: %v", s.name, a.err)
+		return gcResult{}, fmt.Errorf("POST /v1/gc on %s: %v", s.Name, a.err)
 	}
 	var r gcResult
 	err := json.Unmarshal(body, &r)
@@ -78,7 +78,7 @@ type counterDetail struct {
 
 func readDetail(s *server, ns, counter string) (counterDetail, error) {
 	var d counterDetail
-	resp, err := faultClient.Get(fmt.Sprintf("%s/v1/namespaces/%s/counters/%s", s.base, ns, counter))
+	resp, err := faultClient.Get(fmt.Sprintf("%s/v1/namespaces/%s/counters/%s", s.Base, ns, counter))
 	if err != nil {
 		return d, err
 	}
@@ -102,7 +102,7 @@ func readAll(t *testing.T, s *server, models []faultModel, counters int) map[str
 			name := fmt.Sprintf("c%d", c)
 			v, err := readValue(ctx, s, m, name)
 			if err != nil {
-				t.Fatalf("read %s/%s through %s: %v", m.ns, name, s.name, err)
+				t.Fatalf("read %s/%s through %s: %v", m.ns, name, s.Name, err)
 			}
 			out[m.ns+"/"+name] = v
 		}
@@ -112,7 +112,7 @@ func readAll(t *testing.T, s *server, models []faultModel, counters int) map[str
 
 // getText GETs path from s and returns the status and body.
 func getText(s *server, path string) (int, string, error) {
-	resp, err := faultClient.Get(s.base + path)
+	resp, err := faultClient.Get(s.Base + path)
 	if err != nil {
 		return 0, "", err
 	}
@@ -135,7 +135,7 @@ func metric(s *server, name string) (float64, error) {
 			return strconv.ParseFloat(f[1], 64)
 		}
 	}
-	return 0, fmt.Errorf("%s not on /metrics of %s", name, s.name)
+	return 0, fmt.Errorf("%s not on /metrics of %s", name, s.Name)
 }
 
 // gcRacer makes every given server POST /v1/gc for one namespace at the

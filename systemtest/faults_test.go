@@ -105,9 +105,9 @@ func TestFaultServerKill(t *testing.T) {
 		hooks: []loadHook{{at: len(models) * ops / 3, do: func() {
 			survivors := []*server{servers[0], servers[2]}
 			alive.Store(&survivors)
-			servers[1].kill()
+			servers[1].Kill()
 			killedAt.Store(int64(len(models) * ops / 3))
-			t.Logf("killed %s with SIGKILL", servers[1].name)
+			t.Logf("killed %s with SIGKILL", servers[1].Name)
 		}}},
 	}
 	l := runFaultLoad(t, cfg)
@@ -270,9 +270,9 @@ func TestFaultClockSkewWithinMargin(t *testing.T) {
 	if skew, err := metric(skewed, "abacus_clock_skew_seconds"); err != nil {
 		t.Fatal(err)
 	} else if math.Abs(math.Abs(skew)-offset.Seconds()) > 1 {
-		t.Fatalf("%s reports a clock skew of %.2fs; want about %v: --clock-offset did not take effect", skewed.name, skew, offset)
+		t.Fatalf("%s reports a clock skew of %.2fs; want about %v: --clock-offset did not take effect", skewed.Name, skew, offset)
 	} else {
-		t.Logf("%s reports abacus_clock_skew_seconds %.2f", skewed.name, skew)
+		t.Logf("%s reports abacus_clock_skew_seconds %.2f", skewed.Name, skew)
 	}
 	models := faultModels(eventsOptions{bucket: 5, accept: 8, delay: 6, future: 10}, false)
 	createModels(t, servers[0], models)
@@ -320,11 +320,11 @@ func TestFaultClockSkewBeyondMargin(t *testing.T) {
 	if err != nil || status != 503 || !strings.Contains(body, "clock skew") {
 		t.Fatalf("/readyz of the skewed server: %d %q, %v; want 503 naming the clock skew", status, body, err)
 	}
-	t.Logf("/readyz of %s: %d %s", skewed.name, status, strings.TrimSpace(body))
+	t.Logf("/readyz of %s: %d %s", skewed.Name, status, strings.TrimSpace(body))
 	if skew, err := metric(skewed, "abacus_clock_skew_seconds"); err != nil {
 		t.Fatal(err)
 	} else if math.Abs(math.Abs(skew)-offset.Seconds()) > 2 {
-		t.Errorf("abacus_clock_skew_seconds of %s = %.2f; want about %v", skewed.name, skew, offset)
+		t.Errorf("abacus_clock_skew_seconds of %s = %.2f; want about %v", skewed.Name, skew, offset)
 	}
 	models := faultModels(eventsOptions{bucket: 60, accept: 60, delay: 20, future: 10}, false)
 	createModels(t, servers[0], models)
@@ -337,7 +337,7 @@ func TestFaultClockSkewBeyondMargin(t *testing.T) {
 			t.Errorf("%s write to the skewed server: %v (code %q); want 503 unavailable naming the clock skew", m.name, a.err, a.code)
 		}
 	}
-	if a, _ := postJSON(skewed.base, "/v1/gc", map[string]any{}, 10*time.Second); a.code != "unavailable" {
+	if a, _ := postJSON(skewed.Base, "/v1/gc", map[string]any{}, 10*time.Second); a.code != "unavailable" {
 		t.Errorf("GC on the skewed server: %v; want refused as unavailable", a.err)
 	}
 	for _, m := range models {

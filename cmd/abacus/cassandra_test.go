@@ -11,6 +11,7 @@ import (
 
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/internal/cassandratest"
+	"github.com/abacusdb/abacus/internal/servertest"
 )
 
 // TestServeOnCassandra runs 'abacus serve --cassandra' against the cluster
@@ -21,7 +22,7 @@ func TestServeOnCassandra(t *testing.T) {
 	keyspace := cassandratest.Keyspace(t)
 	rf := cassandratest.ReplicationFactor(t)
 
-	var logs lockedBuffer
+	var logs servertest.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	exit := make(chan int, 1)

@@ -6,34 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/abacusdb/abacus/internal/servertest"
 )
-
-// lockedBuffer is a concurrency-safe log sink for a server run in-process.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // listenAddr finds the address in a JSON "listening" log line.
 func listenAddr(logs string) string {
@@ -67,7 +49,7 @@ func waitHealthy(t *testing.T, base string) {
 func TestServeInProcess(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var logs lockedBuffer
+	var logs servertest.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	exit := make(chan int, 1)
@@ -111,16 +93,6 @@ func TestServeInProcess(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestServeSurvivesKill9 builds the real binary, counts through it, kills it
 // with SIGKILL and checks that a restart on the same directory still has
 // every acknowledged update.
@@ -129,42 +101,20 @@ func TestServeSurvivesKill9(t *testing.T) {
 		t.Skip("builds the abacus binary and runs it as a subprocess, which takes seconds; skipped with -short")
 	}
 	t.Parallel()
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "abacus")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	data := filepath.Join(tmp, "d")
-
-	start := func() (*exec.Cmd, string, *lockedBuffer) {
+	data := filepath.Join(t.TempDir(), "d")
+	start := func() *servertest.Process {
 		t.Helper()
-		addr := freeAddr(t)
-		var logs lockedBuffer
-		cmd := exec.Command(bin, "serve", "--data", data, "--addr", addr, "--log-format", "json")
-		cmd.Stderr = &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-		})
-		base := "http://" + addr
-		waitHealthy(t, base)
-		return cmd, base, &logs
+		return servertest.Start(t, "abacus serve", "/healthz", "--data", data, "--log-format", "json")
 	}
 
-	srv, base, _ := start()
-	env := map[string]string{"ABACUS_SERVER": base}
+	srv := start()
+	env := map[string]string{"ABACUS_SERVER": srv.Base}
 	for i := 0; i < 2; i++ {
 		if r := cli(env, "counter", "add", "likes", "5"); r.code != 0 {
 			t.Fatalf("add: %+v", r)
 		}
 	}
-	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := srv.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	err := srv.Wait()
@@ -173,27 +123,25 @@ func TestServeSurvivesKill9(t *testing.T) {
 		t.Fatalf("server did not die of SIGKILL: %v", err)
 	}
 
-	srv, base, logs := start()
-	r := cli(map[string]string{"ABACUS_SERVER": base}, "counter", "get", "likes")
+	srv = start()
+	r := cli(map[string]string{"ABACUS_SERVER": srv.Base}, "counter", "get", "likes")
 	if r.code != 0 || r.stdout != "10\n" {
 		t.Fatalf("after kill -9 and restart: %+v, want \"10\\n\"", r)
 	}
 
 	// SIGTERM is a graceful shutdown with exit status 0.
-	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := srv.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	case <-srv.Exited():
+		if err := srv.Wait(); err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, srv.Log.String())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no exit within 30s of SIGTERM")
 	}
-	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	sc := bufio.NewScanner(strings.NewReader(srv.Log.String()))
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), `"level":"ERROR"`) {
 			t.Errorf("error logged: %s", sc.Text())

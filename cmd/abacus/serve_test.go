@@ -44,52 +44,74 @@ func waitHealthy(t *testing.T, base string) {
 	t.Fatalf("%s never became healthy", base)
 }
 
+// inProcessServer is `abacus serve` run through run() in the test's own
+// process.
+type inProcessServer struct {
+	base   string             // its URL
+	logs   *servertest.Buffer // its log, in JSON
+	cancel context.CancelFunc
+	exit   chan int // run's exit code
+}
+
+// serveInProcess runs `abacus serve args... --log-format json` through
+// run(), env being its whole environment, and waits until it answers
+// /healthz. It must listen on 127.0.0.1:0 (by --addr or ABACUS_ADDR): its
+// address is read from its "listening" log line.
+func serveInProcess(t *testing.T, env map[string]string, args ...string) *inProcessServer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s := &inProcessServer{logs: &servertest.Buffer{}, cancel: cancel, exit: make(chan int, 1)}
+	args = append(append([]string{"serve"}, args...), "--log-format", "json")
+	go func() { s.exit <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, s.logs) }()
+	var addr string
+	for deadline := time.Now().Add(2 * time.Minute); addr == "" && time.Now().Before(deadline); {
+		select {
+		case code := <-s.exit:
+			t.Fatalf("serve exited with %d:\n%s", code, s.logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		addr = listenAddr(s.logs.String())
+	}
+	if addr == "" {
+		t.Fatalf("no listening line in:\n%s", s.logs.String())
+	}
+	s.base = "http://" + addr
+	waitHealthy(t, s.base)
+	return s
+}
+
+// stop cancels serve's context, the way SIGTERM does, and fails the test
+// unless serve exits with status 0 within a minute.
+func (s *inProcessServer) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	select {
+	case code := <-s.exit:
+		if code != 0 {
+			t.Fatalf("serve exited with %d after shutdown:\n%s", code, s.logs.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop")
+	}
+}
+
 // TestServeInProcess runs serve through run() and stops it by cancelling its
 // context, the way SIGTERM does.
 func TestServeInProcess(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	var logs servertest.Buffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run(ctx, []string{"serve", "--data", filepath.Join(dir, "d"), "--log-format", "json", "--gc-interval", "0"},
-			func(k string) string { return map[string]string{"ABACUS_ADDR": "127.0.0.1:0"}[k] }, io.Discard, &logs)
-	}()
-	var addr string
-	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); {
-		select {
-		case code := <-exit:
-			t.Fatalf("serve exited with %d:\n%s", code, logs.String())
-		default:
-		}
-		time.Sleep(10 * time.Millisecond)
-		addr = listenAddr(logs.String())
-	}
-	if addr == "" {
-		t.Fatalf("no listening line in:\n%s", logs.String())
-	}
-	base := "http://" + addr
-	waitHealthy(t, base)
-	env := map[string]string{"ABACUS_SERVER": base}
+	s := serveInProcess(t, map[string]string{"ABACUS_ADDR": "127.0.0.1:0"},
+		"--data", filepath.Join(t.TempDir(), "d"), "--gc-interval", "0")
+	env := map[string]string{"ABACUS_SERVER": s.base}
 	if r := cli(env, "counter", "add", "likes", "7"); r.code != 0 {
 		t.Fatal(r)
 	}
 	if r := cli(env, "counter", "get", "likes"); r.stdout != "7\n" {
 		t.Fatal(r)
 	}
-	cancel()
-	select {
-	case code := <-exit:
-		if code != 0 {
-			t.Fatalf("serve exited with %d after shutdown:\n%s", code, logs.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
-	}
-	if !strings.Contains(logs.String(), `"msg":"stopped"`) {
-		t.Errorf("no clean stop in the logs:\n%s", logs.String())
+	s.stop(t)
+	if !strings.Contains(s.logs.String(), `"msg":"stopped"`) {
+		t.Errorf("no clean stop in the logs:\n%s", s.logs.String())
 	}
 }
 

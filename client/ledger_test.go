@@ -17,8 +17,8 @@ import (
 
 func TestLedgerEndToEnd(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	c := start(t, b.handler)
+	b := servertest.NewBackend(t, nil)
+	c := start(t, b.Handler)
 	ctx := context.Background()
 
 	r, err := c.Credit(ctx, "", "wallet", 100, "c1")

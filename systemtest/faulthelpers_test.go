@@ -143,6 +143,9 @@ func metric(s *server, name string) (float64, error) {
 // stopped; it adds up what each namespace's collections folded and
 // skipped, and remembers errors.
 type gcRacer struct {
+	servers    []*server
+	namespaces []string
+
 	mu      sync.Mutex
 	folded  map[string]int
 	skipped map[string]int
@@ -153,7 +156,8 @@ type gcRacer struct {
 }
 
 func startGCRacer(servers []*server, namespaces []string, every time.Duration) *gcRacer {
-	g := &gcRacer{folded: map[string]int{}, skipped: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
+	g := &gcRacer{servers: servers, namespaces: namespaces,
+		folded: map[string]int{}, skipped: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
 		for r := 0; ; r++ {
@@ -196,7 +200,12 @@ func (g *gcRacer) round(servers []*server, ns string) {
 	g.mu.Unlock()
 }
 
-func (g *gcRacer) halt() {
+// finish stops the racing, then races one last round over each namespace,
+// so that whatever became collectable by now is collected.
+func (g *gcRacer) finish() {
 	close(g.stop)
 	<-g.done
+	for _, ns := range g.namespaces {
+		g.round(g.servers, ns)
+	}
 }

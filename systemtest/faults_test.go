@@ -223,9 +223,7 @@ func TestFaultRacingGC(t *testing.T) {
 	// Keep racing until everything the load wrote is collectable (5 s for
 	// shards, 8 s for events) and a few rounds more.
 	time.Sleep(12 * time.Second)
-	racer.halt()
-	racer.round(servers, "sh")
-	racer.round(servers, "ev")
+	racer.finish()
 	t.Logf("%d GC rounds of 5 racing collectors: folded %v, skipped %v; errors %v", racer.rounds, racer.folded, racer.skipped, racer.errs)
 	if len(racer.errs) > 0 {
 		t.Errorf("GC requests failed: %v", racer.errs)
@@ -286,9 +284,7 @@ func TestFaultClockSkewWithinMargin(t *testing.T) {
 	// Shards are final 14 s after birth and events collectable 14 s after
 	// their time, on the slowest clock.
 	time.Sleep(16 * time.Second)
-	racer.halt()
-	racer.round(servers, "sh")
-	racer.round(servers, "ev")
+	racer.finish()
 	t.Logf("%d GC rounds: folded %v, skipped %v; errors %v", racer.rounds, racer.folded, racer.skipped, racer.errs)
 	if racer.folded["sh"] == 0 || racer.folded["ev"] == 0 {
 		t.Errorf("the collections folded %v: the skew was never put to the test", racer.folded)

@@ -138,6 +138,19 @@ func metric(s *server, name string) (float64, error) {
 	return 0, fmt.Errorf("%s not on /metrics of %s", name, s.Name)
 }
 
+// raceGCUnderLoad runs the load cfg while all its servers collect the
+// sharded and events namespaces ("sh" and "ev") at once, round after round,
+// every `every`; after the load it races on for settle, so that what the
+// load wrote becomes collectable, and ends with a last round on each.
+func raceGCUnderLoad(t *testing.T, cfg loadConfig, every, settle time.Duration) (*faultLedger, *gcRacer) {
+	t.Helper()
+	racer := startGCRacer(cfg.servers(), []string{"sh", "ev"}, every)
+	l := runFaultLoad(t, cfg)
+	time.Sleep(settle)
+	racer.finish()
+	return l, racer
+}
+
 // gcRacer makes every given server POST /v1/gc for one namespace at the
 // same moment, round after round, alternating over namespaces, until
 // stopped; it adds up what each namespace's collections folded and

@@ -214,16 +214,13 @@ func TestFaultRacingGC(t *testing.T) {
 	models := only(faultModels(eventsOptions{bucket: 5, accept: 5, delay: 3, future: 5}, false), "sharded", "events")
 	createModels(t, servers[0], models)
 
-	racer := startGCRacer(servers, []string{"sh", "ev"}, 200*time.Millisecond)
 	cfg := loadConfig{
 		servers: func() []*server { return servers },
 		models:  models, ops: 300, workers: 5, counters: 3,
 	}
-	l := runFaultLoad(t, cfg)
 	// Keep racing until everything the load wrote is collectable (5 s for
 	// shards, 8 s for events) and a few rounds more.
-	time.Sleep(12 * time.Second)
-	racer.finish()
+	l, racer := raceGCUnderLoad(t, cfg, 200*time.Millisecond, 12*time.Second)
 	t.Logf("%d GC rounds of 5 racing collectors: folded %v, skipped %v; errors %v", racer.rounds, racer.folded, racer.skipped, racer.errs)
 	if len(racer.errs) > 0 {
 		t.Errorf("GC requests failed: %v", racer.errs)
@@ -275,16 +272,13 @@ func TestFaultClockSkewWithinMargin(t *testing.T) {
 	models := faultModels(eventsOptions{bucket: 5, accept: 8, delay: 6, future: 10}, false)
 	createModels(t, servers[0], models)
 
-	racer := startGCRacer(servers, []string{"sh", "ev"}, 300*time.Millisecond)
 	cfg := loadConfig{
 		servers: func() []*server { return servers },
 		models:  models, ops: 150, workers: 4, counters: 3,
 	}
-	l := runFaultLoad(t, cfg)
 	// Shards are final 14 s after birth and events collectable 14 s after
 	// their time, on the slowest clock.
-	time.Sleep(16 * time.Second)
-	racer.finish()
+	l, racer := raceGCUnderLoad(t, cfg, 300*time.Millisecond, 16*time.Second)
 	t.Logf("%d GC rounds: folded %v, skipped %v; errors %v", racer.rounds, racer.folded, racer.skipped, racer.errs)
 	if racer.folded["sh"] == 0 || racer.folded["ev"] == 0 {
 		t.Errorf("the collections folded %v: the skew was never put to the test", racer.folded)

@@ -153,7 +153,7 @@ func raceGCUnderLoad(t *testing.T, cfg loadConfig, every, settle time.Duration) 
 
 // gcRacer makes every given server POST /v1/gc for one namespace at the
 // same moment, round after round, alternating over namespaces, until
-// stopped; it adds up what each namespace's collections folded and
+// finished; it adds up what each namespace's collections folded and
 // skipped, and remembers errors.
 type gcRacer struct {
 	servers    []*server
@@ -174,7 +174,7 @@ func startGCRacer(servers []*server, namespaces []string, every time.Duration) *
 	go func() {
 		defer close(g.done)
 		for r := 0; ; r++ {
-			g.round(servers, namespaces[r%len(namespaces)])
+			g.round(namespaces[r%len(namespaces)])
 			select {
 			case <-g.stop:
 				return
@@ -187,10 +187,10 @@ func startGCRacer(servers []*server, namespaces []string, every time.Duration) *
 
 // round releases one collection per server at once (a closed channel is
 // the starting gun) and waits for all of them.
-func (g *gcRacer) round(servers []*server, ns string) {
+func (g *gcRacer) round(ns string) {
 	gun := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, s := range servers {
+	for _, s := range g.servers {
 		wg.Go(func() {
 			<-gun
 			r, err := gcAll(s, ns)
@@ -219,6 +219,6 @@ func (g *gcRacer) finish() {
 	close(g.stop)
 	<-g.done
 	for _, ns := range g.namespaces {
-		g.round(g.servers, ns)
+		g.round(ns)
 	}
 }

@@ -55,6 +55,13 @@ func clientOn(t *testing.T, d driver.Driver, clk clock.Clock) *abacus.Client {
 	return startClient(t, abacus.Config{Driver: d, Clock: clk, GCInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 }
 
+// minuteEvents is the events layout of the tests that drive time by hand:
+// one-minute buckets, increments accepted up to two minutes after their
+// time, and rollups 30 s behind that window.
+func minuteEvents() *abacus.EventsOptions {
+	return &abacus.EventsOptions{Bucket: time.Minute, AcceptWindow: 2 * time.Minute, RollupDelay: 30 * time.Second}
+}
+
 func wantCounter(t *testing.T, c *abacus.Client, ns, counter string, want int64) *abacus.Value {
 	t.Helper()
 	v, err := c.Get(context.Background(), ns, counter)
@@ -112,8 +119,7 @@ func TestEventsThroughTheClient(t *testing.T) {
 		ctx := context.Background()
 		clk := clock.NewManual(time.Now())
 		a, b := clientOn(t, d, clk), clientOn(t, d, clk)
-		ns := freshNamespace(t, a, abacus.NamespaceConfig{Model: abacus.ModelEvents,
-			Events: &abacus.EventsOptions{Bucket: time.Minute, AcceptWindow: 2 * time.Minute, RollupDelay: 30 * time.Second}})
+		ns := freshNamespace(t, a, abacus.NamespaceConfig{Model: abacus.ModelEvents, Events: minuteEvents()})
 		got, err := b.Namespace(ctx, ns)
 		if err != nil || got.Events == nil || got.Events.Bucket != time.Minute || got.Events.FutureLimit != time.Minute || got.Type != abacus.TypeSum {
 			t.Fatalf("namespace as read by another process: %+v %v", got, err)

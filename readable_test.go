@@ -60,8 +60,7 @@ func TestEventsSumAcrossInt64EdgesStaysReadable(t *testing.T) {
 		ctx := context.Background()
 		clk := clock.NewManual(time.Now())
 		a, b := clientOn(t, d, clk), clientOn(t, d, clk)
-		ns := freshNamespace(t, a, abacus.NamespaceConfig{Model: abacus.ModelEvents,
-			Events: &abacus.EventsOptions{Bucket: time.Minute, AcceptWindow: 2 * time.Minute, RollupDelay: 30 * time.Second}})
+		ns := freshNamespace(t, a, abacus.NamespaceConfig{Model: abacus.ModelEvents, Events: minuteEvents()})
 		add := func(c *abacus.Client, delta int64) {
 			t.Helper()
 			clk.Advance(time.Millisecond)
@@ -264,7 +263,7 @@ func runReadableSequence(t *testing.T, d driver.Driver, model abacus.Model, seed
 	clients := []*abacus.Client{processOn(t, d, clk), processOn(t, d, clk)}
 	nc := abacus.NamespaceConfig{Model: model}
 	if model == abacus.ModelEvents {
-		nc.Events = &abacus.EventsOptions{Bucket: time.Minute, AcceptWindow: 2 * time.Minute, RollupDelay: 30 * time.Second}
+		nc.Events = minuteEvents()
 	}
 	ns := freshNamespace(t, clients[0], nc)
 	exact := new(big.Int)

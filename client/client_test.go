@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,54 +13,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
-	"github.com/abacusdb/abacus/clock"
-	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/internal/server"
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/abacusdb/abacus/internal/servertest"
 )
 
-// backend is the real server on the embedded store in memory.
-type backend struct {
-	lib     *abacus.Client
-	handler http.Handler
-}
-
-func newBackend(t *testing.T) *backend {
+// value reads a counter through b's library, bypassing HTTP.
+func value(t *testing.T, b *servertest.Backend, ns, counter string) int64 {
 	t.Helper()
-	return newBackendOnClock(t, nil)
-}
-
-// newBackendOnClock is newBackend with the library telling time by clk (nil:
-// the system clock).
-func newBackendOnClock(t *testing.T, clk clock.Clock) *backend {
-	t.Helper()
-	ctx := context.Background()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Client: lib, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = lib.Stop(context.Background())
-		_ = drv.Close()
-	})
-	return &backend{lib: lib, handler: srv.Handler()}
-}
-
-func (b *backend) value(t *testing.T, ns, counter string) int64 {
-	t.Helper()
-	v, err := b.lib.Get(context.Background(), ns, counter)
+	v, err := b.Lib.Get(context.Background(), ns, counter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +43,8 @@ func start(t *testing.T, h http.Handler, opts ...client.Option) *client.Client {
 
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	c := start(t, b.handler)
+	b := servertest.NewBackend(t, nil)
+	c := start(t, b.Handler)
 	ctx := context.Background()
 
 	if err := c.Healthz(ctx); err != nil {
@@ -144,7 +104,7 @@ func TestEndToEnd(t *testing.T) {
 	if res[2].RequestID != "b" {
 		t.Errorf("request id not kept: %+v", res[2])
 	}
-	if got := b.value(t, "default", "likes"); got != 14 {
+	if got := value(t, b, "default", "likes"); got != 14 {
 		t.Errorf("likes = %d, want 14", got)
 	}
 
@@ -164,8 +124,8 @@ func TestEndToEnd(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	c := start(t, b.handler)
+	b := servertest.NewBackend(t, nil)
+	c := start(t, b.Handler)
 	ctx := context.Background()
 
 	_, err := c.Namespace(ctx, "nope")
@@ -188,7 +148,7 @@ func TestErrors(t *testing.T) {
 	if _, err := c.UpdateBatch(ctx, []api.BatchUpdate{{Counter: "c", Delta: 1}, {Counter: "c", Item: "x"}}); !client.IsCode(err, api.CodeWrongType) || !strings.Contains(err.Error(), "updates[1]") {
 		t.Errorf("bad batch: %v", err)
 	}
-	if got := b.value(t, "default", "c"); got != 0 {
+	if got := value(t, b, "default", "c"); got != 0 {
 		t.Errorf("refused requests changed c to %d", got)
 	}
 	if client.Retryable(err) {
@@ -198,8 +158,8 @@ func TestErrors(t *testing.T) {
 
 func TestNamesRoundTrip(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	c := start(t, b.handler)
+	b := servertest.NewBackend(t, nil)
+	c := start(t, b.Handler)
 	ctx := context.Background()
 	// Counter names may be anything: they travel percent-encoded.
 	odd := []string{"a/b", "/lead", "trail/", "a//b", "with space", "ünïcödé ✓", "100%", "%2F", "?q=1#f", ".", "..", "./..", "+plus", strings.Repeat("ü", 128)}
@@ -217,7 +177,7 @@ func TestNamesRoundTrip(t *testing.T) {
 			if err != nil || v.Namespace != ns || v.Counter != name || v.Value != 7 {
 				t.Fatalf("get %q/%q: %+v, %v", ns, name, v, err)
 			}
-			if got := b.value(t, ns, name); got != 7 {
+			if got := value(t, b, ns, name); got != 7 {
 				t.Errorf("library reads %q/%q as %d", ns, name, got)
 			}
 			if _, err := c.GC(ctx, ns, name); err != nil {
@@ -282,10 +242,10 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // flakyBackend is a backend behind a flaky handler that loses the answers
 // to its first n requests (dropping the connection when drop is set), and a
 // client of it made with opts.
-func flakyBackend(t *testing.T, n int, drop bool, opts ...client.Option) (*backend, *flaky, *client.Client) {
+func flakyBackend(t *testing.T, n int, drop bool, opts ...client.Option) (*servertest.Backend, *flaky, *client.Client) {
 	t.Helper()
-	b := newBackend(t)
-	f := &flaky{next: b.handler, n: n, drop: drop}
+	b := servertest.NewBackend(t, nil)
+	f := &flaky{next: b.Handler, n: n, drop: drop}
 	return b, f, start(t, f, opts...)
 }
 
@@ -311,7 +271,7 @@ func TestRetriesReuseTheRequestID(t *testing.T) {
 					t.Errorf("attempt with request id %q, want %q on every attempt", s, id)
 				}
 			}
-			if got := b.value(t, "default", "likes"); got != 5 {
+			if got := value(t, b, "default", "likes"); got != 5 {
 				t.Fatalf("likes = %d after 3 attempts, want 5 (counted once)", got)
 			}
 		})
@@ -332,7 +292,7 @@ func TestNoRetriesByDefault(t *testing.T) {
 	if _, err := c.Update(context.Background(), "", "likes", api.UpdateRequest{Delta: 5, RequestID: id}); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.value(t, "default", "likes"); got != 5 {
+	if got := value(t, b, "default", "likes"); got != 5 {
 		t.Fatalf("likes = %d, want 5", got)
 	}
 }
@@ -394,8 +354,8 @@ func (f *batchFlaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func TestBatchRetriesOnlyFailedItems(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	f := &batchFlaky{next: b.handler}
+	b := servertest.NewBackend(t, nil)
+	f := &batchFlaky{next: b.Handler}
 	c := start(t, f, client.WithRetries(1))
 	res, err := c.UpdateBatch(context.Background(), []api.BatchUpdate{
 		{Counter: "a", Delta: 1}, {Counter: "b", Delta: 2}, {Counter: "c", Delta: 3},
@@ -412,13 +372,13 @@ func TestBatchRetriesOnlyFailedItems(t *testing.T) {
 		t.Fatalf("batches sent: %+v", f.batches)
 	}
 	for counter, want := range map[string]int64{"a": 1, "b": 2, "c": 3} {
-		if got := b.value(t, "default", counter); got != want {
+		if got := value(t, b, "default", counter); got != want {
 			t.Errorf("%s = %d, want %d", counter, got, want)
 		}
 	}
 
 	// Without retries the item's error is reported in its result.
-	f2 := &batchFlaky{next: b.handler}
+	f2 := &batchFlaky{next: b.Handler}
 	c2 := start(t, f2)
 	res, err = c2.UpdateBatch(context.Background(), []api.BatchUpdate{{Counter: "x", Delta: 1}, {Counter: "y", Delta: 1}})
 	if err != nil {

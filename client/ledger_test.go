@@ -3,7 +3,6 @@ package client_test
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,15 +12,13 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
-	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/internal/server"
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/abacusdb/abacus/internal/servertest"
 )
 
 func TestLedgerEndToEnd(t *testing.T) {
 	t.Parallel()
-	b := newBackend(t)
-	c := start(t, b.handler)
+	b := servertest.NewBackend(t, nil)
+	c := start(t, b.Handler)
 	ctx := context.Background()
 
 	r, err := c.Credit(ctx, "", "wallet", 100, "c1")
@@ -112,26 +109,13 @@ func (l *lossyBalancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestLedgerRetriesAcrossServersCountOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	quiet := slog.New(slog.DiscardHandler)
-	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = drv.Close() })
+	store := servertest.OpenStore(t)
 	var handlers []http.Handler
 	var libs []*abacus.Client
 	for range 3 { // three server processes on one store
-		lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = lib.Stop(ctx) })
-		srv, err := server.New(server.Config{Client: lib, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		handlers = append(handlers, srv.Handler())
-		libs = append(libs, lib)
+		b := servertest.NewBackendOn(t, store, nil)
+		handlers = append(handlers, b.Handler)
+		libs = append(libs, b.Lib)
 	}
 	lb := &lossyBalancer{backends: handlers}
 	c := start(t, lb, client.WithRetries(5))

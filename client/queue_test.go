@@ -9,14 +9,15 @@ import (
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/internal/servertest"
 )
 
 // queueBackend is a real server whose library client runs on a manual clock.
 func queueBackend(t *testing.T) (*client.Client, *clock.Manual) {
 	t.Helper()
 	clk := clock.NewManual(time.Date(2026, 3, 14, 10, 0, 0, 0, time.UTC))
-	b := newBackendOnClock(t, clk)
-	ts := httptest.NewServer(b.handler)
+	b := servertest.NewBackend(t, clk)
+	ts := httptest.NewServer(b.Handler)
 	t.Cleanup(ts.Close)
 	c, err := client.New(ts.URL, client.WithRetries(2))
 	if err != nil {

@@ -360,15 +360,15 @@ func send(s *server, m faultModel, o *op, timeout time.Duration) attempt {
 	ns, c := url.PathEscape(m.ns), url.PathEscape(o.counter)
 	switch m.kind {
 	case kindActor:
-		a, _ := postJSON(s.base, fmt.Sprintf("/v1/namespaces/%s/counters/%s/actors/%s", ns, c, url.PathEscape(o.actor)),
+		a, _ := postJSON(s.Base, fmt.Sprintf("/v1/namespaces/%s/counters/%s/actors/%s", ns, c, url.PathEscape(o.actor)),
 			map[string]any{"version": o.amount, "value": o.amount}, timeout)
 		return a
 	case kindLedger:
-		a, _ := postJSON(s.base, fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/credits", ns, c),
+		a, _ := postJSON(s.Base, fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/credits", ns, c),
 			map[string]any{"amount": o.amount, "request_id": o.id}, timeout)
 		return a
 	default:
-		a, _ := postJSON(s.base, fmt.Sprintf("/v1/namespaces/%s/counters/%s/updates", ns, c),
+		a, _ := postJSON(s.Base, fmt.Sprintf("/v1/namespaces/%s/counters/%s/updates", ns, c),
 			map[string]any{"delta": o.amount, "request_id": o.id}, timeout)
 		return a
 	}
@@ -380,7 +380,7 @@ func readValue(ctx context.Context, s *server, m faultModel, counter string) (in
 	if m.kind == kindLedger {
 		path = fmt.Sprintf("/v1/namespaces/%s/ledgers/%s", url.PathEscape(m.ns), url.PathEscape(counter))
 	}
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Base+path, nil)
 	resp, err := faultClient.Do(req)
 	if err != nil {
 		return 0, err
@@ -490,12 +490,12 @@ func checkFault(t *testing.T, fault string, l *faultLedger, cfg loadConfig, read
 			for i, s := range readers {
 				v, err := readValue(ctx, s, m, name)
 				if err != nil {
-					t.Fatalf("%s: read %s/%s through %s: %v", fault, m.ns, name, s.name, err)
+					t.Fatalf("%s: read %s/%s through %s: %v", fault, m.ns, name, s.Name, err)
 				}
 				if i == 0 {
 					first = v
 				} else if v != first {
-					t.Errorf("%s: %s %s reads %d through %s but %d through %s", fault, m.name, name, v, s.name, first, readers[0].name)
+					t.Errorf("%s: %s %s reads %d through %s but %d through %s", fault, m.name, name, v, s.Name, first, readers[0].Name)
 				}
 			}
 			r.value += first

@@ -60,9 +60,9 @@ type gcResult struct {
 
 // gcAll asks s to collect every counter of namespace ns.
 func gcAll(s *server, ns string) (gcResult, error) {
-	a, body := postJSON(s.base, "/v1/gc", map[string]any{"namespace": ns}, time.Minute)
+	a, body := postJSON(s.Base, "/v1/gc", map[string]any{"namespace": ns}, time.Minute)
 	if a.out != acked {
-		return gcResult{}, fmt.Errorf("POST /v1/gc on %s: %v", s.name, a.err)
+		return gcResult{}, fmt.Errorf("POST /v1/gc on %s: %v", s.Name, a.err)
 	}
 	var r gcResult
 	err := json.Unmarshal(body, &r)
@@ -78,7 +78,7 @@ type counterDetail struct {
 
 func readDetail(s *server, ns, counter string) (counterDetail, error) {
 	var d counterDetail
-	resp, err := faultClient.Get(fmt.Sprintf("%s/v1/namespaces/%s/counters/%s", s.base, ns, counter))
+	resp, err := faultClient.Get(fmt.Sprintf("%s/v1/namespaces/%s/counters/%s", s.Base, ns, counter))
 	if err != nil {
 		return d, err
 	}
@@ -102,7 +102,7 @@ func readAll(t *testing.T, s *server, models []faultModel, counters int) map[str
 			name := fmt.Sprintf("c%d", c)
 			v, err := readValue(ctx, s, m, name)
 			if err != nil {
-				t.Fatalf("read %s/%s through %s: %v", m.ns, name, s.name, err)
+				t.Fatalf("read %s/%s through %s: %v", m.ns, name, s.Name, err)
 			}
 			out[m.ns+"/"+name] = v
 		}
@@ -112,7 +112,7 @@ func readAll(t *testing.T, s *server, models []faultModel, counters int) map[str
 
 // getText GETs path from s and returns the status and body.
 func getText(s *server, path string) (int, string, error) {
-	resp, err := faultClient.Get(s.base + path)
+	resp, err := faultClient.Get(s.Base + path)
 	if err != nil {
 		return 0, "", err
 	}
@@ -135,14 +135,30 @@ func metric(s *server, name string) (float64, error) {
 			return strconv.ParseFloat(f[1], 64)
 		}
 	}
-	return 0, fmt.Errorf("%s not on /metrics of %s", name, s.name)
+	return 0, fmt.Errorf("%s not on /metrics of %s", name, s.Name)
+}
+
+// raceGCUnderLoad runs the load cfg while all its servers collect the
+// sharded and events namespaces ("sh" and "ev") at once, round after round,
+// every `every`; after the load it races on for settle, so that what the
+// load wrote becomes collectable, and ends with a last round on each.
+func raceGCUnderLoad(t *testing.T, cfg loadConfig, every, settle time.Duration) (*faultLedger, *gcRacer) {
+	t.Helper()
+	racer := startGCRacer(cfg.servers(), []string{"sh", "ev"}, every)
+	l := runFaultLoad(t, cfg)
+	time.Sleep(settle)
+	racer.finish()
+	return l, racer
 }
 
 // gcRacer makes every given server POST /v1/gc for one namespace at the
 // same moment, round after round, alternating over namespaces, until
-// stopped; it adds up what each namespace's collections folded and
+// finished; it adds up what each namespace's collections folded and
 // skipped, and remembers errors.
 type gcRacer struct {
+	servers    []*server
+	namespaces []string
+
 	mu      sync.Mutex
 	folded  map[string]int
 	skipped map[string]int
@@ -153,11 +169,12 @@ type gcRacer struct {
 }
 
 func startGCRacer(servers []*server, namespaces []string, every time.Duration) *gcRacer {
-	g := &gcRacer{folded: map[string]int{}, skipped: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
+	g := &gcRacer{servers: servers, namespaces: namespaces,
+		folded: map[string]int{}, skipped: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
 		for r := 0; ; r++ {
-			g.round(servers, namespaces[r%len(namespaces)])
+			g.round(namespaces[r%len(namespaces)])
 			select {
 			case <-g.stop:
 				return
@@ -170,10 +187,10 @@ func startGCRacer(servers []*server, namespaces []string, every time.Duration) *
 
 // round releases one collection per server at once (a closed channel is
 // the starting gun) and waits for all of them.
-func (g *gcRacer) round(servers []*server, ns string) {
+func (g *gcRacer) round(ns string) {
 	gun := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, s := range servers {
+	for _, s := range g.servers {
 		wg.Go(func() {
 			<-gun
 			r, err := gcAll(s, ns)
@@ -196,7 +213,12 @@ func (g *gcRacer) round(servers []*server, ns string) {
 	g.mu.Unlock()
 }
 
-func (g *gcRacer) halt() {
+// finish stops the racing, then races one last round over each namespace,
+// so that whatever became collectable by now is collected.
+func (g *gcRacer) finish() {
 	close(g.stop)
 	<-g.done
+	for _, ns := range g.namespaces {
+		g.round(ns)
+	}
 }

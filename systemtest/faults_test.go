@@ -105,9 +105,9 @@ func TestFaultServerKill(t *testing.T) {
 		hooks: []loadHook{{at: len(models) * ops / 3, do: func() {
 			survivors := []*server{servers[0], servers[2]}
 			alive.Store(&survivors)
-			servers[1].kill()
+			servers[1].Kill()
 			killedAt.Store(int64(len(models) * ops / 3))
-			t.Logf("killed %s with SIGKILL", servers[1].name)
+			t.Logf("killed %s with SIGKILL", servers[1].Name)
 		}}},
 	}
 	l := runFaultLoad(t, cfg)
@@ -214,18 +214,13 @@ func TestFaultRacingGC(t *testing.T) {
 	models := only(faultModels(eventsOptions{bucket: 5, accept: 5, delay: 3, future: 5}, false), "sharded", "events")
 	createModels(t, servers[0], models)
 
-	racer := startGCRacer(servers, []string{"sh", "ev"}, 200*time.Millisecond)
 	cfg := loadConfig{
 		servers: func() []*server { return servers },
 		models:  models, ops: 300, workers: 5, counters: 3,
 	}
-	l := runFaultLoad(t, cfg)
 	// Keep racing until everything the load wrote is collectable (5 s for
 	// shards, 8 s for events) and a few rounds more.
-	time.Sleep(12 * time.Second)
-	racer.halt()
-	racer.round(servers, "sh")
-	racer.round(servers, "ev")
+	l, racer := raceGCUnderLoad(t, cfg, 200*time.Millisecond, 12*time.Second)
 	t.Logf("%d GC rounds of 5 racing collectors: folded %v, skipped %v; errors %v", racer.rounds, racer.folded, racer.skipped, racer.errs)
 	if len(racer.errs) > 0 {
 		t.Errorf("GC requests failed: %v", racer.errs)
@@ -270,25 +265,20 @@ func TestFaultClockSkewWithinMargin(t *testing.T) {
 	if skew, err := metric(skewed, "abacus_clock_skew_seconds"); err != nil {
 		t.Fatal(err)
 	} else if math.Abs(math.Abs(skew)-offset.Seconds()) > 1 {
-		t.Fatalf("%s reports a clock skew of %.2fs; want about %v: --clock-offset did not take effect", skewed.name, skew, offset)
+		t.Fatalf("%s reports a clock skew of %.2fs; want about %v: --clock-offset did not take effect", skewed.Name, skew, offset)
 	} else {
-		t.Logf("%s reports abacus_clock_skew_seconds %.2f", skewed.name, skew)
+		t.Logf("%s reports abacus_clock_skew_seconds %.2f", skewed.Name, skew)
 	}
 	models := faultModels(eventsOptions{bucket: 5, accept: 8, delay: 6, future: 10}, false)
 	createModels(t, servers[0], models)
 
-	racer := startGCRacer(servers, []string{"sh", "ev"}, 300*time.Millisecond)
 	cfg := loadConfig{
 		servers: func() []*server { return servers },
 		models:  models, ops: 150, workers: 4, counters: 3,
 	}
-	l := runFaultLoad(t, cfg)
 	// Shards are final 14 s after birth and events collectable 14 s after
 	// their time, on the slowest clock.
-	time.Sleep(16 * time.Second)
-	racer.halt()
-	racer.round(servers, "sh")
-	racer.round(servers, "ev")
+	l, racer := raceGCUnderLoad(t, cfg, 300*time.Millisecond, 16*time.Second)
 	t.Logf("%d GC rounds: folded %v, skipped %v; errors %v", racer.rounds, racer.folded, racer.skipped, racer.errs)
 	if racer.folded["sh"] == 0 || racer.folded["ev"] == 0 {
 		t.Errorf("the collections folded %v: the skew was never put to the test", racer.folded)
@@ -320,11 +310,11 @@ func TestFaultClockSkewBeyondMargin(t *testing.T) {
 	if err != nil || status != 503 || !strings.Contains(body, "clock skew") {
 		t.Fatalf("/readyz of the skewed server: %d %q, %v; want 503 naming the clock skew", status, body, err)
 	}
-	t.Logf("/readyz of %s: %d %s", skewed.name, status, strings.TrimSpace(body))
+	t.Logf("/readyz of %s: %d %s", skewed.Name, status, strings.TrimSpace(body))
 	if skew, err := metric(skewed, "abacus_clock_skew_seconds"); err != nil {
 		t.Fatal(err)
 	} else if math.Abs(math.Abs(skew)-offset.Seconds()) > 2 {
-		t.Errorf("abacus_clock_skew_seconds of %s = %.2f; want about %v", skewed.name, skew, offset)
+		t.Errorf("abacus_clock_skew_seconds of %s = %.2f; want about %v", skewed.Name, skew, offset)
 	}
 	models := faultModels(eventsOptions{bucket: 60, accept: 60, delay: 20, future: 10}, false)
 	createModels(t, servers[0], models)
@@ -337,7 +327,7 @@ func TestFaultClockSkewBeyondMargin(t *testing.T) {
 			t.Errorf("%s write to the skewed server: %v (code %q); want 503 unavailable naming the clock skew", m.name, a.err, a.code)
 		}
 	}
-	if a, _ := postJSON(skewed.base, "/v1/gc", map[string]any{}, 10*time.Second); a.code != "unavailable" {
+	if a, _ := postJSON(skewed.Base, "/v1/gc", map[string]any{}, 10*time.Second); a.code != "unavailable" {
 		t.Errorf("GC on the skewed server: %v; want refused as unavailable", a.err)
 	}
 	for _, m := range models {

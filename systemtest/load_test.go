@@ -105,12 +105,12 @@ func check(t *testing.T, l *ledger, ns string, counters int, readers ...*server)
 		for _, s := range readers {
 			v, err := s.get(ctx, ns, c)
 			if err != nil {
-				t.Fatalf("read %s from %s: %v", c, s.name, err)
+				t.Fatalf("read %s from %s: %v", c, s.Name, err)
 			}
 			if v < lo {
-				t.Errorf("%s on %s = %d: lost %d of acknowledged updates (acked sum %d)", c, s.name, v, lo-v, lo)
+				t.Errorf("%s on %s = %d: lost %d of acknowledged updates (acked sum %d)", c, s.Name, v, lo-v, lo)
 			} else if v > hi {
-				t.Errorf("%s on %s = %d: %d more than acked %d + unknown %d: double-applied", c, s.name, v, v-hi, lo, hi-lo)
+				t.Errorf("%s on %s = %d: %d more than acked %d + unknown %d: double-applied", c, s.Name, v, v-hi, lo, hi-lo)
 			}
 		}
 	}

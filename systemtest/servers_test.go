@@ -11,6 +11,7 @@ import (
 
 	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/internal/cassandratest"
+	"github.com/abacusdb/abacus/internal/servertest"
 )
 
 func cassandraArgs(t *testing.T) []string {
@@ -79,8 +80,8 @@ func TestKillServerMidLoad(t *testing.T) {
 				once.Do(func() {
 					survivors := []*server{servers[0], servers[2]}
 					alive.Store(&survivors)
-					servers[1].kill()
-					t.Logf("killed %s with SIGKILL after %d updates were sent", servers[1].name, done)
+					servers[1].Kill()
+					t.Logf("killed %s with SIGKILL after %d updates were sent", servers[1].Name, done)
 				})
 			}
 		},
@@ -109,7 +110,7 @@ func TestServersStartTogetherOnFreshKeyspace(t *testing.T) {
 	} else if !v.AtLeast(3, 0) {
 		// Before 3.0 the documented procedure is to run migrate first.
 		t.Logf("Cassandra %s: running abacus migrate first, as docs/cassandra.md asks for before 3.0", release)
-		out, err := exec.Command(abacusBinary(t), append([]string{"migrate"}, args...)...).CombinedOutput()
+		out, err := exec.Command(servertest.Binary(t), append([]string{"migrate"}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("abacus migrate: %v\n%s", err, out)
 		}
@@ -133,13 +134,13 @@ func TestServersStartTogetherOnFreshKeyspace(t *testing.T) {
 	// And the servers work: an update through each is read through the others.
 	for i, srv := range servers {
 		if o, err := srv.add("default", "together", int64(i+1), fmt.Sprint("req-", i)); o != acked || err != nil {
-			t.Fatalf("add through %s: %v, %v", srv.name, o, err)
+			t.Fatalf("add through %s: %v, %v", srv.Name, o, err)
 		}
 	}
 	for _, srv := range servers {
 		got, err := srv.get(context.Background(), "default", "together")
 		if err != nil || got != 6 {
-			t.Errorf("%s reads %d, %v; want 6", srv.name, got, err)
+			t.Errorf("%s reads %d, %v; want 6", srv.Name, got, err)
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 func createNamespace(t *testing.T, s *server, body string) {
 	t.Helper()
-	resp, err := httpClient.Post(s.base+"/v1/namespaces", "application/json", bytes.NewReader([]byte(body)))
+	resp, err := httpClient.Post(s.Base+"/v1/namespaces", "application/json", bytes.NewReader([]byte(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +123,10 @@ func TestRetryStormEventsVsNative(t *testing.T) {
 				t.Fatal(err)
 			}
 			if gotEv != ev.distinct {
-				t.Errorf("events %s via %s = %d, want the distinct sum %d", name, s.name, gotEv, ev.distinct)
+				t.Errorf("events %s via %s = %d, want the distinct sum %d", name, s.Name, gotEv, ev.distinct)
 			}
 			if gotNat != nat.copiesAcked {
-				t.Errorf("native %s via %s = %d, want %d (every acknowledged copy)", name, s.name, gotNat, nat.copiesAcked)
+				t.Errorf("native %s via %s = %d, want %d (every acknowledged copy)", name, s.Name, gotNat, nat.copiesAcked)
 			}
 			if s == servers[0] {
 				evDrift += gotEv - ev.distinct

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/internal/cassandratest"
@@ -21,28 +18,9 @@ func TestServeOnCassandra(t *testing.T) {
 	keyspace := cassandratest.Keyspace(t)
 	rf := cassandratest.ReplicationFactor(t)
 
-	var logs lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	exit := make(chan int, 1)
-	args := []string{"serve", "--cassandra", strings.Join(hosts, ","), "--keyspace", keyspace,
-		"--replication-factor", fmt.Sprint(rf), "--addr", "127.0.0.1:0", "--log-format", "json", "--gc-interval", "0"}
-	go func() { exit <- run(ctx, args, func(string) string { return "" }, io.Discard, &logs) }()
-
-	var addr string
-	for deadline := time.Now().Add(2 * time.Minute); addr == "" && time.Now().Before(deadline); {
-		select {
-		case code := <-exit:
-			t.Fatalf("serve exited with %d:\n%s", code, logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		addr = listenAddr(logs.String())
-	}
-	if addr == "" {
-		t.Fatalf("serve did not start listening:\n%s", logs.String())
-	}
-	env := map[string]string{"ABACUS_SERVER": "http://" + addr}
-	waitHealthy(t, env["ABACUS_SERVER"])
+	s := serveInProcess(t, nil, "--cassandra", strings.Join(hosts, ","), "--keyspace", keyspace,
+		"--replication-factor", fmt.Sprint(rf), "--addr", "127.0.0.1:0", "--gc-interval", "0")
+	env := map[string]string{"ABACUS_SERVER": s.base}
 
 	for i := 0; i < 2; i++ {
 		if r := cli(env, "counter", "add", "likes", "5"); r.code != 0 {
@@ -72,13 +50,5 @@ func TestServeOnCassandra(t *testing.T) {
 		t.Fatalf("gc: %+v", r)
 	}
 
-	cancel()
-	select {
-	case code := <-exit:
-		if code != 0 {
-			t.Fatalf("serve exited with %d:\n%s", code, logs.String())
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not stop")
-	}
+	s.stop(t)
 }

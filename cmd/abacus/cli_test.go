@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,9 +14,7 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/clock"
-	"github.com/abacusdb/abacus/driver/embedded"
-	"github.com/abacusdb/abacus/internal/server"
-	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/abacusdb/abacus/internal/servertest"
 	"github.com/spf13/cobra"
 )
 
@@ -38,31 +35,14 @@ func newTestServer(t *testing.T) *testServer {
 // (nil: the system clock).
 func newTestServerOnClock(t *testing.T, clk clock.Clock) *testServer {
 	t.Helper()
-	ctx := context.Background()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drv, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lib, err := abacus.NewClient(ctx, abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(server.Config{Client: lib, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &testServer{lib: lib}
+	b := servertest.NewBackend(t, clk)
+	s := &testServer{lib: b.Lib}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
-		srv.Handler().ServeHTTP(w, r)
+		b.Handler.ServeHTTP(w, r)
 	}))
 	s.url = ts.URL
-	t.Cleanup(func() {
-		ts.Close()
-		_ = lib.Stop(context.Background())
-		_ = drv.Close()
-	})
+	t.Cleanup(ts.Close)
 	return s
 }
 

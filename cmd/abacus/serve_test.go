@@ -6,34 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/abacusdb/abacus/internal/servertest"
 )
-
-// lockedBuffer is a concurrency-safe log sink for a server run in-process.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // listenAddr finds the address in a JSON "listening" log line.
 func listenAddr(logs string) string {
@@ -62,63 +44,75 @@ func waitHealthy(t *testing.T, base string) {
 	t.Fatalf("%s never became healthy", base)
 }
 
+// inProcessServer is `abacus serve` run through run() in the test's own
+// process.
+type inProcessServer struct {
+	base   string             // its URL
+	logs   *servertest.Buffer // its log, in JSON
+	cancel context.CancelFunc
+	exit   chan int // run's exit code
+}
+
+// serveInProcess runs `abacus serve args... --log-format json` through
+// run(), env being its whole environment, and waits until it answers
+// /healthz. It must listen on 127.0.0.1:0 (by --addr or ABACUS_ADDR): its
+// address is read from its "listening" log line.
+func serveInProcess(t *testing.T, env map[string]string, args ...string) *inProcessServer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s := &inProcessServer{logs: &servertest.Buffer{}, cancel: cancel, exit: make(chan int, 1)}
+	args = append(append([]string{"serve"}, args...), "--log-format", "json")
+	go func() { s.exit <- run(ctx, args, func(k string) string { return env[k] }, io.Discard, s.logs) }()
+	var addr string
+	for deadline := time.Now().Add(2 * time.Minute); addr == "" && time.Now().Before(deadline); {
+		select {
+		case code := <-s.exit:
+			t.Fatalf("serve exited with %d:\n%s", code, s.logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		addr = listenAddr(s.logs.String())
+	}
+	if addr == "" {
+		t.Fatalf("no listening line in:\n%s", s.logs.String())
+	}
+	s.base = "http://" + addr
+	waitHealthy(t, s.base)
+	return s
+}
+
+// stop cancels serve's context, the way SIGTERM does, and fails the test
+// unless serve exits with status 0 within a minute.
+func (s *inProcessServer) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	select {
+	case code := <-s.exit:
+		if code != 0 {
+			t.Fatalf("serve exited with %d after shutdown:\n%s", code, s.logs.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not stop")
+	}
+}
+
 // TestServeInProcess runs serve through run() and stops it by cancelling its
 // context, the way SIGTERM does.
 func TestServeInProcess(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	var logs lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	exit := make(chan int, 1)
-	go func() {
-		exit <- run(ctx, []string{"serve", "--data", filepath.Join(dir, "d"), "--log-format", "json", "--gc-interval", "0"},
-			func(k string) string { return map[string]string{"ABACUS_ADDR": "127.0.0.1:0"}[k] }, io.Discard, &logs)
-	}()
-	var addr string
-	for deadline := time.Now().Add(30 * time.Second); addr == "" && time.Now().Before(deadline); {
-		select {
-		case code := <-exit:
-			t.Fatalf("serve exited with %d:\n%s", code, logs.String())
-		default:
-		}
-		time.Sleep(10 * time.Millisecond)
-		addr = listenAddr(logs.String())
-	}
-	if addr == "" {
-		t.Fatalf("no listening line in:\n%s", logs.String())
-	}
-	base := "http://" + addr
-	waitHealthy(t, base)
-	env := map[string]string{"ABACUS_SERVER": base}
+	s := serveInProcess(t, map[string]string{"ABACUS_ADDR": "127.0.0.1:0"},
+		"--data", filepath.Join(t.TempDir(), "d"), "--gc-interval", "0")
+	env := map[string]string{"ABACUS_SERVER": s.base}
 	if r := cli(env, "counter", "add", "likes", "7"); r.code != 0 {
 		t.Fatal(r)
 	}
 	if r := cli(env, "counter", "get", "likes"); r.stdout != "7\n" {
 		t.Fatal(r)
 	}
-	cancel()
-	select {
-	case code := <-exit:
-		if code != 0 {
-			t.Fatalf("serve exited with %d after shutdown:\n%s", code, logs.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("serve did not stop")
+	s.stop(t)
+	if !strings.Contains(s.logs.String(), `"msg":"stopped"`) {
+		t.Errorf("no clean stop in the logs:\n%s", s.logs.String())
 	}
-	if !strings.Contains(logs.String(), `"msg":"stopped"`) {
-		t.Errorf("no clean stop in the logs:\n%s", logs.String())
-	}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // TestServeSurvivesKill9 builds the real binary, counts through it, kills it
@@ -129,42 +123,20 @@ func TestServeSurvivesKill9(t *testing.T) {
 		t.Skip("builds the abacus binary and runs it as a subprocess, which takes seconds; skipped with -short")
 	}
 	t.Parallel()
-	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "abacus")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	data := filepath.Join(tmp, "d")
-
-	start := func() (*exec.Cmd, string, *lockedBuffer) {
+	data := filepath.Join(t.TempDir(), "d")
+	start := func() *servertest.Process {
 		t.Helper()
-		addr := freeAddr(t)
-		var logs lockedBuffer
-		cmd := exec.Command(bin, "serve", "--data", data, "--addr", addr, "--log-format", "json")
-		cmd.Stderr = &logs
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if cmd.ProcessState == nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-		})
-		base := "http://" + addr
-		waitHealthy(t, base)
-		return cmd, base, &logs
+		return servertest.Start(t, "abacus serve", "/healthz", "--data", data, "--log-format", "json")
 	}
 
-	srv, base, _ := start()
-	env := map[string]string{"ABACUS_SERVER": base}
+	srv := start()
+	env := map[string]string{"ABACUS_SERVER": srv.Base}
 	for i := 0; i < 2; i++ {
 		if r := cli(env, "counter", "add", "likes", "5"); r.code != 0 {
 			t.Fatalf("add: %+v", r)
 		}
 	}
-	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := srv.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	err := srv.Wait()
@@ -173,27 +145,25 @@ func TestServeSurvivesKill9(t *testing.T) {
 		t.Fatalf("server did not die of SIGKILL: %v", err)
 	}
 
-	srv, base, logs := start()
-	r := cli(map[string]string{"ABACUS_SERVER": base}, "counter", "get", "likes")
+	srv = start()
+	r := cli(map[string]string{"ABACUS_SERVER": srv.Base}, "counter", "get", "likes")
 	if r.code != 0 || r.stdout != "10\n" {
 		t.Fatalf("after kill -9 and restart: %+v, want \"10\\n\"", r)
 	}
 
 	// SIGTERM is a graceful shutdown with exit status 0.
-	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := srv.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, logs.String())
+	case <-srv.Exited():
+		if err := srv.Wait(); err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, srv.Log.String())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no exit within 30s of SIGTERM")
 	}
-	sc := bufio.NewScanner(strings.NewReader(logs.String()))
+	sc := bufio.NewScanner(strings.NewReader(srv.Log.String()))
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), `"level":"ERROR"`) {
 			t.Errorf("error logged: %s", sc.Text())

@@ -8,10 +8,11 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/abacusdb/abacus/internal/servertest"
 )
 
 // These tests check what Run counts and how it stops, never how fast
@@ -266,7 +267,7 @@ func TestProgressLines(t *testing.T) {
 
 func TestProgressBar(t *testing.T) {
 	t.Parallel()
-	var b syncBuffer
+	var b servertest.Buffer
 	p := startProgress(&b, true, "row", 100*time.Millisecond, 200*time.Millisecond)
 	time.Sleep(3 * progressTick / 2)
 	p.finish("done")
@@ -292,22 +293,4 @@ func TestProgressBar(t *testing.T) {
 			t.Errorf("at %v: %q, want %q", tc.at, got, tc.want)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the progress ticker and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

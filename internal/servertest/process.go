@@ -1,0 +1,142 @@
+package servertest
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// StartTimeout is how long Start waits for a server to become ready. A
+// server on a fresh keyspace creates some twenty tables, each awaited on
+// every node: on a 3-node 5.0 cluster just after the node-loss tests
+// restarted nodes that took more than 90 s. serve itself allows three
+// minutes (openTimeout in cmd/abacus).
+const StartTimeout = 3 * time.Minute
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary returns the path of the abacus command of this module, built on
+// first use, once per test binary, into a temporary directory of its own.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "abacus-servertest")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "abacus")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/abacusdb/abacus/cmd/abacus").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/abacus: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// Process is one running `abacus serve` process.
+type Process struct {
+	Name string  // what messages call it
+	Base string  // its URL, "http://127.0.0.1:port"
+	Log  *Buffer // its stdout and stderr
+
+	cmd  *exec.Cmd
+	done chan struct{} // closed when it has exited
+	err  error         // how it exited, once done is closed
+}
+
+// Start runs `abacus serve --addr <free port> args...` and waits until GET
+// readyPath answers 200: "/readyz", or "/healthz" for a server that is
+// expected never to be ready (one whose clock is skewed beyond the limit
+// answers 503 on /readyz for good). The process is killed when the test
+// ends; its log is printed if the test failed.
+func Start(t testing.TB, name, readyPath string, args ...string) *Process {
+	t.Helper()
+	addr := freeAddr(t)
+	p := &Process{Name: name, Base: "http://" + addr, Log: &Buffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(Binary(t), append([]string{"serve", "--addr", addr}, args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.Log, p.Log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("log of %s:\n%s", name, tail(p.Log.String(), 40))
+		}
+	})
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		resp, err := http.Get(p.Base + readyPath)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited before it was ready:\n%s", name, tail(p.Log.String(), 40))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready after %v (last error %v):\n%s", name, StartTimeout, err, tail(p.Log.String(), 40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Signal sends sig to the process.
+func (p *Process) Signal(sig os.Signal) error { return p.cmd.Process.Signal(sig) }
+
+// Kill sends SIGKILL (no shutdown hook, no flush) and waits for the
+// process to exit.
+func (p *Process) Kill() {
+	_ = p.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// Wait waits for the process to exit and returns what exec.Cmd.Wait did:
+// nil for exit status 0.
+func (p *Process) Wait() error {
+	<-p.done
+	return p.err
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -130,7 +130,12 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 	// Pebble would create the directory and take the lock itself, but taking
 	// the lock first lets us tell "held by someone else" apart from every
 	// other failure and say so plainly.
-	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
+	mkdir := func() error { return cfg.FS.MkdirAll(cfg.Dir, 0o700) }
+	if cfg.FS == vfs.Default {
+		cfg.FS = privateFS{vfs.Default}
+		mkdir = func() error { return privateDir(cfg.Dir) }
+	}
+	if err := mkdir(); err != nil {
 		return nil, fmt.Errorf("embedded: create data directory %q: %w", cfg.Dir, err)
 	}
 	lock, err := pebble.LockDirectory(cfg.Dir, cfg.FS)

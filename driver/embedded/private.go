@@ -64,4 +64,3 @@ func privateDir(dir string) error {
 	}
 	return nil
 }
-

@@ -24,20 +24,7 @@ func BenchmarkShardedIncrementEmbedded(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		b.Run(fmt.Sprintf("counters=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			d, err := embedded.Open(ctx, embedded.Config{Dir: b.TempDir(), Logger: quietLogger()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer d.Close()
-			c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, GCInterval: -1, Logger: quietLogger()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				if err := c.Stop(ctx); err != nil {
-					b.Error(err)
-				}
-			}()
+			_, c := openEmbedded(b, embedded.Config{})
 			names := CounterNames("bench", n)
 			const callers = 64
 			p, err := NewPicker(names, callers, 0)
@@ -77,16 +64,7 @@ func BenchmarkShardedReadEmbedded(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("shards=%d", n), func(b *testing.B) {
 			ctx := context.Background()
-			d, err := embedded.Open(ctx, embedded.Config{Dir: b.TempDir(), NoSync: true, Logger: quietLogger()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer d.Close()
-			c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, GCInterval: -1, Logger: quietLogger()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = c.Stop(ctx) }()
+			d, c := openEmbedded(b, embedded.Config{NoSync: true})
 			// Live shards: expiring far in the future, so reads never GC.
 			if err := SeedShards(ctx, d, abacus.DefaultNamespace, "r", n, 1<<62, 0); err != nil {
 				b.Fatal(err)
@@ -104,6 +82,29 @@ func BenchmarkShardedReadEmbedded(b *testing.B) {
 			})
 		})
 	}
+}
+
+// openEmbedded opens the embedded store with cfg in a fresh directory and
+// a client on it, both closed (the client first) when b ends.
+func openEmbedded(b *testing.B, cfg embedded.Config) (*embedded.Driver, *abacus.Client) {
+	b.Helper()
+	ctx := context.Background()
+	cfg.Dir, cfg.Logger = b.TempDir(), quietLogger()
+	d, err := embedded.Open(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Close() })
+	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, GCInterval: -1, Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := c.Stop(ctx); err != nil {
+			b.Error(err)
+		}
+	})
+	return d, c
 }
 
 // quietLogger keeps Pebble's informational messages out of benchmark

@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/internal/servertest"
 	"github.com/spf13/cobra"
@@ -114,7 +119,7 @@ func TestRequestIDMakesRetriesCountOnce(t *testing.T) {
 	}
 	// Reusing the id for something else is refused.
 	r := s.cli("counter", "add", "likes", "5", "--request-id", "once")
-	if r.code != 1 || !strings.Contains(r.stderr, "request id") {
+	if r.code != exitConflict || !strings.Contains(r.stderr, "request id") {
 		t.Fatalf("conflicting reuse: %+v", r)
 	}
 	r.oneLineError(t)
@@ -188,20 +193,21 @@ func TestBadDeltaIsCaughtBeforeAnyRequest(t *testing.T) {
 	}
 }
 
-func TestServerErrorsExitOne(t *testing.T) {
+func TestServerErrorsExitByClass(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
 	for _, tc := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"--ns", "nope", "counter", "get", "likes"}, "namespace not found"},
-		{[]string{"--ns", "nope", "counter", "add", "likes", "1"}, "namespace not found"},
-		{[]string{"namespace", "create", "default"}, "already exists"},
-		{[]string{"namespace", "create", "x", "--type", "avg"}, "avg"},
-		{[]string{"counter", "add", "likes", "--item", "x"}, "item"},
-		{[]string{"counter", "add", "big", "9223372036854775807", "--request-id", "a"}, ""},
-		{[]string{"counter", "add", "big", "1"}, "overflow"},
+		{[]string{"--ns", "nope", "counter", "get", "likes"}, exitNotFound, "namespace not found"},
+		{[]string{"--ns", "nope", "counter", "add", "likes", "1"}, exitNotFound, "namespace not found"},
+		{[]string{"namespace", "create", "default"}, exitConflict, "already exists"},
+		{[]string{"namespace", "create", "x", "--type", "avg"}, exitRefused, "avg"},
+		{[]string{"counter", "add", "likes", "--item", "x"}, exitRefused, "item"},
+		{[]string{"counter", "add", "big", "9223372036854775807", "--request-id", "a"}, exitOK, ""},
+		{[]string{"counter", "add", "big", "1"}, exitRefused, "overflow"},
 	} {
 		r := s.cli(tc.args...)
 		if tc.want == "" {
@@ -210,14 +216,14 @@ func TestServerErrorsExitOne(t *testing.T) {
 			}
 			continue
 		}
-		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("%v: exit %d stderr %q, want 1 and %q", tc.args, r.code, r.stderr, tc.want)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q, want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
 		}
 		r.oneLineError(t)
 	}
 
 	down := cli(map[string]string{"ABACUS_SERVER": "http://127.0.0.1:1"}, "counter", "get", "likes")
-	if down.code != 1 || !strings.Contains(down.stderr, "cannot reach the server at http://127.0.0.1:1") {
+	if down.code != exitUnavailable || !strings.Contains(down.stderr, "cannot reach the server at http://127.0.0.1:1") {
 		t.Errorf("unreachable server: %+v", down)
 	}
 	down.oneLineError(t)
@@ -240,7 +246,7 @@ func unknownOutcomeServer(t *testing.T, message string) string {
 func TestUnknownOutcomeTellsHowToRetry(t *testing.T) {
 	t.Parallel()
 	r := cli(nil, "--server", unknownOutcomeServer(t, "outcome unknown: shard write timed out"), "counter", "add", "likes", "1", "--request-id", "r-42")
-	if r.code != 1 || !strings.Contains(r.stderr, "--request-id r-42") || !strings.Contains(r.stderr, "shard write timed out") {
+	if r.code != exitUnknown || !strings.Contains(r.stderr, "--request-id r-42") || !strings.Contains(r.stderr, "shard write timed out") {
 		t.Fatalf("%+v", r)
 	}
 	r.oneLineError(t)
@@ -309,7 +315,7 @@ func TestGC(t *testing.T) {
 			t.Errorf("%v: %+v, want stdout %q", tc.args, r, tc.want)
 		}
 	}
-	if r := s.cli("--ns", "nope", "gc"); r.code != 1 {
+	if r := s.cli("--ns", "nope", "gc"); r.code != exitNotFound {
 		t.Errorf("gc of an unknown namespace: %+v", r)
 	}
 }
@@ -413,6 +419,44 @@ func TestProtectNegativeNumbers(t *testing.T) {
 		got := strings.Join(protectNegativeNumbers(root, strings.Fields(tc.in)), " ")
 		if got != tc.want {
 			t.Errorf("%q -> %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Every class of failure has its exit status: scripts branch on it.
+func TestExitStatusClassifiesFailures(t *testing.T) {
+	t.Parallel()
+	answered := func(code string) error {
+		return fmt.Errorf("wrapped: %w", &client.Error{Status: api.Status(code), Code: code, Message: "m"})
+	}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"usage", usagef("bad flag"), exitUsage},
+		{"invalid argument", answered(api.CodeInvalidArgument), exitRefused},
+		{"wrong model", answered(api.CodeWrongModel), exitRefused},
+		{"forbidden", answered(api.CodeForbidden), exitRefused},
+		{"body too large", answered(api.CodeBodyTooLarge), exitRefused},
+		{"namespace not found", answered(api.CodeNamespaceNotFound), exitNotFound},
+		{"queue not found", answered(api.CodeQueueNotFound), exitNotFound},
+		{"exists", answered(api.CodeNamespaceExists), exitConflict},
+		{"too late", answered(api.CodeTooLate), exitConflict},
+		{"stale receipt", answered(api.CodeStaleReceipt), exitConflict},
+		{"unavailable", answered(api.CodeUnavailable), exitUnavailable},
+		{"not applied", answered(api.CodeNotApplied), exitUnavailable},
+		{"unknown outcome", answered(api.CodeUnknownOutcome), exitUnknown},
+		{"internal", answered(api.CodeInternal), exitError},
+		{"a proxy's 502", &client.Error{Status: 502, Message: "bad gateway"}, exitError},
+		{"refused by the client before sending", &client.Error{Code: api.CodeInvalidArgument, Message: "empty name"}, exitRefused},
+		{"connection refused", &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "dial", Err: errors.New("refused")}}, exitUnavailable},
+		{"connection reset after sending", &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "read", Err: errors.New("reset")}}, exitUnknown},
+		{"settled by the hint", &unknownOutcomeError{"may or may not"}, exitUnknown},
+		{"anything else", errors.New("disk full"), exitError},
+	} {
+		if got := exitStatus(tc.err); got != tc.want {
+			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

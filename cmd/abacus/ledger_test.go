@@ -93,16 +93,17 @@ func TestLedgerBadInput(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"--ns", "default", "ledger", "credit", "w", "1"}, "model"},
-		{[]string{"--ns", "nope", "ledger", "get", "w"}, "namespace not found"},
-		{[]string{"namespace", "create", "x", "--strict"}, "ledger options"},
-		{[]string{"namespace", "create", "x", "--model", "ledger", "--history-length", "5000"}, "history_length"},
+		{[]string{"--ns", "default", "ledger", "credit", "w", "1"}, exitRefused, "model"},
+		{[]string{"--ns", "nope", "ledger", "get", "w"}, exitNotFound, "namespace not found"},
+		{[]string{"namespace", "create", "x", "--strict"}, exitRefused, "ledger options"},
+		{[]string{"namespace", "create", "x", "--model", "ledger", "--history-length", "5000"}, exitRefused, "history_length"},
 	} {
 		r := s.cli(tc.args...)
-		if r.code != 1 || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("%v: exit %d stderr %q, want 1 and %q", tc.args, r.code, r.stderr, tc.want)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d stderr %q, want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.want)
 		}
 		r.oneLineError(t)
 	}
@@ -112,13 +113,13 @@ func TestLedgerUnknownOutcomeTellsHowToRetry(t *testing.T) {
 	t.Parallel()
 	lost := unknownOutcomeServer(t, "outcome unknown: write failed 11 times")
 	r := cli(nil, "--server", lost, "ledger", "debit", "w", "3", "--request-id", "r-9")
-	if r.code != 1 || !strings.Contains(r.stderr, "--request-id r-9") {
+	if r.code != exitUnknown || !strings.Contains(r.stderr, "--request-id r-9") {
 		t.Fatalf("%+v", r)
 	}
 	r.oneLineError(t)
 	// A generated id is printed too, so the retry can reuse it.
 	r = cli(nil, "--server", lost, "ledger", "credit", "w", "3")
-	if r.code != 1 || !strings.Contains(r.stderr, "--request-id ") {
+	if r.code != exitUnknown || !strings.Contains(r.stderr, "--request-id ") {
 		t.Fatalf("%+v", r)
 	}
 }

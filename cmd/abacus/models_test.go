@@ -40,7 +40,7 @@ func TestEveryModelFromTheCommandLine(t *testing.T) {
 	if r := s.cli("--ns", "ev", "counter", "add", "likes", "-2", "--get"); r.code != 0 || r.stdout != "3\n" {
 		t.Fatalf("add --get: %+v, want 3", r)
 	}
-	if r := s.cli("--ns", "ev", "counter", "add", "likes", "1", "--request-id", "batch-1", "--time", "2001-01-01T00:00:00Z"); r.code != 1 || !strings.Contains(r.stderr, "too late") {
+	if r := s.cli("--ns", "ev", "counter", "add", "likes", "1", "--request-id", "batch-1", "--time", "2001-01-01T00:00:00Z"); r.code != exitConflict || !strings.Contains(r.stderr, "too late") {
 		t.Fatalf("a stale event time: %+v", r)
 	}
 	if r := s.cli("--ns", "ev", "counter", "clear", "likes"); r.code != 0 {
@@ -88,13 +88,13 @@ func TestModelMistakesFromTheCommandLine(t *testing.T) {
 		{[]string{"--ns", "orders", "counter", "set", "q", "a", "x", "1"}, 2, "VERSION", false},
 		{[]string{"--ns", "orders", "counter", "set", "q", "a", "1"}, 2, "VALUE", false},
 		{[]string{"--ns", "orders", "counter", "set", "q", "a", "1", "1e3"}, 2, "VALUE", false},
-		{[]string{"--ns", "orders", "counter", "add", "q", "1"}, 1, "actor", true},
-		{[]string{"counter", "set", "q", "a", "1", "1"}, 1, "model", true},
-		{[]string{"--ns", "nat", "counter", "clear", "c"}, 1, "cannot be reset", true},
+		{[]string{"--ns", "orders", "counter", "add", "q", "1"}, exitRefused, "actor", true},
+		{[]string{"counter", "set", "q", "a", "1", "1"}, exitRefused, "model", true},
+		{[]string{"--ns", "nat", "counter", "clear", "c"}, exitRefused, "cannot be reset", true},
 		{[]string{"counter", "add", "c", "1", "--time", "yesterday"}, 2, "RFC 3339", false},
 		{[]string{"namespace", "create", "x", "--model", "cas", "--bucket", "1m"}, 2, "--model events", false},
 		{[]string{"namespace", "create", "x", "--model", "events", "--bucket", "1500ms"}, 2, "whole number of seconds", false},
-		{[]string{"namespace", "create", "x", "--model", "events", "--type", "max"}, 1, "sums", true},
+		{[]string{"namespace", "create", "x", "--model", "events", "--type", "max"}, exitRefused, "sums", true},
 	} {
 		before := s.requests.Load()
 		r := s.cli(c.args...)
@@ -123,8 +123,8 @@ func TestActorVersionReuseFromTheCommandLine(t *testing.T) {
 		t.Fatalf("first set: %+v", r)
 	}
 	r := s.cli("--ns", "orders", "counter", "set", "c", "P1", "2", "999")
-	if r.code != 1 || !strings.Contains(r.stderr, "higher version") || !strings.Contains(r.stderr, "1500") {
-		t.Fatalf("reused version: %+v, want exit 1 naming the stored 1500 and a higher version", r)
+	if r.code != exitConflict || !strings.Contains(r.stderr, "higher version") || !strings.Contains(r.stderr, "1500") {
+		t.Fatalf("reused version: %+v, want exit %d naming the stored 1500 and a higher version", r, exitConflict)
 	}
 	r.oneLineError(t)
 	if r := s.cli("--ns", "orders", "counter", "set", "c", "P1", "2", "1500"); r.code != 0 {

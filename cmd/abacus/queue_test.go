@@ -174,17 +174,18 @@ func TestQueueCLIBadInput(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"queue", "put", "nope", "x"}, "queue not found"},
-		{[]string{"queue", "consume", "nope"}, "queue not found"},
-		{[]string{"queue", "put", "q", strings.Repeat("x", 70_000)}, "the limit is 65536"},
-		{[]string{"queue", "create", "q"}, "already exists"},
-		{[]string{"queue", "dead", "q", "--requeue", "not-an-id"}, "ids[0]"},
+		{[]string{"queue", "put", "nope", "x"}, exitNotFound, "queue not found"},
+		{[]string{"queue", "consume", "nope"}, exitNotFound, "queue not found"},
+		{[]string{"queue", "put", "q", strings.Repeat("x", 70_000)}, exitRefused, "the limit is 65536"},
+		{[]string{"queue", "create", "q"}, exitConflict, "already exists"},
+		{[]string{"queue", "dead", "q", "--requeue", "not-an-id"}, exitRefused, "ids[0]"},
 	} {
 		r := s.cli(tc.args...)
-		if r.code != exitError || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("%.60v: %+v, want exit 1 mentioning %q", tc.args, r, tc.want)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%.60v: %+v, want exit %d mentioning %q", tc.args, r, tc.code, tc.want)
 		}
 	}
 	if n := s.queueMessages(t, "q"); n != 0 {

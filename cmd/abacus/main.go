@@ -172,7 +172,7 @@ Every flag can also be set through the environment as ABACUS_<FLAG>, upper
 case with '-' as '_' (for example ABACUS_SERVER, ABACUS_DATA,
 ABACUS_READ_CONSISTENCY); a flag on the command line wins.
 
-`+exitStatusHelp,
+` + exitStatusHelp,
 		Example: `  abacus serve &
   abacus counter add likes 5
   abacus counter get likes

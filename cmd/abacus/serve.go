@@ -203,10 +203,13 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	build := buildVersion()
 	srv, err := server.New(server.Config{
 		Client:             c,
 		Addr:               f.addr,
 		AllowedHosts:       f.allowHosts,
+		Version:            build.Version,
+		Commit:             build.Commit,
 		MaxBodyBytes:       f.maxBodyBytes,
 		Logger:             log,
 		Registry:           reg,

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/abacusdb/abacus"
@@ -135,6 +136,16 @@ func registerClient(reg prometheus.Registerer, c *abacus.Client) {
 	}
 	register(reg, collectors.NewGoCollector())
 	register(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// registerBuildInfo exports abacus_build_info: always 1, with the build in
+// its labels, so that dashboards can tell which servers run which release.
+func registerBuildInfo(reg prometheus.Registerer, version, commit string) {
+	info := register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "abacus_build_info",
+		Help: "The build this server runs (always 1): release version, VCS commit and Go version.",
+	}, []string{"version", "commit", "go_version"}))
+	info.WithLabelValues(version, commit, runtime.Version()).Set(1)
 }
 
 // Hooks returns sharded-model hooks that record into reg. Pass them as

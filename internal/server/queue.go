@@ -498,11 +498,11 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {
 
 // ---- metrics ---------------------------------------------------------------
 
-// queueCollector exports the observer's numbers per queue and shard, and
-// the engine's running totals. Counting a shard reads it whole, so
-// observations are cached for observeEvery and made with a time limit:
-// scrapes stay cheap, and a slow store makes the numbers stale rather
-// than the scrape fail. Queues are expected to be few (labels per shard).
+// queueCollector exports the observer's numbers per queue (and the age of
+// each held lease), and the engine's running totals. Counting a shard reads
+// it whole, so observations are cached for observeEvery and made with a
+// time limit: scrapes stay cheap, and a slow store makes the numbers stale
+// rather than the scrape fail.
 type queueCollector struct {
 	svc *queue.Service
 
@@ -522,14 +522,17 @@ type queueTotal struct {
 const observeEvery = 10 * time.Second
 
 func newQueueCollector(svc *queue.Service) *queueCollector {
-	shardLabels := []string{"queue", "shard"}
+	// One series per queue, not per shard: a queue may have thousands of
+	// shards, and per-shard numbers are in GET /v1/queues/{queue}/stats.
+	// Lease ages are per shard, but only held shards have one.
+	queueLabels := []string{"queue"}
 	c := &queueCollector{
 		svc:     svc,
 		timeout: 5 * time.Second,
 		desc: map[string]*prometheus.Desc{
-			"messages":  prometheus.NewDesc("abacus_queue_messages", "Messages stored in a queue shard.", shardLabels, nil),
-			"due":       prometheus.NewDesc("abacus_queue_due_messages", "Messages of a queue shard whose due time has passed (including those in flight).", shardLabels, nil),
-			"in_flight": prometheus.NewDesc("abacus_queue_in_flight_messages", "Due messages of a queue shard hidden by a delivery in progress.", shardLabels, nil),
+			"messages":  prometheus.NewDesc("abacus_queue_messages", "Messages stored in a queue.", queueLabels, nil),
+			"due":       prometheus.NewDesc("abacus_queue_due_messages", "Messages of a queue whose due time has passed (including those in flight).", queueLabels, nil),
+			"in_flight": prometheus.NewDesc("abacus_queue_in_flight_messages", "Due messages of a queue hidden by a delivery in progress.", queueLabels, nil),
 			"lease":     prometheus.NewDesc("abacus_queue_lease_age_seconds", "How long the current holder has held a queue shard's lease (absent when free).", []string{"queue", "shard", "holder"}, nil),
 		},
 	}
@@ -563,13 +566,12 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(t.desc, prometheus.CounterValue, float64(t.get(st)))
 	}
 	for _, o := range c.observations() {
+		ch <- prometheus.MustNewConstMetric(c.desc["messages"], prometheus.GaugeValue, float64(o.Messages), o.Queue.Name)
+		ch <- prometheus.MustNewConstMetric(c.desc["due"], prometheus.GaugeValue, float64(o.Due), o.Queue.Name)
+		ch <- prometheus.MustNewConstMetric(c.desc["in_flight"], prometheus.GaugeValue, float64(o.InFlight), o.Queue.Name)
 		for _, v := range o.Shards {
-			sh := strconv.Itoa(v.Shard)
-			ch <- prometheus.MustNewConstMetric(c.desc["messages"], prometheus.GaugeValue, float64(v.Messages), o.Queue.Name, sh)
-			ch <- prometheus.MustNewConstMetric(c.desc["due"], prometheus.GaugeValue, float64(v.Due), o.Queue.Name, sh)
-			ch <- prometheus.MustNewConstMetric(c.desc["in_flight"], prometheus.GaugeValue, float64(v.InFlight), o.Queue.Name, sh)
 			if v.Holder != "" {
-				ch <- prometheus.MustNewConstMetric(c.desc["lease"], prometheus.GaugeValue, v.LeaseAge.Seconds(), o.Queue.Name, sh, v.Holder)
+				ch <- prometheus.MustNewConstMetric(c.desc["lease"], prometheus.GaugeValue, v.LeaseAge.Seconds(), o.Queue.Name, strconv.Itoa(v.Shard), v.Holder)
 			}
 		}
 	}

@@ -41,6 +41,10 @@ type Config struct {
 	// rebinding. Ignored when Addr is not loopback. Default none.
 	AllowedHosts []string
 
+	// Version and Commit identify the build in the abacus_build_info
+	// metric. Default "dev" and "".
+	Version, Commit string
+
 	// MaxBodyBytes limits request bodies. Default 1 MiB.
 	MaxBodyBytes int64
 
@@ -130,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		metrics: newMetrics(cfg.Registry),
 	}
 	registerClient(cfg.Registry, cfg.Client)
+	registerBuildInfo(cfg.Registry, cmp.Or(cfg.Version, "dev"), cfg.Commit)
 	register(cfg.Registry, newQueueCollector(cfg.Client.Queues()))
 	s.handler = s.instrument(s.guardBrowsers(refuseUncleanPaths(s.routesMux())))
 	return s, nil

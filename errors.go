@@ -4,11 +4,7 @@ import (
 	"errors"
 
 	"github.com/abacusdb/abacus/driver"
-	"github.com/abacusdb/abacus/internal/actor"
-	"github.com/abacusdb/abacus/internal/cas"
 	"github.com/abacusdb/abacus/internal/crdt"
-	"github.com/abacusdb/abacus/internal/events"
-	"github.com/abacusdb/abacus/internal/ledger"
 	"github.com/abacusdb/abacus/internal/outcome"
 )
 
@@ -87,39 +83,30 @@ var (
 
 func tag(sentinel, err error) error { return outcome.Tag(sentinel, err) }
 
-// publicError makes an error from an engine or the driver match the
-// Client's errors. The engines' own refusals (an actor's invalid set, a
-// compare-and-set that lost every round, a ledger entry that would
-// overflow) keep their messages and gain the outcome they amount to. A
-// driver's unknown outcome becomes ErrUnknownOutcome, so callers test one
-// error whichever layer timed out.
+// publicError makes an error from the driver match the Client's errors.
+// The engines' refusals already do: each engine's sentinels (an actor's
+// invalid set, a compare-and-set that lost every round, a ledger entry
+// that would overflow) are tagged with the outcome they amount to where
+// they are defined, so they pass through with their own messages. What is
+// left is the storage seam's lower vocabulary: a driver's unknown outcome
+// becomes ErrUnknownOutcome and its overflow ErrOverflow, so callers test
+// one error whichever layer failed. An engine's verdict wins over the
+// driver error it wraps: a write the engine knows was not applied is not
+// an unknown outcome.
 func publicError(err error) error {
-	var sentinel error
-	switch {
-	case err == nil:
+	if err == nil {
 		return nil
-	case errors.Is(err, ErrUnknownOutcome):
-		return err
-	case errors.Is(err, ledger.ErrNotApplied):
-		sentinel = ErrNotApplied
-	case errors.Is(err, ledger.ErrRequestConflict):
-		sentinel = ErrRequestConflict
-	case errors.Is(err, ledger.ErrOverflow):
-		sentinel = ErrOverflow
-	case errors.Is(err, ledger.ErrInvalidEntry):
-		sentinel = ErrInvalid
-	case errors.Is(err, actor.ErrVersionConflict):
-		sentinel = ErrVersionConflict
-	case errors.Is(err, events.ErrInvalid), errors.Is(err, actor.ErrInvalid):
-		sentinel = ErrInvalid
-	case errors.Is(err, events.ErrNotApplied), errors.Is(err, cas.ErrContention), errors.Is(err, cas.ErrNotApplied):
-		sentinel = ErrNotApplied
-	case errors.Is(err, cas.ErrOverflow), errors.Is(err, actor.ErrOverflow), errors.Is(err, driver.ErrOverflow):
-		sentinel = ErrOverflow
-	case errors.Is(err, driver.ErrUnknownOutcome):
-		sentinel = ErrUnknownOutcome
-	default:
-		return err
 	}
-	return tag(sentinel, err)
+	for _, verdict := range []error{ErrUnknownOutcome, ErrNotApplied, ErrRequestConflict, ErrVersionConflict, ErrOverflow, ErrInvalid} {
+		if errors.Is(err, verdict) {
+			return err
+		}
+	}
+	switch {
+	case errors.Is(err, driver.ErrOverflow):
+		return tag(ErrOverflow, err)
+	case errors.Is(err, driver.ErrUnknownOutcome):
+		return tag(ErrUnknownOutcome, err)
+	}
+	return err
 }

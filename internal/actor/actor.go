@@ -8,18 +8,19 @@ import (
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/crdt"
+	"github.com/abacusdb/abacus/internal/outcome"
 )
 
 // ErrInvalid means a set is malformed. Nothing was written.
-var ErrInvalid = errors.New("invalid actor set")
+var ErrInvalid = outcome.Tag(outcome.ErrInvalid, errors.New("invalid actor set"))
 
 // ErrOverflow means the set would take the sum of the actors' values, as
 // this server reads it, outside the int64 range. Nothing was written.
-var ErrOverflow = errors.New("the sum of the actors' values would leave the int64 range")
+var ErrOverflow = outcome.Tag(crdt.ErrOverflow, errors.New("the sum of the actors' values would leave the int64 range"))
 
 // ErrVersionConflict means the actor's version is already stored with a
 // different value. Nothing was written.
-var ErrVersionConflict = errors.New("actor version already set with a different value")
+var ErrVersionConflict = outcome.Tag(outcome.ErrVersionConflict, errors.New("actor version already set with a different value"))
 
 // MaxActorLen is the longest actor name, in bytes.
 const MaxActorLen = 256

@@ -9,18 +9,19 @@ import (
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/crdt"
+	"github.com/abacusdb/abacus/internal/outcome"
 )
 
 // ErrContention means every attempt lost its compare-and-set to another
 // writer. Nothing was applied; retrying is safe.
-var ErrContention = errors.New("compare-and-set lost to other writers on every attempt")
+var ErrContention = outcome.Tag(outcome.ErrNotApplied, errors.New("compare-and-set lost to other writers on every attempt"))
 
 // ErrNotApplied means nothing was written: the read that starts the loop
 // failed. Retrying is safe.
-var ErrNotApplied = errors.New("not applied")
+var ErrNotApplied = outcome.Tag(outcome.ErrNotApplied, errors.New("not applied"))
 
 // ErrOverflow means the result would leave the int64 range. Nothing was applied.
-var ErrOverflow = errors.New("value would leave the int64 range")
+var ErrOverflow = outcome.Tag(crdt.ErrOverflow, errors.New("value would leave the int64 range"))
 
 // Options tune the retry loop. Zero fields take the documented defaults.
 type Options struct {

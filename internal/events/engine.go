@@ -31,10 +31,10 @@ var (
 	// ErrInvalid means the request is malformed (an event time too far in
 	// the future, a request id that fixes no time and no time given).
 	// Nothing was written.
-	ErrInvalid = errors.New("invalid event")
+	ErrInvalid = outcome.Tag(outcome.ErrInvalid, errors.New("invalid event"))
 
 	// ErrNotApplied means nothing was written; retrying is safe anywhere.
-	ErrNotApplied = errors.New("increment not applied")
+	ErrNotApplied = outcome.Tag(outcome.ErrNotApplied, errors.New("increment not applied"))
 )
 
 // Config configures an Engine. Zero fields take the documented defaults.

@@ -29,11 +29,11 @@ var (
 
 	// ErrNotApplied means the request was definitely not applied; retrying
 	// is safe anywhere.
-	ErrNotApplied = errors.New("request not applied")
+	ErrNotApplied = outcome.Tag(outcome.ErrNotApplied, errors.New("request not applied"))
 
 	// ErrRequestConflict means the request id is recorded (or claimed) with
 	// a different amount: the id was reused for another request.
-	ErrRequestConflict = errors.New("request id already used for a different amount")
+	ErrRequestConflict = outcome.Tag(outcome.ErrRequestConflict, errors.New("request id already used for a different amount"))
 )
 
 // Option defaults.

@@ -7,6 +7,9 @@ import (
 	"math"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/abacusdb/abacus/internal/crdt"
+	"github.com/abacusdb/abacus/internal/outcome"
 )
 
 // Limits of the model.
@@ -23,7 +26,7 @@ const (
 
 var (
 	// ErrOverflow means an amount would take a total outside the int64 range.
-	ErrOverflow = errors.New("ledger total would overflow int64")
+	ErrOverflow = outcome.Tag(crdt.ErrOverflow, errors.New("ledger total would overflow int64"))
 
 	// ErrActorConflict means two versions of one actor's row disagree about
 	// its history: two processes wrote under the same actor id. The model
@@ -32,7 +35,7 @@ var (
 
 	// ErrInvalidEntry means an entry has an empty, over-long or non-UTF-8
 	// request id, or an amount that is not positive.
-	ErrInvalidEntry = errors.New("invalid ledger entry")
+	ErrInvalidEntry = outcome.Tag(outcome.ErrInvalid, errors.New("invalid ledger entry"))
 )
 
 // ValidateRequestID checks a request id: 1 to MaxRequestIDLen bytes of UTF-8.

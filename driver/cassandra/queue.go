@@ -645,6 +645,28 @@ func (d *Driver) cas(ctx context.Context, stmt string, args ...any) (applied boo
 	return applied, holder, hasStatic, nil
 }
 
+// leaseTTL checks the parameters AcquireLease and RenewLease share and
+// returns the TTL in Cassandra's whole seconds.
+func leaseTTL(op string, p *driver.LeaseParams) (int, error) {
+	ttl, err := ttlSeconds(p.TTL)
+	if err == nil && p.Holder == "" {
+		err = errors.New("lease holder is empty")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	return ttl, nil
+}
+
+// leaseCAS is cas on p's shard, its error naming the operation and shard.
+func (d *Driver) leaseCAS(ctx context.Context, op string, p *driver.LeaseParams, stmt string, args ...any) (applied bool, holder string, hasStatic bool, err error) {
+	applied, holder, hasStatic, err = d.cas(ctx, stmt, args...)
+	if err != nil {
+		return false, "", false, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
+	}
+	return applied, holder, hasStatic, nil
+}
+
 // AcquireLease takes the lease with UPDATE ... USING TTL ... IF lock = null.
 func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
 	const op = "acquire lease"
@@ -652,12 +674,9 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 	if err := d.begin(ctx, op); err != nil {
 		return res, err
 	}
-	ttl, err := ttlSeconds(p.TTL)
-	if err == nil && p.Holder == "" {
-		err = errors.New("lease holder is empty")
-	}
+	ttl, err := leaseTTL(op, p)
 	if err != nil {
-		return res, fmt.Errorf("cassandra: %s: %w", op, err)
+		return res, err
 	}
 	// ReadQueueShard finds the lease through the anchor row, so the row must
 	// exist before the lease does. Cassandra 2.1.0 refuses the compare-and-
@@ -673,9 +692,9 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 		d.anchored.Store(key, struct{}{})
 	}
 	for attempt := 0; ; attempt++ {
-		applied, holder, hasStatic, err := d.cas(ctx, d.q.queue.acquire, ttl, p.Holder, p.Since, p.Queue, p.Shard)
+		applied, holder, hasStatic, err := d.leaseCAS(ctx, op, p, d.q.queue.acquire, ttl, p.Holder, p.Since, p.Queue, p.Shard)
 		if err != nil {
-			return res, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
+			return res, err
 		}
 		if applied || hasStatic || attempt > 0 {
 			return driver.LeaseResult{Held: applied, Holder: holder}, nil
@@ -713,18 +732,12 @@ func (d *Driver) RenewLease(ctx context.Context, p *driver.LeaseParams) (driver.
 	if err := d.begin(ctx, op); err != nil {
 		return res, err
 	}
-	ttl, err := ttlSeconds(p.TTL)
-	if err == nil && p.Holder == "" {
-		err = errors.New("lease holder is empty")
-	}
+	ttl, err := leaseTTL(op, p)
 	if err != nil {
-		return res, fmt.Errorf("cassandra: %s: %w", op, err)
+		return res, err
 	}
-	applied, holder, _, err := d.cas(ctx, d.q.queue.renew, ttl, p.Holder, p.Since, p.Queue, p.Shard, p.Holder)
-	if err != nil {
-		return res, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
-	}
-	return driver.LeaseResult{Held: applied, Holder: holder}, nil
+	applied, holder, _, err := d.leaseCAS(ctx, op, p, d.q.queue.renew, ttl, p.Holder, p.Since, p.Queue, p.Shard, p.Holder)
+	return driver.LeaseResult{Held: applied, Holder: holder}, err
 }
 
 // ReleaseLease clears the lease with ... IF lock = <holder>.
@@ -737,11 +750,8 @@ func (d *Driver) ReleaseLease(ctx context.Context, p *driver.LeaseParams) (drive
 	if p.Holder == "" {
 		return res, fmt.Errorf("cassandra: %s: lease holder is empty", op)
 	}
-	applied, holder, _, err := d.cas(ctx, d.q.queue.release, p.Queue, p.Shard, p.Holder)
-	if err != nil {
-		return res, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
-	}
-	return driver.LeaseResult{Held: applied, Holder: holder}, nil
+	applied, holder, _, err := d.leaseCAS(ctx, op, p, d.q.queue.release, p.Queue, p.Shard, p.Holder)
+	return driver.LeaseResult{Held: applied, Holder: holder}, err
 }
 
 // SetFloor writes the static floor column, and the anchor row with it,

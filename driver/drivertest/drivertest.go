@@ -272,8 +272,12 @@ func wantShards(t *testing.T, set *driver.ShardSet, want ...string) {
 	}
 }
 
-func wantTally(t *testing.T, set *driver.ShardSet, state []byte, ts int64) {
+// wantState reads k and checks its live shards (as wantShards) and its tally
+// (state@ts, or none if state is nil).
+func wantState(t *testing.T, d driver.Driver, k driver.CounterKey, state []byte, ts int64, shards ...string) {
 	t.Helper()
+	set := read(t, d, k)
+	wantShards(t, set, shards...)
 	switch {
 	case state == nil && set.Tally != nil:
 		t.Errorf("tally = %x@%d, want none", set.Tally.State, set.Tally.Timestamp)
@@ -287,9 +291,7 @@ func wantTally(t *testing.T, set *driver.ShardSet, state []byte, ts int64) {
 func exerciseShards(t *testing.T, d driver.Driver) {
 	t.Run("NeverWrittenIsEmpty", func(t *testing.T) {
 		t.Parallel()
-		set := read(t, d, counter("empty"))
-		wantShards(t, set)
-		wantTally(t, set, nil, 0)
+		wantState(t, d, counter("empty"), nil, 0)
 	})
 
 	t.Run("WriteRead", func(t *testing.T) {
@@ -387,9 +389,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 		write(t, d, k, "b", []byte{2}, 200, 20)
 		write(t, d, k, "c", []byte{3}, 300, 30)
 		fold(t, d, k, []string{"a", "b"}, []byte("T1"), 201)
-		set := read(t, d, k)
-		wantShards(t, set, "c=03@300")
-		wantTally(t, set, []byte("T1"), 201)
+		wantState(t, d, k, []byte("T1"), 201, "c=03@300")
 	})
 
 	t.Run("ReplayedManyTimes", func(t *testing.T) {
@@ -401,9 +401,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 		for range 10 {
 			fold(t, d, k, []string{"a", "b"}, []byte("T1"), 201)
 		}
-		set := read(t, d, k)
-		wantShards(t, set, "c=03@300")
-		wantTally(t, set, []byte("T1"), 201)
+		wantState(t, d, k, []byte("T1"), 201, "c=03@300")
 	})
 
 	t.Run("LowerTimestampNeverOverwritesTally", func(t *testing.T) {
@@ -414,9 +412,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 		// The later GC folded a and b; the earlier GC (a only) arrives late.
 		fold(t, d, k, []string{"a", "b"}, []byte("AB"), 201)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
-		set := read(t, d, k)
-		wantShards(t, set)
-		wantTally(t, set, []byte("AB"), 201)
+		wantState(t, d, k, []byte("AB"), 201)
 	})
 
 	t.Run("RacingFoldsEitherOrder", func(t *testing.T) {
@@ -434,9 +430,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 				big()
 				small()
 			}
-			set := read(t, d, k)
-			wantShards(t, set)
-			wantTally(t, set, []byte("AB"), 201)
+			wantState(t, d, k, []byte("AB"), 201)
 		}
 	})
 
@@ -449,9 +443,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 		// hence below the fold's.
 		write(t, d, k, "a", []byte{7}, 100, 99)
 		write(t, d, k, "a", []byte{8}, 100, 11)
-		set := read(t, d, k)
-		wantShards(t, set)
-		wantTally(t, set, []byte("A"), 101)
+		wantState(t, d, k, []byte("A"), 101)
 	})
 
 	t.Run("DeleteWinsTimestampTie", func(t *testing.T) {
@@ -471,18 +463,14 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 		write(t, d, k, "a", []byte{1}, 100, 10)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		write(t, d, k, "a", []byte{2}, 500, 102)
-		set := read(t, d, k)
-		wantShards(t, set, "a=02@500")
-		wantTally(t, set, []byte("A"), 101)
+		wantState(t, d, k, []byte("A"), 101, "a=02@500")
 	})
 
 	t.Run("TallyOnly", func(t *testing.T) {
 		t.Parallel()
 		k := counter("tallyonly")
 		fold(t, d, k, nil, []byte("T"), 5)
-		set := read(t, d, k)
-		wantShards(t, set)
-		wantTally(t, set, []byte("T"), 5)
+		wantState(t, d, k, []byte("T"), 5)
 	})
 
 	t.Run("SuccessiveFoldsAdvanceTally", func(t *testing.T) {
@@ -494,9 +482,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 		fold(t, d, k, []string{"b"}, []byte("AB"), 201)
 		// Replaying the first fold later changes nothing.
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
-		set := read(t, d, k)
-		wantShards(t, set)
-		wantTally(t, set, []byte("AB"), 201)
+		wantState(t, d, k, []byte("AB"), 201)
 	})
 }
 

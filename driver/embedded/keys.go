@@ -44,12 +44,19 @@ func namespaceKey(name string) []byte {
 	return appendComponent([]byte{tableNamespaces}, name)
 }
 
-// counterPrefix is the key prefix shared by every shard of one counter.
-func counterPrefix(ns, counter string) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter))
-	b = append(b, tableShards)
+// counterKey is table's byte followed by the namespace and counter
+// components: the key of a per-counter record, or the prefix of a
+// counter's keys, which have room for extra more bytes.
+func counterKey(table byte, ns, counter string, extra int) []byte {
+	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter)+extra)
+	b = append(b, table)
 	b = appendComponent(b, ns)
 	return appendComponent(b, counter)
+}
+
+// counterPrefix is the key prefix shared by every shard of one counter.
+func counterPrefix(ns, counter string) []byte {
+	return counterKey(tableShards, ns, counter, 0)
 }
 
 func shardKey(ns, counter, id string) []byte {
@@ -57,10 +64,7 @@ func shardKey(ns, counter, id string) []byte {
 }
 
 func tallyKey(ns, counter string) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter))
-	b = append(b, tableTally)
-	b = appendComponent(b, ns)
-	return appendComponent(b, counter)
+	return counterKey(tableTally, ns, counter, 0)
 }
 
 // prefixEnd returns the smallest key greater than every key that starts with

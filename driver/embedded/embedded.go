@@ -219,6 +219,22 @@ func (d *Driver) acquire(ctx context.Context, op string) error {
 	return nil
 }
 
+// readLocked runs read while the driver is open, holding its read lock, and
+// names op and what it read (subject, a format with args such as " %s/%s")
+// in read's error. The subject is formatted only on failure.
+func readLocked[T any](ctx context.Context, d *Driver, op string, read func() (T, error), subject string, args ...any) (T, error) {
+	var zero T
+	if err := d.acquire(ctx, op); err != nil {
+		return zero, err
+	}
+	defer d.mu.RUnlock()
+	v, err := read()
+	if err != nil {
+		return zero, fmt.Errorf("embedded: %s%s: %w", op, fmt.Sprintf(subject, args...), err)
+	}
+	return v, nil
+}
+
 // ---- directory locking ---------------------------------------------------------
 
 // openDirs holds the absolute paths of OS directories open in this process.

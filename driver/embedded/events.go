@@ -67,15 +67,9 @@ func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) e
 // the bucket deletes that follow it are never seen half-applied in the
 // wrong direction (new markers list with an old rollup).
 func (d *Driver) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounterParams) (*driver.EventCounter, error) {
-	if err := d.acquire(ctx, "read event counter"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	ec, err := d.readEventCounter(p.Namespace, p.Counter)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read event counter %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	return ec, nil
+	return readLocked(ctx, d, "read event counter", func() (*driver.EventCounter, error) {
+		return d.readEventCounter(p.Namespace, p.Counter)
+	}, " %s/%s", p.Namespace, p.Counter)
 }
 
 func (d *Driver) readEventCounter(ns, counter string) (*driver.EventCounter, error) {
@@ -110,15 +104,9 @@ func (d *Driver) readEventCounter(ns, counter string) (*driver.EventCounter, err
 // timestamp are hidden, as Cassandra's partition tombstone hides them.
 // The rest is one ordered range scan, already newest first.
 func (d *Driver) ReadEvents(ctx context.Context, p *driver.ReadEventsParams) ([]driver.Event, error) {
-	if err := d.acquire(ctx, "read events"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	events, err := d.readEvents(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read events %s/%s/%d: %w", p.Namespace, p.Counter, p.Bucket, err)
-	}
-	return events, nil
+	return readLocked(ctx, d, "read events", func() ([]driver.Event, error) {
+		return d.readEvents(ctx, p)
+	}, " %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
 }
 
 func (d *Driver) readEvents(ctx context.Context, p *driver.ReadEventsParams) (_ []driver.Event, err error) {
@@ -238,15 +226,9 @@ func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBu
 // (of one namespace when p.Namespace is set) and lists every counter with
 // a rollup or a live marker.
 func (d *Driver) ListEventCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
-	if err := d.acquire(ctx, "list event counters"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	keys, err := d.listEventCounters(ctx, p.Namespace)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list event counters: %w", err)
-	}
-	return keys, nil
+	return readLocked(ctx, d, "list event counters", func() ([]driver.CounterKey, error) {
+		return d.listEventCounters(ctx, p.Namespace)
+	}, "")
 }
 
 func (d *Driver) listEventCounters(ctx context.Context, ns string) (_ []driver.CounterKey, err error) {

@@ -82,15 +82,9 @@ func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowPar
 
 // ReadLedger implements driver.Ledgers.
 func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
-	if err := d.acquire(ctx, "read ledger"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	rows, err := d.readLedger(p.Namespace, p.Ledger)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read ledger %s/%s: %w", p.Namespace, p.Ledger, err)
-	}
-	return rows, nil
+	return readLocked(ctx, d, "read ledger", func() ([]driver.LedgerRow, error) {
+		return d.readLedger(p.Namespace, p.Ledger)
+	}, " %s/%s", p.Namespace, p.Ledger)
 }
 
 func (d *Driver) readLedger(ns, ledger string) ([]driver.LedgerRow, error) {

@@ -180,15 +180,9 @@ func messageAt(it *pebble.Iterator, queue string, withBody bool) (driver.Message
 
 // GetMessage implements driver.Queues.
 func (d *Driver) GetMessage(ctx context.Context, p *driver.GetMessageParams) (*driver.Message, error) {
-	if err := d.acquire(ctx, "get message"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	m, err := d.getMessage(p.Queue, p.Key)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: get message %s of %q: %w", p.Key.ID, p.Queue, err)
-	}
-	return m, nil
+	return readLocked(ctx, d, "get message", func() (*driver.Message, error) {
+		return d.getMessage(p.Queue, p.Key)
+	}, " %s of %q", p.Key.ID, p.Queue)
 }
 
 func (d *Driver) getMessage(queue string, k driver.MessageKey) (*driver.Message, error) {
@@ -308,15 +302,10 @@ func (d *Driver) readShardState(queue string, shard int) (*shardState, error) {
 
 // ReadQueueShard implements driver.Queues.
 func (d *Driver) ReadQueueShard(ctx context.Context, p *driver.QueueShardParams) (*driver.QueueShardState, error) {
-	if err := d.acquire(ctx, "read shard"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	s, err := d.readShardState(p.Queue, p.Shard)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read shard %d of %q: %w", p.Shard, p.Queue, err)
-	}
-	return &s.QueueShardState, nil
+	return readLocked(ctx, d, "read shard", func() (*driver.QueueShardState, error) {
+		s, err := d.readShardState(p.Queue, p.Shard)
+		return &s.QueueShardState, err
+	}, " %d of %q", p.Shard, p.Queue)
 }
 
 // changeShard runs change on the shard's state under its lock and writes

@@ -31,16 +31,9 @@ func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) err
 
 // ReadShards implements driver.Shards.
 func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*driver.ShardSet, error) {
-	if err := d.acquire(ctx, "read shards"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-
-	set, err := d.readShards(p.Namespace, p.Counter)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read shards of %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	return set, nil
+	return readLocked(ctx, d, "read shards", func() (*driver.ShardSet, error) {
+		return d.readShards(p.Namespace, p.Counter)
+	}, " of %s/%s", p.Namespace, p.Counter)
 }
 
 func (d *Driver) readShards(ns, counter string) (_ *driver.ShardSet, err error) {
@@ -159,16 +152,9 @@ func (d *Driver) Fold(ctx context.Context, p *driver.FoldParams) error {
 
 // ListCounters implements driver.Shards.
 func (d *Driver) ListCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
-	if err := d.acquire(ctx, "list counters"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-
-	keys, err := d.listCounters(ctx, p.Namespace)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list counters: %w", err)
-	}
-	return keys, nil
+	return readLocked(ctx, d, "list counters", func() ([]driver.CounterKey, error) {
+		return d.listCounters(ctx, p.Namespace)
+	}, "")
 }
 
 func (d *Driver) listCounters(ctx context.Context, ns string) (_ []driver.CounterKey, err error) {

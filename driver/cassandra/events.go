@@ -105,12 +105,7 @@ func (d *Driver) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketP
 	if err != nil {
 		return err
 	}
-	err = d.session.Query(d.q.events.markBucket, p.Bucket, p.Namespace, p.Counter, p.Bucket).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s/%d: %w", op, p.Namespace, p.Counter, p.Bucket, mapError(opWrite, err))
-	}
-	return nil
+	return d.exec(ctx, cl, d.q.events.markBucket, []any{p.Bucket, p.Namespace, p.Counter, p.Bucket}, op, " %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
 }
 
 // WriteEvent implements driver.Events with INSERT ... USING TIMESTAMP the
@@ -123,12 +118,7 @@ func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) err
 		return err
 	}
 	e := p.Event
-	err = d.session.Query(d.q.events.writeEvent, p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s/%d/%s: %w", op, p.Namespace, p.Counter, e.Time, e.ID, mapError(opWrite, err))
-	}
-	return nil
+	return d.exec(ctx, cl, d.q.events.writeEvent, []any{p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time}, op, " %s/%s/%d/%s", p.Namespace, p.Counter, e.Time, e.ID)
 }
 
 // ReadEventCounter implements driver.Events by reading the counter's
@@ -146,15 +136,7 @@ func (d *Driver) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounte
 	}
 	iter := d.session.Query(d.q.events.readCounter, p.Namespace, p.Counter).
 		Consistency(cl).PageSize(0).IterContext(ctx)
-	rows, err := scanRows(iter, (*eventCounterRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, mapError(opRead, err))
-	}
-	ec, err := eventCounterFromRows(rows)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, err)
-	}
-	return ec, nil
+	return readRows(iter, (*eventCounterRow).dest, eventCounterFromRows, op, " %s/%s", p.Namespace, p.Counter)
 }
 
 // eventCounterRow is one scanned row of a counter's record partition; nil
@@ -259,15 +241,8 @@ func (d *Driver) ReadEvents(ctx context.Context, p *driver.ReadEventsParams) ([]
 	}
 	iter := d.session.Query(d.q.events.readEvents, p.Namespace, p.Counter, p.Bucket, p.After, p.UpTo).
 		Consistency(cl).PageSize(eventsPageSize).IterContext(ctx)
-	rows, err := scanRows(iter, (*eventRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s/%d: %w", op, p.Namespace, p.Counter, p.Bucket, mapError(opRead, err))
-	}
-	events, err := eventsFromRows(rows, p.After, p.UpTo)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s/%d: %w", op, p.Namespace, p.Counter, p.Bucket, err)
-	}
-	return events, nil
+	decode := func(rows []eventRow) ([]driver.Event, error) { return eventsFromRows(rows, p.After, p.UpTo) }
+	return readRows(iter, (*eventRow).dest, decode, op, " %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
 }
 
 // eventRow is one scanned event. time and id are clustering columns and
@@ -321,12 +296,7 @@ func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) e
 		return err
 	}
 	r := p.Rollup
-	err = d.session.Query(d.q.events.writeRollup, r.Epoch, r.Value, r.Epoch, p.Namespace, p.Counter).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s@%d: %w", op, p.Namespace, p.Counter, r.Epoch, mapError(opWrite, err))
-	}
-	return nil
+	return d.exec(ctx, cl, d.q.events.writeRollup, []any{r.Epoch, r.Value, r.Epoch, p.Namespace, p.Counter}, op, " %s/%s@%d", p.Namespace, p.Counter, r.Epoch)
 }
 
 // DeleteEventBuckets implements driver.Events. Each bucket's events go

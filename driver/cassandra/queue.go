@@ -762,12 +762,7 @@ func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
 	if err != nil {
 		return err
 	}
-	err = d.session.Query(d.q.queue.setFloor, p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, mapError(opWrite, err))
-	}
-	return nil
+	return d.exec(ctx, cl, d.q.queue.setFloor, []any{p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)}, op, " on shard %d of %q", p.Shard, p.Queue)
 }
 
 // QueueShardStats pages through the partition from p.From (due, id,

@@ -27,13 +27,7 @@ func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) err
 	if err != nil {
 		return err
 	}
-	err = d.session.Query(d.q.writeShard,
-		p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Counter, p.Shard.ID, mapError(opWrite, err))
-	}
-	return nil
+	return d.exec(ctx, cl, d.q.writeShard, []any{p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp}, op, " %s/%s/%s", p.Namespace, p.Counter, p.Shard.ID)
 }
 
 // ReadShards reads the counter's partition: its shards and the static tally.
@@ -52,15 +46,7 @@ func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*d
 	}
 	iter := d.session.Query(d.q.readShards, p.Namespace, p.Counter).
 		Consistency(cl).PageSize(0).IterContext(ctx)
-	rows, err := scanRows(iter, (*shardRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, mapError(opRead, err))
-	}
-	set, err := shardSetFromRows(rows)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, err)
-	}
-	return set, nil
+	return readRows(iter, (*shardRow).dest, shardSetFromRows, op, " %s/%s", p.Namespace, p.Counter)
 }
 
 // Fold deletes the folded shards and writes the new tally in one unlogged

@@ -316,10 +316,41 @@ func nullString(s string) any {
 	return s
 }
 
+// statement is one CQL statement with its values, to be sent in a batch.
+type statement struct {
+	cql    string
+	values []any
+}
+
+// shardWrites collects the statements of a batched write by the shard (the
+// partition) each one writes.
+type shardWrites map[int][]statement
+
+func (s shardWrites) add(shard int, cql string, values ...any) {
+	s[shard] = append(s[shard], statement{cql, values})
+}
+
+// writeByShard is the whole of a queue write that batches by shard: collect
+// adds the statements (or fails, with an error naming op), shardBatches
+// sends them.
+func (d *Driver) writeByShard(ctx context.Context, op, queue string, collect func(shardWrites) error) error {
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	shards := shardWrites{}
+	if err := collect(shards); err != nil {
+		return err
+	}
+	if err := d.shardBatches(ctx, shards); err != nil {
+		return fmt.Errorf("cassandra: %s in %q: %w", op, queue, err)
+	}
+	return nil
+}
+
 // shardBatches runs one unlogged batch per shard: each batch stays within
 // one partition, so every replica applies it atomically and no batch log
 // is needed. Batches of different shards are sent one after another.
-func (d *Driver) shardBatches(ctx context.Context, shards map[int][]func(*gocql.Batch)) error {
+func (d *Driver) shardBatches(ctx context.Context, shards shardWrites) error {
 	cl, err := level(driver.Default, d.cfg.WriteConsistency)
 	if err != nil {
 		return err
@@ -334,8 +365,8 @@ func (d *Driver) shardBatches(ctx context.Context, shards map[int][]func(*gocql.
 		for len(stmts) > 0 {
 			n := min(len(stmts), maxBatchStatements)
 			b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
-			for _, add := range stmts[:n] {
-				add(b)
+			for _, st := range stmts[:n] {
+				b.Query(st.cql, st.values...)
 			}
 			if err := b.ExecContext(ctx); err != nil {
 				return fmt.Errorf("shard %d: %w", s, mapError(opWrite, err))
@@ -349,28 +380,20 @@ func (d *Driver) shardBatches(ctx context.Context, shards map[int][]func(*gocql.
 // PutMessages inserts the messages, one single-partition batch per shard.
 func (d *Driver) PutMessages(ctx context.Context, p *driver.PutMessagesParams) error {
 	const op = "put messages"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	shards := map[int][]func(*gocql.Batch){}
-	for _, m := range p.Messages {
-		if m.EnqueuedAt.IsZero() {
-			return fmt.Errorf("cassandra: %s in %q: message %s has no EnqueuedAt", op, p.Queue, m.ID)
-		}
-		add := func(b *gocql.Batch) {
-			if m.VisibleAt.IsZero() && m.LastError == "" {
-				b.Query(d.q.queue.putFresh, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, p.Queue, m.Shard, m.Due, [16]byte(m.ID))
-				return
+	return d.writeByShard(ctx, op, p.Queue, func(shards shardWrites) error {
+		for _, m := range p.Messages {
+			if m.EnqueuedAt.IsZero() {
+				return fmt.Errorf("cassandra: %s in %q: message %s has no EnqueuedAt", op, p.Queue, m.ID)
 			}
-			b.Query(d.q.queue.putFull, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, nullTime(m.VisibleAt), nullString(m.LastError),
+			if m.VisibleAt.IsZero() && m.LastError == "" {
+				shards.add(m.Shard, d.q.queue.putFresh, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, p.Queue, m.Shard, m.Due, [16]byte(m.ID))
+				continue
+			}
+			shards.add(m.Shard, d.q.queue.putFull, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, nullTime(m.VisibleAt), nullString(m.LastError),
 				p.Queue, m.Shard, m.Due, [16]byte(m.ID))
 		}
-		shards[m.Shard] = append(shards[m.Shard], add)
-	}
-	if err := d.shardBatches(ctx, shards); err != nil {
-		return fmt.Errorf("cassandra: %s in %q: %w", op, p.Queue, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // messageRow is one row of queue_messages as scanned; nil means null.
@@ -519,39 +542,23 @@ func (d *Driver) GetMessage(ctx context.Context, p *driver.GetMessageParams) (*d
 // update that lands after its message's delete leaves a fragment (see
 // messageFromRow), never a message.
 func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesParams) error {
-	const op = "update messages"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	shards := map[int][]func(*gocql.Batch){}
-	for _, u := range p.Updates {
-		shards[u.Shard] = append(shards[u.Shard], func(b *gocql.Batch) {
-			b.Query(d.q.queue.updateMessage, u.Deliveries, nullTime(u.VisibleAt), nullString(u.LastError),
+	return d.writeByShard(ctx, "update messages", p.Queue, func(shards shardWrites) error {
+		for _, u := range p.Updates {
+			shards.add(u.Shard, d.q.queue.updateMessage, u.Deliveries, nullTime(u.VisibleAt), nullString(u.LastError),
 				p.Queue, u.Shard, u.Due, [16]byte(u.ID))
-		})
-	}
-	if err := d.shardBatches(ctx, shards); err != nil {
-		return fmt.Errorf("cassandra: %s in %q: %w", op, p.Queue, err)
-	}
-	return nil
+		}
+		return nil
+	})
 }
 
 // DeleteMessages deletes the rows, one batch per shard.
 func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
-	const op = "delete messages"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	shards := map[int][]func(*gocql.Batch){}
-	for _, k := range p.Keys {
-		shards[k.Shard] = append(shards[k.Shard], func(b *gocql.Batch) {
-			b.Query(d.q.queue.deleteMessage, p.Queue, k.Shard, k.Due, [16]byte(k.ID))
-		})
-	}
-	if err := d.shardBatches(ctx, shards); err != nil {
-		return fmt.Errorf("cassandra: %s in %q: %w", op, p.Queue, err)
-	}
-	return nil
+	return d.writeByShard(ctx, "delete messages", p.Queue, func(shards shardWrites) error {
+		for _, k := range p.Keys {
+			shards.add(k.Shard, d.q.queue.deleteMessage, p.Queue, k.Shard, k.Due, [16]byte(k.ID))
+		}
+		return nil
+	})
 }
 
 // ---- shard state and leases ----------------------------------------------------
@@ -820,19 +827,14 @@ func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) err
 	if len(p.Letters) == 0 {
 		return nil
 	}
-	var dead []func(*gocql.Batch)
-	msgs := map[int][]func(*gocql.Batch){}
-	for _, l := range p.Letters {
-		dead = append(dead, func(b *gocql.Batch) {
-			b.Query(d.q.queue.insertDead, p.Queue, [16]byte(l.ID), l.Shard, l.Due, nonNil(l.Body),
-				l.EnqueuedAt, l.Deliveries, nullString(l.LastError), l.DiedAt)
-		})
-		msgs[l.Shard] = append(msgs[l.Shard], func(b *gocql.Batch) {
-			b.Query(d.q.queue.deleteMessage, p.Queue, l.Shard, l.Due, [16]byte(l.ID))
-		})
-	}
 	// The dead letters share one partition; -1 is only a map key here.
-	if err := d.shardBatches(ctx, map[int][]func(*gocql.Batch){-1: dead}); err != nil {
+	dead, msgs := shardWrites{}, shardWrites{}
+	for _, l := range p.Letters {
+		dead.add(-1, d.q.queue.insertDead, p.Queue, [16]byte(l.ID), l.Shard, l.Due, nonNil(l.Body),
+			l.EnqueuedAt, l.Deliveries, nullString(l.LastError), l.DiedAt)
+		msgs.add(l.Shard, d.q.queue.deleteMessage, p.Queue, l.Shard, l.Due, [16]byte(l.ID))
+	}
+	if err := d.shardBatches(ctx, dead); err != nil {
 		return fmt.Errorf("cassandra: %s in %q: storing letters: %w", op, p.Queue, err)
 	}
 	if err := d.shardBatches(ctx, msgs); err != nil {
@@ -941,11 +943,12 @@ func (d *Driver) DeleteDead(ctx context.Context, p *driver.DeleteDeadParams) err
 	if err := d.begin(ctx, op); err != nil {
 		return err
 	}
-	var stmts []func(*gocql.Batch)
+	// The dead letters share one partition; -1 is only a map key here.
+	stmts := shardWrites{}
 	for _, id := range p.IDs {
-		stmts = append(stmts, func(b *gocql.Batch) { b.Query(d.q.queue.deleteDead, p.Queue, [16]byte(id)) })
+		stmts.add(-1, d.q.queue.deleteDead, p.Queue, [16]byte(id))
 	}
-	if err := d.shardBatches(ctx, map[int][]func(*gocql.Batch){-1: stmts}); err != nil {
+	if err := d.shardBatches(ctx, stmts); err != nil {
 		return fmt.Errorf("cassandra: %s of %q: %w", op, p.Queue, err)
 	}
 	return nil

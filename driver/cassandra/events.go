@@ -313,10 +313,10 @@ func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBu
 		return err
 	}
 	for _, bucket := range p.Buckets {
-		err := d.session.Query(d.q.events.deleteBucket, p.Timestamp, p.Namespace, p.Counter, bucket).
-			Consistency(cl).ExecContext(ctx)
+		err := d.exec(ctx, cl, d.q.events.deleteBucket, []any{p.Timestamp, p.Namespace, p.Counter, bucket},
+			op, " %s/%s: events of bucket %d", p.Namespace, p.Counter, bucket)
 		if err != nil {
-			return fmt.Errorf("cassandra: %s %s/%s: events of bucket %d: %w", op, p.Namespace, p.Counter, bucket, mapError(opWrite, err))
+			return err
 		}
 	}
 	for chunk := range slices.Chunk(p.Buckets, maxMarkerDeletesPerBatch) {
@@ -335,13 +335,5 @@ func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBu
 // through the distinct partition keys of event_counters, filters the
 // namespace here, de-duplicates and sorts.
 func (d *Driver) ListEventCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
-	const op = "list event counters"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	keys, err := d.listPartitionKeys(ctx, d.q.events.listCounters, p.Namespace)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
-	}
-	return keys, nil
+	return d.listPartitionKeys(ctx, "list event counters", d.q.events.listCounters, p.Namespace)
 }

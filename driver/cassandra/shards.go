@@ -83,21 +83,26 @@ func (d *Driver) Fold(ctx context.Context, p *driver.FoldParams) error {
 // filter is applied here. Keys are de-duplicated (paging DISTINCT had
 // duplicate bugs in some 2.x releases) and returned sorted.
 func (d *Driver) ListCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
-	const op = "list counters"
+	return d.listPartitionKeys(ctx, "list counters", d.q.listCounters, p.Namespace)
+}
+
+// listPartitionKeys is operation op, which lists the counters of namespace
+// ns (or of all namespaces) through partitionKeys.
+func (d *Driver) listPartitionKeys(ctx context.Context, op, stmt, ns string) ([]driver.CounterKey, error) {
 	if err := d.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	keys, err := d.listPartitionKeys(ctx, d.q.listCounters, p.Namespace)
+	keys, err := d.partitionKeys(ctx, stmt, ns)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
 	}
 	return keys, nil
 }
 
-// listPartitionKeys runs stmt, a SELECT DISTINCT ns, counter, at the
+// partitionKeys runs stmt, a SELECT DISTINCT ns, counter, at the
 // ReadConsistency level and returns the keys in namespace ns (every key
 // when ns is empty), de-duplicated and sorted.
-func (d *Driver) listPartitionKeys(ctx context.Context, stmt, ns string) ([]driver.CounterKey, error) {
+func (d *Driver) partitionKeys(ctx context.Context, stmt, ns string) ([]driver.CounterKey, error) {
 	cl, err := level(driver.Default, d.cfg.ReadConsistency)
 	if err != nil {
 		return nil, err

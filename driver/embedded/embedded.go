@@ -235,6 +235,26 @@ func readLocked[T any](ctx context.Context, d *Driver, op string, read func() (T
 	return v, nil
 }
 
+// writeBatch applies the writes fill makes in one batch, which Pebble
+// commits atomically, while the driver is open. A failure names op and what
+// was written (subject, formatted with args only then).
+func (d *Driver) writeBatch(ctx context.Context, op string, fill func(*pebble.Batch) error, subject string, args ...any) error {
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	b := d.db.NewBatch()
+	defer b.Close()
+	err := fill(b)
+	if err == nil {
+		err = b.Commit(d.writeOpts)
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: %s%s: %w", op, fmt.Sprintf(subject, args...), err)
+	}
+	return nil
+}
+
 // ---- directory locking ---------------------------------------------------------
 
 // openDirs holds the absolute paths of OS directories open in this process.

@@ -196,30 +196,23 @@ func eventKeyAfter(key []byte, n int) (eventKeyParts, error) {
 //   - a marker tombstone at p.Timestamp, which the merge operator weighs
 //     against the marker's own timestamp (the bucket start).
 func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBucketsParams) error {
-	if err := d.acquire(ctx, "delete event buckets"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	tombstone := encodeEventValue(kindBucketDeletion, eventValue{Timestamp: p.Timestamp, Deleted: true})
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, bucket := range p.Buckets {
-		prefix := eventBucketPrefix(p.Namespace, p.Counter, bucket)
-		err := b.Merge(prefix, tombstone, nil)
-		if err == nil {
-			err = b.DeleteRange(eventTimeBound(prefix, p.Timestamp), prefixEnd(prefix), nil)
+	return d.writeBatch(ctx, "delete event buckets", func(b *pebble.Batch) error {
+		for _, bucket := range p.Buckets {
+			prefix := eventBucketPrefix(p.Namespace, p.Counter, bucket)
+			err := b.Merge(prefix, tombstone, nil)
+			if err == nil {
+				err = b.DeleteRange(eventTimeBound(prefix, p.Timestamp), prefixEnd(prefix), nil)
+			}
+			if err == nil {
+				err = b.Merge(markerKey(p.Namespace, p.Counter, bucket), tombstone, nil)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		if err == nil {
-			err = b.Merge(markerKey(p.Namespace, p.Counter, bucket), tombstone, nil)
-		}
-		if err != nil {
-			return fmt.Errorf("embedded: delete event buckets %s/%s: %w", p.Namespace, p.Counter, err)
-		}
-	}
-	if err := b.Commit(d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: delete event buckets %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	return nil
+		return nil
+	}, " %s/%s", p.Namespace, p.Counter)
 }
 
 // ListEventCounters implements driver.Events: it scans the record table

@@ -97,25 +97,18 @@ func normalize(m driver.Message) driver.Message {
 // PutMessages implements driver.Queues. The messages are new rows (fresh
 // ids), so they need no lock; one batch makes them durable together.
 func (d *Driver) PutMessages(ctx context.Context, p *driver.PutMessagesParams) error {
-	if err := d.acquire(ctx, "put messages"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, m := range p.Messages {
-		if m.EnqueuedAt.IsZero() {
-			return fmt.Errorf("embedded: put messages in %q: message %s has no EnqueuedAt", p.Queue, m.ID)
+	return d.writeBatch(ctx, "put messages", func(b *pebble.Batch) error {
+		for _, m := range p.Messages {
+			if m.EnqueuedAt.IsZero() {
+				return fmt.Errorf("message %s has no EnqueuedAt", m.ID)
+			}
+			m = normalize(m)
+			if err := b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(&m), nil); err != nil {
+				return err
+			}
 		}
-		m = normalize(m)
-		if err := b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(&m), nil); err != nil {
-			return fmt.Errorf("embedded: put messages in %q: %w", p.Queue, err)
-		}
-	}
-	if err := b.Commit(d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: put messages in %q: %w", p.Queue, err)
-	}
-	return nil
+		return nil
+	}, " in %q", p.Queue)
 }
 
 // ReadMessages implements driver.Queues.
@@ -523,19 +516,12 @@ func (d *Driver) ListDead(ctx context.Context, p *driver.ListDeadParams) (_ []dr
 
 // DeleteDead implements driver.Queues.
 func (d *Driver) DeleteDead(ctx context.Context, p *driver.DeleteDeadParams) error {
-	if err := d.acquire(ctx, "delete dead letters"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, id := range p.IDs {
-		if err := b.Delete(deadKey(p.Queue, id), nil); err != nil {
-			return fmt.Errorf("embedded: delete dead letters of %q: %w", p.Queue, err)
+	return d.writeBatch(ctx, "delete dead letters", func(b *pebble.Batch) error {
+		for _, id := range p.IDs {
+			if err := b.Delete(deadKey(p.Queue, id), nil); err != nil {
+				return err
+			}
 		}
-	}
-	if err := b.Commit(d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: delete dead letters of %q: %w", p.Queue, err)
-	}
-	return nil
+		return nil
+	}, " of %q", p.Queue)
 }

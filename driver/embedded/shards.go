@@ -126,28 +126,17 @@ func shardIDAfter(key []byte, n int) (string, error) {
 // Fold implements driver.Shards. Its cells go into one batch, which Pebble
 // commits atomically, so a crash leaves either the whole fold or none of it.
 func (d *Driver) Fold(ctx context.Context, p *driver.FoldParams) error {
-	if err := d.acquire(ctx, "fold"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-
-	ts := p.Tally.Timestamp
-	tombstone := appendCell(nil, cell{Timestamp: ts, Tombstone: true})
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, id := range p.Delete {
-		if err := b.Merge(shardKey(p.Namespace, p.Counter, id), tombstone, nil); err != nil {
-			return fmt.Errorf("embedded: fold %s/%s: %w", p.Namespace, p.Counter, err)
+	return d.writeBatch(ctx, "fold", func(b *pebble.Batch) error {
+		ts := p.Tally.Timestamp
+		tombstone := appendCell(nil, cell{Timestamp: ts, Tombstone: true})
+		for _, id := range p.Delete {
+			if err := b.Merge(shardKey(p.Namespace, p.Counter, id), tombstone, nil); err != nil {
+				return err
+			}
 		}
-	}
-	tally := appendCell(make([]byte, 0, cellHeaderLen+len(p.Tally.State)), cell{Timestamp: ts, Payload: p.Tally.State})
-	if err := b.Merge(tallyKey(p.Namespace, p.Counter), tally, nil); err != nil {
-		return fmt.Errorf("embedded: fold %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	if err := b.Commit(d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: fold %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	return nil
+		tally := appendCell(make([]byte, 0, cellHeaderLen+len(p.Tally.State)), cell{Timestamp: ts, Payload: p.Tally.State})
+		return b.Merge(tallyKey(p.Namespace, p.Counter), tally, nil)
+	}, " %s/%s", p.Namespace, p.Counter)
 }
 
 // ListCounters implements driver.Shards.

@@ -652,9 +652,12 @@ func (d *Driver) cas(ctx context.Context, stmt string, args ...any) (applied boo
 	return applied, holder, hasStatic, nil
 }
 
-// leaseTTL checks the parameters AcquireLease and RenewLease share and
-// returns the TTL in Cassandra's whole seconds.
-func leaseTTL(op string, p *driver.LeaseParams) (int, error) {
+// beginLease is begin for AcquireLease and RenewLease, which then check the
+// parameters they share; it returns the TTL in Cassandra's whole seconds.
+func (d *Driver) beginLease(ctx context.Context, op string, p *driver.LeaseParams) (int, error) {
+	if err := d.begin(ctx, op); err != nil {
+		return 0, err
+	}
 	ttl, err := ttlSeconds(p.TTL)
 	if err == nil && p.Holder == "" {
 		err = errors.New("lease holder is empty")
@@ -678,10 +681,7 @@ func (d *Driver) leaseCAS(ctx context.Context, op string, p *driver.LeaseParams,
 func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
 	const op = "acquire lease"
 	var res driver.LeaseResult
-	if err := d.begin(ctx, op); err != nil {
-		return res, err
-	}
-	ttl, err := leaseTTL(op, p)
+	ttl, err := d.beginLease(ctx, op, p)
 	if err != nil {
 		return res, err
 	}
@@ -693,8 +693,8 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 	// one plain write per shard and process is enough.
 	key := queueShard{p.Queue, p.Shard}
 	if _, ok := d.anchored.Load(key); !ok {
-		if err := d.writeAnchor(ctx, p.Queue, p.Shard); err != nil {
-			return res, fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, err)
+		if err := d.writeAnchor(ctx, op, p); err != nil {
+			return res, err
 		}
 		d.anchored.Store(key, struct{}{})
 	}
@@ -710,8 +710,8 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 		// 2.1.0 does this for a partition without a static cell, which an
 		// anchor written by another process and since lost to a replica
 		// down at the time can still leave. Anchor again and ask once more.
-		if err := d.writeAnchor(ctx, p.Queue, p.Shard); err != nil {
-			return res, fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, err)
+		if err := d.writeAnchor(ctx, op, p); err != nil {
+			return res, err
 		}
 	}
 }
@@ -722,24 +722,24 @@ type queueShard struct {
 	shard int
 }
 
-// writeAnchor writes shard's anchor row, a plain idempotent write.
-func (d *Driver) writeAnchor(ctx context.Context, queue string, shard int) error {
+// writeAnchor writes the anchor row of p's shard for operation op, a plain
+// idempotent write.
+func (d *Driver) writeAnchor(ctx context.Context, op string, p *driver.LeaseParams) error {
 	cl, err := level(driver.Default, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
+	if err == nil {
+		err = mapError(opWrite, d.session.Query(d.q.queue.anchor, p.Queue, p.Shard, anchorDue, [16]byte(anchorID)).Consistency(cl).ExecContext(ctx))
 	}
-	err = d.session.Query(d.q.queue.anchor, queue, shard, anchorDue, [16]byte(anchorID)).Consistency(cl).ExecContext(ctx)
-	return mapError(opWrite, err)
+	if err != nil {
+		return fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, err)
+	}
+	return nil
 }
 
 // RenewLease extends the lease with ... IF lock = <holder>.
 func (d *Driver) RenewLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
 	const op = "renew lease"
 	var res driver.LeaseResult
-	if err := d.begin(ctx, op); err != nil {
-		return res, err
-	}
-	ttl, err := leaseTTL(op, p)
+	ttl, err := d.beginLease(ctx, op, p)
 	if err != nil {
 		return res, err
 	}

@@ -211,28 +211,23 @@ func byShard[T any](items []T, shard func(T) int) map[int][]T {
 func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesParams) error {
 	const op = "update messages"
 	return batchByShard(ctx, d, op, p.Queue, p.Updates, func(m driver.Message) int { return m.Shard },
-		func(b *pebble.Batch, ups []driver.Message) error {
-			for _, u := range ups {
-				m, err := d.getMessage(p.Queue, u.MessageKey)
-				if errors.Is(err, driver.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				m.Deliveries, m.VisibleAt, m.LastError = u.Deliveries, ms(u.VisibleAt), u.LastError
-				if err := b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(m), nil); err != nil {
-					return err
-				}
+		func(b *pebble.Batch, u driver.Message) error {
+			m, err := d.getMessage(p.Queue, u.MessageKey)
+			if errors.Is(err, driver.ErrNotFound) {
+				return nil
 			}
-			return nil
+			if err != nil {
+				return err
+			}
+			m.Deliveries, m.VisibleAt, m.LastError = u.Deliveries, ms(u.VisibleAt), u.LastError
+			return b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(m), nil)
 		})
 }
 
 // batchByShard runs the write op of items: it groups them by shard and
-// writes each shard's group in one batch, filled by write under the shard's
-// lock, then syncs the WAL once.
-func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items []T, shard func(T) int, write func(*pebble.Batch, []T) error) error {
+// writes each shard's group in one batch, which write fills item by item
+// under the shard's lock, then syncs the WAL once.
+func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items []T, shard func(T) int, write func(*pebble.Batch, T) error) error {
 	if err := d.acquire(ctx, op); err != nil {
 		return err
 	}
@@ -242,8 +237,10 @@ func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items
 			defer lockShard(queue, s)()
 			b := d.db.NewBatch()
 			defer b.Close()
-			if err := write(b, group); err != nil {
-				return err
+			for _, item := range group {
+				if err := write(b, item); err != nil {
+					return err
+				}
 			}
 			return b.Commit(pebble.NoSync)
 		}()
@@ -261,14 +258,9 @@ func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items
 func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
 	const op = "delete messages"
 	return batchByShard(ctx, d, op, p.Queue, p.Keys, func(k driver.MessageKey) int { return k.Shard },
-		func(b *pebble.Batch, keys []driver.MessageKey) error {
-			for _, k := range keys {
-				k.Due = ms(k.Due)
-				if err := b.Delete(messageKey(p.Queue, k), nil); err != nil {
-					return err
-				}
-			}
-			return nil
+		func(b *pebble.Batch, k driver.MessageKey) error {
+			k.Due = ms(k.Due)
+			return b.Delete(messageKey(p.Queue, k), nil)
 		})
 }
 
@@ -454,18 +446,13 @@ func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsP
 func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) error {
 	const op = "dead letter"
 	return batchByShard(ctx, d, op, p.Queue, p.Letters, func(l driver.DeadLetter) int { return l.Shard },
-		func(b *pebble.Batch, letters []driver.DeadLetter) error {
-			for _, l := range letters {
-				l.Message = normalize(l.Message)
-				l.DiedAt = ms(l.DiedAt)
-				if err := b.Set(deadKey(p.Queue, l.ID), encodeDead(&l), nil); err != nil {
-					return err
-				}
-				if err := b.Delete(messageKey(p.Queue, l.MessageKey), nil); err != nil {
-					return err
-				}
+		func(b *pebble.Batch, l driver.DeadLetter) error {
+			l.Message = normalize(l.Message)
+			l.DiedAt = ms(l.DiedAt)
+			if err := b.Set(deadKey(p.Queue, l.ID), encodeDead(&l), nil); err != nil {
+				return err
 			}
-			return nil
+			return b.Delete(messageKey(p.Queue, l.MessageKey), nil)
 		})
 }
 

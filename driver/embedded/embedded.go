@@ -235,6 +235,21 @@ func readLocked[T any](ctx context.Context, d *Driver, op string, read func() (T
 	return v, nil
 }
 
+// merge is a blind write while the driver is open: it merges value, one
+// cell, into key, and the merge operator settles later which cell wins. A
+// failure names op and what was written, as subject tells; a function, so
+// that the hot write path builds no message it does not need.
+func (d *Driver) merge(ctx context.Context, op string, key, value []byte, subject func() string) error {
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	if err := d.db.Merge(key, value, d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: %s %s: %w", op, subject(), err)
+	}
+	return nil
+}
+
 // writeBatch applies the writes fill makes in one batch, which Pebble
 // commits atomically, while the driver is open. A failure names op and what
 // was written (subject, formatted with args only then).

@@ -21,45 +21,30 @@ var _ driver.Events = (*Driver)(nil)
 // MarkEventBucket implements driver.Events with a merge of a live marker
 // cell at the bucket start.
 func (d *Driver) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketParams) error {
-	if err := d.acquire(ctx, "mark event bucket"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	value := encodeEventValue(kindMarker, eventValue{Timestamp: p.Bucket})
-	if err := d.db.Merge(markerKey(p.Namespace, p.Counter, p.Bucket), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: mark event bucket %s/%s/%d: %w", p.Namespace, p.Counter, p.Bucket, err)
-	}
-	return nil
+	return d.merge(ctx, "mark event bucket", markerKey(p.Namespace, p.Counter, p.Bucket), value, func() string {
+		return fmt.Sprintf("%s/%s/%d", p.Namespace, p.Counter, p.Bucket)
+	})
 }
 
 // WriteEvent implements driver.Events with a merge of the event's cell at
 // the event time. Of two writes of one (time, id) with different deltas
 // the merge operator keeps the greater cell bytes, whatever their order.
 func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) error {
-	if err := d.acquire(ctx, "write event"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	e := p.Event
 	value := encodeEventValue(kindEvent, eventValue{Timestamp: e.Time, Value: e.Delta})
-	if err := d.db.Merge(eventKey(p.Namespace, p.Counter, p.Bucket, e.Time, e.ID), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: write event %s/%s/%d/%s: %w", p.Namespace, p.Counter, e.Time, e.ID, err)
-	}
-	return nil
+	return d.merge(ctx, "write event", eventKey(p.Namespace, p.Counter, p.Bucket, e.Time, e.ID), value, func() string {
+		return fmt.Sprintf("%s/%s/%d/%s", p.Namespace, p.Counter, e.Time, e.ID)
+	})
 }
 
 // WriteRollup implements driver.Events with a merge of the rollup cell at
 // the epoch.
 func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) error {
-	if err := d.acquire(ctx, "write rollup"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	value := encodeEventValue(kindRollup, eventValue{Timestamp: p.Rollup.Epoch, Value: p.Rollup.Value})
-	if err := d.db.Merge(rollupKey(p.Namespace, p.Counter), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: write rollup %s/%s@%d: %w", p.Namespace, p.Counter, p.Rollup.Epoch, err)
-	}
-	return nil
+	return d.merge(ctx, "write rollup", rollupKey(p.Namespace, p.Counter), value, func() string {
+		return fmt.Sprintf("%s/%s@%d", p.Namespace, p.Counter, p.Rollup.Epoch)
+	})
 }
 
 // ReadEventCounter implements driver.Events. The rollup and the markers

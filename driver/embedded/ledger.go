@@ -68,16 +68,11 @@ type claimState struct {
 // WriteLedgerRow implements driver.Ledgers. Like a shard write it is a blind
 // merge of one LWW cell; the merge operator keeps the newest.
 func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
-	if err := d.acquire(ctx, "write ledger row"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	value := make([]byte, 0, cellHeaderLen+len(p.Row.State))
 	value = appendCell(value, cell{Timestamp: p.Timestamp, Payload: p.Row.State})
-	if err := d.db.Merge(ledgerRowKey(p.Namespace, p.Ledger, p.Row.Actor), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: write ledger row %s/%s/%s: %w", p.Namespace, p.Ledger, p.Row.Actor, err)
-	}
-	return nil
+	return d.merge(ctx, "write ledger row", ledgerRowKey(p.Namespace, p.Ledger, p.Row.Actor), value, func() string {
+		return fmt.Sprintf("%s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
+	})
 }
 
 // ReadLedger implements driver.Ledgers.

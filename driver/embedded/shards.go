@@ -14,19 +14,13 @@ import (
 // WriteShard implements driver.Shards. It is a blind merge of one cell: the
 // merge operator, not this call, decides later whether it wins.
 func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
-	if err := d.acquire(ctx, "write shard"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-
 	// A cell's payload runs to its end, so the header can be written first
 	// and the shard row appended in place: one allocation.
 	value := make([]byte, 0, cellHeaderLen+shardPayloadMin+len(p.Shard.State))
 	value = appendShardPayload(appendCell(value, cell{Timestamp: p.Timestamp}), p.Shard)
-	if err := d.db.Merge(shardKey(p.Namespace, p.Counter, p.Shard.ID), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: write shard %s/%s/%s: %w", p.Namespace, p.Counter, p.Shard.ID, err)
-	}
-	return nil
+	return d.merge(ctx, "write shard", shardKey(p.Namespace, p.Counter, p.Shard.ID), value, func() string {
+		return fmt.Sprintf("%s/%s/%s", p.Namespace, p.Counter, p.Shard.ID)
+	})
 }
 
 // ReadShards implements driver.Shards.

@@ -104,11 +104,7 @@ func (d *Driver) readEvents(ctx context.Context, p *driver.ReadEventsParams) (_ 
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 	after := p.After
 	if it.First() && len(it.Key()) == len(prefix) {
 		raw, err := it.ValueAndErr()
@@ -214,15 +210,11 @@ func (d *Driver) listEventCounters(ctx context.Context, ns string) (_ []driver.C
 	if ns != "" {
 		lo = appendComponent(lo, ns)
 	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := d.iterPrefix(lo)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 	var out []driver.CounterKey
 	for valid := it.First(); valid; {
 		if err := ctx.Err(); err != nil {

@@ -127,19 +127,33 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
+// iterPrefix opens an iterator over the keys that start with prefix.
+func (d *Driver) iterPrefix(prefix []byte) (*pebble.Iterator, error) {
+	return d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+}
+
+// closeIter closes it and, unless *err holds an error already, reports a
+// failure to close in *err, naming op there if op is set.
+func closeIter(it *pebble.Iterator, err *error, op string) {
+	cerr := it.Close()
+	if *err != nil || cerr == nil {
+		return
+	}
+	if op != "" {
+		cerr = fmt.Errorf("embedded: %s: %w", op, cerr)
+	}
+	*err = cerr
+}
+
 // scanPrefix calls fn for every key under prefix, in key order, through
 // one iterator (hence one consistent view of them). key and value are only
 // valid during the call. An error from fn stops the scan and is returned.
 func (d *Driver) scanPrefix(prefix []byte, fn func(key, value []byte) error) (err error) {
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := d.iterPrefix(prefix)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 	for valid := it.First(); valid; valid = it.Next() {
 		value, err := it.ValueAndErr()
 		if err != nil {

@@ -193,15 +193,11 @@ func (d *Driver) getClaim(key []byte, now int64) (driver.Claim, bool, error) {
 // d.claims.mu, so no claim is stored between the check and the delete.
 func (d *Driver) sweepClaims(now int64) (err error) {
 	lo := []byte{tableLedgerClaims}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := d.iterPrefix(lo)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 	b := d.db.NewBatch()
 	defer b.Close()
 	live := 0

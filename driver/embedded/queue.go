@@ -81,12 +81,6 @@ func (d *Driver) ListQueues(ctx context.Context, p *driver.ListQueuesParams) ([]
 
 func queueName(q *driver.Queue) string { return q.Name }
 
-func closeIter(it *pebble.Iterator, err *error, op string) {
-	if cerr := it.Close(); *err == nil && cerr != nil {
-		*err = fmt.Errorf("embedded: %s: %w", op, cerr)
-	}
-}
-
 func normalize(m driver.Message) driver.Message {
 	m.Due = ms(m.Due)
 	m.EnqueuedAt = ms(m.EnqueuedAt)
@@ -468,7 +462,7 @@ func (d *Driver) ListDead(ctx context.Context, p *driver.ListDeadParams) (_ []dr
 		want[id] = true
 	}
 	prefix := deadPrefix(p.Queue)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := d.iterPrefix(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s: %w", op, err)
 	}

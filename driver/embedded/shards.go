@@ -35,15 +35,11 @@ func (d *Driver) readShards(ns, counter string) (_ *driver.ShardSet, err error) 
 	// view. Reading them separately could see a fold's new tally together
 	// with the shards it deleted, and count those shards twice.
 	prefix := counterPrefix(ns, counter)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := d.iterPrefix(prefix)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 
 	set := &driver.ShardSet{Shards: []driver.Shard{}}
 	for valid := it.First(); valid; valid = it.Next() {
@@ -146,15 +142,11 @@ func (d *Driver) listCounters(ctx context.Context, ns string) (_ []driver.Counte
 		shardLo = appendComponent(shardLo, ns)
 		tallyLo = appendComponent(tallyLo, ns)
 	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: shardLo, UpperBound: prefixEnd(shardLo)})
+	it, err := d.iterPrefix(shardLo)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 
 	seen := make(map[driver.CounterKey]bool)
 	var out []driver.CounterKey

@@ -213,11 +213,7 @@ func exerciseActors(t *testing.T, d driver.Driver, open Opener) {
 	})
 
 	t.Run("ActorsClosed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		a2 := capability[driver.Actors](t, d2)
+		a2 := capability[driver.Actors](t, openClosed(t, open))
 		c := context.Background()
 		err := a2.SetActorValue(c, &driver.SetActorValueParams{Namespace: "x", Counter: "y", Actor: "a", Value: 1, Version: 1})
 		if !errors.Is(err, driver.ErrClosed) {
@@ -349,11 +345,7 @@ func exerciseNative(t *testing.T, d driver.Driver, open Opener) {
 	})
 
 	t.Run("NativeClosed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		n2 := capability[driver.NativeCounters](t, d2)
+		n2 := capability[driver.NativeCounters](t, openClosed(t, open))
 		c := context.Background()
 		if err := n2.AddNative(c, &driver.AddNativeParams{Namespace: "x", Counter: "y", Delta: 1}); !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("AddNative after Close: got %v, want ErrClosed", err)
@@ -607,11 +599,7 @@ func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
 	})
 
 	t.Run("CASClosed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		c2 := capability[driver.CASCounters](t, d2)
+		c2 := capability[driver.CASCounters](t, openClosed(t, open))
 		bg := context.Background()
 		if _, err := c2.ReadCAS(bg, &driver.ReadCASParams{Namespace: "x", Counter: "y"}); !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("ReadCAS after Close: got %v, want ErrClosed", err)

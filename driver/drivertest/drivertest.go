@@ -38,10 +38,7 @@ func Exercise(t *testing.T, open Opener) {
 		exerciseEvents(t, d, open)
 	})
 	t.Run("Closed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
+		d2 := openClosed(t, open)
 		_, err := d2.ReadShards(context.Background(), &driver.ReadShardsParams{Namespace: "x", Counter: "y"})
 		if !errors.Is(err, driver.ErrClosed) {
 			t.Fatalf("ReadShards after Close: got %v, want ErrClosed", err)
@@ -217,6 +214,17 @@ func exerciseNamespaces(t *testing.T, d driver.Driver) {
 // counter returns a fresh counter key for one subtest.
 func counter(prefix string) driver.CounterKey {
 	return driver.CounterKey{Namespace: unique("ns-" + prefix), Counter: unique("c")}
+}
+
+// openClosed opens a driver of its own and closes it, for checking that
+// calls after Close fail with ErrClosed.
+func openClosed(t *testing.T, open Opener) driver.Driver {
+	t.Helper()
+	d := open(t)
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return d
 }
 
 func write(t *testing.T, d driver.Driver, k driver.CounterKey, id string, state []byte, expires, ts int64) {

@@ -196,10 +196,7 @@ func exerciseLedgers(t *testing.T, d driver.Driver, open Opener) {
 	})
 
 	t.Run("Closed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
+		d2 := openClosed(t, open)
 		c := context.Background()
 		_, err := d2.ReadLedger(c, &driver.ReadLedgerParams{Namespace: "x", Ledger: "y"})
 		if !errors.Is(err, driver.ErrClosed) {

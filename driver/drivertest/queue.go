@@ -22,10 +22,7 @@ func exerciseQueues(t *testing.T, d driver.Driver, open Opener) {
 	t.Run("Leases", func(t *testing.T) { exerciseLeases(t, d) })
 	t.Run("DeadLetters", func(t *testing.T) { exerciseDeadLetters(t, d) })
 	t.Run("QueueClosed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
+		d2 := openClosed(t, open)
 		c := ctx(t)
 		if _, err := d2.GetQueue(c, &driver.GetQueueParams{Name: "q"}); !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("GetQueue after Close: got %v, want ErrClosed", err)

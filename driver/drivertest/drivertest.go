@@ -85,13 +85,7 @@ func exerciseNamespaces(t *testing.T, d driver.Driver) {
 		if err != nil {
 			t.Fatalf("GetNamespace: %v", err)
 		}
-		if !got.CreatedAt.Equal(want.CreatedAt) {
-			t.Errorf("CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt)
-		}
-		got.CreatedAt = want.CreatedAt
-		if !reflect.DeepEqual(*got, want) {
-			t.Errorf("GetNamespace = %+v, want %+v", *got, want)
-		}
+		wantRecord(t, "GetNamespace", got, &got.CreatedAt, want, want.CreatedAt)
 	})
 
 	t.Run("EmptyOptions", func(t *testing.T) {
@@ -214,6 +208,20 @@ func exerciseNamespaces(t *testing.T, d driver.Driver) {
 // counter returns a fresh counter key for one subtest.
 func counter(prefix string) driver.CounterKey {
 	return driver.CounterKey{Namespace: unique("ns-" + prefix), Counter: unique("c")}
+}
+
+// wantRecord checks got, a record read back by the call get, against want,
+// the one created: their CreatedAt (gotAt, wantAt) as the same instant,
+// since a store may return it in another location, the rest as equal.
+func wantRecord[R any](t *testing.T, get string, got *R, gotAt *time.Time, want R, wantAt time.Time) {
+	t.Helper()
+	if !gotAt.Equal(wantAt) {
+		t.Errorf("CreatedAt = %v, want %v", *gotAt, wantAt)
+	}
+	*gotAt = wantAt
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("%s = %+v, want %+v", get, *got, want)
+	}
 }
 
 // openClosed opens a driver of its own and closes it, for checking that

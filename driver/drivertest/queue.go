@@ -135,13 +135,7 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 		if err != nil {
 			t.Fatalf("GetQueue: %v", err)
 		}
-		if !got.CreatedAt.Equal(want.CreatedAt) {
-			t.Errorf("CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt)
-		}
-		got.CreatedAt = want.CreatedAt
-		if *got != want {
-			t.Errorf("GetQueue = %+v, want %+v", *got, want)
-		}
+		wantRecord(t, "GetQueue", got, &got.CreatedAt, want, want.CreatedAt)
 		list, err := d.ListQueues(c, &driver.ListQueuesParams{})
 		if err != nil {
 			t.Fatalf("ListQueues: %v", err)

@@ -110,7 +110,8 @@ func (d *Driver) SetActorValue(ctx context.Context, p *driver.SetActorValueParam
 	if err != nil {
 		return fmt.Errorf("cassandra: %s: %w", op, err)
 	}
-	return d.exec(ctx, cl, d.q.counters.setActor, []any{p.Namespace, p.Counter, p.Actor, p.Value, p.Version}, op, " %s/%s/%s", p.Namespace, p.Counter, p.Actor)
+	return d.exec(ctx, cl, d.q.counters.setActor, []any{p.Namespace, p.Counter, p.Actor, p.Value, p.Version},
+		op, " %s/%s/%s", p.Namespace, p.Counter, p.Actor)
 }
 
 // ReadActorValues implements driver.Actors. Each row is one actor's last
@@ -176,7 +177,8 @@ func (d *Driver) AddNative(ctx context.Context, p *driver.AddNativeParams) error
 	if err != nil {
 		return err
 	}
-	return d.exec(ctx, cl, d.q.counters.addNative, []any{p.Delta, p.Namespace, p.Counter}, op, " %s/%s", p.Namespace, p.Counter)
+	return d.exec(ctx, cl, d.q.counters.addNative, []any{p.Delta, p.Namespace, p.Counter},
+		op, " %s/%s", p.Namespace, p.Counter)
 }
 
 // ReadNative implements driver.NativeCounters.

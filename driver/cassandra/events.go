@@ -105,7 +105,8 @@ func (d *Driver) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketP
 	if err != nil {
 		return err
 	}
-	return d.exec(ctx, cl, d.q.events.markBucket, []any{p.Bucket, p.Namespace, p.Counter, p.Bucket}, op, " %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
+	return d.exec(ctx, cl, d.q.events.markBucket, []any{p.Bucket, p.Namespace, p.Counter, p.Bucket},
+		op, " %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
 }
 
 // WriteEvent implements driver.Events with INSERT ... USING TIMESTAMP the
@@ -118,7 +119,8 @@ func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) err
 		return err
 	}
 	e := p.Event
-	return d.exec(ctx, cl, d.q.events.writeEvent, []any{p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time}, op, " %s/%s/%d/%s", p.Namespace, p.Counter, e.Time, e.ID)
+	return d.exec(ctx, cl, d.q.events.writeEvent, []any{p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time},
+		op, " %s/%s/%d/%s", p.Namespace, p.Counter, e.Time, e.ID)
 }
 
 // ReadEventCounter implements driver.Events by reading the counter's
@@ -296,7 +298,8 @@ func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) e
 		return err
 	}
 	r := p.Rollup
-	return d.exec(ctx, cl, d.q.events.writeRollup, []any{r.Epoch, r.Value, r.Epoch, p.Namespace, p.Counter}, op, " %s/%s@%d", p.Namespace, p.Counter, r.Epoch)
+	return d.exec(ctx, cl, d.q.events.writeRollup, []any{r.Epoch, r.Value, r.Epoch, p.Namespace, p.Counter},
+		op, " %s/%s@%d", p.Namespace, p.Counter, r.Epoch)
 }
 
 // DeleteEventBuckets implements driver.Events. Each bucket's events go

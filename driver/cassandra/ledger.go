@@ -62,7 +62,8 @@ func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowPar
 	if err != nil {
 		return err
 	}
-	return d.exec(ctx, cl, d.q.writeLedgerRow, []any{p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp}, op, " %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
+	return d.exec(ctx, cl, d.q.writeLedgerRow, []any{p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp},
+		op, " %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
 }
 
 // ReadLedger implements driver.Ledgers. Rows are independent (each is one

@@ -769,7 +769,8 @@ func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
 	if err != nil {
 		return err
 	}
-	return d.exec(ctx, cl, d.q.queue.setFloor, []any{p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)}, op, " on shard %d of %q", p.Shard, p.Queue)
+	return d.exec(ctx, cl, d.q.queue.setFloor, []any{p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)},
+		op, " on shard %d of %q", p.Shard, p.Queue)
 }
 
 // QueueShardStats pages through the partition from p.From (due, id,

@@ -27,7 +27,8 @@ func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) err
 	if err != nil {
 		return err
 	}
-	return d.exec(ctx, cl, d.q.writeShard, []any{p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp}, op, " %s/%s/%s", p.Namespace, p.Counter, p.Shard.ID)
+	return d.exec(ctx, cl, d.q.writeShard, []any{p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp},
+		op, " %s/%s/%s", p.Namespace, p.Counter, p.Shard.ID)
 }
 
 // ReadShards reads the counter's partition: its shards and the static tally.

@@ -187,21 +187,16 @@ func exerciseActors(t *testing.T, d driver.Driver, open Opener) {
 		t.Parallel()
 		k := counter("actor-conc")
 		const actors = 8
-		var wg sync.WaitGroup
-		errs := make([]error, actors)
-		for i := range actors {
-			wg.Go(func() {
-				for v := int64(1); v <= 5; v++ {
-					if err := a.SetActorValue(ctx(t), &driver.SetActorValueParams{
-						Namespace: k.Namespace, Counter: k.Counter, Actor: fmt.Sprint("p", i), Value: int64(i) * v, Version: v,
-					}); err != nil {
-						errs[i] = err
-						return
-					}
+		errs := race(actors, func(i int) error {
+			for v := int64(1); v <= 5; v++ {
+				if err := a.SetActorValue(ctx(t), &driver.SetActorValueParams{
+					Namespace: k.Namespace, Counter: k.Counter, Actor: fmt.Sprint("p", i), Value: int64(i) * v, Version: v,
+				}); err != nil {
+					return err
 				}
-			})
-		}
-		wg.Wait()
+			}
+			return nil
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatalf("SetActorValue: %v", err)
 		}
@@ -321,23 +316,20 @@ func exerciseNative(t *testing.T, d driver.Driver, open Opener) {
 		t.Parallel()
 		k := counter("native-conc")
 		const adders, adds = 8, 25
-		var wg sync.WaitGroup
-		errs := make([]error, adders)
 		var want int64
 		for i := range adders {
 			for j := range adds {
 				want += nativeDelta(i, j)
 			}
-			wg.Go(func() {
-				for j := range adds {
-					if err := n.AddNative(ctx(t), &driver.AddNativeParams{Namespace: k.Namespace, Counter: k.Counter, Delta: nativeDelta(i, j)}); err != nil {
-						errs[i] = fmt.Errorf("adder %d, add %d: %w", i, j, err)
-						return
-					}
-				}
-			})
 		}
-		wg.Wait()
+		errs := race(adders, func(i int) error {
+			for j := range adds {
+				if err := n.AddNative(ctx(t), &driver.AddNativeParams{Namespace: k.Namespace, Counter: k.Counter, Delta: nativeDelta(i, j)}); err != nil {
+					return fmt.Errorf("adder %d, add %d: %w", i, j, err)
+				}
+			}
+			return nil
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatal(err)
 		}
@@ -476,27 +468,24 @@ func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
 		k := counter("cas-race")
 		const racers = 8
 		won := make([]bool, racers)
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Go(func() {
-				mine := int64(100 + i)
-				for range 10 {
-					r, err := c.CompareAndSetCAS(ctx(t), &driver.CompareAndSetCASParams{
-						Namespace: k.Namespace, Counter: k.Counter, Value: mine,
-					})
-					errs[i] = err
-					if errors.Is(err, driver.ErrUnknownOutcome) {
-						continue
-					}
-					if err == nil {
-						won[i] = r.Applied || r.Current == driver.CASValue{Exists: true, Value: mine}
-					}
-					return
+		errs := race(racers, func(i int) error {
+			mine := int64(100 + i)
+			var err error
+			for range 10 {
+				var r driver.CASResult
+				r, err = c.CompareAndSetCAS(ctx(t), &driver.CompareAndSetCASParams{
+					Namespace: k.Namespace, Counter: k.Counter, Value: mine,
+				})
+				if errors.Is(err, driver.ErrUnknownOutcome) {
+					continue
 				}
-			})
-		}
-		wg.Wait()
+				if err == nil {
+					won[i] = r.Applied || r.Current == driver.CASValue{Exists: true, Value: mine}
+				}
+				return err
+			}
+			return err
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatal(err)
 		}

@@ -131,18 +131,11 @@ func exerciseNamespaces(t *testing.T, d driver.Driver) {
 		c := ctx(t)
 		name := unique("ns-race")
 		const racers = 5
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
-					Name: name, Model: "sharded", Type: fmt.Sprint("t", i), CreatedAt: time.UnixMilli(int64(i)).UTC(),
-				}})
-			}()
-		}
-		wg.Wait()
+		errs := race(racers, func(i int) error {
+			return d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
+				Name: name, Model: "sharded", Type: fmt.Sprint("t", i), CreatedAt: time.UnixMilli(int64(i)).UTC(),
+			}})
+		})
 		winners := 0
 		winner := -1
 		for i, err := range errs {
@@ -222,6 +215,18 @@ func wantRecord[R any](t *testing.T, get string, got *R, gotAt *time.Time, want 
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("%s = %+v, want %+v", get, *got, want)
 	}
+}
+
+// race runs f(0) to f(n-1) at once, each in a goroutine of its own, and
+// returns their errors by racer.
+func race(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	return errs
 }
 
 // openClosed opens a driver of its own and closes it, for checking that
@@ -372,21 +377,13 @@ func exerciseShards(t *testing.T, d driver.Driver) {
 		t.Parallel()
 		k := counter("conc")
 		const writers = 16
-		var wg sync.WaitGroup
-		errs := make(chan error, writers)
-		for i := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs <- d.WriteShard(ctx(t), &driver.WriteShardParams{
-					Namespace: k.Namespace, Counter: k.Counter, Timestamp: int64(10 + i),
-					Shard: driver.Shard{ID: fmt.Sprintf("m%02d", i), State: []byte{byte(i)}, ExpiresAt: 1000},
-				})
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		errs := race(writers, func(i int) error {
+			return d.WriteShard(ctx(t), &driver.WriteShardParams{
+				Namespace: k.Namespace, Counter: k.Counter, Timestamp: int64(10 + i),
+				Shard: driver.Shard{ID: fmt.Sprintf("m%02d", i), State: []byte{byte(i)}, ExpiresAt: 1000},
+			})
+		})
+		for _, err := range errs {
 			if err != nil {
 				t.Fatalf("WriteShard: %v", err)
 			}

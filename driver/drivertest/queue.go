@@ -165,17 +165,12 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 		c := ctx(t)
 		name := unique("q-race")
 		const racers = 4
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Go(func() {
-				errs[i] = d.CreateQueue(c, &driver.CreateQueueParams{Queue: driver.Queue{
-					Name: name, Shards: 4 + i, ShardDuration: time.Minute, MaxDeliveries: 5,
-					VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(int64(i)).UTC(),
-				}})
-			})
-		}
-		wg.Wait()
+		errs := race(racers, func(i int) error {
+			return d.CreateQueue(c, &driver.CreateQueueParams{Queue: driver.Queue{
+				Name: name, Shards: 4 + i, ShardDuration: time.Minute, MaxDeliveries: 5,
+				VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(int64(i)).UTC(),
+			}})
+		})
 		winner := -1
 		for i, err := range errs {
 			switch {
@@ -428,15 +423,11 @@ func exerciseLeases(t *testing.T, d driver.Driver) {
 		q := unique("q-lease-race")
 		const racers = 4
 		held := make([]bool, racers)
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Go(func() {
-				res, err := d.AcquireLease(c, lease(q, fmt.Sprint("c", i), time.Minute))
-				held[i], errs[i] = res.Held, err
-			})
-		}
-		wg.Wait()
+		errs := race(racers, func(i int) error {
+			res, err := d.AcquireLease(c, lease(q, fmt.Sprint("c", i), time.Minute))
+			held[i] = res.Held
+			return err
+		})
 		winners := 0
 		for i := range racers {
 			if errs[i] != nil && !errors.Is(errs[i], driver.ErrUnknownOutcome) {

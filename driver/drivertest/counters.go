@@ -515,52 +515,45 @@ func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
 			mu      sync.Mutex
 			applied = map[int64]int{} // step -> worker whose set applied
 			unknown = map[int64]bool{}
-			errs    = make([]error, workers)
 		)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for done, attempts := 0, 0; done < increments; attempts++ {
-					if attempts > 100*increments {
-						errs[w] = fmt.Errorf("worker %d: %d attempts for %d increments", w, attempts, increments)
-						return
-					}
-					cur, err := c.ReadCAS(ctx(t), &driver.ReadCASParams{Namespace: k.Namespace, Counter: k.Counter})
-					if errors.Is(err, driver.ErrUnavailable) {
-						continue // a serial read's Paxos round timed out; reading again is harmless
-					}
-					if err != nil {
-						errs[w] = fmt.Errorf("worker %d: ReadCAS: %w", w, err)
-						return
-					}
-					next := cur.Value + 1
-					r, err := c.CompareAndSetCAS(ctx(t), &driver.CompareAndSetCASParams{
-						Namespace: k.Namespace, Counter: k.Counter, Expect: cur, Value: next,
-					})
-					switch {
-					case errors.Is(err, driver.ErrUnknownOutcome):
-						mu.Lock()
-						unknown[next] = true
-						mu.Unlock()
-					case err != nil:
-						errs[w] = fmt.Errorf("worker %d: CompareAndSetCAS: %w", w, err)
-						return
-					case r.Applied:
-						mu.Lock()
-						if other, dup := applied[next]; dup {
-							errs[w] = fmt.Errorf("workers %d and %d both moved the counter to %d", other, w, next)
-						}
-						applied[next] = w
-						mu.Unlock()
-						done++
-					case r.Current.Value <= cur.Value && r.Current.Exists == cur.Exists:
-						errs[w] = fmt.Errorf("worker %d: set %+v -> %d not applied, but current is %+v", w, cur, next, r.Current)
-						return
-					}
+		errs := race(workers, func(w int) error {
+			var dupErr error // reported once the worker is done
+			for done, attempts := 0, 0; done < increments; attempts++ {
+				if attempts > 100*increments {
+					return fmt.Errorf("worker %d: %d attempts for %d increments", w, attempts, increments)
 				}
-			})
-		}
-		wg.Wait()
+				cur, err := c.ReadCAS(ctx(t), &driver.ReadCASParams{Namespace: k.Namespace, Counter: k.Counter})
+				if errors.Is(err, driver.ErrUnavailable) {
+					continue // a serial read's Paxos round timed out; reading again is harmless
+				}
+				if err != nil {
+					return fmt.Errorf("worker %d: ReadCAS: %w", w, err)
+				}
+				next := cur.Value + 1
+				r, err := c.CompareAndSetCAS(ctx(t), &driver.CompareAndSetCASParams{
+					Namespace: k.Namespace, Counter: k.Counter, Expect: cur, Value: next,
+				})
+				switch {
+				case errors.Is(err, driver.ErrUnknownOutcome):
+					mu.Lock()
+					unknown[next] = true
+					mu.Unlock()
+				case err != nil:
+					return fmt.Errorf("worker %d: CompareAndSetCAS: %w", w, err)
+				case r.Applied:
+					mu.Lock()
+					if other, dup := applied[next]; dup {
+						dupErr = fmt.Errorf("workers %d and %d both moved the counter to %d", other, w, next)
+					}
+					applied[next] = w
+					mu.Unlock()
+					done++
+				case r.Current.Value <= cur.Value && r.Current.Exists == cur.Exists:
+					return fmt.Errorf("worker %d: set %+v -> %d not applied, but current is %+v", w, cur, next, r.Current)
+				}
+			}
+			return dupErr
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatal(err)
 		}

@@ -172,13 +172,9 @@ func actorValuesFromScan(rows []actorRow) ([]driver.ActorValue, error) {
 // driver.ErrUnknownOutcome (mapError), never retried here. The sum wraps
 // around at the ends of the int64 range, as Java longs do.
 func (d *Driver) AddNative(ctx context.Context, p *driver.AddNativeParams) error {
-	const op = "add native"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	return d.exec(ctx, cl, d.q.counters.addNative, []any{p.Delta, p.Namespace, p.Counter},
-		op, " %s/%s", p.Namespace, p.Counter)
+	return d.execAt(ctx, "add native", p.Consistency, d.cfg.WriteConsistency,
+		d.q.counters.addNative, []any{p.Delta, p.Namespace, p.Counter},
+		" %s/%s", p.Namespace, p.Counter)
 }
 
 // ReadNative implements driver.NativeCounters.

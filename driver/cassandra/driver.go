@@ -244,6 +244,15 @@ func (d *Driver) exec(ctx context.Context, cl gocql.Consistency, stmt string, va
 	return nil
 }
 
+// execAt is a whole single-statement write: beginAt, then exec.
+func (d *Driver) execAt(ctx context.Context, op string, c, configured driver.Consistency, stmt string, values []any, subject string, args ...any) error {
+	cl, err := d.beginAt(ctx, op, c, configured)
+	if err != nil {
+		return err
+	}
+	return d.exec(ctx, cl, stmt, values, op, subject, args...)
+}
+
 // readRows scans every row of iter and converts them with decode; a
 // failure of either names op and what was read (subject, formatted with
 // args only then).

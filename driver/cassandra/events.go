@@ -100,27 +100,19 @@ func eventSchemaStatements(cfg Config) []string {
 // MarkEventBucket implements driver.Events: an UPDATE of the bucket's row
 // USING TIMESTAMP the bucket start.
 func (d *Driver) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketParams) error {
-	const op = "mark event bucket"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	return d.exec(ctx, cl, d.q.events.markBucket, []any{p.Bucket, p.Namespace, p.Counter, p.Bucket},
-		op, " %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
+	return d.execAt(ctx, "mark event bucket", p.Consistency, d.cfg.WriteConsistency,
+		d.q.events.markBucket, []any{p.Bucket, p.Namespace, p.Counter, p.Bucket},
+		" %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
 }
 
 // WriteEvent implements driver.Events with INSERT ... USING TIMESTAMP the
 // event time. Of two writes of one (time, id) with different deltas,
 // Cassandra keeps the greater serialized value on every replica.
 func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) error {
-	const op = "write event"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
 	e := p.Event
-	return d.exec(ctx, cl, d.q.events.writeEvent, []any{p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time},
-		op, " %s/%s/%d/%s", p.Namespace, p.Counter, e.Time, e.ID)
+	return d.execAt(ctx, "write event", p.Consistency, d.cfg.WriteConsistency,
+		d.q.events.writeEvent, []any{p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time},
+		" %s/%s/%d/%s", p.Namespace, p.Counter, e.Time, e.ID)
 }
 
 // ReadEventCounter implements driver.Events by reading the counter's
@@ -292,14 +284,10 @@ func compareEvents(a, b driver.Event) int {
 // WriteRollup implements driver.Events: one UPDATE of both static columns
 // USING TIMESTAMP the epoch.
 func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) error {
-	const op = "write rollup"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.FoldConsistency)
-	if err != nil {
-		return err
-	}
 	r := p.Rollup
-	return d.exec(ctx, cl, d.q.events.writeRollup, []any{r.Epoch, r.Value, r.Epoch, p.Namespace, p.Counter},
-		op, " %s/%s@%d", p.Namespace, p.Counter, r.Epoch)
+	return d.execAt(ctx, "write rollup", p.Consistency, d.cfg.FoldConsistency,
+		d.q.events.writeRollup, []any{r.Epoch, r.Value, r.Epoch, p.Namespace, p.Counter},
+		" %s/%s@%d", p.Namespace, p.Counter, r.Epoch)
 }
 
 // DeleteEventBuckets implements driver.Events. Each bucket's events go

@@ -57,13 +57,9 @@ func ledgerStatements(ks string) (writeRow, readRows, claim, release, probeRows,
 // two writes at one timestamp it keeps the greater blob, as the embedded
 // driver does.
 func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
-	const op = "write ledger row"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	return d.exec(ctx, cl, d.q.writeLedgerRow, []any{p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp},
-		op, " %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
+	return d.execAt(ctx, "write ledger row", p.Consistency, d.cfg.WriteConsistency,
+		d.q.writeLedgerRow, []any{p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp},
+		" %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
 }
 
 // ReadLedger implements driver.Ledgers. Rows are independent (each is one

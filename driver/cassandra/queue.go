@@ -764,13 +764,9 @@ func (d *Driver) ReleaseLease(ctx context.Context, p *driver.LeaseParams) (drive
 // SetFloor writes the static floor column, and the anchor row with it,
 // in one plain write.
 func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
-	const op = "set floor"
-	cl, err := d.beginAt(ctx, op, driver.Default, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	return d.exec(ctx, cl, d.q.queue.setFloor, []any{p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)},
-		op, " on shard %d of %q", p.Shard, p.Queue)
+	return d.execAt(ctx, "set floor", driver.Default, d.cfg.WriteConsistency,
+		d.q.queue.setFloor, []any{p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)},
+		" on shard %d of %q", p.Shard, p.Queue)
 }
 
 // QueueShardStats pages through the partition from p.From (due, id,

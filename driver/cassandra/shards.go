@@ -22,13 +22,9 @@ const maxBatchStatements = 65535 - 1
 // p.Shard.ExpiresAt is the caller's invariant; like the embedded driver,
 // this one does not check it.
 func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
-	const op = "write shard"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	return d.exec(ctx, cl, d.q.writeShard, []any{p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp},
-		op, " %s/%s/%s", p.Namespace, p.Counter, p.Shard.ID)
+	return d.execAt(ctx, "write shard", p.Consistency, d.cfg.WriteConsistency,
+		d.q.writeShard, []any{p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp},
+		" %s/%s/%s", p.Namespace, p.Counter, p.Shard.ID)
 }
 
 // ReadShards reads the counter's partition: its shards and the static tally.

@@ -72,6 +72,16 @@ func (f *fuzzBytes) bigEndian() int64 {
 	return v
 }
 
+// refused reports whether a fuzzed decode failed, which it may only do
+// with a malformed row error.
+func refused(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil && !errors.Is(err, errBadRow) {
+		t.Fatalf("error %v is not a malformed row error", err)
+	}
+	return err != nil
+}
+
 // decodedAll checks the outcome of decoding fuzzed rows into one result per
 // row: a refusal must be errBadRow with no results, a success must keep
 // every row. It reports whether there are results to check further.
@@ -334,13 +344,10 @@ func FuzzNamespaceFromRow(f *testing.F) {
 			}
 		}
 		ns, err := namespaceFromRow(r)
-		if err != nil {
-			if ns != nil {
-				t.Fatalf("error %v with a non-nil namespace", err)
-			}
-			if !errors.Is(err, errBadRow) {
-				t.Fatalf("error %v is not a malformed row error", err)
-			}
+		if err != nil && ns != nil {
+			t.Fatalf("error %v with a non-nil namespace", err)
+		}
+		if refused(t, err) {
 			return
 		}
 		if ns.Retention < 0 {
@@ -419,13 +426,10 @@ func FuzzShardSetFromRows(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rows := fuzzRows(data)
 		set, err := shardSetFromRows(rows)
-		if err != nil {
-			if set != nil {
-				t.Fatalf("error %v with a non-nil set", err)
-			}
-			if !errors.Is(err, errBadRow) {
-				t.Fatalf("error %v is not a malformed row error", err)
-			}
+		if err != nil && set != nil {
+			t.Fatalf("error %v with a non-nil set", err)
+		}
+		if refused(t, err) {
 			return
 		}
 		for i, s := range set.Shards {

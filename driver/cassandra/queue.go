@@ -246,11 +246,7 @@ func (r *queueRow) fromMap(m map[string]any) {
 // queueFromRow converts a scanned queues row; every column must be set.
 func queueFromRow(r queueRow) (*driver.Queue, error) {
 	bad := func(format string, args ...any) (*driver.Queue, error) {
-		name := "<null>"
-		if r.Name != nil {
-			name = fmt.Sprintf("%q", *r.Name)
-		}
-		return nil, fmt.Errorf("%w: queues row %s: %s", errBadRow, name, fmt.Sprintf(format, args...))
+		return nil, badRecordRow("queues", r.Name, format, args...)
 	}
 	switch {
 	case r.Name == nil:

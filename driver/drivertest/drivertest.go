@@ -394,23 +394,29 @@ func exerciseShards(t *testing.T, d driver.Driver) {
 	})
 }
 
+// counterWithShards returns a fresh counter holding the first n of the
+// shards a=01@100, b=02@200 and c=03@300, written at timestamps 10, 20 and
+// 30: what most fold tests start from.
+func counterWithShards(t *testing.T, d driver.Driver, prefix string, n int) driver.CounterKey {
+	t.Helper()
+	k := counter(prefix)
+	for i, id := range []string{"a", "b", "c"}[:n] {
+		write(t, d, k, id, []byte{byte(i + 1)}, int64(100*(i+1)), int64(10*(i+1)))
+	}
+	return k
+}
+
 func exerciseFold(t *testing.T, d driver.Driver) {
 	t.Run("DeletesListedAndWritesTally", func(t *testing.T) {
 		t.Parallel()
-		k := counter("fold")
-		write(t, d, k, "a", []byte{1}, 100, 10)
-		write(t, d, k, "b", []byte{2}, 200, 20)
-		write(t, d, k, "c", []byte{3}, 300, 30)
+		k := counterWithShards(t, d, "fold", 3)
 		fold(t, d, k, []string{"a", "b"}, []byte("T1"), 201)
 		wantState(t, d, k, []byte("T1"), 201, "c=03@300")
 	})
 
 	t.Run("ReplayedManyTimes", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldreplay")
-		write(t, d, k, "a", []byte{1}, 100, 10)
-		write(t, d, k, "b", []byte{2}, 200, 20)
-		write(t, d, k, "c", []byte{3}, 300, 30)
+		k := counterWithShards(t, d, "foldreplay", 3)
 		for range 10 {
 			fold(t, d, k, []string{"a", "b"}, []byte("T1"), 201)
 		}
@@ -419,9 +425,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 
 	t.Run("LowerTimestampNeverOverwritesTally", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldorder")
-		write(t, d, k, "a", []byte{1}, 100, 10)
-		write(t, d, k, "b", []byte{2}, 200, 20)
+		k := counterWithShards(t, d, "foldorder", 2)
 		// The later GC folded a and b; the earlier GC (a only) arrives late.
 		fold(t, d, k, []string{"a", "b"}, []byte("AB"), 201)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
@@ -431,9 +435,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 	t.Run("RacingFoldsEitherOrder", func(t *testing.T) {
 		t.Parallel()
 		for _, order := range []string{"small-first", "big-first"} {
-			k := counter("foldrace-" + order)
-			write(t, d, k, "a", []byte{1}, 100, 10)
-			write(t, d, k, "b", []byte{2}, 200, 20)
+			k := counterWithShards(t, d, "foldrace-"+order, 2)
 			small := func() { fold(t, d, k, []string{"a"}, []byte("A"), 101) }
 			big := func() { fold(t, d, k, []string{"a", "b"}, []byte("AB"), 201) }
 			if order == "small-first" {
@@ -449,8 +451,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 
 	t.Run("LateOlderWriteStaysDeleted", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldlate")
-		write(t, d, k, "a", []byte{1}, 100, 10)
+		k := counterWithShards(t, d, "foldlate", 1)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		// A dead mutator's delayed write: any timestamp below its expiry,
 		// hence below the fold's.
@@ -461,8 +462,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 
 	t.Run("DeleteWinsTimestampTie", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldtie")
-		write(t, d, k, "a", []byte{1}, 100, 10)
+		k := counterWithShards(t, d, "foldtie", 1)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		// A write at exactly the fold's timestamp (expires_at kept above it,
 		// as the seam requires) loses to the delete.
@@ -472,8 +472,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 
 	t.Run("NewerWriteAfterDeleteVisible", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldnewer")
-		write(t, d, k, "a", []byte{1}, 100, 10)
+		k := counterWithShards(t, d, "foldnewer", 1)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		write(t, d, k, "a", []byte{2}, 500, 102)
 		wantState(t, d, k, []byte("A"), 101, "a=02@500")
@@ -488,8 +487,7 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 
 	t.Run("SuccessiveFoldsAdvanceTally", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldchain")
-		write(t, d, k, "a", []byte{1}, 100, 10)
+		k := counterWithShards(t, d, "foldchain", 1)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		write(t, d, k, "b", []byte{2}, 200, 150)
 		fold(t, d, k, []string{"b"}, []byte("AB"), 201)

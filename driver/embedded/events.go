@@ -206,11 +206,7 @@ func (d *Driver) ListEventCounters(ctx context.Context, p *driver.ListCountersPa
 }
 
 func (d *Driver) listEventCounters(ctx context.Context, ns string) (_ []driver.CounterKey, err error) {
-	lo := []byte{tableEventCounters}
-	if ns != "" {
-		lo = appendComponent(lo, ns)
-	}
-	it, err := d.iterPrefix(lo)
+	it, err := d.iterPrefix(namespacePrefix(tableEventCounters, ns))
 	if err != nil {
 		return nil, err
 	}

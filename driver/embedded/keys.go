@@ -44,6 +44,16 @@ func namespaceKey(name string) []byte {
 	return appendComponent([]byte{tableNamespaces}, name)
 }
 
+// namespacePrefix is the prefix of table's keys in namespace ns, or of all
+// of them when ns is empty.
+func namespacePrefix(table byte, ns string) []byte {
+	prefix := []byte{table}
+	if ns != "" {
+		prefix = appendComponent(prefix, ns)
+	}
+	return prefix
+}
+
 // counterKey is table's byte followed by the namespace and counter
 // components: the key of a per-counter record, or the prefix of a
 // counter's keys, which have room for extra more bytes.

@@ -137,11 +137,7 @@ func (d *Driver) ListCounters(ctx context.Context, p *driver.ListCountersParams)
 }
 
 func (d *Driver) listCounters(ctx context.Context, ns string) (_ []driver.CounterKey, err error) {
-	shardLo, tallyLo := []byte{tableShards}, []byte{tableTally}
-	if ns != "" {
-		shardLo = appendComponent(shardLo, ns)
-		tallyLo = appendComponent(tallyLo, ns)
-	}
+	shardLo, tallyLo := namespacePrefix(tableShards, ns), namespacePrefix(tableTally, ns)
 	it, err := d.iterPrefix(shardLo)
 	if err != nil {
 		return nil, err

@@ -155,14 +155,9 @@ func (r *eventCounterRow) dest() []any {
 func eventCounterFromRows(rows []eventCounterRow) (*driver.EventCounter, error) {
 	ec := &driver.EventCounter{Buckets: []int64{}}
 	for i, r := range rows {
-		rollup, err := rollupFromRow(r)
+		rollup, err := staticColumns(i, r, rollupFromRow, sameRollup, &ec.Rollup, "rollup")
 		if err != nil {
-			return nil, fmt.Errorf("row %d: %w", i, err)
-		}
-		if i == 0 {
-			ec.Rollup = rollup
-		} else if !sameRollup(ec.Rollup, rollup) {
-			return nil, fmt.Errorf("%w: row %d: static rollup differs from row 0", errBadRow, i)
+			return nil, err
 		}
 		if r.Bucket == nil {
 			// The static-only row of a partition without markers.

@@ -152,20 +152,31 @@ func (r *shardRow) dest() []any {
 	return []any{&r.Shard, &r.State, &r.ExpiresAt, &r.Tally, &r.TallyTS}
 }
 
+// staticColumns decodes the static columns of row i of a partition, which
+// every row carries, and checks that they are the same as row 0's: first
+// holds those, stored when i is 0. what names the columns in the error.
+func staticColumns[R, S any](i int, r R, decode func(R) (S, error), same func(a, b S) bool, first *S, what string) (S, error) {
+	s, err := decode(r)
+	if err != nil {
+		return s, fmt.Errorf("row %d: %w", i, err)
+	}
+	if i == 0 {
+		*first = s
+	} else if !same(*first, s) {
+		return s, fmt.Errorf("%w: row %d: static %s differs from row 0", errBadRow, i, what)
+	}
+	return s, nil
+}
+
 // shardSetFromRows converts a partition's rows. It accepts exactly what
 // the driver writes: complete shard rows and a tally that is either
 // entirely present or entirely absent, identical on every row.
 func shardSetFromRows(rows []shardRow) (*driver.ShardSet, error) {
 	set := &driver.ShardSet{}
 	for i, r := range rows {
-		tally, err := tallyFromRow(r)
+		tally, err := staticColumns(i, r, tallyFromRow, sameTally, &set.Tally, "tally")
 		if err != nil {
-			return nil, fmt.Errorf("row %d: %w", i, err)
-		}
-		if i == 0 {
-			set.Tally = tally
-		} else if !sameTally(set.Tally, tally) {
-			return nil, fmt.Errorf("%w: row %d: static tally differs from row 0", errBadRow, i)
+			return nil, err
 		}
 		if r.Shard == nil {
 			// The static-only row of a partition that has no shards.

@@ -110,12 +110,8 @@ func (d *Driver) SetActorValue(ctx context.Context, p *driver.SetActorValueParam
 	if err != nil {
 		return fmt.Errorf("cassandra: %s: %w", op, err)
 	}
-	err = d.session.Query(d.q.counters.setActor, p.Namespace, p.Counter, p.Actor, p.Value, p.Version).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Counter, p.Actor, mapError(opWrite, err))
-	}
-	return nil
+	return d.exec(ctx, cl, d.q.counters.setActor, []any{p.Namespace, p.Counter, p.Actor, p.Value, p.Version},
+		op, " %s/%s/%s", p.Namespace, p.Counter, p.Actor)
 }
 
 // ReadActorValues implements driver.Actors. Each row is one actor's last
@@ -127,15 +123,7 @@ func (d *Driver) ReadActorValues(ctx context.Context, p *driver.ReadActorValuesP
 		return nil, err
 	}
 	iter := d.session.Query(d.q.counters.readActors, p.Namespace, p.Counter).Consistency(cl).IterContext(ctx)
-	rows, err := scanRows(iter, (*actorRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, mapError(opRead, err))
-	}
-	out, err := actorValuesFromScan(rows)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, err)
-	}
-	return out, nil
+	return readRows(iter, (*actorRow).dest, actorValuesFromScan, op, " %s/%s", p.Namespace, p.Counter)
 }
 
 // actorRow is one scanned row of actor_values; nil pointers are nulls.
@@ -184,16 +172,9 @@ func actorValuesFromScan(rows []actorRow) ([]driver.ActorValue, error) {
 // driver.ErrUnknownOutcome (mapError), never retried here. The sum wraps
 // around at the ends of the int64 range, as Java longs do.
 func (d *Driver) AddNative(ctx context.Context, p *driver.AddNativeParams) error {
-	const op = "add native"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	err = d.session.Query(d.q.counters.addNative, p.Delta, p.Namespace, p.Counter).Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, mapError(opWrite, err))
-	}
-	return nil
+	return d.execAt(ctx, "add native", p.Consistency, d.cfg.WriteConsistency,
+		d.q.counters.addNative, []any{p.Delta, p.Namespace, p.Counter},
+		" %s/%s", p.Namespace, p.Counter)
 }
 
 // ReadNative implements driver.NativeCounters.

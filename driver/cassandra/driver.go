@@ -235,6 +235,41 @@ func scanRows[R any](iter *gocql.Iter, dest func(*R) []any) ([]R, error) {
 	return rows, iter.Close()
 }
 
+// exec runs one write statement at cl; a failure names op and what was
+// written (subject, formatted with args only then).
+func (d *Driver) exec(ctx context.Context, cl gocql.Consistency, stmt string, values []any, op, subject string, args ...any) error {
+	if err := d.session.Query(stmt, values...).Consistency(cl).ExecContext(ctx); err != nil {
+		return fmt.Errorf("cassandra: %s%s: %w", op, fmt.Sprintf(subject, args...), mapError(opWrite, err))
+	}
+	return nil
+}
+
+// execAt is a whole single-statement write: beginAt, then exec.
+func (d *Driver) execAt(ctx context.Context, op string, c, configured driver.Consistency, stmt string, values []any, subject string, args ...any) error {
+	cl, err := d.beginAt(ctx, op, c, configured)
+	if err != nil {
+		return err
+	}
+	return d.exec(ctx, cl, stmt, values, op, subject, args...)
+}
+
+// readRows scans every row of iter and converts them with decode; a
+// failure of either names op and what was read (subject, formatted with
+// args only then).
+func readRows[R, T any](iter *gocql.Iter, dest func(*R) []any, decode func([]R) (T, error), op, subject string, args ...any) (T, error) {
+	rows, err := scanRows(iter, dest)
+	if err != nil {
+		err = mapError(opRead, err)
+	} else {
+		var out T
+		if out, err = decode(rows); err == nil {
+			return out, nil
+		}
+	}
+	var zero T
+	return zero, fmt.Errorf("cassandra: %s%s: %w", op, fmt.Sprintf(subject, args...), err)
+}
+
 // level resolves an operation's level: Default means the configured one.
 func level(c, configured driver.Consistency) (gocql.Consistency, error) {
 	if c == driver.Default {

@@ -139,30 +139,24 @@ func isTimeout(err error) bool {
 		(errors.As(err, &ne) && ne.Timeout())
 }
 
+// gocqlLevels are the gocql levels of the driver's levels.
+var gocqlLevels = map[driver.Consistency]gocql.Consistency{
+	driver.One:         gocql.One,
+	driver.Two:         gocql.Two,
+	driver.Three:       gocql.Three,
+	driver.Quorum:      gocql.Quorum,
+	driver.All:         gocql.All,
+	driver.LocalQuorum: gocql.LocalQuorum,
+	driver.EachQuorum:  gocql.EachQuorum,
+	driver.LocalOne:    gocql.LocalOne,
+	driver.Any:         gocql.Any,
+}
+
 // gocqlConsistency converts a driver level; ok is false for Default and for
 // values that are not levels.
 func gocqlConsistency(c driver.Consistency) (gocql.Consistency, bool) {
-	switch c {
-	case driver.One:
-		return gocql.One, true
-	case driver.Two:
-		return gocql.Two, true
-	case driver.Three:
-		return gocql.Three, true
-	case driver.Quorum:
-		return gocql.Quorum, true
-	case driver.All:
-		return gocql.All, true
-	case driver.LocalQuorum:
-		return gocql.LocalQuorum, true
-	case driver.EachQuorum:
-		return gocql.EachQuorum, true
-	case driver.LocalOne:
-		return gocql.LocalOne, true
-	case driver.Any:
-		return gocql.Any, true
-	}
-	return 0, false
+	g, ok := gocqlLevels[c]
+	return g, ok
 }
 
 // serialFor picks the Paxos consistency that matches a commit level: a

@@ -100,35 +100,19 @@ func eventSchemaStatements(cfg Config) []string {
 // MarkEventBucket implements driver.Events: an UPDATE of the bucket's row
 // USING TIMESTAMP the bucket start.
 func (d *Driver) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketParams) error {
-	const op = "mark event bucket"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	err = d.session.Query(d.q.events.markBucket, p.Bucket, p.Namespace, p.Counter, p.Bucket).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s/%d: %w", op, p.Namespace, p.Counter, p.Bucket, mapError(opWrite, err))
-	}
-	return nil
+	return d.execAt(ctx, "mark event bucket", p.Consistency, d.cfg.WriteConsistency,
+		d.q.events.markBucket, []any{p.Bucket, p.Namespace, p.Counter, p.Bucket},
+		" %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
 }
 
 // WriteEvent implements driver.Events with INSERT ... USING TIMESTAMP the
 // event time. Of two writes of one (time, id) with different deltas,
 // Cassandra keeps the greater serialized value on every replica.
 func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) error {
-	const op = "write event"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
 	e := p.Event
-	err = d.session.Query(d.q.events.writeEvent, p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s/%d/%s: %w", op, p.Namespace, p.Counter, e.Time, e.ID, mapError(opWrite, err))
-	}
-	return nil
+	return d.execAt(ctx, "write event", p.Consistency, d.cfg.WriteConsistency,
+		d.q.events.writeEvent, []any{p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time},
+		" %s/%s/%d/%s", p.Namespace, p.Counter, e.Time, e.ID)
 }
 
 // ReadEventCounter implements driver.Events by reading the counter's
@@ -146,15 +130,7 @@ func (d *Driver) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounte
 	}
 	iter := d.session.Query(d.q.events.readCounter, p.Namespace, p.Counter).
 		Consistency(cl).PageSize(0).IterContext(ctx)
-	rows, err := scanRows(iter, (*eventCounterRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, mapError(opRead, err))
-	}
-	ec, err := eventCounterFromRows(rows)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, err)
-	}
-	return ec, nil
+	return readRows(iter, (*eventCounterRow).dest, eventCounterFromRows, op, " %s/%s", p.Namespace, p.Counter)
 }
 
 // eventCounterRow is one scanned row of a counter's record partition; nil
@@ -179,14 +155,9 @@ func (r *eventCounterRow) dest() []any {
 func eventCounterFromRows(rows []eventCounterRow) (*driver.EventCounter, error) {
 	ec := &driver.EventCounter{Buckets: []int64{}}
 	for i, r := range rows {
-		rollup, err := rollupFromRow(r)
+		rollup, err := staticColumns(i, r, rollupFromRow, sameRollup, &ec.Rollup, "rollup")
 		if err != nil {
-			return nil, fmt.Errorf("row %d: %w", i, err)
-		}
-		if i == 0 {
-			ec.Rollup = rollup
-		} else if !sameRollup(ec.Rollup, rollup) {
-			return nil, fmt.Errorf("%w: row %d: static rollup differs from row 0", errBadRow, i)
+			return nil, err
 		}
 		if r.Bucket == nil {
 			// The static-only row of a partition without markers.
@@ -259,15 +230,8 @@ func (d *Driver) ReadEvents(ctx context.Context, p *driver.ReadEventsParams) ([]
 	}
 	iter := d.session.Query(d.q.events.readEvents, p.Namespace, p.Counter, p.Bucket, p.After, p.UpTo).
 		Consistency(cl).PageSize(eventsPageSize).IterContext(ctx)
-	rows, err := scanRows(iter, (*eventRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s/%d: %w", op, p.Namespace, p.Counter, p.Bucket, mapError(opRead, err))
-	}
-	events, err := eventsFromRows(rows, p.After, p.UpTo)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s/%d: %w", op, p.Namespace, p.Counter, p.Bucket, err)
-	}
-	return events, nil
+	decode := func(rows []eventRow) ([]driver.Event, error) { return eventsFromRows(rows, p.After, p.UpTo) }
+	return readRows(iter, (*eventRow).dest, decode, op, " %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
 }
 
 // eventRow is one scanned event. time and id are clustering columns and
@@ -315,18 +279,10 @@ func compareEvents(a, b driver.Event) int {
 // WriteRollup implements driver.Events: one UPDATE of both static columns
 // USING TIMESTAMP the epoch.
 func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) error {
-	const op = "write rollup"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.FoldConsistency)
-	if err != nil {
-		return err
-	}
 	r := p.Rollup
-	err = d.session.Query(d.q.events.writeRollup, r.Epoch, r.Value, r.Epoch, p.Namespace, p.Counter).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s@%d: %w", op, p.Namespace, p.Counter, r.Epoch, mapError(opWrite, err))
-	}
-	return nil
+	return d.execAt(ctx, "write rollup", p.Consistency, d.cfg.FoldConsistency,
+		d.q.events.writeRollup, []any{r.Epoch, r.Value, r.Epoch, p.Namespace, p.Counter},
+		" %s/%s@%d", p.Namespace, p.Counter, r.Epoch)
 }
 
 // DeleteEventBuckets implements driver.Events. Each bucket's events go
@@ -343,10 +299,10 @@ func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBu
 		return err
 	}
 	for _, bucket := range p.Buckets {
-		err := d.session.Query(d.q.events.deleteBucket, p.Timestamp, p.Namespace, p.Counter, bucket).
-			Consistency(cl).ExecContext(ctx)
+		err := d.exec(ctx, cl, d.q.events.deleteBucket, []any{p.Timestamp, p.Namespace, p.Counter, bucket},
+			op, " %s/%s: events of bucket %d", p.Namespace, p.Counter, bucket)
 		if err != nil {
-			return fmt.Errorf("cassandra: %s %s/%s: events of bucket %d: %w", op, p.Namespace, p.Counter, bucket, mapError(opWrite, err))
+			return err
 		}
 	}
 	for chunk := range slices.Chunk(p.Buckets, maxMarkerDeletesPerBatch) {
@@ -365,13 +321,5 @@ func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBu
 // through the distinct partition keys of event_counters, filters the
 // namespace here, de-duplicates and sorts.
 func (d *Driver) ListEventCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
-	const op = "list event counters"
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
-	keys, err := d.listPartitionKeys(ctx, d.q.events.listCounters, p.Namespace)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
-	}
-	return keys, nil
+	return d.listPartitionKeys(ctx, "list event counters", d.q.events.listCounters, p.Namespace)
 }

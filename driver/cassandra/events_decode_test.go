@@ -92,29 +92,6 @@ func TestEventsFromRows(t *testing.T) {
 	}
 }
 
-// fuzzBytes hands out a fuzzer's bytes; reads past the end give zeros, so
-// every input decodes into some rows. Values are single signed bytes so
-// that the fuzzer finds equal buckets, rollups and event keys easily.
-type fuzzBytes []byte
-
-func (f *fuzzBytes) byte() byte {
-	if len(*f) == 0 {
-		return 0
-	}
-	b := (*f)[0]
-	*f = (*f)[1:]
-	return b
-}
-
-func (f *fuzzBytes) small() int64 { return int64(int8(f.byte())) }
-
-func (f *fuzzBytes) str() string {
-	n := min(int(f.byte()%4), len(*f))
-	s := string((*f)[:n])
-	*f = (*f)[n:]
-	return s
-}
-
 // FuzzEventCounterFromRows: whatever rows a record partition holds, the
 // decoder either refuses them as malformed or returns exactly the marked
 // buckets, strictly ascending, and the rollup every row agrees on.

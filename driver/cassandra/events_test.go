@@ -1,8 +1,6 @@
 package cassandra_test
 
 import (
-	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -16,43 +14,13 @@ func TestListEventCountersPaged(t *testing.T) {
 	t.Parallel()
 	d := open(t, testConfig(t))
 	ctx := ctxT(t)
-	var want []driver.CounterKey
-	for _, ns := range []string{"a", "b"} {
-		for i := range 30 {
-			c := fmt.Sprintf("c%02d", i)
-			want = append(want, driver.CounterKey{Namespace: ns, Counter: c})
-			var err error
-			if i%2 == 0 {
-				err = d.WriteRollup(ctx, &driver.WriteRollupParams{Namespace: ns, Counter: c, Rollup: driver.Rollup{Value: 1, Epoch: 5}})
-			} else {
-				err = d.MarkEventBucket(ctx, &driver.MarkEventBucketParams{Namespace: ns, Counter: c, Bucket: 60})
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+	want := writeCounters(t, func(ns, c string, i int) error {
+		if i%2 == 0 {
+			return d.WriteRollup(ctx, &driver.WriteRollupParams{Namespace: ns, Counter: c, Rollup: driver.Rollup{Value: 1, Epoch: 5}})
 		}
-	}
-	got, err := d.ListEventCounters(ctx, &driver.ListCountersParams{})
-	if err != nil || !reflect.DeepEqual(got, want) {
-		t.Fatalf("ListEventCounters = %v, %v\nwant %v", got, err, want)
-	}
-	got, err = d.ListEventCounters(ctx, &driver.ListCountersParams{Namespace: "b"})
-	if err != nil || !reflect.DeepEqual(got, want[30:]) {
-		t.Fatalf("ListEventCounters(b) = %v, %v\nwant %v", got, err, want[30:])
-	}
-	iter := d.Session().Query("SELECT DISTINCT ns, counter FROM " + d.Keyspace() + ".event_counters").
-		PageSize(7).IterContext(ctx)
-	seen := map[string]bool{}
-	var ns, c string
-	for iter.Scan(&ns, &c) {
-		seen[ns+"/"+c] = true
-	}
-	if err := iter.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) != 60 {
-		t.Errorf("paged DISTINCT saw %d keys, want 60", len(seen))
-	}
+		return d.MarkEventBucket(ctx, &driver.MarkEventBucketParams{Namespace: ns, Counter: c, Bucket: 60})
+	})
+	checkListing(t, d, "ListEventCounters", d.ListEventCounters, "event_counters", want)
 }
 
 // TestEventsMalformedRows writes rows the driver never writes, as an

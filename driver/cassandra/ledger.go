@@ -57,17 +57,9 @@ func ledgerStatements(ks string) (writeRow, readRows, claim, release, probeRows,
 // two writes at one timestamp it keeps the greater blob, as the embedded
 // driver does.
 func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
-	const op = "write ledger row"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	err = d.session.Query(d.q.writeLedgerRow, p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Ledger, p.Row.Actor, mapError(opWrite, err))
-	}
-	return nil
+	return d.execAt(ctx, "write ledger row", p.Consistency, d.cfg.WriteConsistency,
+		d.q.writeLedgerRow, []any{p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp},
+		" %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
 }
 
 // ReadLedger implements driver.Ledgers. Rows are independent (each is one
@@ -79,15 +71,7 @@ func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]
 		return nil, err
 	}
 	iter := d.session.Query(d.q.readLedgerRows, p.Namespace, p.Ledger).Consistency(cl).IterContext(ctx)
-	rows, err := scanRows(iter, (*ledgerRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, mapError(opRead, err))
-	}
-	out, err := ledgerRowsFromScan(rows)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, err)
-	}
-	return out, nil
+	return readRows(iter, (*ledgerRow).dest, ledgerRowsFromScan, op, " %s/%s", p.Namespace, p.Ledger)
 }
 
 // ledgerRow is one scanned row; nil pointers are nulls.

@@ -90,16 +90,22 @@ func (r *namespaceRow) dest() []any {
 // other than this driver, or damaged.
 var errBadRow = errors.New("malformed row")
 
+// badRecordRow is the errBadRow of a row of a record table (namespaces,
+// queues) whose name column holds name, or null.
+func badRecordRow(table string, name *string, format string, args ...any) error {
+	n := "<null>"
+	if name != nil {
+		n = fmt.Sprintf("%q", *name)
+	}
+	return fmt.Errorf("%w: %s row %s: %s", errBadRow, table, n, fmt.Sprintf(format, args...))
+}
+
 // namespaceFromRow converts a scanned row. Every column this driver writes
 // must be present; options may be null because Cassandra stores an empty
 // map as null.
 func namespaceFromRow(r namespaceRow) (*driver.Namespace, error) {
 	bad := func(format string, args ...any) (*driver.Namespace, error) {
-		name := "<null>"
-		if r.Name != nil {
-			name = fmt.Sprintf("%q", *r.Name)
-		}
-		return nil, fmt.Errorf("%w: namespaces row %s: %s", errBadRow, name, fmt.Sprintf(format, args...))
+		return nil, badRecordRow("namespaces", r.Name, format, args...)
 	}
 	switch {
 	case r.Name == nil:

@@ -246,11 +246,7 @@ func (r *queueRow) fromMap(m map[string]any) {
 // queueFromRow converts a scanned queues row; every column must be set.
 func queueFromRow(r queueRow) (*driver.Queue, error) {
 	bad := func(format string, args ...any) (*driver.Queue, error) {
-		name := "<null>"
-		if r.Name != nil {
-			name = fmt.Sprintf("%q", *r.Name)
-		}
-		return nil, fmt.Errorf("%w: queues row %s: %s", errBadRow, name, fmt.Sprintf(format, args...))
+		return nil, badRecordRow("queues", r.Name, format, args...)
 	}
 	switch {
 	case r.Name == nil:
@@ -316,10 +312,41 @@ func nullString(s string) any {
 	return s
 }
 
+// statement is one CQL statement with its values, to be sent in a batch.
+type statement struct {
+	cql    string
+	values []any
+}
+
+// shardWrites collects the statements of a batched write by the shard (the
+// partition) each one writes.
+type shardWrites map[int][]statement
+
+func (s shardWrites) add(shard int, cql string, values ...any) {
+	s[shard] = append(s[shard], statement{cql, values})
+}
+
+// writeByShard is the whole of a queue write that batches by shard: collect
+// adds the statements (or fails, with an error naming op), shardBatches
+// sends them.
+func (d *Driver) writeByShard(ctx context.Context, op, queue string, collect func(shardWrites) error) error {
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	shards := shardWrites{}
+	if err := collect(shards); err != nil {
+		return err
+	}
+	if err := d.shardBatches(ctx, shards); err != nil {
+		return fmt.Errorf("cassandra: %s in %q: %w", op, queue, err)
+	}
+	return nil
+}
+
 // shardBatches runs one unlogged batch per shard: each batch stays within
 // one partition, so every replica applies it atomically and no batch log
 // is needed. Batches of different shards are sent one after another.
-func (d *Driver) shardBatches(ctx context.Context, shards map[int][]func(*gocql.Batch)) error {
+func (d *Driver) shardBatches(ctx context.Context, shards shardWrites) error {
 	cl, err := level(driver.Default, d.cfg.WriteConsistency)
 	if err != nil {
 		return err
@@ -334,8 +361,8 @@ func (d *Driver) shardBatches(ctx context.Context, shards map[int][]func(*gocql.
 		for len(stmts) > 0 {
 			n := min(len(stmts), maxBatchStatements)
 			b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
-			for _, add := range stmts[:n] {
-				add(b)
+			for _, st := range stmts[:n] {
+				b.Query(st.cql, st.values...)
 			}
 			if err := b.ExecContext(ctx); err != nil {
 				return fmt.Errorf("shard %d: %w", s, mapError(opWrite, err))
@@ -349,28 +376,20 @@ func (d *Driver) shardBatches(ctx context.Context, shards map[int][]func(*gocql.
 // PutMessages inserts the messages, one single-partition batch per shard.
 func (d *Driver) PutMessages(ctx context.Context, p *driver.PutMessagesParams) error {
 	const op = "put messages"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	shards := map[int][]func(*gocql.Batch){}
-	for _, m := range p.Messages {
-		if m.EnqueuedAt.IsZero() {
-			return fmt.Errorf("cassandra: %s in %q: message %s has no EnqueuedAt", op, p.Queue, m.ID)
-		}
-		add := func(b *gocql.Batch) {
-			if m.VisibleAt.IsZero() && m.LastError == "" {
-				b.Query(d.q.queue.putFresh, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, p.Queue, m.Shard, m.Due, [16]byte(m.ID))
-				return
+	return d.writeByShard(ctx, op, p.Queue, func(shards shardWrites) error {
+		for _, m := range p.Messages {
+			if m.EnqueuedAt.IsZero() {
+				return fmt.Errorf("cassandra: %s in %q: message %s has no EnqueuedAt", op, p.Queue, m.ID)
 			}
-			b.Query(d.q.queue.putFull, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, nullTime(m.VisibleAt), nullString(m.LastError),
+			if m.VisibleAt.IsZero() && m.LastError == "" {
+				shards.add(m.Shard, d.q.queue.putFresh, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, p.Queue, m.Shard, m.Due, [16]byte(m.ID))
+				continue
+			}
+			shards.add(m.Shard, d.q.queue.putFull, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, nullTime(m.VisibleAt), nullString(m.LastError),
 				p.Queue, m.Shard, m.Due, [16]byte(m.ID))
 		}
-		shards[m.Shard] = append(shards[m.Shard], add)
-	}
-	if err := d.shardBatches(ctx, shards); err != nil {
-		return fmt.Errorf("cassandra: %s in %q: %w", op, p.Queue, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // messageRow is one row of queue_messages as scanned; nil means null.
@@ -519,39 +538,23 @@ func (d *Driver) GetMessage(ctx context.Context, p *driver.GetMessageParams) (*d
 // update that lands after its message's delete leaves a fragment (see
 // messageFromRow), never a message.
 func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesParams) error {
-	const op = "update messages"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	shards := map[int][]func(*gocql.Batch){}
-	for _, u := range p.Updates {
-		shards[u.Shard] = append(shards[u.Shard], func(b *gocql.Batch) {
-			b.Query(d.q.queue.updateMessage, u.Deliveries, nullTime(u.VisibleAt), nullString(u.LastError),
+	return d.writeByShard(ctx, "update messages", p.Queue, func(shards shardWrites) error {
+		for _, u := range p.Updates {
+			shards.add(u.Shard, d.q.queue.updateMessage, u.Deliveries, nullTime(u.VisibleAt), nullString(u.LastError),
 				p.Queue, u.Shard, u.Due, [16]byte(u.ID))
-		})
-	}
-	if err := d.shardBatches(ctx, shards); err != nil {
-		return fmt.Errorf("cassandra: %s in %q: %w", op, p.Queue, err)
-	}
-	return nil
+		}
+		return nil
+	})
 }
 
 // DeleteMessages deletes the rows, one batch per shard.
 func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
-	const op = "delete messages"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	shards := map[int][]func(*gocql.Batch){}
-	for _, k := range p.Keys {
-		shards[k.Shard] = append(shards[k.Shard], func(b *gocql.Batch) {
-			b.Query(d.q.queue.deleteMessage, p.Queue, k.Shard, k.Due, [16]byte(k.ID))
-		})
-	}
-	if err := d.shardBatches(ctx, shards); err != nil {
-		return fmt.Errorf("cassandra: %s in %q: %w", op, p.Queue, err)
-	}
-	return nil
+	return d.writeByShard(ctx, "delete messages", p.Queue, func(shards shardWrites) error {
+		for _, k := range p.Keys {
+			shards.add(k.Shard, d.q.queue.deleteMessage, p.Queue, k.Shard, k.Due, [16]byte(k.ID))
+		}
+		return nil
+	})
 }
 
 // ---- shard state and leases ----------------------------------------------------
@@ -645,19 +648,38 @@ func (d *Driver) cas(ctx context.Context, stmt string, args ...any) (applied boo
 	return applied, holder, hasStatic, nil
 }
 
-// AcquireLease takes the lease with UPDATE ... USING TTL ... IF lock = null.
-func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
-	const op = "acquire lease"
-	var res driver.LeaseResult
+// beginLease is begin for AcquireLease and RenewLease, which then check the
+// parameters they share; it returns the TTL in Cassandra's whole seconds.
+func (d *Driver) beginLease(ctx context.Context, op string, p *driver.LeaseParams) (int, error) {
 	if err := d.begin(ctx, op); err != nil {
-		return res, err
+		return 0, err
 	}
 	ttl, err := ttlSeconds(p.TTL)
 	if err == nil && p.Holder == "" {
 		err = errors.New("lease holder is empty")
 	}
 	if err != nil {
-		return res, fmt.Errorf("cassandra: %s: %w", op, err)
+		return 0, fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	return ttl, nil
+}
+
+// leaseCAS is cas on p's shard, its error naming the operation and shard.
+func (d *Driver) leaseCAS(ctx context.Context, op string, p *driver.LeaseParams, stmt string, args ...any) (applied bool, holder string, hasStatic bool, err error) {
+	applied, holder, hasStatic, err = d.cas(ctx, stmt, args...)
+	if err != nil {
+		return false, "", false, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
+	}
+	return applied, holder, hasStatic, nil
+}
+
+// AcquireLease takes the lease with UPDATE ... USING TTL ... IF lock = null.
+func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
+	const op = "acquire lease"
+	var res driver.LeaseResult
+	ttl, err := d.beginLease(ctx, op, p)
+	if err != nil {
+		return res, err
 	}
 	// ReadQueueShard finds the lease through the anchor row, so the row must
 	// exist before the lease does. Cassandra 2.1.0 refuses the compare-and-
@@ -667,15 +689,15 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 	// one plain write per shard and process is enough.
 	key := queueShard{p.Queue, p.Shard}
 	if _, ok := d.anchored.Load(key); !ok {
-		if err := d.writeAnchor(ctx, p.Queue, p.Shard); err != nil {
-			return res, fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, err)
+		if err := d.writeAnchor(ctx, op, p); err != nil {
+			return res, err
 		}
 		d.anchored.Store(key, struct{}{})
 	}
 	for attempt := 0; ; attempt++ {
-		applied, holder, hasStatic, err := d.cas(ctx, d.q.queue.acquire, ttl, p.Holder, p.Since, p.Queue, p.Shard)
+		applied, holder, hasStatic, err := d.leaseCAS(ctx, op, p, d.q.queue.acquire, ttl, p.Holder, p.Since, p.Queue, p.Shard)
 		if err != nil {
-			return res, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
+			return res, err
 		}
 		if applied || hasStatic || attempt > 0 {
 			return driver.LeaseResult{Held: applied, Holder: holder}, nil
@@ -684,8 +706,8 @@ func (d *Driver) AcquireLease(ctx context.Context, p *driver.LeaseParams) (drive
 		// 2.1.0 does this for a partition without a static cell, which an
 		// anchor written by another process and since lost to a replica
 		// down at the time can still leave. Anchor again and ask once more.
-		if err := d.writeAnchor(ctx, p.Queue, p.Shard); err != nil {
-			return res, fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, err)
+		if err := d.writeAnchor(ctx, op, p); err != nil {
+			return res, err
 		}
 	}
 }
@@ -696,35 +718,29 @@ type queueShard struct {
 	shard int
 }
 
-// writeAnchor writes shard's anchor row, a plain idempotent write.
-func (d *Driver) writeAnchor(ctx context.Context, queue string, shard int) error {
+// writeAnchor writes the anchor row of p's shard for operation op, a plain
+// idempotent write.
+func (d *Driver) writeAnchor(ctx context.Context, op string, p *driver.LeaseParams) error {
 	cl, err := level(driver.Default, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
+	if err == nil {
+		err = mapError(opWrite, d.session.Query(d.q.queue.anchor, p.Queue, p.Shard, anchorDue, [16]byte(anchorID)).Consistency(cl).ExecContext(ctx))
 	}
-	err = d.session.Query(d.q.queue.anchor, queue, shard, anchorDue, [16]byte(anchorID)).Consistency(cl).ExecContext(ctx)
-	return mapError(opWrite, err)
+	if err != nil {
+		return fmt.Errorf("cassandra: %s on shard %d of %q: anchoring the partition: %w", op, p.Shard, p.Queue, err)
+	}
+	return nil
 }
 
 // RenewLease extends the lease with ... IF lock = <holder>.
 func (d *Driver) RenewLease(ctx context.Context, p *driver.LeaseParams) (driver.LeaseResult, error) {
 	const op = "renew lease"
 	var res driver.LeaseResult
-	if err := d.begin(ctx, op); err != nil {
+	ttl, err := d.beginLease(ctx, op, p)
+	if err != nil {
 		return res, err
 	}
-	ttl, err := ttlSeconds(p.TTL)
-	if err == nil && p.Holder == "" {
-		err = errors.New("lease holder is empty")
-	}
-	if err != nil {
-		return res, fmt.Errorf("cassandra: %s: %w", op, err)
-	}
-	applied, holder, _, err := d.cas(ctx, d.q.queue.renew, ttl, p.Holder, p.Since, p.Queue, p.Shard, p.Holder)
-	if err != nil {
-		return res, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
-	}
-	return driver.LeaseResult{Held: applied, Holder: holder}, nil
+	applied, holder, _, err := d.leaseCAS(ctx, op, p, d.q.queue.renew, ttl, p.Holder, p.Since, p.Queue, p.Shard, p.Holder)
+	return driver.LeaseResult{Held: applied, Holder: holder}, err
 }
 
 // ReleaseLease clears the lease with ... IF lock = <holder>.
@@ -737,27 +753,16 @@ func (d *Driver) ReleaseLease(ctx context.Context, p *driver.LeaseParams) (drive
 	if p.Holder == "" {
 		return res, fmt.Errorf("cassandra: %s: lease holder is empty", op)
 	}
-	applied, holder, _, err := d.cas(ctx, d.q.queue.release, p.Queue, p.Shard, p.Holder)
-	if err != nil {
-		return res, fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, err)
-	}
-	return driver.LeaseResult{Held: applied, Holder: holder}, nil
+	applied, holder, _, err := d.leaseCAS(ctx, op, p, d.q.queue.release, p.Queue, p.Shard, p.Holder)
+	return driver.LeaseResult{Held: applied, Holder: holder}, err
 }
 
 // SetFloor writes the static floor column, and the anchor row with it,
 // in one plain write.
 func (d *Driver) SetFloor(ctx context.Context, p *driver.SetFloorParams) error {
-	const op = "set floor"
-	cl, err := d.beginAt(ctx, op, driver.Default, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	err = d.session.Query(d.q.queue.setFloor, p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s on shard %d of %q: %w", op, p.Shard, p.Queue, mapError(opWrite, err))
-	}
-	return nil
+	return d.execAt(ctx, "set floor", driver.Default, d.cfg.WriteConsistency,
+		d.q.queue.setFloor, []any{p.Queue, p.Shard, anchorDue, [16]byte(anchorID), nullTime(p.Floor)},
+		" on shard %d of %q", p.Shard, p.Queue)
 }
 
 // QueueShardStats pages through the partition from p.From (due, id,
@@ -815,19 +820,14 @@ func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) err
 	if len(p.Letters) == 0 {
 		return nil
 	}
-	var dead []func(*gocql.Batch)
-	msgs := map[int][]func(*gocql.Batch){}
-	for _, l := range p.Letters {
-		dead = append(dead, func(b *gocql.Batch) {
-			b.Query(d.q.queue.insertDead, p.Queue, [16]byte(l.ID), l.Shard, l.Due, nonNil(l.Body),
-				l.EnqueuedAt, l.Deliveries, nullString(l.LastError), l.DiedAt)
-		})
-		msgs[l.Shard] = append(msgs[l.Shard], func(b *gocql.Batch) {
-			b.Query(d.q.queue.deleteMessage, p.Queue, l.Shard, l.Due, [16]byte(l.ID))
-		})
-	}
 	// The dead letters share one partition; -1 is only a map key here.
-	if err := d.shardBatches(ctx, map[int][]func(*gocql.Batch){-1: dead}); err != nil {
+	dead, msgs := shardWrites{}, shardWrites{}
+	for _, l := range p.Letters {
+		dead.add(-1, d.q.queue.insertDead, p.Queue, [16]byte(l.ID), l.Shard, l.Due, nonNil(l.Body),
+			l.EnqueuedAt, l.Deliveries, nullString(l.LastError), l.DiedAt)
+		msgs.add(l.Shard, d.q.queue.deleteMessage, p.Queue, l.Shard, l.Due, [16]byte(l.ID))
+	}
+	if err := d.shardBatches(ctx, dead); err != nil {
 		return fmt.Errorf("cassandra: %s in %q: storing letters: %w", op, p.Queue, err)
 	}
 	if err := d.shardBatches(ctx, msgs); err != nil {
@@ -936,11 +936,12 @@ func (d *Driver) DeleteDead(ctx context.Context, p *driver.DeleteDeadParams) err
 	if err := d.begin(ctx, op); err != nil {
 		return err
 	}
-	var stmts []func(*gocql.Batch)
+	// The dead letters share one partition; -1 is only a map key here.
+	stmts := shardWrites{}
 	for _, id := range p.IDs {
-		stmts = append(stmts, func(b *gocql.Batch) { b.Query(d.q.queue.deleteDead, p.Queue, [16]byte(id)) })
+		stmts.add(-1, d.q.queue.deleteDead, p.Queue, [16]byte(id))
 	}
-	if err := d.shardBatches(ctx, map[int][]func(*gocql.Batch){-1: stmts}); err != nil {
+	if err := d.shardBatches(ctx, stmts); err != nil {
 		return fmt.Errorf("cassandra: %s of %q: %w", op, p.Queue, err)
 	}
 	return nil

@@ -22,18 +22,9 @@ const maxBatchStatements = 65535 - 1
 // p.Shard.ExpiresAt is the caller's invariant; like the embedded driver,
 // this one does not check it.
 func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
-	const op = "write shard"
-	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	err = d.session.Query(d.q.writeShard,
-		p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp).
-		Consistency(cl).ExecContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Counter, p.Shard.ID, mapError(opWrite, err))
-	}
-	return nil
+	return d.execAt(ctx, "write shard", p.Consistency, d.cfg.WriteConsistency,
+		d.q.writeShard, []any{p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp},
+		" %s/%s/%s", p.Namespace, p.Counter, p.Shard.ID)
 }
 
 // ReadShards reads the counter's partition: its shards and the static tally.
@@ -52,15 +43,7 @@ func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*d
 	}
 	iter := d.session.Query(d.q.readShards, p.Namespace, p.Counter).
 		Consistency(cl).PageSize(0).IterContext(ctx)
-	rows, err := scanRows(iter, (*shardRow).dest)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, mapError(opRead, err))
-	}
-	set, err := shardSetFromRows(rows)
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Counter, err)
-	}
-	return set, nil
+	return readRows(iter, (*shardRow).dest, shardSetFromRows, op, " %s/%s", p.Namespace, p.Counter)
 }
 
 // Fold deletes the folded shards and writes the new tally in one unlogged
@@ -97,21 +80,26 @@ func (d *Driver) Fold(ctx context.Context, p *driver.FoldParams) error {
 // filter is applied here. Keys are de-duplicated (paging DISTINCT had
 // duplicate bugs in some 2.x releases) and returned sorted.
 func (d *Driver) ListCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
-	const op = "list counters"
+	return d.listPartitionKeys(ctx, "list counters", d.q.listCounters, p.Namespace)
+}
+
+// listPartitionKeys is operation op, which lists the counters of namespace
+// ns (or of all namespaces) through partitionKeys.
+func (d *Driver) listPartitionKeys(ctx context.Context, op, stmt, ns string) ([]driver.CounterKey, error) {
 	if err := d.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	keys, err := d.listPartitionKeys(ctx, d.q.listCounters, p.Namespace)
+	keys, err := d.partitionKeys(ctx, stmt, ns)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s: %w", op, err)
 	}
 	return keys, nil
 }
 
-// listPartitionKeys runs stmt, a SELECT DISTINCT ns, counter, at the
+// partitionKeys runs stmt, a SELECT DISTINCT ns, counter, at the
 // ReadConsistency level and returns the keys in namespace ns (every key
 // when ns is empty), de-duplicated and sorted.
-func (d *Driver) listPartitionKeys(ctx context.Context, stmt, ns string) ([]driver.CounterKey, error) {
+func (d *Driver) partitionKeys(ctx context.Context, stmt, ns string) ([]driver.CounterKey, error) {
 	cl, err := level(driver.Default, d.cfg.ReadConsistency)
 	if err != nil {
 		return nil, err
@@ -164,20 +152,31 @@ func (r *shardRow) dest() []any {
 	return []any{&r.Shard, &r.State, &r.ExpiresAt, &r.Tally, &r.TallyTS}
 }
 
+// staticColumns decodes the static columns of row i of a partition, which
+// every row carries, and checks that they are the same as row 0's: first
+// holds those, stored when i is 0. what names the columns in the error.
+func staticColumns[R, S any](i int, r R, decode func(R) (S, error), same func(a, b S) bool, first *S, what string) (S, error) {
+	s, err := decode(r)
+	if err != nil {
+		return s, fmt.Errorf("row %d: %w", i, err)
+	}
+	if i == 0 {
+		*first = s
+	} else if !same(*first, s) {
+		return s, fmt.Errorf("%w: row %d: static %s differs from row 0", errBadRow, i, what)
+	}
+	return s, nil
+}
+
 // shardSetFromRows converts a partition's rows. It accepts exactly what
 // the driver writes: complete shard rows and a tally that is either
 // entirely present or entirely absent, identical on every row.
 func shardSetFromRows(rows []shardRow) (*driver.ShardSet, error) {
 	set := &driver.ShardSet{}
 	for i, r := range rows {
-		tally, err := tallyFromRow(r)
+		tally, err := staticColumns(i, r, tallyFromRow, sameTally, &set.Tally, "tally")
 		if err != nil {
-			return nil, fmt.Errorf("row %d: %w", i, err)
-		}
-		if i == 0 {
-			set.Tally = tally
-		} else if !sameTally(set.Tally, tally) {
-			return nil, fmt.Errorf("%w: row %d: static tally differs from row 0", errBadRow, i)
+			return nil, err
 		}
 		if r.Shard == nil {
 			// The static-only row of a partition that has no shards.

@@ -187,21 +187,16 @@ func exerciseActors(t *testing.T, d driver.Driver, open Opener) {
 		t.Parallel()
 		k := counter("actor-conc")
 		const actors = 8
-		var wg sync.WaitGroup
-		errs := make([]error, actors)
-		for i := range actors {
-			wg.Go(func() {
-				for v := int64(1); v <= 5; v++ {
-					if err := a.SetActorValue(ctx(t), &driver.SetActorValueParams{
-						Namespace: k.Namespace, Counter: k.Counter, Actor: fmt.Sprint("p", i), Value: int64(i) * v, Version: v,
-					}); err != nil {
-						errs[i] = err
-						return
-					}
+		errs := race(actors, func(i int) error {
+			for v := int64(1); v <= 5; v++ {
+				if err := a.SetActorValue(ctx(t), &driver.SetActorValueParams{
+					Namespace: k.Namespace, Counter: k.Counter, Actor: fmt.Sprint("p", i), Value: int64(i) * v, Version: v,
+				}); err != nil {
+					return err
 				}
-			})
-		}
-		wg.Wait()
+			}
+			return nil
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatalf("SetActorValue: %v", err)
 		}
@@ -213,11 +208,7 @@ func exerciseActors(t *testing.T, d driver.Driver, open Opener) {
 	})
 
 	t.Run("ActorsClosed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		a2 := capability[driver.Actors](t, d2)
+		a2 := capability[driver.Actors](t, openClosed(t, open))
 		c := context.Background()
 		err := a2.SetActorValue(c, &driver.SetActorValueParams{Namespace: "x", Counter: "y", Actor: "a", Value: 1, Version: 1})
 		if !errors.Is(err, driver.ErrClosed) {
@@ -325,23 +316,20 @@ func exerciseNative(t *testing.T, d driver.Driver, open Opener) {
 		t.Parallel()
 		k := counter("native-conc")
 		const adders, adds = 8, 25
-		var wg sync.WaitGroup
-		errs := make([]error, adders)
 		var want int64
 		for i := range adders {
 			for j := range adds {
 				want += nativeDelta(i, j)
 			}
-			wg.Go(func() {
-				for j := range adds {
-					if err := n.AddNative(ctx(t), &driver.AddNativeParams{Namespace: k.Namespace, Counter: k.Counter, Delta: nativeDelta(i, j)}); err != nil {
-						errs[i] = fmt.Errorf("adder %d, add %d: %w", i, j, err)
-						return
-					}
-				}
-			})
 		}
-		wg.Wait()
+		errs := race(adders, func(i int) error {
+			for j := range adds {
+				if err := n.AddNative(ctx(t), &driver.AddNativeParams{Namespace: k.Namespace, Counter: k.Counter, Delta: nativeDelta(i, j)}); err != nil {
+					return fmt.Errorf("adder %d, add %d: %w", i, j, err)
+				}
+			}
+			return nil
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatal(err)
 		}
@@ -349,11 +337,7 @@ func exerciseNative(t *testing.T, d driver.Driver, open Opener) {
 	})
 
 	t.Run("NativeClosed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		n2 := capability[driver.NativeCounters](t, d2)
+		n2 := capability[driver.NativeCounters](t, openClosed(t, open))
 		c := context.Background()
 		if err := n2.AddNative(c, &driver.AddNativeParams{Namespace: "x", Counter: "y", Delta: 1}); !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("AddNative after Close: got %v, want ErrClosed", err)
@@ -484,27 +468,24 @@ func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
 		k := counter("cas-race")
 		const racers = 8
 		won := make([]bool, racers)
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Go(func() {
-				mine := int64(100 + i)
-				for range 10 {
-					r, err := c.CompareAndSetCAS(ctx(t), &driver.CompareAndSetCASParams{
-						Namespace: k.Namespace, Counter: k.Counter, Value: mine,
-					})
-					errs[i] = err
-					if errors.Is(err, driver.ErrUnknownOutcome) {
-						continue
-					}
-					if err == nil {
-						won[i] = r.Applied || r.Current == driver.CASValue{Exists: true, Value: mine}
-					}
-					return
+		errs := race(racers, func(i int) error {
+			mine := int64(100 + i)
+			var err error
+			for range 10 {
+				var r driver.CASResult
+				r, err = c.CompareAndSetCAS(ctx(t), &driver.CompareAndSetCASParams{
+					Namespace: k.Namespace, Counter: k.Counter, Value: mine,
+				})
+				if errors.Is(err, driver.ErrUnknownOutcome) {
+					continue
 				}
-			})
-		}
-		wg.Wait()
+				if err == nil {
+					won[i] = r.Applied || r.Current == driver.CASValue{Exists: true, Value: mine}
+				}
+				return err
+			}
+			return err
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatal(err)
 		}
@@ -534,52 +515,45 @@ func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
 			mu      sync.Mutex
 			applied = map[int64]int{} // step -> worker whose set applied
 			unknown = map[int64]bool{}
-			errs    = make([]error, workers)
 		)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for done, attempts := 0, 0; done < increments; attempts++ {
-					if attempts > 100*increments {
-						errs[w] = fmt.Errorf("worker %d: %d attempts for %d increments", w, attempts, increments)
-						return
-					}
-					cur, err := c.ReadCAS(ctx(t), &driver.ReadCASParams{Namespace: k.Namespace, Counter: k.Counter})
-					if errors.Is(err, driver.ErrUnavailable) {
-						continue // a serial read's Paxos round timed out; reading again is harmless
-					}
-					if err != nil {
-						errs[w] = fmt.Errorf("worker %d: ReadCAS: %w", w, err)
-						return
-					}
-					next := cur.Value + 1
-					r, err := c.CompareAndSetCAS(ctx(t), &driver.CompareAndSetCASParams{
-						Namespace: k.Namespace, Counter: k.Counter, Expect: cur, Value: next,
-					})
-					switch {
-					case errors.Is(err, driver.ErrUnknownOutcome):
-						mu.Lock()
-						unknown[next] = true
-						mu.Unlock()
-					case err != nil:
-						errs[w] = fmt.Errorf("worker %d: CompareAndSetCAS: %w", w, err)
-						return
-					case r.Applied:
-						mu.Lock()
-						if other, dup := applied[next]; dup {
-							errs[w] = fmt.Errorf("workers %d and %d both moved the counter to %d", other, w, next)
-						}
-						applied[next] = w
-						mu.Unlock()
-						done++
-					case r.Current.Value <= cur.Value && r.Current.Exists == cur.Exists:
-						errs[w] = fmt.Errorf("worker %d: set %+v -> %d not applied, but current is %+v", w, cur, next, r.Current)
-						return
-					}
+		errs := race(workers, func(w int) error {
+			var dupErr error // reported once the worker is done
+			for done, attempts := 0, 0; done < increments; attempts++ {
+				if attempts > 100*increments {
+					return fmt.Errorf("worker %d: %d attempts for %d increments", w, attempts, increments)
 				}
-			})
-		}
-		wg.Wait()
+				cur, err := c.ReadCAS(ctx(t), &driver.ReadCASParams{Namespace: k.Namespace, Counter: k.Counter})
+				if errors.Is(err, driver.ErrUnavailable) {
+					continue // a serial read's Paxos round timed out; reading again is harmless
+				}
+				if err != nil {
+					return fmt.Errorf("worker %d: ReadCAS: %w", w, err)
+				}
+				next := cur.Value + 1
+				r, err := c.CompareAndSetCAS(ctx(t), &driver.CompareAndSetCASParams{
+					Namespace: k.Namespace, Counter: k.Counter, Expect: cur, Value: next,
+				})
+				switch {
+				case errors.Is(err, driver.ErrUnknownOutcome):
+					mu.Lock()
+					unknown[next] = true
+					mu.Unlock()
+				case err != nil:
+					return fmt.Errorf("worker %d: CompareAndSetCAS: %w", w, err)
+				case r.Applied:
+					mu.Lock()
+					if other, dup := applied[next]; dup {
+						dupErr = fmt.Errorf("workers %d and %d both moved the counter to %d", other, w, next)
+					}
+					applied[next] = w
+					mu.Unlock()
+					done++
+				case r.Current.Value <= cur.Value && r.Current.Exists == cur.Exists:
+					return fmt.Errorf("worker %d: set %+v -> %d not applied, but current is %+v", w, cur, next, r.Current)
+				}
+			}
+			return dupErr
+		})
 		if err := errors.Join(errs...); err != nil {
 			t.Fatal(err)
 		}
@@ -607,11 +581,7 @@ func exerciseCAS(t *testing.T, d driver.Driver, open Opener) {
 	})
 
 	t.Run("CASClosed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		c2 := capability[driver.CASCounters](t, d2)
+		c2 := capability[driver.CASCounters](t, openClosed(t, open))
 		bg := context.Background()
 		if _, err := c2.ReadCAS(bg, &driver.ReadCASParams{Namespace: "x", Counter: "y"}); !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("ReadCAS after Close: got %v, want ErrClosed", err)

@@ -38,10 +38,7 @@ func Exercise(t *testing.T, open Opener) {
 		exerciseEvents(t, d, open)
 	})
 	t.Run("Closed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
+		d2 := openClosed(t, open)
 		_, err := d2.ReadShards(context.Background(), &driver.ReadShardsParams{Namespace: "x", Counter: "y"})
 		if !errors.Is(err, driver.ErrClosed) {
 			t.Fatalf("ReadShards after Close: got %v, want ErrClosed", err)
@@ -88,13 +85,7 @@ func exerciseNamespaces(t *testing.T, d driver.Driver) {
 		if err != nil {
 			t.Fatalf("GetNamespace: %v", err)
 		}
-		if !got.CreatedAt.Equal(want.CreatedAt) {
-			t.Errorf("CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt)
-		}
-		got.CreatedAt = want.CreatedAt
-		if !reflect.DeepEqual(*got, want) {
-			t.Errorf("GetNamespace = %+v, want %+v", *got, want)
-		}
+		wantRecord(t, "GetNamespace", got, &got.CreatedAt, want, want.CreatedAt)
 	})
 
 	t.Run("EmptyOptions", func(t *testing.T) {
@@ -140,18 +131,11 @@ func exerciseNamespaces(t *testing.T, d driver.Driver) {
 		c := ctx(t)
 		name := unique("ns-race")
 		const racers = 5
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
-					Name: name, Model: "sharded", Type: fmt.Sprint("t", i), CreatedAt: time.UnixMilli(int64(i)).UTC(),
-				}})
-			}()
-		}
-		wg.Wait()
+		errs := race(racers, func(i int) error {
+			return d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
+				Name: name, Model: "sharded", Type: fmt.Sprint("t", i), CreatedAt: time.UnixMilli(int64(i)).UTC(),
+			}})
+		})
 		winners := 0
 		winner := -1
 		for i, err := range errs {
@@ -219,6 +203,43 @@ func counter(prefix string) driver.CounterKey {
 	return driver.CounterKey{Namespace: unique("ns-" + prefix), Counter: unique("c")}
 }
 
+// wantRecord checks got, a record read back by the call get, against want,
+// the one created: their CreatedAt (gotAt, wantAt) as the same instant,
+// since a store may return it in another location, the rest as equal.
+func wantRecord[R any](t *testing.T, get string, got *R, gotAt *time.Time, want R, wantAt time.Time) {
+	t.Helper()
+	if !gotAt.Equal(wantAt) {
+		t.Errorf("CreatedAt = %v, want %v", *gotAt, wantAt)
+	}
+	*gotAt = wantAt
+	if !reflect.DeepEqual(*got, want) {
+		t.Errorf("%s = %+v, want %+v", get, *got, want)
+	}
+}
+
+// race runs f(0) to f(n-1) at once, each in a goroutine of its own, and
+// returns their errors by racer.
+func race(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = f(i) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// openClosed opens a driver of its own and closes it, for checking that
+// calls after Close fail with ErrClosed.
+func openClosed(t *testing.T, open Opener) driver.Driver {
+	t.Helper()
+	d := open(t)
+	if err := d.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return d
+}
+
 func write(t *testing.T, d driver.Driver, k driver.CounterKey, id string, state []byte, expires, ts int64) {
 	t.Helper()
 	err := d.WriteShard(ctx(t), &driver.WriteShardParams{
@@ -272,8 +293,12 @@ func wantShards(t *testing.T, set *driver.ShardSet, want ...string) {
 	}
 }
 
-func wantTally(t *testing.T, set *driver.ShardSet, state []byte, ts int64) {
+// wantState reads k and checks its live shards (as wantShards) and its tally
+// (state@ts, or none if state is nil).
+func wantState(t *testing.T, d driver.Driver, k driver.CounterKey, state []byte, ts int64, shards ...string) {
 	t.Helper()
+	set := read(t, d, k)
+	wantShards(t, set, shards...)
 	switch {
 	case state == nil && set.Tally != nil:
 		t.Errorf("tally = %x@%d, want none", set.Tally.State, set.Tally.Timestamp)
@@ -287,9 +312,7 @@ func wantTally(t *testing.T, set *driver.ShardSet, state []byte, ts int64) {
 func exerciseShards(t *testing.T, d driver.Driver) {
 	t.Run("NeverWrittenIsEmpty", func(t *testing.T) {
 		t.Parallel()
-		set := read(t, d, counter("empty"))
-		wantShards(t, set)
-		wantTally(t, set, nil, 0)
+		wantState(t, d, counter("empty"), nil, 0)
 	})
 
 	t.Run("WriteRead", func(t *testing.T) {
@@ -354,21 +377,13 @@ func exerciseShards(t *testing.T, d driver.Driver) {
 		t.Parallel()
 		k := counter("conc")
 		const writers = 16
-		var wg sync.WaitGroup
-		errs := make(chan error, writers)
-		for i := range writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs <- d.WriteShard(ctx(t), &driver.WriteShardParams{
-					Namespace: k.Namespace, Counter: k.Counter, Timestamp: int64(10 + i),
-					Shard: driver.Shard{ID: fmt.Sprintf("m%02d", i), State: []byte{byte(i)}, ExpiresAt: 1000},
-				})
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		errs := race(writers, func(i int) error {
+			return d.WriteShard(ctx(t), &driver.WriteShardParams{
+				Namespace: k.Namespace, Counter: k.Counter, Timestamp: int64(10 + i),
+				Shard: driver.Shard{ID: fmt.Sprintf("m%02d", i), State: []byte{byte(i)}, ExpiresAt: 1000},
+			})
+		})
+		for _, err := range errs {
 			if err != nil {
 				t.Fatalf("WriteShard: %v", err)
 			}
@@ -379,52 +394,48 @@ func exerciseShards(t *testing.T, d driver.Driver) {
 	})
 }
 
+// counterWithShards returns a fresh counter holding the first n of the
+// shards a=01@100, b=02@200 and c=03@300, written at timestamps 10, 20 and
+// 30: what most fold tests start from.
+func counterWithShards(t *testing.T, d driver.Driver, prefix string, n int) driver.CounterKey {
+	t.Helper()
+	k := counter(prefix)
+	for i, id := range []string{"a", "b", "c"}[:n] {
+		write(t, d, k, id, []byte{byte(i + 1)}, int64(100*(i+1)), int64(10*(i+1)))
+	}
+	return k
+}
+
 func exerciseFold(t *testing.T, d driver.Driver) {
 	t.Run("DeletesListedAndWritesTally", func(t *testing.T) {
 		t.Parallel()
-		k := counter("fold")
-		write(t, d, k, "a", []byte{1}, 100, 10)
-		write(t, d, k, "b", []byte{2}, 200, 20)
-		write(t, d, k, "c", []byte{3}, 300, 30)
+		k := counterWithShards(t, d, "fold", 3)
 		fold(t, d, k, []string{"a", "b"}, []byte("T1"), 201)
-		set := read(t, d, k)
-		wantShards(t, set, "c=03@300")
-		wantTally(t, set, []byte("T1"), 201)
+		wantState(t, d, k, []byte("T1"), 201, "c=03@300")
 	})
 
 	t.Run("ReplayedManyTimes", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldreplay")
-		write(t, d, k, "a", []byte{1}, 100, 10)
-		write(t, d, k, "b", []byte{2}, 200, 20)
-		write(t, d, k, "c", []byte{3}, 300, 30)
+		k := counterWithShards(t, d, "foldreplay", 3)
 		for range 10 {
 			fold(t, d, k, []string{"a", "b"}, []byte("T1"), 201)
 		}
-		set := read(t, d, k)
-		wantShards(t, set, "c=03@300")
-		wantTally(t, set, []byte("T1"), 201)
+		wantState(t, d, k, []byte("T1"), 201, "c=03@300")
 	})
 
 	t.Run("LowerTimestampNeverOverwritesTally", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldorder")
-		write(t, d, k, "a", []byte{1}, 100, 10)
-		write(t, d, k, "b", []byte{2}, 200, 20)
+		k := counterWithShards(t, d, "foldorder", 2)
 		// The later GC folded a and b; the earlier GC (a only) arrives late.
 		fold(t, d, k, []string{"a", "b"}, []byte("AB"), 201)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
-		set := read(t, d, k)
-		wantShards(t, set)
-		wantTally(t, set, []byte("AB"), 201)
+		wantState(t, d, k, []byte("AB"), 201)
 	})
 
 	t.Run("RacingFoldsEitherOrder", func(t *testing.T) {
 		t.Parallel()
 		for _, order := range []string{"small-first", "big-first"} {
-			k := counter("foldrace-" + order)
-			write(t, d, k, "a", []byte{1}, 100, 10)
-			write(t, d, k, "b", []byte{2}, 200, 20)
+			k := counterWithShards(t, d, "foldrace-"+order, 2)
 			small := func() { fold(t, d, k, []string{"a"}, []byte("A"), 101) }
 			big := func() { fold(t, d, k, []string{"a", "b"}, []byte("AB"), 201) }
 			if order == "small-first" {
@@ -434,30 +445,24 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 				big()
 				small()
 			}
-			set := read(t, d, k)
-			wantShards(t, set)
-			wantTally(t, set, []byte("AB"), 201)
+			wantState(t, d, k, []byte("AB"), 201)
 		}
 	})
 
 	t.Run("LateOlderWriteStaysDeleted", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldlate")
-		write(t, d, k, "a", []byte{1}, 100, 10)
+		k := counterWithShards(t, d, "foldlate", 1)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		// A dead mutator's delayed write: any timestamp below its expiry,
 		// hence below the fold's.
 		write(t, d, k, "a", []byte{7}, 100, 99)
 		write(t, d, k, "a", []byte{8}, 100, 11)
-		set := read(t, d, k)
-		wantShards(t, set)
-		wantTally(t, set, []byte("A"), 101)
+		wantState(t, d, k, []byte("A"), 101)
 	})
 
 	t.Run("DeleteWinsTimestampTie", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldtie")
-		write(t, d, k, "a", []byte{1}, 100, 10)
+		k := counterWithShards(t, d, "foldtie", 1)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		// A write at exactly the fold's timestamp (expires_at kept above it,
 		// as the seam requires) loses to the delete.
@@ -467,36 +472,28 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 
 	t.Run("NewerWriteAfterDeleteVisible", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldnewer")
-		write(t, d, k, "a", []byte{1}, 100, 10)
+		k := counterWithShards(t, d, "foldnewer", 1)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		write(t, d, k, "a", []byte{2}, 500, 102)
-		set := read(t, d, k)
-		wantShards(t, set, "a=02@500")
-		wantTally(t, set, []byte("A"), 101)
+		wantState(t, d, k, []byte("A"), 101, "a=02@500")
 	})
 
 	t.Run("TallyOnly", func(t *testing.T) {
 		t.Parallel()
 		k := counter("tallyonly")
 		fold(t, d, k, nil, []byte("T"), 5)
-		set := read(t, d, k)
-		wantShards(t, set)
-		wantTally(t, set, []byte("T"), 5)
+		wantState(t, d, k, []byte("T"), 5)
 	})
 
 	t.Run("SuccessiveFoldsAdvanceTally", func(t *testing.T) {
 		t.Parallel()
-		k := counter("foldchain")
-		write(t, d, k, "a", []byte{1}, 100, 10)
+		k := counterWithShards(t, d, "foldchain", 1)
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		write(t, d, k, "b", []byte{2}, 200, 150)
 		fold(t, d, k, []string{"b"}, []byte("AB"), 201)
 		// Replaying the first fold later changes nothing.
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
-		set := read(t, d, k)
-		wantShards(t, set)
-		wantTally(t, set, []byte("AB"), 201)
+		wantState(t, d, k, []byte("AB"), 201)
 	})
 }
 

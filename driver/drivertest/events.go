@@ -448,13 +448,7 @@ func exerciseEvents(t *testing.T, d driver.Events, open Opener) {
 	})
 
 	t.Run("Closed", func(t *testing.T) {
-		d2, ok := open(t).(driver.Events)
-		if !ok {
-			t.Fatal("the opened driver does not implement driver.Events")
-		}
-		if err := d2.(driver.Driver).Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
+		d2 := capability[driver.Events](t, openClosed(t, open))
 		c := context.Background()
 		_, err := d2.ReadEventCounter(c, &driver.ReadEventCounterParams{Namespace: "x", Counter: "y"})
 		wantClosed(t, "ReadEventCounter", err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -114,29 +113,26 @@ func exerciseLedgers(t *testing.T, d driver.Driver, open Opener) {
 		ns := unique("ns-claimrace")
 		const racers = 8
 		results := make([]driver.ClaimResult, racers)
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Go(func() {
-				mine := claim(fmt.Sprint("actor", i), uint64(i+1))
-				// Contending Paxos rounds may time out with an unknown
-				// outcome; repeating the call is the documented remedy,
-				// and finding its own claim then means it won.
-				for range 10 {
-					results[i], errs[i] = d.ClaimRequest(ctx(t), &driver.ClaimRequestParams{
-						Namespace: ns, Ledger: "l", RequestID: "req", Claim: mine,
-						TTL: time.Hour, Now: driver.Micros(time.Now()),
-					})
-					if !errors.Is(errs[i], driver.ErrUnknownOutcome) {
-						break
-					}
+		errs := race(racers, func(i int) error {
+			mine := claim(fmt.Sprint("actor", i), uint64(i+1))
+			// Contending Paxos rounds may time out with an unknown
+			// outcome; repeating the call is the documented remedy,
+			// and finding its own claim then means it won.
+			var err error
+			for range 10 {
+				results[i], err = d.ClaimRequest(ctx(t), &driver.ClaimRequestParams{
+					Namespace: ns, Ledger: "l", RequestID: "req", Claim: mine,
+					TTL: time.Hour, Now: driver.Micros(time.Now()),
+				})
+				if !errors.Is(err, driver.ErrUnknownOutcome) {
+					break
 				}
-				if errs[i] == nil && results[i].Current == mine {
-					results[i].Won = true
-				}
-			})
-		}
-		wg.Wait()
+			}
+			if err == nil && results[i].Current == mine {
+				results[i].Won = true
+			}
+			return err
+		})
 		winners := 0
 		for i := range racers {
 			if errs[i] != nil {
@@ -196,10 +192,7 @@ func exerciseLedgers(t *testing.T, d driver.Driver, open Opener) {
 	})
 
 	t.Run("Closed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
+		d2 := openClosed(t, open)
 		c := context.Background()
 		_, err := d2.ReadLedger(c, &driver.ReadLedgerParams{Namespace: "x", Ledger: "y"})
 		if !errors.Is(err, driver.ErrClosed) {

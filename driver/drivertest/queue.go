@@ -22,10 +22,7 @@ func exerciseQueues(t *testing.T, d driver.Driver, open Opener) {
 	t.Run("Leases", func(t *testing.T) { exerciseLeases(t, d) })
 	t.Run("DeadLetters", func(t *testing.T) { exerciseDeadLetters(t, d) })
 	t.Run("QueueClosed", func(t *testing.T) {
-		d2 := open(t)
-		if err := d2.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
+		d2 := openClosed(t, open)
 		c := ctx(t)
 		if _, err := d2.GetQueue(c, &driver.GetQueueParams{Name: "q"}); !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("GetQueue after Close: got %v, want ErrClosed", err)
@@ -138,13 +135,7 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 		if err != nil {
 			t.Fatalf("GetQueue: %v", err)
 		}
-		if !got.CreatedAt.Equal(want.CreatedAt) {
-			t.Errorf("CreatedAt = %v, want %v", got.CreatedAt, want.CreatedAt)
-		}
-		got.CreatedAt = want.CreatedAt
-		if *got != want {
-			t.Errorf("GetQueue = %+v, want %+v", *got, want)
-		}
+		wantRecord(t, "GetQueue", got, &got.CreatedAt, want, want.CreatedAt)
 		list, err := d.ListQueues(c, &driver.ListQueuesParams{})
 		if err != nil {
 			t.Fatalf("ListQueues: %v", err)
@@ -174,17 +165,12 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 		c := ctx(t)
 		name := unique("q-race")
 		const racers = 4
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Go(func() {
-				errs[i] = d.CreateQueue(c, &driver.CreateQueueParams{Queue: driver.Queue{
-					Name: name, Shards: 4 + i, ShardDuration: time.Minute, MaxDeliveries: 5,
-					VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(int64(i)).UTC(),
-				}})
-			})
-		}
-		wg.Wait()
+		errs := race(racers, func(i int) error {
+			return d.CreateQueue(c, &driver.CreateQueueParams{Queue: driver.Queue{
+				Name: name, Shards: 4 + i, ShardDuration: time.Minute, MaxDeliveries: 5,
+				VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(int64(i)).UTC(),
+			}})
+		})
 		winner := -1
 		for i, err := range errs {
 			switch {
@@ -437,15 +423,11 @@ func exerciseLeases(t *testing.T, d driver.Driver) {
 		q := unique("q-lease-race")
 		const racers = 4
 		held := make([]bool, racers)
-		errs := make([]error, racers)
-		var wg sync.WaitGroup
-		for i := range racers {
-			wg.Go(func() {
-				res, err := d.AcquireLease(c, lease(q, fmt.Sprint("c", i), time.Minute))
-				held[i], errs[i] = res.Held, err
-			})
-		}
-		wg.Wait()
+		errs := race(racers, func(i int) error {
+			res, err := d.AcquireLease(c, lease(q, fmt.Sprint("c", i), time.Minute))
+			held[i] = res.Held
+			return err
+		})
 		winners := 0
 		for i := range racers {
 			if errs[i] != nil && !errors.Is(errs[i], driver.ErrUnknownOutcome) {

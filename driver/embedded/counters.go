@@ -49,16 +49,9 @@ func (d *Driver) SetActorValue(ctx context.Context, p *driver.SetActorValueParam
 
 // ReadActorValues implements driver.Actors.
 func (d *Driver) ReadActorValues(ctx context.Context, p *driver.ReadActorValuesParams) ([]driver.ActorValue, error) {
-	const op = "read actor values"
-	if err := d.acquire(ctx, op); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	vals, err := d.readActorValues(p.Namespace, p.Counter)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: %s %s/%s: %w", op, p.Namespace, p.Counter, err)
-	}
-	return vals, nil
+	return readLocked(ctx, d, "read actor values", func() ([]driver.ActorValue, error) {
+		return d.readActorValues(p.Namespace, p.Counter)
+	}, " %s/%s", p.Namespace, p.Counter)
 }
 
 func (d *Driver) readActorValues(ns, counter string) ([]driver.ActorValue, error) {
@@ -181,31 +174,19 @@ func (d *Driver) AddNative(ctx context.Context, p *driver.AddNativeParams) error
 
 // ReadNative implements driver.NativeCounters.
 func (d *Driver) ReadNative(ctx context.Context, p *driver.ReadNativeParams) (int64, error) {
-	const op = "read native"
-	if err := d.acquire(ctx, op); err != nil {
-		return 0, err
-	}
-	defer d.mu.RUnlock()
-	v, _, err := d.getCounterValue(nativeKey(p.Namespace, p.Counter))
-	if err != nil {
-		return 0, fmt.Errorf("embedded: %s %s/%s: %w", op, p.Namespace, p.Counter, err)
-	}
-	return v, nil
+	return readLocked(ctx, d, "read native", func() (int64, error) {
+		v, _, err := d.getCounterValue(nativeKey(p.Namespace, p.Counter))
+		return v, err
+	}, " %s/%s", p.Namespace, p.Counter)
 }
 
 // ReadCAS implements driver.CASCounters. Every level reads the one
 // replica, which is as fresh as a serial read.
 func (d *Driver) ReadCAS(ctx context.Context, p *driver.ReadCASParams) (driver.CASValue, error) {
-	const op = "read cas"
-	if err := d.acquire(ctx, op); err != nil {
-		return driver.CASValue{}, err
-	}
-	defer d.mu.RUnlock()
-	v, ok, err := d.getCounterValue(casKey(p.Namespace, p.Counter))
-	if err != nil {
-		return driver.CASValue{}, fmt.Errorf("embedded: %s %s/%s: %w", op, p.Namespace, p.Counter, err)
-	}
-	return driver.CASValue{Exists: ok, Value: v}, nil
+	return readLocked(ctx, d, "read cas", func() (driver.CASValue, error) {
+		v, ok, err := d.getCounterValue(casKey(p.Namespace, p.Counter))
+		return driver.CASValue{Exists: ok, Value: v}, err
+	}, " %s/%s", p.Namespace, p.Counter)
 }
 
 // CompareAndSetCAS implements driver.CASCounters with a check-then-set

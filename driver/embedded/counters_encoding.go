@@ -27,10 +27,7 @@ func init() {
 }
 
 func actorPrefix(ns, counter string) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter))
-	b = append(b, tableActorValues)
-	b = appendComponent(b, ns)
-	return appendComponent(b, counter)
+	return counterKey(tableActorValues, ns, counter, 0)
 }
 
 func actorKey(ns, counter, actor string) []byte {
@@ -38,17 +35,11 @@ func actorKey(ns, counter, actor string) []byte {
 }
 
 func nativeKey(ns, counter string) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter))
-	b = append(b, tableNativeCounters)
-	b = appendComponent(b, ns)
-	return appendComponent(b, counter)
+	return counterKey(tableNativeCounters, ns, counter, 0)
 }
 
 func casKey(ns, counter string) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter))
-	b = append(b, tableCASCounters)
-	b = appendComponent(b, ns)
-	return appendComponent(b, counter)
+	return counterKey(tableCASCounters, ns, counter, 0)
 }
 
 // ---- actor values ---------------------------------------------------------------

@@ -224,6 +224,57 @@ func (d *Driver) acquire(ctx context.Context, op string) error {
 	return nil
 }
 
+// readLocked runs read while the driver is open, holding its read lock, and
+// names op and what it read (subject, a format with args such as " %s/%s")
+// in read's error. The subject is formatted only on failure.
+func readLocked[T any](ctx context.Context, d *Driver, op string, read func() (T, error), subject string, args ...any) (T, error) {
+	var zero T
+	if err := d.acquire(ctx, op); err != nil {
+		return zero, err
+	}
+	defer d.mu.RUnlock()
+	v, err := read()
+	if err != nil {
+		return zero, fmt.Errorf("embedded: %s%s: %w", op, fmt.Sprintf(subject, args...), err)
+	}
+	return v, nil
+}
+
+// merge is a blind write while the driver is open: it merges value, one
+// cell, into key, and the merge operator settles later which cell wins. A
+// failure names op and what was written, as subject tells; a function, so
+// that the hot write path builds no message it does not need.
+func (d *Driver) merge(ctx context.Context, op string, key, value []byte, subject func() string) error {
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	if err := d.db.Merge(key, value, d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: %s %s: %w", op, subject(), err)
+	}
+	return nil
+}
+
+// writeBatch applies the writes fill makes in one batch, which Pebble
+// commits atomically, while the driver is open. A failure names op and what
+// was written (subject, formatted with args only then).
+func (d *Driver) writeBatch(ctx context.Context, op string, fill func(*pebble.Batch) error, subject string, args ...any) error {
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	b := d.db.NewBatch()
+	defer b.Close()
+	err := fill(b)
+	if err == nil {
+		err = b.Commit(d.writeOpts)
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: %s%s: %w", op, fmt.Sprintf(subject, args...), err)
+	}
+	return nil
+}
+
 // ---- directory locking ---------------------------------------------------------
 
 // openDirs holds the absolute paths of OS directories open in this process.

@@ -21,45 +21,30 @@ var _ driver.Events = (*Driver)(nil)
 // MarkEventBucket implements driver.Events with a merge of a live marker
 // cell at the bucket start.
 func (d *Driver) MarkEventBucket(ctx context.Context, p *driver.MarkEventBucketParams) error {
-	if err := d.acquire(ctx, "mark event bucket"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	value := encodeEventValue(kindMarker, eventValue{Timestamp: p.Bucket})
-	if err := d.db.Merge(markerKey(p.Namespace, p.Counter, p.Bucket), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: mark event bucket %s/%s/%d: %w", p.Namespace, p.Counter, p.Bucket, err)
-	}
-	return nil
+	return d.merge(ctx, "mark event bucket", markerKey(p.Namespace, p.Counter, p.Bucket), value, func() string {
+		return fmt.Sprintf("%s/%s/%d", p.Namespace, p.Counter, p.Bucket)
+	})
 }
 
 // WriteEvent implements driver.Events with a merge of the event's cell at
 // the event time. Of two writes of one (time, id) with different deltas
 // the merge operator keeps the greater cell bytes, whatever their order.
 func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) error {
-	if err := d.acquire(ctx, "write event"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	e := p.Event
 	value := encodeEventValue(kindEvent, eventValue{Timestamp: e.Time, Value: e.Delta})
-	if err := d.db.Merge(eventKey(p.Namespace, p.Counter, p.Bucket, e.Time, e.ID), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: write event %s/%s/%d/%s: %w", p.Namespace, p.Counter, e.Time, e.ID, err)
-	}
-	return nil
+	return d.merge(ctx, "write event", eventKey(p.Namespace, p.Counter, p.Bucket, e.Time, e.ID), value, func() string {
+		return fmt.Sprintf("%s/%s/%d/%s", p.Namespace, p.Counter, e.Time, e.ID)
+	})
 }
 
 // WriteRollup implements driver.Events with a merge of the rollup cell at
 // the epoch.
 func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) error {
-	if err := d.acquire(ctx, "write rollup"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	value := encodeEventValue(kindRollup, eventValue{Timestamp: p.Rollup.Epoch, Value: p.Rollup.Value})
-	if err := d.db.Merge(rollupKey(p.Namespace, p.Counter), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: write rollup %s/%s@%d: %w", p.Namespace, p.Counter, p.Rollup.Epoch, err)
-	}
-	return nil
+	return d.merge(ctx, "write rollup", rollupKey(p.Namespace, p.Counter), value, func() string {
+		return fmt.Sprintf("%s/%s@%d", p.Namespace, p.Counter, p.Rollup.Epoch)
+	})
 }
 
 // ReadEventCounter implements driver.Events. The rollup and the markers
@@ -67,15 +52,9 @@ func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) e
 // the bucket deletes that follow it are never seen half-applied in the
 // wrong direction (new markers list with an old rollup).
 func (d *Driver) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounterParams) (*driver.EventCounter, error) {
-	if err := d.acquire(ctx, "read event counter"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	ec, err := d.readEventCounter(p.Namespace, p.Counter)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read event counter %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	return ec, nil
+	return readLocked(ctx, d, "read event counter", func() (*driver.EventCounter, error) {
+		return d.readEventCounter(p.Namespace, p.Counter)
+	}, " %s/%s", p.Namespace, p.Counter)
 }
 
 func (d *Driver) readEventCounter(ns, counter string) (*driver.EventCounter, error) {
@@ -110,15 +89,9 @@ func (d *Driver) readEventCounter(ns, counter string) (*driver.EventCounter, err
 // timestamp are hidden, as Cassandra's partition tombstone hides them.
 // The rest is one ordered range scan, already newest first.
 func (d *Driver) ReadEvents(ctx context.Context, p *driver.ReadEventsParams) ([]driver.Event, error) {
-	if err := d.acquire(ctx, "read events"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	events, err := d.readEvents(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read events %s/%s/%d: %w", p.Namespace, p.Counter, p.Bucket, err)
-	}
-	return events, nil
+	return readLocked(ctx, d, "read events", func() ([]driver.Event, error) {
+		return d.readEvents(ctx, p)
+	}, " %s/%s/%d", p.Namespace, p.Counter, p.Bucket)
 }
 
 func (d *Driver) readEvents(ctx context.Context, p *driver.ReadEventsParams) (_ []driver.Event, err error) {
@@ -131,11 +104,7 @@ func (d *Driver) readEvents(ctx context.Context, p *driver.ReadEventsParams) (_ 
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 	after := p.After
 	if it.First() && len(it.Key()) == len(prefix) {
 		raw, err := it.ValueAndErr()
@@ -208,61 +177,40 @@ func eventKeyAfter(key []byte, n int) (eventKeyParts, error) {
 //   - a marker tombstone at p.Timestamp, which the merge operator weighs
 //     against the marker's own timestamp (the bucket start).
 func (d *Driver) DeleteEventBuckets(ctx context.Context, p *driver.DeleteEventBucketsParams) error {
-	if err := d.acquire(ctx, "delete event buckets"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	tombstone := encodeEventValue(kindBucketDeletion, eventValue{Timestamp: p.Timestamp, Deleted: true})
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, bucket := range p.Buckets {
-		prefix := eventBucketPrefix(p.Namespace, p.Counter, bucket)
-		err := b.Merge(prefix, tombstone, nil)
-		if err == nil {
-			err = b.DeleteRange(eventTimeBound(prefix, p.Timestamp), prefixEnd(prefix), nil)
+	return d.writeBatch(ctx, "delete event buckets", func(b *pebble.Batch) error {
+		for _, bucket := range p.Buckets {
+			prefix := eventBucketPrefix(p.Namespace, p.Counter, bucket)
+			err := b.Merge(prefix, tombstone, nil)
+			if err == nil {
+				err = b.DeleteRange(eventTimeBound(prefix, p.Timestamp), prefixEnd(prefix), nil)
+			}
+			if err == nil {
+				err = b.Merge(markerKey(p.Namespace, p.Counter, bucket), tombstone, nil)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		if err == nil {
-			err = b.Merge(markerKey(p.Namespace, p.Counter, bucket), tombstone, nil)
-		}
-		if err != nil {
-			return fmt.Errorf("embedded: delete event buckets %s/%s: %w", p.Namespace, p.Counter, err)
-		}
-	}
-	if err := b.Commit(d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: delete event buckets %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	return nil
+		return nil
+	}, " %s/%s", p.Namespace, p.Counter)
 }
 
 // ListEventCounters implements driver.Events: it scans the record table
 // (of one namespace when p.Namespace is set) and lists every counter with
 // a rollup or a live marker.
 func (d *Driver) ListEventCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
-	if err := d.acquire(ctx, "list event counters"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	keys, err := d.listEventCounters(ctx, p.Namespace)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list event counters: %w", err)
-	}
-	return keys, nil
+	return readLocked(ctx, d, "list event counters", func() ([]driver.CounterKey, error) {
+		return d.listEventCounters(ctx, p.Namespace)
+	}, "")
 }
 
 func (d *Driver) listEventCounters(ctx context.Context, ns string) (_ []driver.CounterKey, err error) {
-	lo := []byte{tableEventCounters}
-	if ns != "" {
-		lo = appendComponent(lo, ns)
-	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := d.iterPrefix(namespacePrefix(tableEventCounters, ns))
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 	var out []driver.CounterKey
 	for valid := it.First(); valid; {
 		if err := ctx.Err(); err != nil {

@@ -69,11 +69,7 @@ func descendingFrom(b []byte) int64 { return int64(^binary.BigEndian.Uint64(b) ^
 // eventBucketPrefix is the key of the bucket's deletion cell and the
 // prefix of every event in the bucket.
 func eventBucketPrefix(ns, counter string, bucket int64) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter)+2*int64Len+16)
-	b = append(b, tableEvents)
-	b = appendComponent(b, ns)
-	b = appendComponent(b, counter)
-	return appendAscending(b, bucket)
+	return appendAscending(counterKey(tableEvents, ns, counter, 2*int64Len+16), bucket)
 }
 
 // eventTimeBound is the lowest key of the bucket's events at time t, and
@@ -88,10 +84,7 @@ func eventKey(ns, counter string, bucket, t int64, id string) []byte {
 
 // eventRecordPrefix is the prefix of the counter's rollup and markers.
 func eventRecordPrefix(ns, counter string) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter)+1+int64Len)
-	b = append(b, tableEventCounters)
-	b = appendComponent(b, ns)
-	return appendComponent(b, counter)
+	return counterKey(tableEventCounters, ns, counter, 1+int64Len)
 }
 
 func rollupKey(ns, counter string) []byte {

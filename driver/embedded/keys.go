@@ -44,12 +44,29 @@ func namespaceKey(name string) []byte {
 	return appendComponent([]byte{tableNamespaces}, name)
 }
 
-// counterPrefix is the key prefix shared by every shard of one counter.
-func counterPrefix(ns, counter string) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter))
-	b = append(b, tableShards)
+// namespacePrefix is the prefix of table's keys in namespace ns, or of all
+// of them when ns is empty.
+func namespacePrefix(table byte, ns string) []byte {
+	prefix := []byte{table}
+	if ns != "" {
+		prefix = appendComponent(prefix, ns)
+	}
+	return prefix
+}
+
+// counterKey is table's byte followed by the namespace and counter
+// components: the key of a per-counter record, or the prefix of a
+// counter's keys, which have room for extra more bytes.
+func counterKey(table byte, ns, counter string, extra int) []byte {
+	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter)+extra)
+	b = append(b, table)
 	b = appendComponent(b, ns)
 	return appendComponent(b, counter)
+}
+
+// counterPrefix is the key prefix shared by every shard of one counter.
+func counterPrefix(ns, counter string) []byte {
+	return counterKey(tableShards, ns, counter, 0)
 }
 
 func shardKey(ns, counter, id string) []byte {
@@ -57,10 +74,7 @@ func shardKey(ns, counter, id string) []byte {
 }
 
 func tallyKey(ns, counter string) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen32+len(ns)+len(counter))
-	b = append(b, tableTally)
-	b = appendComponent(b, ns)
-	return appendComponent(b, counter)
+	return counterKey(tableTally, ns, counter, 0)
 }
 
 // prefixEnd returns the smallest key greater than every key that starts with
@@ -123,19 +137,33 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
+// iterPrefix opens an iterator over the keys that start with prefix.
+func (d *Driver) iterPrefix(prefix []byte) (*pebble.Iterator, error) {
+	return d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+}
+
+// closeIter closes it and, unless *err holds an error already, reports a
+// failure to close in *err, naming op there if op is set.
+func closeIter(it *pebble.Iterator, err *error, op string) {
+	cerr := it.Close()
+	if *err != nil || cerr == nil {
+		return
+	}
+	if op != "" {
+		cerr = fmt.Errorf("embedded: %s: %w", op, cerr)
+	}
+	*err = cerr
+}
+
 // scanPrefix calls fn for every key under prefix, in key order, through
 // one iterator (hence one consistent view of them). key and value are only
 // valid during the call. An error from fn stops the scan and is returned.
 func (d *Driver) scanPrefix(prefix []byte, fn func(key, value []byte) error) (err error) {
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := d.iterPrefix(prefix)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 	for valid := it.First(); valid; valid = it.Next() {
 		value, err := it.ValueAndErr()
 		if err != nil {

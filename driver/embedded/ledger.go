@@ -68,29 +68,18 @@ type claimState struct {
 // WriteLedgerRow implements driver.Ledgers. Like a shard write it is a blind
 // merge of one LWW cell; the merge operator keeps the newest.
 func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
-	if err := d.acquire(ctx, "write ledger row"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
 	value := make([]byte, 0, cellHeaderLen+len(p.Row.State))
 	value = appendCell(value, cell{Timestamp: p.Timestamp, Payload: p.Row.State})
-	if err := d.db.Merge(ledgerRowKey(p.Namespace, p.Ledger, p.Row.Actor), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: write ledger row %s/%s/%s: %w", p.Namespace, p.Ledger, p.Row.Actor, err)
-	}
-	return nil
+	return d.merge(ctx, "write ledger row", ledgerRowKey(p.Namespace, p.Ledger, p.Row.Actor), value, func() string {
+		return fmt.Sprintf("%s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
+	})
 }
 
 // ReadLedger implements driver.Ledgers.
 func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
-	if err := d.acquire(ctx, "read ledger"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	rows, err := d.readLedger(p.Namespace, p.Ledger)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read ledger %s/%s: %w", p.Namespace, p.Ledger, err)
-	}
-	return rows, nil
+	return readLocked(ctx, d, "read ledger", func() ([]driver.LedgerRow, error) {
+		return d.readLedger(p.Namespace, p.Ledger)
+	}, " %s/%s", p.Namespace, p.Ledger)
 }
 
 func (d *Driver) readLedger(ns, ledger string) ([]driver.LedgerRow, error) {
@@ -204,15 +193,11 @@ func (d *Driver) getClaim(key []byte, now int64) (driver.Claim, bool, error) {
 // d.claims.mu, so no claim is stored between the check and the delete.
 func (d *Driver) sweepClaims(now int64) (err error) {
 	lo := []byte{tableLedgerClaims}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := d.iterPrefix(lo)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 	b := d.db.NewBatch()
 	defer b.Close()
 	live := 0

@@ -81,12 +81,6 @@ func (d *Driver) ListQueues(ctx context.Context, p *driver.ListQueuesParams) ([]
 
 func queueName(q *driver.Queue) string { return q.Name }
 
-func closeIter(it *pebble.Iterator, err *error, op string) {
-	if cerr := it.Close(); *err == nil && cerr != nil {
-		*err = fmt.Errorf("embedded: %s: %w", op, cerr)
-	}
-}
-
 func normalize(m driver.Message) driver.Message {
 	m.Due = ms(m.Due)
 	m.EnqueuedAt = ms(m.EnqueuedAt)
@@ -97,25 +91,18 @@ func normalize(m driver.Message) driver.Message {
 // PutMessages implements driver.Queues. The messages are new rows (fresh
 // ids), so they need no lock; one batch makes them durable together.
 func (d *Driver) PutMessages(ctx context.Context, p *driver.PutMessagesParams) error {
-	if err := d.acquire(ctx, "put messages"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, m := range p.Messages {
-		if m.EnqueuedAt.IsZero() {
-			return fmt.Errorf("embedded: put messages in %q: message %s has no EnqueuedAt", p.Queue, m.ID)
+	return d.writeBatch(ctx, "put messages", func(b *pebble.Batch) error {
+		for _, m := range p.Messages {
+			if m.EnqueuedAt.IsZero() {
+				return fmt.Errorf("message %s has no EnqueuedAt", m.ID)
+			}
+			m = normalize(m)
+			if err := b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(&m), nil); err != nil {
+				return err
+			}
 		}
-		m = normalize(m)
-		if err := b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(&m), nil); err != nil {
-			return fmt.Errorf("embedded: put messages in %q: %w", p.Queue, err)
-		}
-	}
-	if err := b.Commit(d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: put messages in %q: %w", p.Queue, err)
-	}
-	return nil
+		return nil
+	}, " in %q", p.Queue)
 }
 
 // ReadMessages implements driver.Queues.
@@ -180,15 +167,9 @@ func messageAt(it *pebble.Iterator, queue string, withBody bool) (driver.Message
 
 // GetMessage implements driver.Queues.
 func (d *Driver) GetMessage(ctx context.Context, p *driver.GetMessageParams) (*driver.Message, error) {
-	if err := d.acquire(ctx, "get message"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	m, err := d.getMessage(p.Queue, p.Key)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: get message %s of %q: %w", p.Key.ID, p.Queue, err)
-	}
-	return m, nil
+	return readLocked(ctx, d, "get message", func() (*driver.Message, error) {
+		return d.getMessage(p.Queue, p.Key)
+	}, " %s of %q", p.Key.ID, p.Queue)
 }
 
 func (d *Driver) getMessage(queue string, k driver.MessageKey) (*driver.Message, error) {
@@ -224,28 +205,23 @@ func byShard[T any](items []T, shard func(T) int) map[int][]T {
 func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesParams) error {
 	const op = "update messages"
 	return batchByShard(ctx, d, op, p.Queue, p.Updates, func(m driver.Message) int { return m.Shard },
-		func(b *pebble.Batch, ups []driver.Message) error {
-			for _, u := range ups {
-				m, err := d.getMessage(p.Queue, u.MessageKey)
-				if errors.Is(err, driver.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					return err
-				}
-				m.Deliveries, m.VisibleAt, m.LastError = u.Deliveries, ms(u.VisibleAt), u.LastError
-				if err := b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(m), nil); err != nil {
-					return err
-				}
+		func(b *pebble.Batch, u driver.Message) error {
+			m, err := d.getMessage(p.Queue, u.MessageKey)
+			if errors.Is(err, driver.ErrNotFound) {
+				return nil
 			}
-			return nil
+			if err != nil {
+				return err
+			}
+			m.Deliveries, m.VisibleAt, m.LastError = u.Deliveries, ms(u.VisibleAt), u.LastError
+			return b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(m), nil)
 		})
 }
 
 // batchByShard runs the write op of items: it groups them by shard and
-// writes each shard's group in one batch, filled by write under the shard's
-// lock, then syncs the WAL once.
-func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items []T, shard func(T) int, write func(*pebble.Batch, []T) error) error {
+// writes each shard's group in one batch, which write fills item by item
+// under the shard's lock, then syncs the WAL once.
+func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items []T, shard func(T) int, write func(*pebble.Batch, T) error) error {
 	if err := d.acquire(ctx, op); err != nil {
 		return err
 	}
@@ -255,8 +231,10 @@ func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items
 			defer lockShard(queue, s)()
 			b := d.db.NewBatch()
 			defer b.Close()
-			if err := write(b, group); err != nil {
-				return err
+			for _, item := range group {
+				if err := write(b, item); err != nil {
+					return err
+				}
 			}
 			return b.Commit(pebble.NoSync)
 		}()
@@ -274,14 +252,9 @@ func batchByShard[T any](ctx context.Context, d *Driver, op, queue string, items
 func (d *Driver) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
 	const op = "delete messages"
 	return batchByShard(ctx, d, op, p.Queue, p.Keys, func(k driver.MessageKey) int { return k.Shard },
-		func(b *pebble.Batch, keys []driver.MessageKey) error {
-			for _, k := range keys {
-				k.Due = ms(k.Due)
-				if err := b.Delete(messageKey(p.Queue, k), nil); err != nil {
-					return err
-				}
-			}
-			return nil
+		func(b *pebble.Batch, k driver.MessageKey) error {
+			k.Due = ms(k.Due)
+			return b.Delete(messageKey(p.Queue, k), nil)
 		})
 }
 
@@ -308,15 +281,10 @@ func (d *Driver) readShardState(queue string, shard int) (*shardState, error) {
 
 // ReadQueueShard implements driver.Queues.
 func (d *Driver) ReadQueueShard(ctx context.Context, p *driver.QueueShardParams) (*driver.QueueShardState, error) {
-	if err := d.acquire(ctx, "read shard"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-	s, err := d.readShardState(p.Queue, p.Shard)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read shard %d of %q: %w", p.Shard, p.Queue, err)
-	}
-	return &s.QueueShardState, nil
+	return readLocked(ctx, d, "read shard", func() (*driver.QueueShardState, error) {
+		s, err := d.readShardState(p.Queue, p.Shard)
+		return &s.QueueShardState, err
+	}, " %d of %q", p.Shard, p.Queue)
 }
 
 // changeShard runs change on the shard's state under its lock and writes
@@ -472,18 +440,13 @@ func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsP
 func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) error {
 	const op = "dead letter"
 	return batchByShard(ctx, d, op, p.Queue, p.Letters, func(l driver.DeadLetter) int { return l.Shard },
-		func(b *pebble.Batch, letters []driver.DeadLetter) error {
-			for _, l := range letters {
-				l.Message = normalize(l.Message)
-				l.DiedAt = ms(l.DiedAt)
-				if err := b.Set(deadKey(p.Queue, l.ID), encodeDead(&l), nil); err != nil {
-					return err
-				}
-				if err := b.Delete(messageKey(p.Queue, l.MessageKey), nil); err != nil {
-					return err
-				}
+		func(b *pebble.Batch, l driver.DeadLetter) error {
+			l.Message = normalize(l.Message)
+			l.DiedAt = ms(l.DiedAt)
+			if err := b.Set(deadKey(p.Queue, l.ID), encodeDead(&l), nil); err != nil {
+				return err
 			}
-			return nil
+			return b.Delete(messageKey(p.Queue, l.MessageKey), nil)
 		})
 }
 
@@ -499,7 +462,7 @@ func (d *Driver) ListDead(ctx context.Context, p *driver.ListDeadParams) (_ []dr
 		want[id] = true
 	}
 	prefix := deadPrefix(p.Queue)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := d.iterPrefix(prefix)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s: %w", op, err)
 	}
@@ -534,19 +497,12 @@ func (d *Driver) ListDead(ctx context.Context, p *driver.ListDeadParams) (_ []dr
 
 // DeleteDead implements driver.Queues.
 func (d *Driver) DeleteDead(ctx context.Context, p *driver.DeleteDeadParams) error {
-	if err := d.acquire(ctx, "delete dead letters"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, id := range p.IDs {
-		if err := b.Delete(deadKey(p.Queue, id), nil); err != nil {
-			return fmt.Errorf("embedded: delete dead letters of %q: %w", p.Queue, err)
+	return d.writeBatch(ctx, "delete dead letters", func(b *pebble.Batch) error {
+		for _, id := range p.IDs {
+			if err := b.Delete(deadKey(p.Queue, id), nil); err != nil {
+				return err
+			}
 		}
-	}
-	if err := b.Commit(d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: delete dead letters of %q: %w", p.Queue, err)
-	}
-	return nil
+		return nil
+	}, " of %q", p.Queue)
 }

@@ -80,7 +80,7 @@ func listRecords[T any](ctx context.Context, d *Driver, op string, table byte, k
 	}
 	defer d.mu.RUnlock()
 	lo := []byte{table}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	it, err := d.iterPrefix(lo)
 	if err != nil {
 		return nil, fmt.Errorf("embedded: %s: %w", op, err)
 	}

@@ -14,33 +14,20 @@ import (
 // WriteShard implements driver.Shards. It is a blind merge of one cell: the
 // merge operator, not this call, decides later whether it wins.
 func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
-	if err := d.acquire(ctx, "write shard"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-
 	// A cell's payload runs to its end, so the header can be written first
 	// and the shard row appended in place: one allocation.
 	value := make([]byte, 0, cellHeaderLen+shardPayloadMin+len(p.Shard.State))
 	value = appendShardPayload(appendCell(value, cell{Timestamp: p.Timestamp}), p.Shard)
-	if err := d.db.Merge(shardKey(p.Namespace, p.Counter, p.Shard.ID), value, d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: write shard %s/%s/%s: %w", p.Namespace, p.Counter, p.Shard.ID, err)
-	}
-	return nil
+	return d.merge(ctx, "write shard", shardKey(p.Namespace, p.Counter, p.Shard.ID), value, func() string {
+		return fmt.Sprintf("%s/%s/%s", p.Namespace, p.Counter, p.Shard.ID)
+	})
 }
 
 // ReadShards implements driver.Shards.
 func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*driver.ShardSet, error) {
-	if err := d.acquire(ctx, "read shards"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-
-	set, err := d.readShards(p.Namespace, p.Counter)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: read shards of %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	return set, nil
+	return readLocked(ctx, d, "read shards", func() (*driver.ShardSet, error) {
+		return d.readShards(p.Namespace, p.Counter)
+	}, " of %s/%s", p.Namespace, p.Counter)
 }
 
 func (d *Driver) readShards(ns, counter string) (_ *driver.ShardSet, err error) {
@@ -48,15 +35,11 @@ func (d *Driver) readShards(ns, counter string) (_ *driver.ShardSet, err error) 
 	// view. Reading them separately could see a fold's new tally together
 	// with the shards it deleted, and count those shards twice.
 	prefix := counterPrefix(ns, counter)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := d.iterPrefix(prefix)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 
 	set := &driver.ShardSet{Shards: []driver.Shard{}}
 	for valid := it.First(); valid; valid = it.Next() {
@@ -133,59 +116,33 @@ func shardIDAfter(key []byte, n int) (string, error) {
 // Fold implements driver.Shards. Its cells go into one batch, which Pebble
 // commits atomically, so a crash leaves either the whole fold or none of it.
 func (d *Driver) Fold(ctx context.Context, p *driver.FoldParams) error {
-	if err := d.acquire(ctx, "fold"); err != nil {
-		return err
-	}
-	defer d.mu.RUnlock()
-
-	ts := p.Tally.Timestamp
-	tombstone := appendCell(nil, cell{Timestamp: ts, Tombstone: true})
-	b := d.db.NewBatch()
-	defer b.Close()
-	for _, id := range p.Delete {
-		if err := b.Merge(shardKey(p.Namespace, p.Counter, id), tombstone, nil); err != nil {
-			return fmt.Errorf("embedded: fold %s/%s: %w", p.Namespace, p.Counter, err)
+	return d.writeBatch(ctx, "fold", func(b *pebble.Batch) error {
+		ts := p.Tally.Timestamp
+		tombstone := appendCell(nil, cell{Timestamp: ts, Tombstone: true})
+		for _, id := range p.Delete {
+			if err := b.Merge(shardKey(p.Namespace, p.Counter, id), tombstone, nil); err != nil {
+				return err
+			}
 		}
-	}
-	tally := appendCell(make([]byte, 0, cellHeaderLen+len(p.Tally.State)), cell{Timestamp: ts, Payload: p.Tally.State})
-	if err := b.Merge(tallyKey(p.Namespace, p.Counter), tally, nil); err != nil {
-		return fmt.Errorf("embedded: fold %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	if err := b.Commit(d.writeOpts); err != nil {
-		return fmt.Errorf("embedded: fold %s/%s: %w", p.Namespace, p.Counter, err)
-	}
-	return nil
+		tally := appendCell(make([]byte, 0, cellHeaderLen+len(p.Tally.State)), cell{Timestamp: ts, Payload: p.Tally.State})
+		return b.Merge(tallyKey(p.Namespace, p.Counter), tally, nil)
+	}, " %s/%s", p.Namespace, p.Counter)
 }
 
 // ListCounters implements driver.Shards.
 func (d *Driver) ListCounters(ctx context.Context, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
-	if err := d.acquire(ctx, "list counters"); err != nil {
-		return nil, err
-	}
-	defer d.mu.RUnlock()
-
-	keys, err := d.listCounters(ctx, p.Namespace)
-	if err != nil {
-		return nil, fmt.Errorf("embedded: list counters: %w", err)
-	}
-	return keys, nil
+	return readLocked(ctx, d, "list counters", func() ([]driver.CounterKey, error) {
+		return d.listCounters(ctx, p.Namespace)
+	}, "")
 }
 
 func (d *Driver) listCounters(ctx context.Context, ns string) (_ []driver.CounterKey, err error) {
-	shardLo, tallyLo := []byte{tableShards}, []byte{tableTally}
-	if ns != "" {
-		shardLo = appendComponent(shardLo, ns)
-		tallyLo = appendComponent(tallyLo, ns)
-	}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: shardLo, UpperBound: prefixEnd(shardLo)})
+	shardLo, tallyLo := namespacePrefix(tableShards, ns), namespacePrefix(tableTally, ns)
+	it, err := d.iterPrefix(shardLo)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if cerr := it.Close(); err == nil {
-			err = cerr
-		}
-	}()
+	defer closeIter(it, &err, "")
 
 	seen := make(map[driver.CounterKey]bool)
 	var out []driver.CounterKey

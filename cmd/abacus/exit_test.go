@@ -17,34 +17,21 @@ func TestExitStatusClassifiesFailures(t *testing.T) {
 	answered := func(code string) error {
 		return fmt.Errorf("wrapped: %w", &client.Error{Status: api.Status(code), Code: code, Message: "m"})
 	}
-	for _, tc := range []struct {
-		name string
-		err  error
-		want int
-	}{
-		{"usage", usagef("bad flag"), exitUsage},
-		{"invalid argument", answered(api.CodeInvalidArgument), exitRefused},
-		{"wrong model", answered(api.CodeWrongModel), exitRefused},
-		{"forbidden", answered(api.CodeForbidden), exitRefused},
-		{"body too large", answered(api.CodeBodyTooLarge), exitRefused},
-		{"namespace not found", answered(api.CodeNamespaceNotFound), exitNotFound},
-		{"queue not found", answered(api.CodeQueueNotFound), exitNotFound},
-		{"exists", answered(api.CodeNamespaceExists), exitConflict},
-		{"too late", answered(api.CodeTooLate), exitConflict},
-		{"stale receipt", answered(api.CodeStaleReceipt), exitConflict},
-		{"unavailable", answered(api.CodeUnavailable), exitUnavailable},
-		{"not applied", answered(api.CodeNotApplied), exitUnavailable},
-		{"unknown outcome", answered(api.CodeUnknownOutcome), exitUnknown},
-		{"internal", answered(api.CodeInternal), exitError},
-		{"a proxy's 502", &client.Error{Status: 502, Message: "bad gateway"}, exitError},
-		{"refused by the client before sending", &client.Error{Code: api.CodeInvalidArgument, Message: "empty name"}, exitRefused},
-		{"connection refused", &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "dial", Err: errors.New("refused")}}, exitUnavailable},
-		{"connection reset after sending", &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "read", Err: errors.New("reset")}}, exitUnknown},
-		{"settled by the hint", &unknownOutcomeError{"may or may not"}, exitUnknown},
-		{"anything else", errors.New("disk full"), exitError},
+	dial := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "dial", Err: errors.New("refused")}}
+	reset := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "read", Err: errors.New("reset")}}
+	for want, errs := range map[int][]error{
+		exitUsage:       {usagef("bad flag")},
+		exitRefused:     {answered(api.CodeInvalidArgument), answered(api.CodeWrongModel), answered(api.CodeForbidden), answered(api.CodeBodyTooLarge), &client.Error{Code: api.CodeInvalidArgument, Message: "not sent"}},
+		exitNotFound:    {answered(api.CodeNamespaceNotFound), answered(api.CodeQueueNotFound)},
+		exitConflict:    {answered(api.CodeNamespaceExists), answered(api.CodeTooLate), answered(api.CodeStaleReceipt)},
+		exitUnavailable: {answered(api.CodeUnavailable), answered(api.CodeNotApplied), dial},
+		exitUnknown:     {answered(api.CodeUnknownOutcome), reset, &unknownOutcomeError{"may or may not"}},
+		exitError:       {answered(api.CodeInternal), &client.Error{Status: 502, Message: "a proxy's bad gateway"}, errors.New("disk full")},
 	} {
-		if got := exitStatus(tc.err); got != tc.want {
-			t.Errorf("%s: exit %d, want %d", tc.name, got, tc.want)
+		for _, err := range errs {
+			if got := exitStatus(err); got != want {
+				t.Errorf("%v: exit %d, want %d", err, got, want)
+			}
 		}
 	}
 }

@@ -124,17 +124,27 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 // events counter use it as the event's time.
 func newRequestID() string { return abacus.NewRequestID() }
 
-// announceRequestID returns the request's id, one the server chooses when
-// the caller sent none, after putting it in the answer's header and the
-// log. Both carry it even on failure, so a caller that let the server
-// choose it can still retry an unknown outcome safely.
-func announceRequestID(w http.ResponseWriter, r *http.Request, id string) string {
+// announceRequestID returns the request's id — the body's, else the
+// Idempotency-Key header's, else one the server chooses — after putting it
+// in the answer's header and the log. Both carry it even on failure, so a
+// caller that let the server choose it can still retry an unknown outcome
+// safely. A header and a body that name different ids are refused.
+func announceRequestID(w http.ResponseWriter, r *http.Request, id string) (string, error) {
+	key, err := idempotencyKey(r)
+	switch {
+	case err != nil:
+		return "", err
+	case key != "" && id != "" && key != id:
+		return "", errorf(api.CodeInvalidArgument, "%s %q and request_id %q differ; send the request id once", idempotencyKeyHeader, key, id)
+	case id == "":
+		id = key
+	}
 	if id == "" {
 		id = newRequestID()
 	}
 	w.Header().Set("Abacus-Request-Id", id)
 	logAttrs(r, slog.String("request_id", id))
-	return id
+	return id, nil
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +161,11 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	req.RequestID = announceRequestID(w, r, req.RequestID)
+	if req.RequestID, err = announceRequestID(w, r, req.RequestID); err != nil {
+		s.countUpdate(err)
+		writeError(w, r, err)
+		return
+	}
 	err = s.client.Apply(r.Context(), abacus.Update{
 		Namespace: ns, Counter: counter, Delta: req.Delta, Item: req.Item, RequestID: req.RequestID,
 		Time: timeOrZero(req.Time),

@@ -130,10 +130,11 @@ func (e *testEnv) do(method, path, body string, headers ...string) response {
 	return response{status: resp.StatusCode, header: resp.Header, body: b}
 }
 
-// mustJSON sends a request, checks the status and decodes the body into v.
-func (e *testEnv) mustJSON(method, path, body string, want int, v any) {
+// mustJSON sends a request (headers as for do), checks the status and
+// decodes the body into v.
+func (e *testEnv) mustJSON(method, path, body string, want int, v any, headers ...string) {
 	e.t.Helper()
-	r := e.do(method, path, body)
+	r := e.do(method, path, body, headers...)
 	if r.status != want {
 		e.t.Fatalf("%s %s: status %d, want %d; body %s", method, path, r.status, want, r.body)
 	}

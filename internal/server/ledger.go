@@ -35,7 +35,11 @@ func (s *Server) ledgerUpdate(op ledgerOp) http.HandlerFunc {
 			writeError(w, r, err)
 			return
 		}
-		req.RequestID = announceRequestID(w, r, req.RequestID)
+		if req.RequestID, err = announceRequestID(w, r, req.RequestID); err != nil {
+			s.countLedgerUpdate(false, err)
+			writeError(w, r, err)
+			return
+		}
 		var res *abacus.LedgerResult
 		switch op {
 		case opCredit:

@@ -98,7 +98,11 @@ func (s *Server) clear(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req.RequestID = announceRequestID(w, r, req.RequestID)
+	var err error
+	if req.RequestID, err = announceRequestID(w, r, req.RequestID); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	if err := s.client.Clear(r.Context(), ns, counter, req.RequestID); err != nil {
 		writeError(w, r, err)
 		return

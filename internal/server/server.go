@@ -155,6 +155,9 @@ func (s *Server) routesMux() *http.ServeMux {
 		pattern := method + " " + path
 		if method == "POST" {
 			h = s.refuseWhenSkewed(h)
+			if !takesIdempotencyKey[path] {
+				h = refuseIdempotencyKey(path, h)
+			}
 		}
 		mux.HandleFunc(pattern, h)
 		s.routes = append(s.routes, pattern)

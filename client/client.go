@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +40,17 @@ type Option func(*Client)
 // WithHTTPClient makes the client send requests with hc (for custom
 // transports, TLS or proxies). Default: a dedicated http.Client.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithTLSConfig makes the client verify the server, and present a client
+// certificate, as cfg says: for an https:// server whose certificate is
+// signed by a private CA, or that asks for client certificates.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *Client) {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = cfg
+		c.hc = &http.Client{Transport: t}
+	}
+}
 
 // WithTimeout bounds each HTTP attempt (a retry gets a fresh timeout).
 // Default 30s; zero or negative means no bound beyond the context's.

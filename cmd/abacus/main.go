@@ -41,6 +41,9 @@ type globals struct {
 	json      bool
 	timeout   time.Duration
 	retries   int
+	caFile    string
+	certFile  string
+	keyFile   string
 }
 
 // app carries what a command needs besides its flags; tests build one per
@@ -131,6 +134,9 @@ ABACUS_READ_CONSISTENCY); a flag on the command line wins.
 	pf.StringVar(&a.g.requestID, "request-id", "", "request id of an update: retrying with the same id counts it once (default: a new random id)")
 	pf.BoolVar(&a.g.json, "json", false, "print results as JSON")
 	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit for each request to the server")
+	pf.StringVar(&a.g.caFile, "ca-file", "", "PEM CA certificates that sign an https:// server's certificate (default: the system's)")
+	pf.StringVar(&a.g.certFile, "cert-file", "", "PEM client certificate, for a server that requires one (needs --key-file)")
+	pf.StringVar(&a.g.keyFile, "key-file", "", "PEM private key of --cert-file")
 	pf.IntVar(&a.g.retries, "retries", 0, "retry an update this many times after a network error or unknown outcome, with the same request id")
 
 	root.AddCommand(a.versionCmd(), a.serveCmd(), a.migrateCmd(), a.counterCmd(), a.ledgerCmd(), a.namespaceCmd(), a.gcCmd(), a.queueCmd(), newBenchCmd())
@@ -202,7 +208,15 @@ func (a *app) applyEnv(cmd *cobra.Command) error {
 }
 
 func (a *app) client() (*client.Client, error) {
-	c, err := client.New(a.g.server, client.WithTimeout(a.g.timeout), client.WithRetries(a.g.retries))
+	opts := []client.Option{client.WithTimeout(a.g.timeout), client.WithRetries(a.g.retries)}
+	tlsCfg, err := clientTLS(a.g.caFile, a.g.certFile, a.g.keyFile)
+	if err != nil {
+		return nil, err
+	}
+	if tlsCfg != nil {
+		opts = append(opts, client.WithTLSConfig(tlsCfg))
+	}
+	c, err := client.New(a.g.server, opts...)
 	if err != nil {
 		return nil, usagef("--server: %v", err)
 	}
@@ -266,7 +280,7 @@ func (a *app) printJSON(v any) error {
 func (a *app) unknownOutcomeHint(err error, requestID string) error {
 	var ce *client.Error
 	var oe *net.OpError
-	sent := !errors.As(err, &oe) || oe.Op != "dial"
+	sent := (!errors.As(err, &oe) || oe.Op != "dial") && !refusedByTLS(err)
 	if client.IsCode(err, api.CodeUnknownOutcome) || (!errors.As(err, &ce) && sent) {
 		return &unknownOutcomeError{fmt.Sprintf("%s; the update may or may not have been counted: repeat the command with --request-id %s to make sure it counts exactly once", a.describe(err), requestID)}
 	}

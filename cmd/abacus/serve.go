@@ -54,6 +54,9 @@ type serveFlags struct {
 	maxClockSkew    time.Duration
 	clockCheck      time.Duration
 	allowHosts      []string
+	httpTLSCert     string
+	httpTLSKey      string
+	httpClientCA    string
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -82,6 +85,9 @@ ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", server.DefaultAddr, "address to listen on (the API has no authentication: keep it on a trusted network; see docs/security.md)")
+	fl.StringVar(&f.httpTLSCert, "http-tls-cert", "", "PEM certificate (chain) of the HTTP listener: serve HTTPS (needs --http-tls-key)")
+	fl.StringVar(&f.httpTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
+	fl.StringVar(&f.httpClientCA, "http-client-ca", "", "PEM CA certificates: require every client to present a certificate they signed (needs --http-tls-cert)")
 	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "host name a loopback server also answers to (repeatable); other Host headers get 403, which stops DNS rebinding")
 	fl.StringVar(&f.data, "data", "./abacus-data", "data directory of the embedded store")
 	fl.BoolVar(&f.noSync, "no-sync", false, "embedded store: acknowledge updates before they are fsynced (survives a process crash, not a machine crash)")
@@ -137,6 +143,10 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, slog.Level, err
 
 func (a *app) serve(ctx context.Context, f serveFlags) error {
 	log, lvl, err := newLogger(a.stderr, f.logFormat, f.logLevel)
+	if err != nil {
+		return err
+	}
+	listenTLS, err := listenerTLS(f.httpTLSCert, f.httpTLSKey, f.httpClientCA)
 	if err != nil {
 		return err
 	}
@@ -208,6 +218,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		Client:             c,
 		Addr:               f.addr,
 		AllowedHosts:       f.allowHosts,
+		TLS:                listenTLS,
 		Version:            build.Version,
 		Commit:             build.Commit,
 		MaxBodyBytes:       f.maxBodyBytes,

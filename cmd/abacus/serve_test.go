@@ -77,6 +77,10 @@ func serveInProcess(t *testing.T, env map[string]string, args ...string) *inProc
 		t.Fatalf("no listening line in:\n%s", s.logs.String())
 	}
 	s.base = "http://" + addr
+	if strings.Contains(s.logs.String(), `"scheme":"https"`) {
+		s.base = "https://" + addr // its caller checks it with its own certificates
+		return s
+	}
 	waitHealthy(t, s.base)
 	return s
 }

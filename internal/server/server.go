@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -40,6 +41,12 @@ type Config struct {
 	// other Host header is refused (403 forbidden), which is what stops DNS
 	// rebinding. Ignored when Addr is not loopback. Default none.
 	AllowedHosts []string
+
+	// TLS, when set, makes Run and Serve speak HTTPS with it: its
+	// certificates, and client certificates verified when its ClientAuth
+	// asks for them. Default nil: plain HTTP, for loopback or a network
+	// whose TLS ends in a proxy in front.
+	TLS *tls.Config
 
 	// Version and Commit identify the build in the abacus_build_info
 	// metric. Default "dev" and "".
@@ -269,7 +276,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	s.log.Info("listening", "addr", ln.Addr().String())
+	scheme := "http"
+	if s.cfg.TLS != nil {
+		ln, scheme = tls.NewListener(ln, s.cfg.TLS), "https"
+	}
+	s.log.Info("listening", "addr", ln.Addr().String(), "scheme", scheme)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()

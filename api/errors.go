@@ -48,6 +48,9 @@ const (
 	// named a Host this server does not answer to (a loopback server
 	// answers only to loopback names); nothing was changed.
 	CodeForbidden = "forbidden"
+	// CodeQuotaExceeded: creating the namespace or queue would pass the
+	// server's limit on how many there may be; nothing was created.
+	CodeQuotaExceeded = "quota_exceeded"
 	// CodeUnknownOutcome: the update may or may not have been counted.
 	// Retrying with the same request id against the same server is safe.
 	CodeUnknownOutcome = "unknown_outcome"
@@ -84,6 +87,7 @@ var codeStatus = map[string]int{
 	CodeBodyTooLarge:         http.StatusRequestEntityTooLarge,
 	CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	CodeForbidden:            http.StatusForbidden,
+	CodeQuotaExceeded:        http.StatusForbidden,
 	CodeUnknownOutcome:       http.StatusServiceUnavailable,
 	CodeNotApplied:           http.StatusServiceUnavailable,
 	CodeUnavailable:          http.StatusServiceUnavailable,

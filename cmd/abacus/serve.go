@@ -57,6 +57,8 @@ type serveFlags struct {
 	httpTLSCert     string
 	httpTLSKey      string
 	httpClientCA    string
+	maxNamespaces   int
+	maxQueues       int
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -88,6 +90,8 @@ ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
 	fl.StringVar(&f.httpTLSCert, "http-tls-cert", "", "PEM certificate (chain) of the HTTP listener: serve HTTPS (needs --http-tls-key)")
 	fl.StringVar(&f.httpTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
 	fl.StringVar(&f.httpClientCA, "http-client-ca", "", "PEM CA certificates: require every client to present a certificate they signed (needs --http-tls-cert)")
+	fl.IntVar(&f.maxNamespaces, "max-namespaces", server.DefaultMaxNamespaces, "most namespaces a create may bring the store to (-1: no limit)")
+	fl.IntVar(&f.maxQueues, "max-queues", server.DefaultMaxQueues, "most queues a create may bring the store to (-1: no limit)")
 	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "host name a loopback server also answers to (repeatable); other Host headers get 403, which stops DNS rebinding")
 	fl.StringVar(&f.data, "data", "./abacus-data", "data directory of the embedded store")
 	fl.BoolVar(&f.noSync, "no-sync", false, "embedded store: acknowledge updates before they are fsynced (survives a process crash, not a machine crash)")
@@ -149,6 +153,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	listenTLS, err := listenerTLS(f.httpTLSCert, f.httpTLSKey, f.httpClientCA)
 	if err != nil {
 		return err
+	}
+	if f.maxNamespaces == 0 || f.maxNamespaces < -1 || f.maxQueues == 0 || f.maxQueues < -1 {
+		return usagef("--max-namespaces and --max-queues take a positive number, or -1 for no limit")
 	}
 	// The stores' own chatter (Pebble reports every flush and compaction)
 	// only shows at debug level.
@@ -219,6 +226,8 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		Addr:               f.addr,
 		AllowedHosts:       f.allowHosts,
 		TLS:                listenTLS,
+		MaxNamespaces:      f.maxNamespaces,
+		MaxQueues:          f.maxQueues,
 		Version:            build.Version,
 		Commit:             build.Commit,
 		MaxBodyBytes:       f.maxBodyBytes,

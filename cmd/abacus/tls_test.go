@@ -116,8 +116,9 @@ func TestServeOverTLSWithClientCertificates(t *testing.T) {
 	}
 }
 
-// The TLS flags come in pairs, and a file that is not PEM is a usage error.
-func TestTLSFlagMistakes(t *testing.T) {
+// The TLS flags come in pairs, a file that is not PEM is a usage error, and
+// so is a quota that allows nothing.
+func TestServeFlagMistakes(t *testing.T) {
 	t.Parallel()
 	pki := newTestPKI(t)
 	for _, args := range [][]string{
@@ -127,6 +128,8 @@ func TestTLSFlagMistakes(t *testing.T) {
 		{"serve", "--http-tls-cert", pki.serverCert, "--http-tls-key", pki.serverKey, "--http-client-ca", pki.serverKey},
 		{"--ca-file", pki.serverKey, "counter", "get", "c"},
 		{"--cert-file", pki.clientCert, "counter", "get", "c"},
+		{"serve", "--max-namespaces", "0"},
+		{"serve", "--max-queues", "-2"},
 	} {
 		if r := cli(nil, args...); r.code != exitUsage {
 			t.Errorf("%v: %+v, want exit %d", args, r, exitUsage)

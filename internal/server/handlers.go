@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,6 +72,16 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	nc, err := namespaceConfig(req)
+	if err == nil {
+		err = withinQuota(r.Context(), "namespaces", s.cfg.MaxNamespaces, func(ctx context.Context) ([]string, error) {
+			list, err := s.client.Namespaces(ctx)
+			names := make([]string, len(list))
+			for i, ns := range list {
+				names[i] = ns.Name
+			}
+			return names, err
+		}, req.Name)
+	}
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -82,6 +93,23 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/namespaces/"+url.PathEscape(ns.Name))
 	writeJSON(w, http.StatusCreated, namespaceJSON(ns))
+}
+
+// withinQuota refuses to create name once list says there are limit of
+// what it makes already; a negative limit is none. A name that exists
+// passes, so that its create answers "exists" as it always has.
+func withinQuota(ctx context.Context, what string, limit int, list func(context.Context) ([]string, error), name string) error {
+	if limit < 0 {
+		return nil
+	}
+	names, err := list(ctx)
+	if err != nil {
+		return err
+	}
+	if n := len(names); n >= limit && !slices.Contains(names, name) {
+		return errorf(api.CodeQuotaExceeded, "this server allows %d %s and there are %d; nothing was created (the operator sets the limit: serve --max-%s)", limit, what, n, what)
+	}
+	return nil
 }
 
 func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, error) {

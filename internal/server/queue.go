@@ -148,6 +148,17 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errorf(api.CodeInvalidArgument, "shards, shard_duration, max_deliveries and visibility_timeout must not be negative"))
 		return
 	}
+	if err := withinQuota(r.Context(), "queues", s.cfg.MaxQueues, func(ctx context.Context) ([]string, error) {
+		list, err := s.client.Queues().List(ctx)
+		names := make([]string, len(list))
+		for i, q := range list {
+			names[i] = q.Name
+		}
+		return names, err
+	}, req.Name); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	q, err := s.client.Queues().Create(r.Context(), queue.QueueConfig{
 		Name: req.Name, Shards: req.Shards, ShardDuration: shardDur,
 		MaxDeliveries: req.MaxDeliveries, VisibilityTimeout: vis,

@@ -24,6 +24,8 @@ import (
 const (
 	DefaultAddr            = "127.0.0.1:7070"
 	DefaultShutdownTimeout = 30 * time.Second
+	DefaultMaxNamespaces   = 10_000
+	DefaultMaxQueues       = 1_000
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -47,6 +49,13 @@ type Config struct {
 	// asks for them. Default nil: plain HTTP, for loopback or a network
 	// whose TLS ends in a proxy in front.
 	TLS *tls.Config
+
+	// MaxNamespaces and MaxQueues bound how many namespaces and queues a
+	// create may bring the store to (403 quota_exceeded past them), so
+	// that no client can fill the store or the metrics with names.
+	// Servers check on their own, so servers creating at once may pass a
+	// limit by one each. Default 10,000 and 1,000; negative: no limit.
+	MaxNamespaces, MaxQueues int
 
 	// Version and Commit identify the build in the abacus_build_info
 	// metric. Default "dev" and "".
@@ -98,6 +107,8 @@ func (c Config) withDefaults() Config {
 	c.ReadyTimeout = cmp.Or(c.ReadyTimeout, 2*time.Second)
 	c.MaxClockSkew = cmp.Or(c.MaxClockSkew, time.Minute)
 	c.ClockCheckInterval = cmp.Or(c.ClockCheckInterval, 30*time.Second)
+	c.MaxNamespaces = cmp.Or(c.MaxNamespaces, DefaultMaxNamespaces)
+	c.MaxQueues = cmp.Or(c.MaxQueues, DefaultMaxQueues)
 	return c
 }
 

@@ -30,36 +30,22 @@ func newTestPKI(t *testing.T) testPKI {
 		}
 		return path
 	}
-	key := func() *ecdsa.PrivateKey {
+	// issue makes a certificate for tmpl signed by parent's key (itself
+	// when parent is nil) and writes it and its key.
+	issue := func(tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, certFile, keyFile string) (*x509.Certificate, *ecdsa.PrivateKey, string, string) {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return k
-	}
-	caKey := key()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "abacus test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := func(serial int64, name string, usage x509.ExtKeyUsage, certFile, keyFile string) (string, string) {
-		k := key()
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-			DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		if parent == nil {
+			parent, parentKey = tmpl, k
 		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
+		tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &k.PublicKey, parentKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := x509.ParseCertificate(der)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,11 +53,23 @@ func newTestPKI(t *testing.T) testPKI {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return write(certFile, "CERTIFICATE", der), write(keyFile, "EC PRIVATE KEY", kder)
+		return cert, k, write(certFile, "CERTIFICATE", der), write(keyFile, "EC PRIVATE KEY", kder)
 	}
-	p := testPKI{ca: write("ca.pem", "CERTIFICATE", caDER)}
-	p.serverCert, p.serverKey = leaf(2, "abacus server", x509.ExtKeyUsageServerAuth, "server.pem", "server-key.pem")
-	p.clientCert, p.clientKey = leaf(3, "abacus client", x509.ExtKeyUsageClientAuth, "client.pem", "client-key.pem")
+	ca, caKey, caFile, _ := issue(&x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "abacus test CA"},
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}, nil, nil, "ca.pem", "ca-key.pem")
+	leaf := func(serial int64, usage x509.ExtKeyUsage, certFile, keyFile string) (string, string) {
+		_, _, c, k := issue(&x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: certFile},
+			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		}, ca, caKey, certFile, keyFile)
+		return c, k
+	}
+	p := testPKI{ca: caFile}
+	p.serverCert, p.serverKey = leaf(2, x509.ExtKeyUsageServerAuth, "server.pem", "server-key.pem")
+	p.clientCert, p.clientKey = leaf(3, x509.ExtKeyUsageClientAuth, "client.pem", "client-key.pem")
 	return p
 }
 

@@ -36,6 +36,7 @@ type serveFlags struct {
 	writeCL         string
 	username        string
 	password        string
+	passwordFile    string
 	tls             bool
 	tlsCA           string
 	tlsCert         string
@@ -122,7 +123,8 @@ func addCassandraFlags(fl *pflag.FlagSet, f *serveFlags) {
 	fl.StringVar(&f.readCL, "read-consistency", "QUORUM", "Cassandra consistency of reads for namespaces that use DEFAULT")
 	fl.StringVar(&f.writeCL, "write-consistency", "QUORUM", "Cassandra consistency of writes for namespaces that use DEFAULT")
 	fl.StringVar(&f.username, "username", "", "Cassandra user name")
-	fl.StringVar(&f.password, "password", "", "Cassandra password (prefer $ABACUS_PASSWORD: flags show in process lists)")
+	fl.StringVar(&f.password, "password", "", "Cassandra password (prefer --password-file or $ABACUS_PASSWORD: flags show in process lists)")
+	fl.StringVar(&f.passwordFile, "password-file", "", "file whose first line is the Cassandra password (a mounted secret)")
 	fl.BoolVar(&f.tls, "tls", false, "connect to Cassandra over TLS, trusting the system's CAs")
 	fl.StringVar(&f.tlsCA, "tls-ca", "", "PEM file of CA certificates for Cassandra TLS (implies --tls)")
 	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM client certificate for Cassandra TLS (implies --tls; needs --tls-key)")
@@ -296,6 +298,10 @@ func cassandraConfig(f serveFlags, storeLog *slog.Logger) (cassandra.Config, err
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return cassandra.Config{}, usagef("--tls-cert and --tls-key go together")
 	}
+	password, err := secret(f.password, "--password", f.passwordFile, "--password-file")
+	if err != nil {
+		return cassandra.Config{}, err
+	}
 	cfg := cassandra.Config{
 		Hosts:            hosts,
 		Keyspace:         f.keyspace,
@@ -304,7 +310,7 @@ func cassandraConfig(f serveFlags, storeLog *slog.Logger) (cassandra.Config, err
 		WriteConsistency: writeCL,
 		ProtocolVersion:  f.protocol,
 		Username:         f.username,
-		Password:         f.password,
+		Password:         password,
 		Logger:           storeLog,
 	}
 	if f.tls || f.tlsCA != "" || f.tlsCert != "" {
@@ -340,4 +346,25 @@ func openCassandra(ctx context.Context, cfg cassandra.Config) (*cassandra.Driver
 		return nil, err
 	}
 	return d, nil
+}
+
+// secret is a value given either as itself (flag, environment) or as a
+// file holding it on its first line, as secret stores mount them; giving
+// both is a mistake.
+func secret(value, valueFlag, file, fileFlag string) (string, error) {
+	switch {
+	case file == "":
+		return value, nil
+	case value != "":
+		return "", usagef("%s and %s: give one", valueFlag, fileFlag)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", usagef("%s: %v", fileFlag, err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	if first = strings.TrimSuffix(first, "\r"); first == "" {
+		return "", usagef("%s: %s has an empty first line", fileFlag, file)
+	}
+	return first, nil
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
@@ -127,10 +128,38 @@ func TestServeFlagMistakes(t *testing.T) {
 		{"--ca-file", pki.serverKey, "counter", "get", "c"},
 		{"--cert-file", pki.clientCert, "counter", "get", "c"},
 		{"serve", "--max-namespaces", "0"},
+		{"serve", "--cassandra", "127.0.0.1", "--password", "p", "--password-file", pki.ca},
+		{"serve", "--cassandra", "127.0.0.1", "--password-file", filepath.Join(t.TempDir(), "missing")},
 		{"serve", "--max-queues", "-2"},
 	} {
 		if r := cli(nil, args...); r.code != exitUsage {
 			t.Errorf("%v: %+v, want exit %d", args, r, exitUsage)
 		}
+	}
+}
+
+// A secret file holds the secret on its first line, as secret stores
+// mount them (with or without a final newline, or CRLF).
+func TestSecretFromFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i, content := range []string{"s3cret", "s3cret\n", "s3cret\r\nnext line\n"} {
+		file := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := secret("", "--password", file, "--password-file"); err != nil || got != "s3cret" {
+			t.Errorf("%q: %q, %v", content, got, err)
+		}
+	}
+	if got, err := secret("given", "--password", "", "--password-file"); err != nil || got != "given" {
+		t.Errorf("no file: %q, %v", got, err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\nx"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secret("", "--password", empty, "--password-file"); err == nil {
+		t.Error("an empty first line was taken as the password")
 	}
 }

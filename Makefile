@@ -4,7 +4,7 @@ SHELL := /bin/bash
 GO          ?= go
 # Packages of pure logic, run under the race detector (with -short: size-heavy
 # property tests run in the full pass that follows).
-RACE_PKGS   ?= ./internal/crdt/... ./clock/... ./internal/sharded/... ./internal/ledger/... ./driver/embedded/... ./internal/queue/... ./internal/events/... ./internal/cas/... ./internal/actor/... ./internal/sweep/... ./internal/inflight/...
+RACE_PKGS   ?= ./internal/crdt/... ./clock/... ./internal/sharded/... ./internal/ledger/... ./driver/embedded/... ./internal/queue/... ./internal/events/... ./internal/cas/... ./internal/actor/... ./internal/background/...
 # Nodes of the dev Cassandra that `make test` starts (1 or 3). Three nodes let
 # the replica-loss tests run; set DEV_NODES=1 for a quicker local loop.
 DEV_NODES   ?= 3

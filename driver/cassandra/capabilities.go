@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
@@ -67,9 +68,22 @@ func capabilitiesOf(v ReleaseVersion) Capabilities {
 // keeps the lowest.
 func readCapabilities(ctx context.Context, s *gocql.Session) (Capabilities, error) {
 	var local string
-	if err := s.Query("SELECT release_version FROM system.local").
-		Consistency(gocql.One).ScanContext(ctx, &local); err != nil {
-		return Capabilities{}, fmt.Errorf("reading the release version: %w", err)
+	// A 2.1 node has been seen (once, in CI, with schema changes running
+	// beside) to answer this with an empty release_version; asking again
+	// gets the real one.
+	for attempt := 1; ; attempt++ {
+		if err := s.Query("SELECT release_version FROM system.local").
+			Consistency(gocql.One).ScanContext(ctx, &local); err != nil {
+			return Capabilities{}, fmt.Errorf("reading the release version: %w", err)
+		}
+		if local != "" || attempt == 10 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return Capabilities{}, fmt.Errorf("reading the release version: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	lowest, err := ParseReleaseVersion(local)
 	if err != nil {

@@ -21,9 +21,10 @@ type Client struct {
 	ledger     *ledger.Engine
 	queues     *Queues
 	namespaces *registry.Registry[driver.Namespace, Namespace]
-	// sweeper collects sharded counters and rolls up events counters
-	// every Config.GCInterval (see Start).
-	sweeper background.Sweeper
+	// gcSweeper collects sharded counters and rollupSweeper rolls up
+	// events counters, each every Config.GCInterval (see Start): two
+	// loops, so that a slow collection does not use up the rollups' time.
+	gcSweeper, rollupSweeper background.Sweeper
 }
 
 // NewClient returns a client on cfg.Driver and makes sure the default
@@ -84,23 +85,21 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Start runs the background sweeper: every Config.GCInterval it collects
-// every sharded counter and rolls up every events counter, as GCAll does.
+// Start runs the background sweepers: every Config.GCInterval they
+// collect every sharded counter and roll up every events counter, as
+// GCAll does, each round within one interval.
 func (c *Client) Start(ctx context.Context) error {
-	c.sweeper.Start(c.cfg.GCInterval, c.sweep)
+	c.gcSweeper.Start(c.cfg.GCInterval, func(ctx context.Context) {
+		if _, err := c.sharded.CollectAll(ctx, ""); err != nil {
+			c.cfg.Logger.Warn("gc sweep failed", "err", err)
+		}
+	})
+	c.rollupSweeper.Start(c.cfg.GCInterval, func(ctx context.Context) {
+		if _, err := c.rollupAll(ctx, ""); err != nil {
+			c.cfg.Logger.Warn("rollup sweep failed", "err", err)
+		}
+	})
 	return nil
-}
-
-// sweep is one round of the background sweeper. The two halves are
-// independent: a failure to list one model's counters does not hold back
-// the other's.
-func (c *Client) sweep(ctx context.Context) {
-	if _, err := c.sharded.CollectAll(ctx, ""); err != nil {
-		c.cfg.Logger.Warn("gc sweep failed", "err", err)
-	}
-	if _, err := c.rollupAll(ctx, ""); err != nil {
-		c.cfg.Logger.Warn("rollup sweep failed", "err", err)
-	}
 }
 
 // Stop stops the sweeper (waiting for a round in progress) and waits for
@@ -108,7 +107,8 @@ func (c *Client) sweep(ctx context.Context) {
 // acknowledged or reported to its caller. It also stops finishing
 // strict-mode ledger writes in the background.
 func (c *Client) Stop(ctx context.Context) error {
-	c.sweeper.Stop()
+	c.gcSweeper.Stop()
+	c.rollupSweeper.Stop()
 	return errors.Join(c.sharded.Close(ctx), c.events.Close(ctx), c.ledger.Close(ctx))
 }
 

@@ -101,7 +101,7 @@ func (c NamespaceConfig) withDefaults() NamespaceConfig {
 }
 
 func (c NamespaceConfig) validate() error {
-	if err := names.CheckNew("namespace", c.Name); err != nil {
+	if err := names.Check("namespace", c.Name); err != nil {
 		return err
 	}
 	m, ok := models[c.Model]
@@ -153,6 +153,9 @@ func namespaceFromRecord(r *driver.Namespace) (*Namespace, error) {
 // name is taken, whatever its configuration.
 func (c *Client) CreateNamespace(ctx context.Context, nc NamespaceConfig) (*Namespace, error) {
 	nc = nc.withDefaults()
+	if err := names.CheckNew("namespace", nc.Name); err != nil {
+		return nil, c.namespaces.Existing(ctx, nc.Name, err)
+	}
 	if err := nc.validate(); err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -43,7 +44,9 @@ func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc
 
 // WithTLSConfig makes the client verify the server, and present a client
 // certificate, as cfg says: for an https:// server whose certificate is
-// signed by a private CA, or that asks for client certificates.
+// signed by a private CA, or that asks for client certificates. It gives
+// the client an http.Client of its own, replacing one set by an earlier
+// WithHTTPClient (set TLS on that client's transport instead).
 func WithTLSConfig(cfg *tls.Config) Option {
 	return func(c *Client) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -145,8 +148,37 @@ func Retryable(err error) bool {
 		return false
 	}
 	var de *decodeError
-	// A 2xx whose body we could not read still means the update was applied.
-	return !errors.As(err, &de) && !errors.Is(err, errLocal)
+	// A 2xx whose body we could not read still means the update was applied;
+	// a certificate the other side refused will be refused again.
+	return !errors.As(err, &de) && !errors.Is(err, errLocal) && !RefusedByTLS(err)
+}
+
+// mayHaveApplied reports whether a failed attempt may have been applied:
+// an unknown outcome, a gateway's 502 or 504, or a connection lost after
+// the request went out. A refused connection, a failed TLS handshake and
+// an Abacus refusal were not.
+func mayHaveApplied(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		if e.Code != "" {
+			return e.Code == api.CodeUnknownOutcome
+		}
+		return e.Status == http.StatusBadGateway || e.Status == http.StatusGatewayTimeout
+	}
+	var oe *net.OpError
+	var de *decodeError
+	return !(errors.As(err, &oe) && oe.Op == "dial") && !RefusedByTLS(err) &&
+		!errors.Is(err, errLocal) && !errors.As(err, &de)
+}
+
+// RefusedByTLS reports whether err is a TLS handshake that failed: this
+// side did not trust the server's certificate, or the server refused ours
+// (or its absence) with an alert. The server handled no request, and a
+// retry fails the same way.
+func RefusedByTLS(err error) bool {
+	var cve *tls.CertificateVerificationError
+	var oe *net.OpError
+	return errors.As(err, &cve) || errors.As(err, &oe) && oe.Op == "remote error"
 }
 
 // decodeError wraps a failure to decode a successful response.
@@ -302,10 +334,23 @@ func responseError(resp *http.Response, data []byte) *Error {
 
 // retrying runs attempt until it succeeds, fails for good or the retries
 // are used up.
+//
+// An attempt that may have been applied (an unknown outcome, a connection
+// lost after sending) is not forgotten when a later one fails in a way
+// that says nothing was applied (a refused connection, not_applied): the
+// error returned then is the doubtful one, with the last failure in its
+// text, so a caller does not take "nothing happened" for the truth.
 func (c *Client) retrying(ctx context.Context, attempt func() error) error {
+	var doubt error
 	for n := 0; ; n++ {
 		err := attempt()
+		if err != nil && doubt == nil && mayHaveApplied(err) {
+			doubt = err
+		}
 		if err == nil || n >= c.retries || !Retryable(err) || ctx.Err() != nil {
+			if err != nil && doubt != nil && !mayHaveApplied(err) {
+				return fmt.Errorf("%w (the last retry: %v)", doubt, err)
+			}
 			return err
 		}
 		if err := c.sleep(ctx, n); err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -437,5 +438,30 @@ func TestNewValidatesURL(t *testing.T) {
 		if _, err := client.New(u); err != nil {
 			t.Errorf("New(%q): %v", u, err)
 		}
+	}
+}
+
+// An attempt that may have been applied is not forgotten when a later
+// retry is refused outright: the caller is told the outcome is unknown.
+func TestRetriesRememberAnUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := api.CodeUnknownOutcome
+		if calls.Add(1) > 1 {
+			code = api.CodeNotApplied
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(api.Error{Code: code, Message: code})
+	}))
+	defer ts.Close()
+	c, err := client.New(ts.URL, client.WithRetries(2), client.WithBackoff(time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Add(context.Background(), "default", "c", 1)
+	if calls.Load() != 3 || !client.IsCode(err, api.CodeUnknownOutcome) || !strings.Contains(err.Error(), api.CodeNotApplied) {
+		t.Fatalf("after unknown, not applied, not applied (%d calls): %v; want the unknown outcome, naming the last retry", calls.Load(), err)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -63,7 +62,7 @@ func exitStatus(err error) int {
 		return exitRefused
 	case errors.As(err, &oe) && oe.Op == "dial":
 		return exitUnavailable // nothing was sent
-	case refusedByTLS(err):
+	case client.RefusedByTLS(err):
 		return exitError // a certificate problem: nothing was served, and a retry will not help
 	case errors.As(err, &urlErr):
 		return exitUnknown // the request may have reached the server
@@ -76,12 +75,3 @@ func exitStatus(err error) int {
 type unknownOutcomeError struct{ msg string }
 
 func (e *unknownOutcomeError) Error() string { return e.msg }
-
-// refusedByTLS reports whether err is a TLS handshake that failed: this
-// side did not trust the server's certificate, or the server refused ours
-// (or its absence) with an alert. Either way the server handled no request.
-func refusedByTLS(err error) bool {
-	var cve *tls.CertificateVerificationError
-	var oe *net.OpError
-	return errors.As(err, &cve) || errors.As(err, &oe) && oe.Op == "remote error"
-}

@@ -280,7 +280,7 @@ func (a *app) printJSON(v any) error {
 func (a *app) unknownOutcomeHint(err error, requestID string) error {
 	var ce *client.Error
 	var oe *net.OpError
-	sent := (!errors.As(err, &oe) || oe.Op != "dial") && !refusedByTLS(err)
+	sent := (!errors.As(err, &oe) || oe.Op != "dial") && !client.RefusedByTLS(err)
 	if client.IsCode(err, api.CodeUnknownOutcome) || (!errors.As(err, &ce) && sent) {
 		return &unknownOutcomeError{fmt.Sprintf("%s; the update may or may not have been counted: repeat the command with --request-id %s to make sure it counts exactly once", a.describe(err), requestID)}
 	}

@@ -356,7 +356,7 @@ func secret(value, valueFlag, file, fileFlag string) (string, error) {
 	case file == "":
 		return value, nil
 	case value != "":
-		return "", usagef("%s and %s: give one", valueFlag, fileFlag)
+		return "", usagef("%s (or its environment variable) and %s: give one", valueFlag, fileFlag)
 	}
 	b, err := os.ReadFile(file)
 	if err != nil {

@@ -133,7 +133,7 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 	mkdir := func() error { return cfg.FS.MkdirAll(cfg.Dir, 0o700) }
 	if cfg.FS == vfs.Default {
 		cfg.FS = privateFS{vfs.Default}
-		mkdir = func() error { return privateDir(cfg.Dir) }
+		mkdir = func() error { return privateDir(cfg.Dir, cfg.Logger) }
 	}
 	if err := mkdir(); err != nil {
 		return nil, fmt.Errorf("embedded: create data directory %q: %w", cfg.Dir, err)

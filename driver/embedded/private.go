@@ -1,8 +1,8 @@
 package embedded
 
 import (
-	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -18,38 +18,44 @@ import (
 type privateFS struct{ vfs.FS }
 
 func (p privateFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
-	f, err := p.FS.Create(name, category)
-	return f, keepPrivate(name, err)
+	return keepPrivate[vfs.File](name)(p.FS.Create(name, category))
 }
 
 func (p privateFS) OpenReadWrite(name string, category vfs.DiskWriteCategory, opts ...vfs.OpenOption) (vfs.File, error) {
-	f, err := p.FS.OpenReadWrite(name, category, opts...)
-	return f, keepPrivate(name, err)
+	return keepPrivate[vfs.File](name)(p.FS.OpenReadWrite(name, category, opts...))
 }
 
 func (p privateFS) Lock(name string) (io.Closer, error) {
-	c, err := p.FS.Lock(name)
-	return c, keepPrivate(name, err)
+	return keepPrivate[io.Closer](name)(p.FS.Lock(name))
 }
 
 func (p privateFS) MkdirAll(dir string, _ os.FileMode) error {
 	return p.FS.MkdirAll(dir, 0o700)
 }
 
-// keepPrivate takes group and other permissions off a file just opened.
-// The directory is 0700 already, so the moment between create and chmod
-// exposes nothing.
-func keepPrivate(name string, openErr error) error {
-	if openErr != nil {
-		return openErr
+// keepPrivate takes group and other permissions off the file name just
+// opened, closing it if that fails. The directory is 0700 already, so the
+// moment between create and chmod exposes nothing.
+func keepPrivate[F io.Closer](name string) func(F, error) (F, error) {
+	return func(f F, err error) (F, error) {
+		if err != nil {
+			return f, err
+		}
+		if err := os.Chmod(name, 0o600); err != nil {
+			_ = f.Close()
+			var zero F
+			return zero, err
+		}
+		return f, nil
 	}
-	return os.Chmod(name, 0o600)
 }
 
 // privateDir makes dir, or tightens an existing one, to 0700 on the
 // operating system's file system; a directory made by an earlier release
-// was 0755.
-func privateDir(dir string) error {
+// was 0755. A directory this process may not change (a mount point owned
+// by root, as container volumes are) is used as it is, with a warning:
+// its files are still 0600.
+func privateDir(dir string, log *slog.Logger) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -57,9 +63,9 @@ func privateDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	if info.Mode().Perm()&0o077 != 0 {
+	if mode := info.Mode().Perm(); mode&0o077 != 0 {
 		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("make it private (0700): %w", err)
+			log.Warn("embedded: the data directory is open to other users and cannot be made private (0700); its files are 0600", "dir", dir, "mode", mode.String(), "err", err)
 		}
 	}
 	return nil

@@ -561,7 +561,10 @@ func (e *Engine) claim(ctx context.Context, t Target, s *slot, id string, mine d
 		if errors.Is(err, ErrUnknownOutcome) {
 			e.retire(s)
 			if e.releaseOrSettle(t, id, mine, claimed) {
-				return false, driver.Claim{}, fmt.Errorf("%w: the claim was withdrawn: %w", ErrNotApplied, err)
+				// The claim is gone, so the request was not applied: the
+				// attempts' unknown outcome is told (%v), not wrapped, or the
+				// error would match both outcomes.
+				return false, driver.Claim{}, fmt.Errorf("%w: the claim was withdrawn after: %v", ErrNotApplied, err)
 			}
 		}
 		return false, driver.Claim{}, err

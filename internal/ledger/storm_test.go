@@ -457,8 +457,8 @@ func TestStrictNotAppliedWithdrawsTheClaim(t *testing.T) {
 		// A claim whose outcome stays unknown is withdrawn too, when the
 		// withdrawal works; the actor is retired either way.
 		fs.setClaimFault(func(*driver.ClaimRequestParams) fault { return landThenUnknown })
-		if _, err := a.Update(ctxT(t), tg, 4, "z"); !errors.Is(err, ErrNotApplied) {
-			t.Fatalf("claim unknown then withdrawn: got %v, want ErrNotApplied", err)
+		if _, err := a.Update(ctxT(t), tg, 4, "z"); !errors.Is(err, ErrNotApplied) || errors.Is(err, ErrUnknownOutcome) {
+			t.Fatalf("claim unknown then withdrawn: got %v, want ErrNotApplied and not also an unknown outcome", err)
 		}
 		fs.setClaimFault(nil)
 		if r := mustUpdate(t, b, tg, 4, "z"); !r.Applied {

@@ -140,7 +140,7 @@ func (c QueueConfig) withDefaults() QueueConfig {
 }
 
 func (c QueueConfig) validate() error {
-	if err := names.CheckNew("queue", c.Name); err != nil {
+	if err := ValidateName(c.Name); err != nil {
 		return err
 	}
 	if _, err := shard.New(c.Shards, c.ShardDuration); err != nil {

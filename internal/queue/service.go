@@ -9,6 +9,7 @@ import (
 
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/names"
 	"github.com/abacusdb/abacus/internal/queue/shard"
 	"github.com/abacusdb/abacus/internal/registry"
 )
@@ -90,6 +91,9 @@ func queueFrom(d *driver.Queue) (*Queue, error) {
 // ErrExists and leaves the existing queue as it is.
 func (s *Service) Create(ctx context.Context, c QueueConfig) (*Queue, error) {
 	c = c.withDefaults()
+	if err := names.CheckNew("queue", c.Name); err != nil {
+		return nil, s.queues.Existing(ctx, c.Name, err)
+	}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}

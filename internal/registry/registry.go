@@ -66,3 +66,13 @@ func (g *Registry[R, T]) Create(name string, r *R, create func() error, storeErr
 	g.cache.Store(name, t)
 	return t, nil
 }
+
+// Existing is what a create refused for its new name answers: Exists when
+// a record of that name is stored already (named before the rule for new
+// names; creating it said "exists" then, and must still), else refusal.
+func (g *Registry[R, T]) Existing(ctx context.Context, name string, refusal error) error {
+	if _, err := g.Lookup(ctx, name); err == nil {
+		return fmt.Errorf("%w: %q", g.Exists, name)
+	}
+	return refusal
+}

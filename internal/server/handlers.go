@@ -13,6 +13,7 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/names"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -72,14 +73,16 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	nc, err := namespaceConfig(req)
-	if err == nil {
+	// A name the library will refuse anyway is refused for that, not
+	// for the quota.
+	if err == nil && names.CheckNew("namespace", req.Name) == nil {
 		err = withinQuota(r.Context(), "namespaces", s.cfg.MaxNamespaces, func(ctx context.Context) ([]string, error) {
 			list, err := s.client.Namespaces(ctx)
-			names := make([]string, len(list))
+			existing := make([]string, len(list))
 			for i, ns := range list {
-				names[i] = ns.Name
+				existing[i] = ns.Name
 			}
-			return names, err
+			return existing, err
 		}, req.Name)
 	}
 	if err != nil {

@@ -21,7 +21,10 @@ import (
 //     a browser does not let the other page read the answer;
 //   - when listening on loopback, any Host header other than a loopback
 //     name or address (or one of Config.AllowedHosts): a rebinding page
-//     sends its own name as Host.
+//     sends its own name as Host. "Listening on loopback" is what Serve's
+//     listener is bound to, or, for Handler() mounted elsewhere, a
+//     loopback Config.Addr given explicitly; a handler whose listener it
+//     cannot know checks no Host.
 //
 // Programs (the Go client, the CLI, curl) send neither Origin nor
 // Sec-Fetch-Site and name the address they dial, so they are unaffected.
@@ -30,13 +33,12 @@ func (s *Server) guardBrowsers(next http.Handler) http.Handler {
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errorf(api.CodeForbidden, "cross-origin request refused: a web page of another origin (%q) may not change anything here", r.Header.Get("Origin")))
 	}))
-	checkHost := listensOnLoopback(s.cfg.Addr)
 	allowed := make(map[string]bool, len(s.cfg.AllowedHosts))
 	for _, h := range s.cfg.AllowedHosts {
-		allowed[strings.ToLower(h)] = true
+		allowed[hostName(h)] = true
 	}
 	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if checkHost {
+		if s.loopbackOnly.Load() {
 			if host := hostName(r.Host); !loopbackName(host) && !allowed[host] {
 				writeError(w, r, errorf(api.CodeForbidden, "Host %q is not a name this server answers to: it listens on loopback and answers to loopback names and addresses only (add names with --allow-host)", r.Host))
 				return

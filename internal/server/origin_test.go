@@ -1,12 +1,16 @@
 package server
 
 import (
+	"context"
 	"net"
+	"net/http"
 	"net/url"
 	"testing"
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // What a web page can send to a server on loopback is refused, and
@@ -14,7 +18,9 @@ import (
 // same counter; only the accepted ones may count.
 func TestBrowsersCannotWriteToALoopbackServer(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(_ *abacus.Config, c *Config) { c.AllowedHosts = []string{"Abacus.Internal"} })
+	e := newEnv(t, func(_ *abacus.Config, c *Config) {
+		c.Addr, c.AllowedHosts = "127.0.0.1:7070", []string{"Abacus.Internal:8443"} // a port in the list is ignored
+	})
 	port := mustPort(t, e.ts.URL)
 	const upd = "/v1/namespaces/default/counters/c/updates"
 	body := `{"delta":1}`
@@ -72,6 +78,48 @@ func TestAServerBeyondLoopbackAnswersAnyHost(t *testing.T) {
 	}
 	if r := e.do("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, "Origin", "https://evil.example"); r.status != 403 {
 		t.Fatalf("a cross-origin write on a server listening on every interface: %d %s", r.status, r.body)
+	}
+}
+
+// Whether Host is checked follows what the server listens on: Serve's
+// listener on loopback checks it whatever Config.Addr says, and a Handler
+// mounted elsewhere without a loopback Addr cannot know and checks none.
+func TestHostCheckFollowsTheListener(t *testing.T) {
+	t.Parallel()
+	embedded := newEnv(t) // Handler() mounted by the test's own server, no Addr
+	if r := embedded.do("GET", "/healthz", "", "Host", "abacus.example.com"); r.status != 200 {
+		t.Fatalf("an embedded handler without Addr refused a Host: %d %s", r.status, r.body)
+	}
+	_, _, scfg := openClient(t, vfs.NewMem(), prometheus.NewRegistry())
+	srv, err := New(scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	req, err := http.NewRequest("GET", "http://"+ln.Addr().String()+"/healthz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "evil.example"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Fatalf("Serve on a loopback listener answered Host evil.example with %d, want 403", resp.StatusCode)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/internal/names"
 	"github.com/abacusdb/abacus/internal/queue"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -148,16 +149,20 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, errorf(api.CodeInvalidArgument, "shards, shard_duration, max_deliveries and visibility_timeout must not be negative"))
 		return
 	}
-	if err := withinQuota(r.Context(), "queues", s.cfg.MaxQueues, func(ctx context.Context) ([]string, error) {
-		list, err := s.client.Queues().List(ctx)
-		names := make([]string, len(list))
-		for i, q := range list {
-			names[i] = q.Name
+	// A name the library will refuse anyway is refused for that, not for
+	// the quota.
+	if names.CheckNew("queue", req.Name) == nil {
+		if err := withinQuota(r.Context(), "queues", s.cfg.MaxQueues, func(ctx context.Context) ([]string, error) {
+			list, err := s.client.Queues().List(ctx)
+			existing := make([]string, len(list))
+			for i, q := range list {
+				existing[i] = q.Name
+			}
+			return existing, err
+		}, req.Name); err != nil {
+			writeError(w, r, err)
+			return
 		}
-		return names, err
-	}, req.Name); err != nil {
-		writeError(w, r, err)
-		return
 	}
 	q, err := s.client.Queues().Create(r.Context(), queue.QueueConfig{
 		Name: req.Name, Shards: req.Shards, ShardDuration: shardDur,

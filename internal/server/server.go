@@ -135,12 +135,16 @@ type Server struct {
 	handler  http.Handler
 	routes   []string // "METHOD /path" patterns, for tests and the OpenAPI check
 	draining atomic.Bool
-	queues   consumers // pull consumers of the receive endpoint (queue.go)
-	clock    clockGuard
+	// loopbackOnly is set while the server is known to listen on loopback
+	// only; guardBrowsers then checks Host headers (origin.go).
+	loopbackOnly atomic.Bool
+	queues       consumers // pull consumers of the receive endpoint (queue.go)
+	clock        clockGuard
 }
 
 // New returns a server for cfg. It does not listen yet; see Run, Serve and Handler.
 func New(cfg Config) (*Server, error) {
+	explicitLoopback := cfg.Addr != "" && listensOnLoopback(cfg.Addr)
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -154,6 +158,7 @@ func New(cfg Config) (*Server, error) {
 	registerClient(cfg.Registry, cfg.Client)
 	registerBuildInfo(cfg.Registry, cmp.Or(cfg.Version, "dev"), cfg.Commit)
 	register(cfg.Registry, newQueueCollector(cfg.Client.Queues()))
+	s.loopbackOnly.Store(explicitLoopback)
 	s.handler = s.instrument(s.guardBrowsers(refuseUncleanPaths(s.routesMux())))
 	return s, nil
 }
@@ -287,6 +292,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	s.loopbackOnly.Store(listensOnLoopback(ln.Addr().String()))
 	scheme := "http"
 	if s.cfg.TLS != nil {
 		ln, scheme = tls.NewListener(ln, s.cfg.TLS), "https"

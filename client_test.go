@@ -257,11 +257,25 @@ func TestNamespaceNamesOutsideTheSafeSet(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := store.CreateQueue(ctx, &driver.CreateQueueParams{Queue: driver.Queue{
+		Name: "mail/outbox", Shards: 4, ShardDuration: time.Minute, MaxDeliveries: 5, VisibilityTimeout: 30 * time.Second, CreatedAt: time.Now(),
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	c := startClient(t, abacus.Config{Driver: store})
+	if _, err := c.Queues().Create(ctx, abacus.QueueConfig{Name: "mail/outbox"}); !errors.Is(err, abacus.ErrQueueExists) {
+		t.Errorf("create the existing queue mail/outbox again: %v, want ErrQueueExists", err)
+	}
+	if _, err := c.Queues().Create(ctx, abacus.QueueConfig{Name: "mail/inbox"}); !errors.Is(err, abacus.ErrInvalid) {
+		t.Errorf("create the new queue mail/inbox: %v, want ErrInvalid", err)
+	}
 	for _, name := range []string{"with space", "ünï", "a/b", "..", "-x"} {
 		_, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: name + "2"})
 		if !errors.Is(err, abacus.ErrInvalid) {
 			t.Errorf("create %q: %v, want ErrInvalid", name+"2", err)
+		}
+		if _, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: name}); !errors.Is(err, abacus.ErrNamespaceExists) {
+			t.Errorf("create the existing %q again: %v, want ErrNamespaceExists as before the rule", name, err)
 		}
 		if err := c.Add(ctx, name, "c", 3); err != nil {
 			t.Fatalf("add to the existing namespace %q: %v", name, err)

@@ -3,6 +3,7 @@ package cassandratest
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,25 @@ func TestDescribeDifference(t *testing.T) {
 	}
 	if d := describeDifference(lagging); d == "" {
 		t.Error("a missing table was not reported")
+	}
+}
+
+func TestMinority(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		byNode map[int]string
+		behind []int
+	}{
+		{map[int]string{1: "a", 2: "a", 3: "a"}, nil},
+		{map[int]string{1: "a", 2: "a", 3: "b"}, []int{3}},
+		{map[int]string{1: "b", 2: "a", 3: "a"}, []int{1}},
+		{map[int]string{1: "a", 2: "a"}, []int{3}},    // node 3 did not answer
+		{map[int]string{}, []int{1, 2, 3}},            // nobody answered
+		{map[int]string{1: "a", 3: "b"}, []int{2, 3}}, // a tie goes to node 1
+		{map[int]string{1: "a", 2: "b", 3: "b"}, []int{1}},
+	} {
+		if behind, summary := minority(tc.byNode); !slices.Equal(behind, tc.behind) {
+			t.Errorf("minority(%v) = %v (%s); want %v", tc.byNode, behind, summary, tc.behind)
+		}
 	}
 }

@@ -81,13 +81,16 @@ func (c *Cluster) StopNode(i int) {
 	c.t.Cleanup(func() { c.StartNode(i) })
 }
 
-// StartNode starts node i again and waits until it serves CQL; starting a
-// running node is harmless.
+// StartNode starts node i again, waits until it serves CQL and until a
+// schema change reaches every node (see settle); starting a running node is
+// harmless.
 func (c *Cluster) StartNode(i int) {
 	c.t.Helper()
 	if out, err := runScript(c.script, "start-node", fmt.Sprint(i)); err != nil {
 		c.t.Errorf("cassandratest: start-node %d: %v\n%s", i, err, out)
+		return
 	}
+	c.settle(i)
 }
 
 func runScript(script string, args ...string) ([]byte, error) {

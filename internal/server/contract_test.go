@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -409,5 +410,38 @@ func TestServerEnforcesPathContract(t *testing.T) {
 		if specErr == nil || r.status != 400 {
 			t.Errorf("POST %s: spec %v, server %d %s; want both to refuse", path, specErr, r.status, r.body)
 		}
+	}
+}
+
+// The routes that take the Idempotency-Key header are the ones the contract
+// says take it: a route that took it without saying so would surprise no
+// one, but one the contract promises it for and that refused it (or the
+// reverse, a route that silently ignored it) would break clients.
+func TestIdempotencyKeyRoutesMatchTheContract(t *testing.T) {
+	t.Parallel()
+	c := loadContract(t)
+	e := newEnv(t)
+	placeholder := regexp.MustCompile(`\{[a-z_]+\}`)
+	checked := 0
+	for path, item := range c.doc.Paths.Map() {
+		op := item.Post
+		if op == nil {
+			continue
+		}
+		promised := false
+		for _, p := range append(item.Parameters, op.Parameters...) {
+			if p.Value != nil && p.Value.In == "header" && p.Value.Name == "Idempotency-Key" {
+				promised = true
+			}
+		}
+		r := e.do("POST", placeholder.ReplaceAllString(path, "x"), `{`, "Idempotency-Key", "k")
+		refused := r.status == 400 && strings.Contains(r.apiError().Message, "is not taken")
+		if refused == promised {
+			t.Errorf("POST %s: the contract promises Idempotency-Key: %v; the server refuses it: %v (%d %s)", path, promised, refused, r.status, r.body)
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Fatalf("checked %d POST routes; the contract has more", checked)
 	}
 }

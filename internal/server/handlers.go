@@ -76,14 +76,8 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 	// A name the library will refuse anyway is refused for that, not
 	// for the quota.
 	if err == nil && names.CheckNew("namespace", req.Name) == nil {
-		err = withinQuota(r.Context(), "namespaces", s.cfg.MaxNamespaces, func(ctx context.Context) ([]string, error) {
-			list, err := s.client.Namespaces(ctx)
-			existing := make([]string, len(list))
-			for i, ns := range list {
-				existing[i] = ns.Name
-			}
-			return existing, err
-		}, req.Name)
+		err = withinQuota(r.Context(), "namespaces", s.cfg.MaxNamespaces, s.client.Namespaces,
+			func(ns *abacus.Namespace) string { return ns.Name }, req.Name)
 	}
 	if err != nil {
 		writeError(w, r, err)
@@ -101,15 +95,15 @@ func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 // withinQuota refuses to create name once list says there are limit of
 // what it makes already; a negative limit is none. A name that exists
 // passes, so that its create answers "exists" as it always has.
-func withinQuota(ctx context.Context, what string, limit int, list func(context.Context) ([]string, error), name string) error {
+func withinQuota[T any](ctx context.Context, what string, limit int, list func(context.Context) ([]T, error), nameOf func(T) string, name string) error {
 	if limit < 0 {
 		return nil
 	}
-	names, err := list(ctx)
+	existing, err := list(ctx)
 	if err != nil {
 		return err
 	}
-	if n := len(names); n >= limit && !slices.Contains(names, name) {
+	if n := len(existing); n >= limit && !slices.ContainsFunc(existing, func(e T) bool { return nameOf(e) == name }) {
 		return errorf(api.CodeQuotaExceeded, "this server allows %d %s and there are %d; nothing was created (the operator sets the limit: serve --max-%s)", limit, what, n, what)
 	}
 	return nil

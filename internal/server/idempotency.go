@@ -19,18 +19,9 @@ import (
 // idempotencyKeyHeader is the header's name.
 const idempotencyKeyHeader = "Idempotency-Key"
 
-// takesIdempotencyKey lists the POST paths whose request id the header
-// sets.
-var takesIdempotencyKey = map[string]bool{
-	"/v1/namespaces/{ns}/counters/{counter}/updates": true,
-	"/v1/namespaces/{ns}/counters/{counter}/clear":   true,
-	"/v1/namespaces/{ns}/ledgers/{ledger}/credits":   true,
-	"/v1/namespaces/{ns}/ledgers/{ledger}/debits":    true,
-	"/v1/namespaces/{ns}/ledgers/{ledger}/updates":   true,
-}
-
 // refuseIdempotencyKey answers a request that carries the header on a
-// path that has no request id with a 400.
+// path that has no request id with a 400; the routes that have one are
+// registered with handleRequest (server.go).
 func refuseIdempotencyKey(path string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if len(r.Header.Values(idempotencyKeyHeader)) > 0 {

@@ -152,14 +152,8 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 	// A name the library will refuse anyway is refused for that, not for
 	// the quota.
 	if names.CheckNew("queue", req.Name) == nil {
-		if err := withinQuota(r.Context(), "queues", s.cfg.MaxQueues, func(ctx context.Context) ([]string, error) {
-			list, err := s.client.Queues().List(ctx)
-			existing := make([]string, len(list))
-			for i, q := range list {
-				existing[i] = q.Name
-			}
-			return existing, err
-		}, req.Name); err != nil {
+		if err := withinQuota(r.Context(), "queues", s.cfg.MaxQueues, s.client.Queues().List,
+			func(q *queue.Queue) string { return q.Name }, req.Name); err != nil {
 			writeError(w, r, err)
 			return
 		}

@@ -40,11 +40,13 @@ func TestNegativeQuotaIsNoLimit(t *testing.T) {
 		t.Fatal("a create without a limit listed what exists")
 		return nil, nil
 	}
-	if err := withinQuota(context.Background(), "queues", -1, list, "q"); err != nil {
+	if err := withinQuota(context.Background(), "queues", -1, list, nameIsItself, "q"); err != nil {
 		t.Fatal(err)
 	}
 	full := func(context.Context) ([]string, error) { return []string{"a", "b"}, nil }
-	if err := withinQuota(context.Background(), "queues", 2, full, "c"); err == nil {
+	if err := withinQuota(context.Background(), "queues", 2, full, nameIsItself, "c"); err == nil {
 		t.Fatal("a create past the limit passed")
 	}
 }
+
+func nameIsItself(s string) string { return s }

@@ -174,11 +174,11 @@ func (s *Server) Routes() []string { return append([]string(nil), s.routes...) }
 func (s *Server) routesMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	methods := map[string][]string{} // path -> methods, for 405 answers
-	handle := func(method, path string, h http.HandlerFunc) {
+	register := func(method, path string, h http.HandlerFunc, takesKey bool) {
 		pattern := method + " " + path
 		if method == "POST" {
 			h = s.refuseWhenSkewed(h)
-			if !takesIdempotencyKey[path] {
+			if !takesKey {
 				h = refuseIdempotencyKey(path, h)
 			}
 		}
@@ -186,6 +186,10 @@ func (s *Server) routesMux() *http.ServeMux {
 		s.routes = append(s.routes, pattern)
 		methods[path] = append(methods[path], method)
 	}
+	handle := func(method, path string, h http.HandlerFunc) { register(method, path, h, false) }
+	// handleRequest registers a POST whose request id the Idempotency-Key
+	// header may set (idempotency.go).
+	handleRequest := func(path string, h http.HandlerFunc) { register("POST", path, h, true) }
 
 	handle("GET", "/healthz", s.healthz)
 	handle("GET", "/readyz", s.readyz)
@@ -194,14 +198,14 @@ func (s *Server) routesMux() *http.ServeMux {
 	handle("GET", "/v1/namespaces", s.listNamespaces)
 	handle("POST", "/v1/namespaces", s.createNamespace)
 	handle("GET", "/v1/namespaces/{ns}", s.getNamespace)
-	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/updates", s.update)
+	handleRequest("/v1/namespaces/{ns}/counters/{counter}/updates", s.update)
 	handle("GET", "/v1/namespaces/{ns}/counters/{counter}", s.get)
 	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/gc", s.gc)
-	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/clear", s.clear)
+	handleRequest("/v1/namespaces/{ns}/counters/{counter}/clear", s.clear)
 	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/actors/{actor}", s.setActor)
-	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/credits", s.ledgerUpdate(opCredit))
-	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/debits", s.ledgerUpdate(opDebit))
-	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/updates", s.ledgerUpdate(opUpdate))
+	handleRequest("/v1/namespaces/{ns}/ledgers/{ledger}/credits", s.ledgerUpdate(opCredit))
+	handleRequest("/v1/namespaces/{ns}/ledgers/{ledger}/debits", s.ledgerUpdate(opDebit))
+	handleRequest("/v1/namespaces/{ns}/ledgers/{ledger}/updates", s.ledgerUpdate(opUpdate))
 	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}", s.ledgerValue)
 	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/find", s.ledgerFind)
 	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}/requests/{request_id}", s.ledgerHasRequest)

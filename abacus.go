@@ -90,20 +90,24 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 // GCAll does, each round within one interval.
 func (c *Client) Start(ctx context.Context) error {
 	c.gcSweeper.Start(c.cfg.GCInterval, func(ctx context.Context) {
-		if _, err := c.sharded.CollectAll(ctx, ""); err != nil {
+		if _, err := c.sharded.CollectAll(ctx, ""); err != nil && !stopped(ctx) {
 			c.cfg.Logger.Warn("gc sweep failed", "err", err)
 		}
 	})
 	c.rollupSweeper.Start(c.cfg.GCInterval, func(ctx context.Context) {
-		if _, err := c.rollupAll(ctx, ""); err != nil {
+		if _, err := c.rollupAll(ctx, ""); err != nil && !stopped(ctx) {
 			c.cfg.Logger.Warn("rollup sweep failed", "err", err)
 		}
 	})
 	return nil
 }
 
-// Stop stops the sweeper (waiting for a round in progress) and waits for
-// in-flight writes, so every update accepted before Stop is either
+// stopped reports whether a sweep ended because Stop cancelled it, which
+// is no failure worth a warning.
+func stopped(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
+
+// Stop stops the sweepers (cancelling a round in progress: the next start
+// redoes what it did not finish) and waits for in-flight writes, so every update accepted before Stop is either
 // acknowledged or reported to its caller. It also stops finishing
 // strict-mode ledger writes in the background.
 func (c *Client) Stop(ctx context.Context) error {

@@ -41,3 +41,32 @@ func TestNonPositiveIntervalStartsNothing(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	s.Stop()
 }
+
+// Stop does not wait out a long call: it cancels the call's context.
+func TestStopCancelsARunningCall(t *testing.T) {
+	t.Parallel()
+	var s Sweeper
+	running := make(chan struct{})
+	var once atomic.Bool
+	var err atomic.Value
+	// A long interval: the call's own deadline must not end it first.
+	s.Start(time.Second, func(ctx context.Context) {
+		if once.Swap(true) {
+			return
+		}
+		close(running)
+		<-ctx.Done()
+		err.Store(ctx.Err())
+	})
+	<-running
+	stopped := make(chan struct{})
+	go func() { s.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop waited for a call its cancellation should have ended")
+	}
+	if got := err.Load(); got != context.Canceled {
+		t.Fatalf("the running call ended with %v, want context.Canceled", got)
+	}
+}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -121,14 +120,7 @@ func TestClockSkewWatchedWhileServing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-served }()
-	base := "http://" + ln.Addr().String()
+	base, _ := serveOnLoopback(t, srv)
 	post := func() int {
 		resp, err := http.Post(base+"/v1/namespaces/default/counters/c/updates", "application/json", strings.NewReader(`{"delta":1}`))
 		if err != nil {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,4 +163,24 @@ func (e *testEnv) createNS(name, typ string) {
 	if err != nil {
 		e.t.Fatalf("create namespace %s: %v", name, err)
 	}
+}
+
+// serveOnLoopback runs srv.Serve on a fresh 127.0.0.1 listener, as a real
+// process would, and returns its base URL and stop, which cancels Serve
+// and returns what Serve returned. The test's cleanup stops it too.
+func serveOnLoopback(t *testing.T, srv *Server) (base string, stop func() error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	stop = sync.OnceValue(func() error {
+		cancel()
+		return <-served
+	})
+	t.Cleanup(func() { _ = stop() })
+	return "http://" + ln.Addr().String(), stop
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/url"
@@ -95,20 +94,13 @@ func TestHostCheckFollowsTheListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
+	base, stop := serveOnLoopback(t, srv)
 	defer func() {
-		cancel()
-		if err := <-served; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	}()
-	req, err := http.NewRequest("GET", "http://"+ln.Addr().String()+"/healthz", nil)
+	req, err := http.NewRequest("GET", base+"/healthz", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -29,15 +28,7 @@ func TestGracefulShutdownKeepsAcknowledgedUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
+	base, stop := serveOnLoopback(t, srv)
 
 	hc := &http.Client{Timeout: 20 * time.Second}
 	var sent, acked atomic.Int64
@@ -68,8 +59,7 @@ func TestGracefulShutdownKeepsAcknowledgedUpdates(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	cancel()
-	if err := <-served; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("Serve returned %v after a graceful shutdown", err)
 	}
 	wg.Wait()

@@ -260,60 +260,6 @@ func invalidUTF8Path(data []byte) string {
 	return ""
 }
 
-// memberProblem returns the path of the first member of data (an object
-// that already decoded) that is a second member of the same name in its
-// object, twice true, or an explicitly empty request_id, twice false; ""
-// when there is none. encoding/json keeps the last of two members of one
-// name, so {"delta":1,"delta":2} would apply 2 while a reader of the body,
-// or a proxy that checked it, saw 1. Names are compared ignoring case, as
-// encoding/json matches them to fields ("Delta" sets delta too). An empty
-// request id would silently mean "make one", so a retry of it counts
-// again.
-func memberProblem(data []byte) (path string, twice bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var value func(at string) (string, bool)
-	value = func(at string) (string, bool) {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				kt, err := dec.Token()
-				name, ok := kt.(string)
-				if err != nil || !ok {
-					return "", false
-				}
-				p := joinPath(at, name)
-				folded := strings.ToLower(name)
-				if seen[folded] {
-					return p, true
-				}
-				seen[folded] = true
-				if folded == "request_id" && bytes.HasPrefix(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n:"), []byte(`""`)) {
-					return p, false
-				}
-				if p, twice := value(p); p != "" {
-					return p, twice
-				}
-			}
-			_, _ = dec.Token() // the closing brace
-		case json.Delim('['):
-			for i := 0; dec.More(); i++ {
-				if p, twice := value(joinPath(at, "["+strconv.Itoa(i)+"]")); p != "" {
-					return p, twice
-				}
-			}
-			_, _ = dec.Token() // the closing bracket
-		}
-		return "", false
-	}
-	return value("")
-}
-
 // nullPath returns the path of the first null member value inside the JSON
 // object data ("" if none). It is only called on bodies that already decoded.
 func nullPath(data []byte) string {

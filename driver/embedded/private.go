@@ -50,6 +50,10 @@ func keepPrivate[F io.Closer](name string) func(F, error) (F, error) {
 	}
 }
 
+// chmod is os.Chmod; a test replaces it to see what a directory this
+// process may not change does, which a test running as root cannot make.
+var chmod = os.Chmod
+
 // privateDir makes dir, or tightens an existing one, to 0700 on the
 // operating system's file system; a directory made by an earlier release
 // was 0755. A directory this process may not change (a mount point owned
@@ -64,7 +68,7 @@ func privateDir(dir string, log *slog.Logger) error {
 		return err
 	}
 	if mode := info.Mode().Perm(); mode&0o077 != 0 {
-		if err := os.Chmod(dir, 0o700); err != nil {
+		if err := chmod(dir, 0o700); err != nil {
 			log.Warn("embedded: the data directory is open to other users and cannot be made private (0700); its files are 0600", "dir", dir, "mode", mode.String(), "err", err)
 		}
 	}

@@ -1,10 +1,13 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/abacusdb/abacus/driver"
@@ -59,5 +62,32 @@ func TestDataFilesAreTheOwnersAlone(t *testing.T) {
 		if files < 3 {
 			t.Fatalf("only %d files under %s: the store wrote less than expected", files, dir)
 		}
+	}
+}
+
+// A data directory this process may not make private (a volume owned by
+// root) is used as it is, with a warning, and the store still opens.
+func TestDataDirectoryThatCannotBeMadePrivate(t *testing.T) {
+	// Not parallel: it replaces chmod for the package.
+	defer func(orig func(string, fs.FileMode) error) { chmod = orig }(chmod)
+	chmod = func(string, fs.FileMode) error { return fs.ErrPermission }
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	if err := privateDir(dir, log); err != nil {
+		t.Fatalf("privateDir refused a directory it cannot chmod: %v", err)
+	}
+	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "cannot be made private") {
+		t.Fatalf("no warning for a directory left open to others; logged %q", logged.String())
+	}
+	logged.Reset()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := privateDir(dir, log); err != nil || logged.Len() != 0 {
+		t.Fatalf("a private directory: err %v, logged %q; want neither", err, logged.String())
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -279,6 +281,18 @@ func TestNamespaceAndDistinctCounters(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil || len(list.Namespaces) != 2 || list.Namespaces[1].Type != "distinct" {
 		t.Fatalf("list --json: %+v", r)
 	}
+	for _, args := range [][]string{{"-o", "json"}, {"--output=json"}, {"--json", "-o", "json"}} {
+		r = s.cli(append([]string{"namespace", "list"}, args...)...)
+		var again api.NamespaceList
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &again) != nil || len(again.Namespaces) != 2 {
+			t.Fatalf("list %v: %+v", args, r)
+		}
+	}
+	for _, args := range [][]string{{"-o", "yaml"}, {"--json", "-o", "text"}} {
+		if r = s.cli(append([]string{"namespace", "list"}, args...)...); r.code != exitUsage || r.stdout != "" {
+			t.Fatalf("list %v: %+v, want a usage error", args, r)
+		}
+	}
 	r = s.cli("ns", "get", "visitors", "--json")
 	var ns api.Namespace
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ns) != nil || ns.Name != "visitors" {
@@ -342,6 +356,91 @@ func TestEnvironmentAndFlagPrecedence(t *testing.T) {
 	}
 	if r := cli(map[string]string{"ABACUS_SERVER": s.url, "ABACUS_TIMEOUT": "soon"}, "counter", "get", "c"); r.code != 2 || !strings.Contains(r.stderr, "ABACUS_TIMEOUT") {
 		t.Fatalf("bad ABACUS_TIMEOUT: %+v", r)
+	}
+}
+
+// A config file sets flags below the environment and the command line; a
+// name no command takes, or a value its flag refuses, is a usage error.
+func TestConfigFile(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	conf := write("config.yaml", "server: "+s.url+"\nns: fromfile\ntimeout: 5s\n# serve's flags may sit beside the client's\ndata: /nowhere\n")
+	if r := cli(nil, "--config", conf, "namespace", "create", "fromfile"); r.code != 0 {
+		t.Fatalf("create through the file's server: %+v", r)
+	}
+	if r := cli(nil, "--config", conf, "counter", "add", "c", "2"); r.code != 0 {
+		t.Fatal(r)
+	}
+	if r := cli(nil, "--config", conf, "--ns", "fromfile", "counter", "get", "c"); r.stdout != "2\n" {
+		t.Fatalf("the file's ns: %+v", r)
+	}
+	// The environment wins over the file, the command line over both.
+	if r := cli(map[string]string{"ABACUS_NS": "default"}, "--config", conf, "counter", "get", "c"); r.stdout != "0\n" {
+		t.Fatalf("ABACUS_NS over the file: %+v", r)
+	}
+	if r := cli(map[string]string{"ABACUS_NS": "default"}, "--config", conf, "--ns", "fromfile", "counter", "get", "c"); r.stdout != "2\n" {
+		t.Fatalf("--ns over ABACUS_NS and the file: %+v", r)
+	}
+	// Found by $ABACUS_CONFIG, and at the default place.
+	if r := cli(map[string]string{"ABACUS_CONFIG": conf}, "counter", "get", "c"); r.stdout != "2\n" {
+		t.Fatalf("$ABACUS_CONFIG: %+v", r)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "xdg", "abacus"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(conf, filepath.Join(dir, "xdg", "abacus", "config.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(map[string]string{"XDG_CONFIG_HOME": filepath.Join(dir, "xdg")}, "counter", "get", "c"); r.stdout != "2\n" {
+		t.Fatalf("the default config file: %+v", r)
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"servr: x\n", `"servr" is not a flag`},
+		{"request-id: fixed\n", `"request-id" is not a flag`},
+		{"timeout: soon\n", `invalid value "soon" for "timeout"`},
+		{"server: [a, b]\n", "must be a single value"},
+		{"- server\n", "not a YAML mapping"},
+	} {
+		p := write("bad.yaml", tc.text)
+		if r := cli(nil, "--config", p, "counter", "get", "c"); r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("config %q: %+v, want a usage error saying %s", tc.text, r, tc.want)
+		}
+	}
+	if r := cli(nil, "--config", filepath.Join(dir, "missing.yaml"), "version"); r.code != exitUsage {
+		t.Errorf("a named config file that does not exist: %+v", r)
+	}
+}
+
+// The example config file in docs/operations.md is one the CLI takes.
+func TestConfigFileExampleInDocs(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	example, _, closed := strings.Cut(rest, "```")
+	if !ok || !closed {
+		t.Fatal("docs/operations.md has no yaml example")
+	}
+	var lines []string
+	for _, l := range strings.Split(example, "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "   ")) // the list item's indent
+	}
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := cli(nil, "--config", p, "version"); r.code != 0 {
+		t.Fatalf("the documented config file is refused: %+v\n%s", r, example)
 	}
 }
 

@@ -38,7 +38,9 @@ type globals struct {
 	server    string
 	ns        string
 	requestID string
-	json      bool
+	json      bool   // -o json: set from output once the flags are read
+	output    string // -o: "text" or "json"
+	jsonFlag  bool   // --json, the older spelling of -o json
 	timeout   time.Duration
 	retries   int
 	caFile    string
@@ -108,7 +110,10 @@ Apache Cassandra with --cassandra), then count with 'abacus counter add'.
 
 Every flag can also be set through the environment as ABACUS_<FLAG>, upper
 case with '-' as '_' (for example ABACUS_SERVER, ABACUS_DATA,
-ABACUS_READ_CONSISTENCY); a flag on the command line wins.
+ABACUS_READ_CONSISTENCY), or in a config file (--config): a YAML mapping
+of flag names to values, such as "server: https://abacus.internal:7070".
+A flag on the command line wins over the environment, which wins over the
+file. --request-id is taken from the command line only.
 
 ` + exitStatusHelp,
 		Example: `  abacus serve &
@@ -122,7 +127,10 @@ ABACUS_READ_CONSISTENCY); a flag on the command line wins.
 			return cmd.Help()
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			return a.applyEnv(cmd)
+			if err := a.applyEnv(cmd); err != nil {
+				return err
+			}
+			return a.resolveOutput(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -132,7 +140,9 @@ ABACUS_READ_CONSISTENCY); a flag on the command line wins.
 	pf.StringVar(&a.g.server, "server", "http://127.0.0.1:7070", "URL of the Abacus server")
 	pf.StringVar(&a.g.ns, "ns", "default", "namespace of the counters")
 	pf.StringVar(&a.g.requestID, "request-id", "", "request id of an update: retrying with the same id counts it once (default: a new random id)")
-	pf.BoolVar(&a.g.json, "json", false, "print results as JSON")
+	pf.String("config", "", "YAML file of flag values (default: $XDG_CONFIG_HOME/abacus/config.yaml or ~/.config/abacus/config.yaml, if it exists)")
+	pf.StringVarP(&a.g.output, "output", "o", "text", "output format: text (one line, or a table for lists) or json")
+	pf.BoolVar(&a.g.jsonFlag, "json", false, "print results as JSON (the same as -o json)")
 	pf.DurationVar(&a.g.timeout, "timeout", 30*time.Second, "time limit for each request to the server")
 	pf.StringVar(&a.g.caFile, "ca-file", "", "PEM CA certificates that sign an https:// server's certificate (default: the system's)")
 	pf.StringVar(&a.g.certFile, "cert-file", "", "PEM client certificate, for a server that requires one (needs --key-file)")
@@ -141,6 +151,23 @@ ABACUS_READ_CONSISTENCY); a flag on the command line wins.
 
 	root.AddCommand(a.versionCmd(), a.serveCmd(), a.migrateCmd(), a.counterCmd(), a.ledgerCmd(), a.namespaceCmd(), a.gcCmd(), a.queueCmd(), newBenchCmd())
 	return root
+}
+
+// resolveOutput checks -o and folds --json into it.
+func (a *app) resolveOutput(cmd *cobra.Command) error {
+	switch a.g.output {
+	case "text", "json":
+	default:
+		return usagef("-o %q is not an output format; use text or json", a.g.output)
+	}
+	if a.g.jsonFlag {
+		if cmd.Flags().Changed("output") && a.g.output != "json" {
+			return usagef("--json and -o %s disagree; give one of them", a.g.output)
+		}
+		a.g.output = "json"
+	}
+	a.g.json = a.g.output == "json"
+	return nil
 }
 
 // groupArgs refuses arguments to commands that only group subcommands.
@@ -188,16 +215,21 @@ func envName(flag string) string {
 	return "ABACUS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// applyEnv sets every flag not given on the command line from ABACUS_<FLAG>.
+// applyEnv sets every flag not given on the command line from
+// ABACUS_<FLAG>, or else from the config file (config.go).
 func (a *app) applyEnv(cmd *cobra.Command) error {
-	var err error
+	config, path, err := a.loadConfig(cmd)
+	if err != nil {
+		return err
+	}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || noEnv[f.Name] {
+		if err != nil || f.Changed || noEnv[f.Name] || f.Name == "config" {
 			return
 		}
 		name := envName(f.Name)
 		v := a.getenv(name)
 		if v == "" {
+			err = fromConfig(cmd, f, config, path)
 			return
 		}
 		if serr := cmd.Flags().Set(f.Name, v); serr != nil {

@@ -76,7 +76,9 @@ unless --cassandra gives the contact points of an Apache Cassandra or
 ScyllaDB cluster; the keyspace and tables are created when missing.
 
 Every flag can also be set as ABACUS_<FLAG> in the environment (for example
-ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD); a flag wins.`,
+ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD) or in a config file
+(--config; docs/operations.md); a flag wins over the environment, which wins
+over the file.`,
 		Example: `  abacus serve
   abacus serve --data /var/lib/abacus --addr 10.0.0.5:7070 --log-format json   # one private interface (docs/security.md)
   abacus serve --cassandra 10.0.0.1,10.0.0.2 --keyspace abacus --replication-factor 3

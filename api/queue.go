@@ -133,12 +133,15 @@ type ReleaseResponse struct {
 // QueueStats is the body of GET /v1/queues/{queue}/stats: the observer's
 // numbers.
 type QueueStats struct {
-	Queue    string       `json:"queue"`
-	At       time.Time    `json:"at"`
-	Messages int          `json:"messages"`
-	Due      int          `json:"due"`
-	InFlight int          `json:"in_flight"`
-	Shards   []ShardStats `json:"shards"`
+	Queue    string    `json:"queue"`
+	At       time.Time `json:"at"`
+	Messages int       `json:"messages"`
+	Due      int       `json:"due"`
+	InFlight int       `json:"in_flight"`
+	// DeliveryLagSeconds is how long the longest-waiting due message (not
+	// in flight) has waited past its due time; 0 when none waits.
+	DeliveryLagSeconds float64      `json:"delivery_lag_seconds"`
+	Shards             []ShardStats `json:"shards"`
 }
 
 // ShardStats is one shard of QueueStats.

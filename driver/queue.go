@@ -229,6 +229,9 @@ type QueueShardStats struct {
 	Due int
 	// InFlight counts the due messages hidden by a delivery in progress.
 	InFlight int
+	// OldestWaiting is the due time of the earliest due message not in
+	// flight (zero if none): how late the shard's delivery runs.
+	OldestWaiting time.Time
 }
 
 // DeadLetterParams are the parameters of Queues.DeadLetter.

@@ -795,6 +795,8 @@ func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsP
 			out.Due++
 			if visible != nil && visible.After(now) {
 				out.InFlight++
+			} else if out.OldestWaiting.IsZero() || due.Before(out.OldestWaiting) {
+				out.OldestWaiting = *due
 			}
 		}
 		due, id, enqueued, visible = nil, nil, nil, nil

@@ -426,6 +426,8 @@ func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsP
 			out.Due++
 			if m.VisibleAt.After(now) {
 				out.InFlight++
+			} else if out.OldestWaiting.IsZero() || m.Due.Before(out.OldestWaiting) {
+				out.OldestWaiting = m.Due
 			}
 		}
 	}

@@ -19,6 +19,17 @@ type Observation struct {
 	Shards []ShardView
 	// Messages, Due and InFlight add up the shards.
 	Messages, Due, InFlight int
+	// OldestWaiting is the earliest of the shards' (zero if none).
+	OldestWaiting time.Time
+}
+
+// DeliveryLag is how long the longest-waiting due message has waited past
+// its due time at At, zero when none waits: how far consumers are behind.
+func (o *Observation) DeliveryLag() time.Duration {
+	if o.OldestWaiting.IsZero() {
+		return 0
+	}
+	return max(o.At.Sub(o.OldestWaiting), 0)
 }
 
 // ShardView is one shard's state.
@@ -39,6 +50,9 @@ type ShardView struct {
 	LeaseAge time.Duration
 	// Floor is the shard's read floor (zero if never set).
 	Floor time.Time
+	// OldestWaiting is the due time of the shard's earliest due message
+	// not in flight (zero if none).
+	OldestWaiting time.Time
 }
 
 // Producing and Consuming tell the producers' and the consumers' shards.
@@ -84,7 +98,7 @@ func (s *Service) Observe(ctx context.Context, queue string) (*Observation, erro
 				Behind:   q.math.Behind(now, i),
 				Window:   q.math.Label(q.math.Latest(now, i)),
 				Messages: st.Messages, Due: st.Due, InFlight: st.InFlight,
-				Holder: st.Holder, Floor: st.Floor,
+				Holder: st.Holder, Floor: st.Floor, OldestWaiting: st.OldestWaiting,
 			}
 			if st.Holder != "" && !st.Since.IsZero() {
 				v.LeaseAge = max(now.Sub(st.Since), 0)
@@ -102,6 +116,9 @@ func (s *Service) Observe(ctx context.Context, queue string) (*Observation, erro
 		obs.Messages += v.Messages
 		obs.Due += v.Due
 		obs.InFlight += v.InFlight
+		if !v.OldestWaiting.IsZero() && (obs.OldestWaiting.IsZero() || v.OldestWaiting.Before(obs.OldestWaiting)) {
+			obs.OldestWaiting = v.OldestWaiting
+		}
 	}
 	return obs, nil
 }

@@ -424,7 +424,8 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) {
 func statsJSON(o *queue.Observation) api.QueueStats {
 	out := api.QueueStats{
 		Queue: o.Queue.Name, At: o.At, Messages: o.Messages, Due: o.Due, InFlight: o.InFlight,
-		Shards: make([]api.ShardStats, len(o.Shards)),
+		DeliveryLagSeconds: o.DeliveryLag().Seconds(),
+		Shards:             make([]api.ShardStats, len(o.Shards)),
 	}
 	for i, v := range o.Shards {
 		out.Shards[i] = api.ShardStats{
@@ -543,6 +544,7 @@ func newQueueCollector(svc *queue.Service) *queueCollector {
 			"messages":  prometheus.NewDesc("abacus_queue_messages", "Messages stored in a queue.", queueLabels, nil),
 			"due":       prometheus.NewDesc("abacus_queue_due_messages", "Messages of a queue whose due time has passed (including those in flight).", queueLabels, nil),
 			"in_flight": prometheus.NewDesc("abacus_queue_in_flight_messages", "Due messages of a queue hidden by a delivery in progress.", queueLabels, nil),
+			"lag":       prometheus.NewDesc("abacus_queue_delivery_lag_seconds", "How long a queue's longest-waiting due message (not in flight) has waited past its due time; 0 when none waits.", queueLabels, nil),
 			"lease":     prometheus.NewDesc("abacus_queue_lease_age_seconds", "How long the current holder has held a queue shard's lease (absent when free).", []string{"queue", "shard", "holder"}, nil),
 		},
 	}
@@ -579,6 +581,7 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.desc["messages"], prometheus.GaugeValue, float64(o.Messages), o.Queue.Name)
 		ch <- prometheus.MustNewConstMetric(c.desc["due"], prometheus.GaugeValue, float64(o.Due), o.Queue.Name)
 		ch <- prometheus.MustNewConstMetric(c.desc["in_flight"], prometheus.GaugeValue, float64(o.InFlight), o.Queue.Name)
+		ch <- prometheus.MustNewConstMetric(c.desc["lag"], prometheus.GaugeValue, o.DeliveryLag().Seconds(), o.Queue.Name)
 		for _, v := range o.Shards {
 			if v.Holder != "" {
 				ch <- prometheus.MustNewConstMetric(c.desc["lease"], prometheus.GaugeValue, v.LeaseAge.Seconds(), o.Queue.Name, strconv.Itoa(v.Shard), v.Holder)

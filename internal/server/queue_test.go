@@ -219,7 +219,8 @@ func TestQueueStatsAndMetrics(t *testing.T) {
 	e.mustJSON("POST", "/v1/queues/q/receive", ``, 200, &rcv) // one in flight; the lease kept for the other
 	clk.Advance(3 * time.Second)
 	st := e.stats("q")
-	if st.Messages != 3 || st.Due != 2 || st.InFlight != 1 || len(st.Shards) != 4 {
+	// "a" or "b" waits, due when it was put, 2 min 3 s ago.
+	if st.Messages != 3 || st.Due != 2 || st.InFlight != 1 || len(st.Shards) != 4 || st.DeliveryLagSeconds != 123 {
 		t.Fatalf("stats = %+v", st)
 	}
 	var held *api.ShardStats
@@ -237,6 +238,7 @@ func TestQueueStatsAndMetrics(t *testing.T) {
 		`abacus_queue_messages{queue="q"} 3`,
 		`abacus_queue_due_messages{queue="q"} 2`,
 		`abacus_queue_in_flight_messages{queue="q"} 1`,
+		`abacus_queue_delivery_lag_seconds{queue="q"} 123`,
 		fmt.Sprintf(`abacus_queue_lease_age_seconds{holder=%q,queue="q",shard="%d"} 3`, held.Holder, held.Shard),
 		"abacus_queue_put_total 3",
 		`abacus_build_info{commit="",go_version="` + runtime.Version() + `",version="dev"} 1`,
@@ -261,8 +263,8 @@ func TestQueueMetricsStayFewWithManyShards(t *testing.T) {
 			series++
 		}
 	}
-	if series != 3 {
-		t.Fatalf("a %d-shard queue has %d series, want 3 (messages, due, in flight)", shard.MaxShards, series)
+	if series != 4 {
+		t.Fatalf("a %d-shard queue has %d series, want 4 (messages, due, in flight, delivery lag)", shard.MaxShards, series)
 	}
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/background"
@@ -25,7 +28,46 @@ type Client struct {
 	// events counters, each every Config.GCInterval (see Start): two
 	// loops, so that a slow collection does not use up the rollups' time.
 	gcSweeper, rollupSweeper background.Sweeper
+	// gcComplete and rollupComplete are when the last sweep that reached
+	// every counter without skipping one ended (Unix ns; 0: none yet).
+	gcComplete, rollupComplete atomic.Int64
 }
+
+// SweepStatus says how current the background work is (Client.Sweeps).
+type SweepStatus struct {
+	// GCComplete is when the last collection of every sharded counter
+	// that skipped none ended, by the sweeper or GCAll over all
+	// namespaces; zero if none has since the client started.
+	GCComplete time.Time
+	// RollupComplete is the same for the rollups of events counters.
+	RollupComplete time.Time
+}
+
+// Sweeps reports how current collections and rollups are. A complete
+// sweep older than a few GC intervals means shards or events pile up:
+// a replica has been down for long, or the sweeps take longer than the
+// interval.
+func (c *Client) Sweeps() SweepStatus {
+	at := func(v *atomic.Int64) time.Time {
+		if n := v.Load(); n != 0 {
+			return time.Unix(0, n)
+		}
+		return time.Time{}
+	}
+	return SweepStatus{GCComplete: at(&c.gcComplete), RollupComplete: at(&c.rollupComplete)}
+}
+
+// noteSweep records a sweep over every namespace that ended without error
+// as complete unless it skipped a counter.
+func noteSweep[R any](c *Client, complete *atomic.Int64, results []R, skipped func(R) bool, err error) {
+	if err != nil || slices.ContainsFunc(results, skipped) {
+		return
+	}
+	complete.Store(c.cfg.Clock.Now().UnixNano())
+}
+
+func gcSkipped(r GCResult) bool                { return r.Skipped }
+func rollupSkipped(r events.RollupResult) bool { return r.Skipped }
 
 // NewClient returns a client on cfg.Driver and makes sure the default
 // namespace exists. Call Start to run background garbage collection and
@@ -90,14 +132,18 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 // GCAll does, each round within one interval.
 func (c *Client) Start(ctx context.Context) error {
 	c.gcSweeper.Start(c.cfg.GCInterval, func(ctx context.Context) {
-		if _, err := c.sharded.CollectAll(ctx, ""); err != nil && !stopped(ctx) {
+		res, err := c.sharded.CollectAll(ctx, "")
+		if err != nil && !stopped(ctx) {
 			c.cfg.Logger.Warn("gc sweep failed", "err", err)
 		}
+		noteSweep(c, &c.gcComplete, res, gcSkipped, err)
 	})
 	c.rollupSweeper.Start(c.cfg.GCInterval, func(ctx context.Context) {
-		if _, err := c.rollupAll(ctx, ""); err != nil && !stopped(ctx) {
+		res, err := c.rollupAll(ctx, "")
+		if err != nil && !stopped(ctx) {
 			c.cfg.Logger.Warn("rollup sweep failed", "err", err)
 		}
+		noteSweep(c, &c.rollupComplete, res, rollupSkipped, err)
 	})
 	return nil
 }

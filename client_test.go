@@ -285,3 +285,44 @@ func TestNamespaceNamesOutsideTheSafeSet(t *testing.T) {
 		}
 	}
 }
+
+// Sweeps says when every counter was last collected and rolled up: GCAll
+// over every namespace counts, one namespace does not, and so do the
+// background sweepers.
+func TestSweepsReportCompleteSweeps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	c := startClient(t, abacus.Config{Driver: newMemStore(t), Clock: clk, GCInterval: -1})
+	if s := c.Sweeps(); !s.GCComplete.IsZero() || !s.RollupComplete.IsZero() {
+		t.Fatalf("a new client reports sweeps: %+v", s)
+	}
+	if err := c.Add(ctx, abacus.DefaultNamespace, "c", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GCAll(ctx, abacus.DefaultNamespace); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Sweeps(); !s.GCComplete.IsZero() || !s.RollupComplete.IsZero() {
+		t.Fatalf("GCAll of one namespace counted as a complete sweep: %+v", s)
+	}
+	if _, err := c.GCAll(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Sweeps(); !s.GCComplete.Equal(clk.Now()) || !s.RollupComplete.Equal(clk.Now()) {
+		t.Fatalf("after GCAll of every namespace at %v: %+v", clk.Now(), s)
+	}
+
+	swept := startClient(t, abacus.Config{Driver: newMemStore(t), GCInterval: 10 * time.Millisecond})
+	if err := swept.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if s := swept.Sweeps(); !s.GCComplete.IsZero() && !s.RollupComplete.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sweepers ran for 10 s and report %+v", swept.Sweeps())
+		}
+	}
+}

@@ -219,7 +219,13 @@ func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error
 	if err != nil {
 		return out, err
 	}
+	if namespace == "" {
+		noteSweep(c, &c.gcComplete, out, gcSkipped, nil)
+	}
 	rolled, err := c.rollupAll(ctx, namespace)
+	if namespace == "" {
+		noteSweep(c, &c.rollupComplete, rolled, rollupSkipped, err)
+	}
 	for _, r := range rolled {
 		out = append(out, rollupResult(r))
 	}

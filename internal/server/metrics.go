@@ -120,6 +120,20 @@ func registerClient(reg prometheus.Registerer, c *abacus.Client) {
 		Name: "abacus_live_mutators",
 		Help: "Mutators (per-counter shard writers) held by this process.",
 	}, func() float64 { return float64(c.LiveMutators()) }))
+	unix := func(t time.Time) float64 {
+		if t.IsZero() {
+			return 0
+		}
+		return float64(t.UnixNano()) / 1e9
+	}
+	register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "abacus_gc_last_complete_sweep_timestamp_seconds",
+		Help: "When this process last collected every sharded counter without skipping one (Unix time; 0: not since it started).",
+	}, func() float64 { return unix(c.Sweeps().GCComplete) }))
+	register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "abacus_rollup_last_complete_sweep_timestamp_seconds",
+		Help: "When this process last rolled up every events counter without skipping one (Unix time; 0: not since it started).",
+	}, func() float64 { return unix(c.Sweeps().RollupComplete) }))
 	for _, f := range []struct {
 		name, help string
 		get        func() uint64

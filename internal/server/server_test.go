@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -520,6 +521,7 @@ func TestGC(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	t.Parallel()
+	start := time.Now()
 	e := newEnv(t)
 	e.mustJSON("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, 200, nil)
 	e.do("POST", "/v1/namespaces/default/counters/c/updates", `{"item":"x"}`)
@@ -547,6 +549,16 @@ func TestMetrics(t *testing.T) {
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %q", want)
+		}
+	}
+	// The GC of every namespace above was a complete sweep: its time is
+	// set (the env's clock is real, so just after this test started).
+	for _, name := range []string{"abacus_gc_last_complete_sweep_timestamp_seconds", "abacus_rollup_last_complete_sweep_timestamp_seconds"} {
+		_, rest, _ := strings.Cut(text, "\n"+name+" ")
+		line, _, _ := strings.Cut(rest, "\n")
+		v, err := strconv.ParseFloat(line, 64)
+		if err != nil || v < float64(start.Unix()) || v > float64(time.Now().Unix()+1) {
+			t.Errorf("%s = %q, want the time of the GC above", name, line)
 		}
 	}
 }

@@ -110,13 +110,16 @@ test-faults: ## Run the fault suite (every model under five faults) against a 3-
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
 	$(FAULT_SUITE)
 
-lint: ## gofmt, go vet and staticcheck
+lint: ## gofmt, go vet, staticcheck, and the monitoring files parsed by Prometheus
 	@extra=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./client | grep -v -x -e github.com/abacusdb/abacus/client -e github.com/abacusdb/abacus/api || true); \
 	if [ -n "$$extra" ]; then echo "client may depend only on api and the standard library, but depends on:"; echo "$$extra"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@[ -x "$(STATICCHECK)" ] || GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(STATICCHECK) ./...
+	@# The alert rules and dashboard queries, by Prometheus's own parsers (a
+	@# module of its own: deploy/check/doc.go says why).
+	cd deploy/check && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s)
 	@set -e; for pkg in $$($(GO) list ./...); do \

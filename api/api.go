@@ -49,9 +49,15 @@ type Namespace struct {
 	Events *EventsOptions `json:"events,omitempty"`
 }
 
-// NamespaceList is the body of GET /v1/namespaces.
+// MaxPageSize is the most items one page of a list holds, and the
+// default page size (?limit= of GET /v1/namespaces and GET /v1/queues).
+const MaxPageSize = 1000
+
+// NamespaceList is the body of GET /v1/namespaces: one page, in name order.
 type NamespaceList struct {
 	Namespaces []Namespace `json:"namespaces"`
+	// Next is the ?after= of the next page; empty on the last page.
+	Next string `json:"next,omitempty"`
 }
 
 // CreateNamespaceRequest is the body of POST /v1/namespaces. Empty fields

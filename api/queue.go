@@ -36,6 +36,8 @@ type Queue struct {
 // QueueList is the body of GET /v1/queues.
 type QueueList struct {
 	Queues []Queue `json:"queues"`
+	// Next is the ?after= of the next page; empty on the last page.
+	Next string `json:"next,omitempty"`
 }
 
 // PutRequest is the body of POST /v1/queues/{queue}/messages: 1 to 1000

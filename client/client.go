@@ -390,7 +390,33 @@ func (c *Client) Ready(ctx context.Context) error {
 
 // Namespaces lists every namespace, sorted by name.
 func (c *Client) Namespaces(ctx context.Context) ([]api.Namespace, error) {
-	return callPick(ctx, c, "GET", "/v1/namespaces", nil, func(out *api.NamespaceList) []api.Namespace { return out.Namespaces })
+	return allPages(ctx, c, "/v1/namespaces", func(out *api.NamespaceList) ([]api.Namespace, string) { return out.Namespaces, out.Next })
+}
+
+// allPages reads every page of the list at path, following each page's
+// next cursor.
+func allPages[L any, T any](ctx context.Context, c *Client, path string, items func(*L) ([]T, string)) ([]T, error) {
+	var all []T
+	after := ""
+	for {
+		p := path
+		if after != "" {
+			p += "?after=" + url.QueryEscape(after)
+		}
+		out, err := call[L](ctx, c, "GET", p, nil)
+		if err != nil {
+			return nil, err
+		}
+		page, next := items(out)
+		all = append(all, page...)
+		if next == "" || next == after {
+			if all == nil {
+				all = []T{}
+			}
+			return all, nil
+		}
+		after = next
+	}
 }
 
 // Namespace describes one namespace ("" means "default").

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/internal/servertest"
@@ -463,5 +465,32 @@ func TestRetriesRememberAnUnknownOutcome(t *testing.T) {
 	_, err = c.Add(context.Background(), "default", "c", 1)
 	if calls.Load() != 3 || !client.IsCode(err, api.CodeUnknownOutcome) || !strings.Contains(err.Error(), api.CodeNotApplied) {
 		t.Fatalf("after unknown, not applied, not applied (%d calls): %v; want the unknown outcome, naming the last retry", calls.Load(), err)
+	}
+}
+
+// Namespaces reads every page: more namespaces than one page holds come
+// back complete, in order, once each.
+func TestNamespacesReadsEveryPage(t *testing.T) {
+	t.Parallel()
+	b := servertest.NewBackend(t, nil)
+	c := start(t, b.Handler)
+	ctx := context.Background()
+	const extra = api.MaxPageSize + 5
+	for i := range extra {
+		if _, err := b.Lib.CreateNamespace(ctx, abacus.NamespaceConfig{Name: fmt.Sprintf("n%04d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := c.Namespaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != extra+1 { // and "default"
+		t.Fatalf("%d namespaces, want %d", len(list), extra+1)
+	}
+	for i := 1; i < len(list); i++ {
+		if list[i-1].Name >= list[i].Name {
+			t.Fatalf("namespaces %d and %d out of order or repeated: %q, %q", i-1, i, list[i-1].Name, list[i].Name)
+		}
 	}
 }

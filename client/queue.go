@@ -24,7 +24,7 @@ func (c *Client) CreateQueue(ctx context.Context, req api.CreateQueueRequest) (*
 
 // Queues lists every queue, sorted by name.
 func (c *Client) Queues(ctx context.Context) ([]api.Queue, error) {
-	return callPick(ctx, c, "GET", "/v1/queues", nil, func(out *api.QueueList) []api.Queue { return out.Queues })
+	return allPages(ctx, c, "/v1/queues", func(out *api.QueueList) ([]api.Queue, string) { return out.Queues, out.Next })
 }
 
 // Queue describes one queue.

@@ -59,12 +59,18 @@ func namespaceJSON(ns *abacus.Namespace) api.Namespace {
 }
 
 func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
+	after, limit, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	list, err := s.client.Namespaces(r.Context())
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.NamespaceList{Namespaces: jsonEach(list, namespaceJSON)})
+	items, next := page(list, func(ns *abacus.Namespace) string { return ns.Name }, after, limit)
+	writeJSON(w, http.StatusOK, api.NamespaceList{Namespaces: jsonEach(items, namespaceJSON), Next: next})
 }
 
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {

@@ -91,12 +91,18 @@ func queueJSON(q *queue.Queue) api.Queue {
 }
 
 func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
+	after, limit, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	list, err := s.client.Queues().List(r.Context())
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.QueueList{Queues: jsonEach(list, queueJSON)})
+	items, next := page(list, func(q *queue.Queue) string { return q.Name }, after, limit)
+	writeJSON(w, http.StatusOK, api.QueueList{Queues: jsonEach(items, queueJSON), Next: next})
 }
 
 // parseDuration reads a Go duration string; "" is zero.

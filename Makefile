@@ -17,6 +17,8 @@ COMPAT_VERSIONS   ?= 2.1 3.11 4.1
 COMPAT_ENV   = ABACUS_DEV_DIR=/tmp/abacus-devcassandra-compat ABACUS_DEV_IP_PREFIX=127.0.1
 COMPAT_SMOKE = TestServeInProcess|TestServeSurvivesKill9|TestTenServersOneCassandra|TestServersStartTogetherOnFreshKeyspace|TestRetryStormEventsVsNative
 FUZZTIME    ?= 30s
+# Generated requests per operation for the API fuzzer (scripts/apifuzz).
+APIFUZZ_EXAMPLES ?= 50
 FAULT_SUITE  = ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 20m -v -run Fault ./systemtest/
 # staticcheck is pinned by its Go module version (the release 2026.2.2 is
 # module v0.8.2; the module proxy serves only module versions) and installed
@@ -27,7 +29,7 @@ TOOLS_DIR   ?= $(CURDIR)/.tools
 STATICCHECK ?= $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-main test-compat test-faults test-unit lint fuzz bench cassandra-start cassandra-stop clean
+.PHONY: help build test test-main test-compat test-faults test-unit api-fuzz lint fuzz bench cassandra-start cassandra-stop clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -44,7 +46,8 @@ test-unit: ## Run every test that needs no Cassandra (Cassandra tests skip and s
 # node), then starts a DEV_NODES-node cluster of CASSANDRA_VERSION and runs
 # the race-enabled unit packages, every package with the Cassandra tests
 # enabled, the node-loss tests and the fault suite, and stops the cluster.
-test: ## Run the whole suite: older Cassandra releases, then everything on the newest
+test: ## Run the whole suite: the API fuzzer, older Cassandra releases, then everything on the newest
+	@$(MAKE) --no-print-directory api-fuzz
 	@if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then $(MAKE) --no-print-directory test-compat; \
 	else echo "== compat phase skipped: ABACUS_TEST_CASSANDRA points at a cluster of its own"; fi
 	@$(MAKE) --no-print-directory test-main
@@ -76,6 +79,13 @@ test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 	else \
 		echo "== node-loss tests and fault suite skipped: they need the 3-node cluster (DEV_NODES=3)"; \
 	fi
+
+# schemathesis against a real server on the embedded store (scripts/apifuzz):
+# generated requests from api/openapi.yaml; no 5xx, no answer outside the
+# contract, no invalid request accepted.
+api-fuzz: ## Fuzz the HTTP API from its OpenAPI file (APIFUZZ_EXAMPLES per operation, default 50)
+	@echo "== API fuzzer (schemathesis) against a real server"
+	scripts/apifuzz $(APIFUZZ_EXAMPLES)
 
 # One node of each older release, one after another, on 127.0.1.1: the
 # driver's whole package (conformance suite, integration tests, concurrent

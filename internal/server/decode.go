@@ -298,6 +298,24 @@ func nullPath(data []byte) string {
 	return walk(v)
 }
 
+// emptyString reports whether the JSON object data has the field name
+// (matched as present matches it) with the value "".
+func emptyString(data []byte, name string) bool {
+	if !bytes.Contains(data, []byte(`""`)) {
+		return false // the common case, without a parse
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return false
+	}
+	for k, v := range m {
+		if strings.EqualFold(k, name) && string(v) == `""` {
+			return true
+		}
+	}
+	return false
+}
+
 // present reports whether the JSON object data has the field name (matched
 // as encoding/json matches fields, ignoring case). Decoders use it where an
 // explicit value must be checked against a minimum that the default, taken

@@ -19,16 +19,24 @@ import (
 
 // pageParams reads ?after= and ?limit=.
 func pageParams(r *http.Request) (after string, limit int, err error) {
+	limit, err = limitParam(r, api.MaxPageSize, api.MaxPageSize)
+	return r.URL.Query().Get("after"), limit, err
+}
+
+// limitParam reads ?limit=, a number from 1 to most; def when it is
+// absent. An empty ?limit= is refused, not taken as absent: it is a
+// mistake, as in a script whose variable was unset.
+func limitParam(r *http.Request, def, most int) (int, error) {
 	q := r.URL.Query()
-	limit = api.MaxPageSize
-	if v := q.Get("limit"); v != "" {
-		n, perr := strconv.Atoi(v)
-		if perr != nil || n < 1 || n > api.MaxPageSize {
-			return "", 0, errorf(api.CodeInvalidArgument, "limit %q is not a number from 1 to %d", v, api.MaxPageSize)
-		}
-		limit = n
+	if !q.Has("limit") {
+		return def, nil
 	}
-	return q.Get("after"), limit, nil
+	v := q.Get("limit")
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		return 0, errorf(api.CodeInvalidArgument, "limit %q is not a number from 1 to %d", v, most)
+	}
+	return n, nil
 }
 
 // page sorts list by name and returns its items after the name after, at

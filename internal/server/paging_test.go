@@ -57,7 +57,7 @@ func TestListsComeInPages(t *testing.T) {
 	if len(queues.Queues) != 5 || queues.Next != "qns4" {
 		t.Fatalf("queues page of 5: %d, next %q", len(queues.Queues), queues.Next)
 	}
-	for _, bad := range []string{"0", "-1", "1001", "x"} {
+	for _, bad := range []string{"0", "-1", "1001", "x", ""} {
 		e.wantError("GET", "/v1/namespaces?limit="+bad, "", 400, api.CodeInvalidArgument, "limit")
 		e.wantError("GET", "/v1/queues?limit="+bad, "", 400, api.CodeInvalidArgument, "limit")
 	}

@@ -198,8 +198,16 @@ func decodePut(data []byte) (api.PutRequest, error) {
 	}
 	req := api.PutRequest{Messages: make([]api.PutMessage, len(env.Messages))}
 	for i, raw := range env.Messages {
-		if err := decodeStrict(raw, &req.Messages[i], fmt.Sprintf("messages[%d]", i)); err != nil {
+		where := fmt.Sprintf("messages[%d]", i)
+		if err := decodeStrict(raw, &req.Messages[i], where); err != nil {
 			return api.PutRequest{}, err
+		}
+		// An empty string would read as "not given" (now): a time or a
+		// duration that is empty is a mistake, not a request for now.
+		for _, field := range []string{"due", "delay"} {
+			if emptyString(raw, field) {
+				return api.PutRequest{}, errorf(api.CodeInvalidArgument, "%s.%s is empty; leave it out to deliver at once", where, field)
+			}
 		}
 	}
 	return req, nil
@@ -453,14 +461,10 @@ func (s *Server) queueStats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
-	limit := 100
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > queue.MaxBatch {
-			writeError(w, r, errorf(api.CodeInvalidArgument, "limit %q is not a number from 1 to %d", v, queue.MaxBatch))
-			return
-		}
-		limit = n
+	limit, err := limitParam(r, 100, queue.MaxBatch)
+	if err != nil {
+		writeError(w, r, err)
+		return
 	}
 	list, err := s.client.Queues().DeadLetters(r.Context(), r.PathValue("queue"), limit)
 	if err != nil {

@@ -81,6 +81,8 @@ func TestQueuePutRefusesBadInput(t *testing.T) {
 		part   string
 	}{
 		{`{"messages":[{"body":"a","delay":"-1s"}]}`, 400, api.CodeInvalidArgument, "messages[0].delay: -1s is negative"},
+		{`{"messages":[{"body":"a"},{"body":"","due":""}]}`, 400, api.CodeInvalidArgument, "messages[1].due is empty"},
+		{`{"messages":[{"body":"a","Delay":""}]}`, 400, api.CodeInvalidArgument, "messages[0].delay is empty"},
 		{`{"messages":[{"body":"a"},{"body":"b","delay":"-5m"}]}`, 400, api.CodeInvalidArgument, "messages[1].delay"},
 		{`{"messages":[{"body":"` + big + `"}]}`, 413, api.CodeBodyTooLarge, "65537 bytes, the limit is 65536"},
 		{`{"messages":[{"body":"a","delay":"1s","due":"2030-01-01T00:00:00Z"}]}`, 400, api.CodeInvalidArgument, "not both"},

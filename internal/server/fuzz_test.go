@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/abacusdb/abacus/api"
@@ -117,4 +120,139 @@ func TestValidText(t *testing.T) {
 			t.Errorf("validText(%s) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
+}
+
+func TestMemberProblem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		body, path string
+		twice      bool
+	}{
+		{`{"delta":1}`, "", false},
+		{`{"delta":1,"delta":2}`, "delta", true},
+		{`{"delta":1,"Delta":2}`, "Delta", true},
+		{`{"d\u0065lta":1,"delta":2}`, "delta", true},
+		{`{"request_id":""}`, "request_id", false},
+		{`{"request_id" : "" }`, "request_id", false},
+		{`{"request_id":"a"}`, "", false},
+		{`{"updates":[{"counter":"c"},{"counter":"c","COUNTER":"d"}]}`, "updates[1].COUNTER", true},
+		{`{"updates":[{"request_id":""}]}`, "updates[0].request_id", false},
+		{`{"a":{"b":[1,[2,{"c":3,"c":4}]]}}`, "a.b[1][1].c", true},
+		{`{"a":"x\"y","b":"}","a":1}`, "a", true},
+		{` { "a" : [ ] , "b" : { } , "c" : null } `, "", false},
+		{`{"k1":1,"k2":1,"k3":1,"k4":1,"k5":1,"k6":1,"k7":1,"k8":1,"k9":1,"k10":1,"k11":1,"k12":1,"k13":1,"k14":1,"k15":1,"k16":1,"k17":1,"k1":2}`, "k1", true},
+	} {
+		path, twice := memberProblem([]byte(tc.body))
+		if path != tc.path || twice != tc.twice {
+			t.Errorf("memberProblem(%s) = %q, %v; want %q, %v", tc.body, path, twice, tc.path, tc.twice)
+		}
+		if opath, otwice := memberProblemByTokens([]byte(tc.body)); opath != path || otwice != twice {
+			t.Errorf("%s: the token walk says %q, %v; the scanner %q, %v", tc.body, opath, otwice, path, twice)
+		}
+	}
+}
+
+// FuzzMemberProblem holds the scanner to the token walk on every body that
+// decodes, which is all memberProblem is ever given.
+func FuzzMemberProblem(f *testing.F) {
+	for _, seed := range []string{
+		`{"delta":1,"request_id":"r"}`, `{"delta":1,"DELTA":2}`, `{"request_id":""}`,
+		`{"updates":[{"counter":"c","delta":1},{"counter":"d","Counter":"e"}]}`,
+		`{"a\u00e9":1,"A\u00c9":2}`, `{"\u212a":1,"k":2}`, "{\"\xff\":1,\"\xfe\":2}",
+		`{"a":[[],{},"\\",-1.5e3,true,false,null]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var v any
+		if json.Unmarshal(data, &v) != nil {
+			return
+		}
+		path, twice := memberProblem(data)
+		opath, otwice := memberProblemByTokens(data)
+		if path != opath || twice != otwice {
+			t.Fatalf("%q: the scanner says %q, %v; the token walk %q, %v", data, path, twice, opath, otwice)
+		}
+	})
+}
+
+// The command and numbers are in docs/benchmarks.md, "Request decoding".
+func BenchmarkMemberProblem(b *testing.B) {
+	body := []byte(`{"delta":5,"request_id":"6f1c2e9a-3b7d-4c1e-9a2f-0d8e7b6a5c4d","time":"2026-11-24T19:00:00Z"}`)
+	b.Run("scanner", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			memberProblem(body)
+		}
+	})
+	b.Run("tokens", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			memberProblemByTokens(body)
+		}
+	})
+	b.Run("decodeUpdate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeUpdate(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// memberProblemByTokens is the first memberProblem, kept as the oracle the
+// scanner is checked against: it walks encoding/json's tokens, slow but
+// plainly right. It returns the path of the first member of data (an object
+// that already decoded) that is a second member of the same name in its
+// object, twice true, or an explicitly empty request_id, twice false; ""
+// when there is none. encoding/json keeps the last of two members of one
+// name, so {"delta":1,"delta":2} would apply 2 while a reader of the body,
+// or a proxy that checked it, saw 1. Names are compared ignoring case, as
+// encoding/json matches them to fields ("Delta" sets delta too). An empty
+// request id would silently mean "make one", so a retry of it counts
+// again.
+func memberProblemByTokens(data []byte) (path string, twice bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var value func(at string) (string, bool)
+	value = func(at string) (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				kt, err := dec.Token()
+				name, ok := kt.(string)
+				if err != nil || !ok {
+					return "", false
+				}
+				p := joinPath(at, name)
+				folded := strings.ToLower(name)
+				if seen[folded] {
+					return p, true
+				}
+				seen[folded] = true
+				if folded == "request_id" && bytes.HasPrefix(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n:"), []byte(`""`)) {
+					return p, false
+				}
+				if p, twice := value(p); p != "" {
+					return p, twice
+				}
+			}
+			_, _ = dec.Token() // the closing brace
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if p, twice := value(joinPath(at, "["+strconv.Itoa(i)+"]")); p != "" {
+					return p, twice
+				}
+			}
+			_, _ = dec.Token() // the closing bracket
+		}
+		return "", false
+	}
+	return value("")
 }

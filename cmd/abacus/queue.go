@@ -455,8 +455,9 @@ modest on large queues.`,
 }
 
 func (a *app) observeTable(st *api.QueueStats) error {
-	fmt.Fprintf(a.stdout, "queue %s: %d messages, %d due, %d in flight (%s)\n",
-		displayName(st.Queue), st.Messages, st.Due, st.InFlight, st.At.UTC().Format(time.RFC3339))
+	fmt.Fprintf(a.stdout, "queue %s: %d messages, %d due, %d in flight, delivery lag %s (%s)\n",
+		displayName(st.Queue), st.Messages, st.Due, st.InFlight,
+		time.Duration(st.DeliveryLagSeconds*float64(time.Second)).Round(time.Second), st.At.UTC().Format(time.RFC3339))
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "SHARD\tWINDOW\tBEHIND\tMESSAGES\tDUE\tIN FLIGHT\t LEASE\t")
 	for _, s := range st.Shards {

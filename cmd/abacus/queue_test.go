@@ -61,7 +61,7 @@ func TestQueueCLI(t *testing.T) {
 	}
 	clk.Advance(2 * time.Minute)
 	r := s.cli("queue", "observe", "jobs", "--once")
-	for _, want := range []string{"queue jobs: 4 messages, 2 due, 0 in flight", "producing", "consuming", "SHARD", "IN FLIGHT"} {
+	for _, want := range []string{"queue jobs: 4 messages, 2 due, 0 in flight, delivery lag 2m0s", "producing", "consuming", "SHARD", "IN FLIGHT"} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Fatalf("observe lacks %q: %+v", want, r)
 		}

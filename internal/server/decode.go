@@ -86,7 +86,7 @@ func decodeStrict(data []byte, v any, where string) error {
 	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return errorf(api.CodeInvalidJSON, "%shas trailing data after the JSON object (at byte %d)", orBody(where), len(data)-len(rest))
 	}
-	if path, twice := memberProblem(data); path != "" {
+	if path, twice, found := memberProblem(data); found {
 		if twice {
 			return errorf(api.CodeInvalidJSON, "field %q appears more than once (names match ignoring case, as fields do); send each field once", joinPath(where, path))
 		}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/abacusdb/abacus/api"
 )
@@ -129,6 +130,13 @@ func TestMemberProblem(t *testing.T) {
 		twice      bool
 	}{
 		{`{"delta":1}`, "", false},
+		// Members named "": a problem whose path is short or empty is
+		// still a problem (the scanner once lost its place here and spun).
+		{`{"":1,"":2}`, "", true},
+		{`{"a":[{"":1,"":2}]}`, "a[0]", true},
+		{`{"a":{"":1,"":2},"a":3}`, "a", true},
+		{`{"a":{"":1,"":{"b":2}},"c":3}`, "a", true},
+		{`{"":{"x":1,"x":2}}`, "x", true},
 		{`{"delta":1,"delta":2}`, "delta", true},
 		{`{"delta":1,"Delta":2}`, "Delta", true},
 		{`{"d\u0065lta":1,"delta":2}`, "delta", true},
@@ -142,12 +150,13 @@ func TestMemberProblem(t *testing.T) {
 		{` { "a" : [ ] , "b" : { } , "c" : null } `, "", false},
 		{`{"k1":1,"k2":1,"k3":1,"k4":1,"k5":1,"k6":1,"k7":1,"k8":1,"k9":1,"k10":1,"k11":1,"k12":1,"k13":1,"k14":1,"k15":1,"k16":1,"k17":1,"k1":2}`, "k1", true},
 	} {
-		path, twice := memberProblem([]byte(tc.body))
-		if path != tc.path || twice != tc.twice {
-			t.Errorf("memberProblem(%s) = %q, %v; want %q, %v", tc.body, path, twice, tc.path, tc.twice)
+		wantFound := tc.path != "" || tc.twice
+		path, twice, found := memberProblem([]byte(tc.body))
+		if path != tc.path || twice != tc.twice || found != wantFound {
+			t.Errorf("memberProblem(%s) = %q, %v, %v; want %q, %v, %v", tc.body, path, twice, found, tc.path, tc.twice, wantFound)
 		}
-		if opath, otwice := memberProblemByTokens([]byte(tc.body)); opath != path || otwice != twice {
-			t.Errorf("%s: the token walk says %q, %v; the scanner %q, %v", tc.body, opath, otwice, path, twice)
+		if opath, otwice, ofound := memberProblemByTokens([]byte(tc.body)); opath != path || otwice != twice || ofound != found {
+			t.Errorf("%s: the token walk says %q, %v, %v; the scanner %q, %v, %v", tc.body, opath, otwice, ofound, path, twice, found)
 		}
 	}
 }
@@ -160,6 +169,7 @@ func FuzzMemberProblem(f *testing.F) {
 		`{"updates":[{"counter":"c","delta":1},{"counter":"d","Counter":"e"}]}`,
 		`{"a\u00e9":1,"A\u00c9":2}`, `{"\u212a":1,"k":2}`, "{\"\xff\":1,\"\xfe\":2}",
 		`{"a":[[],{},"\\",-1.5e3,true,false,null]}`,
+		`{"a":[{"":1,"":2}]}`, `{"a":{"":1,"":2},"a":3}`, `{"":1,"":2}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -168,10 +178,10 @@ func FuzzMemberProblem(f *testing.F) {
 		if json.Unmarshal(data, &v) != nil {
 			return
 		}
-		path, twice := memberProblem(data)
-		opath, otwice := memberProblemByTokens(data)
-		if path != opath || twice != otwice {
-			t.Fatalf("%q: the scanner says %q, %v; the token walk %q, %v", data, path, twice, opath, otwice)
+		path, twice, found := memberProblem(data)
+		opath, otwice, ofound := memberProblemByTokens(data)
+		if path != opath || twice != otwice || found != ofound {
+			t.Fatalf("%q: the scanner says %q, %v, %v; the token walk %q, %v, %v", data, path, twice, found, opath, otwice, ofound)
 		}
 	})
 }
@@ -212,14 +222,14 @@ func BenchmarkMemberProblem(b *testing.B) {
 // encoding/json matches them to fields ("Delta" sets delta too). An empty
 // request id would silently mean "make one", so a retry of it counts
 // again.
-func memberProblemByTokens(data []byte) (path string, twice bool) {
+func memberProblemByTokens(data []byte) (path string, twice, found bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var value func(at string) (string, bool)
-	value = func(at string) (string, bool) {
+	var value func(at string) (string, bool, bool)
+	value = func(at string) (string, bool, bool) {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", false
+			return "", false, false
 		}
 		switch tok {
 		case json.Delim('{'):
@@ -228,31 +238,58 @@ func memberProblemByTokens(data []byte) (path string, twice bool) {
 				kt, err := dec.Token()
 				name, ok := kt.(string)
 				if err != nil || !ok {
-					return "", false
+					return "", false, false
 				}
 				p := joinPath(at, name)
 				folded := strings.ToLower(name)
 				if seen[folded] {
-					return p, true
+					return p, true, true
 				}
 				seen[folded] = true
 				if folded == "request_id" && bytes.HasPrefix(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n:"), []byte(`""`)) {
-					return p, false
+					return p, false, true
 				}
-				if p, twice := value(p); p != "" {
-					return p, twice
+				if p, twice, found := value(p); found {
+					return p, twice, true
 				}
 			}
 			_, _ = dec.Token() // the closing brace
 		case json.Delim('['):
 			for i := 0; dec.More(); i++ {
-				if p, twice := value(joinPath(at, "["+strconv.Itoa(i)+"]")); p != "" {
-					return p, twice
+				if p, twice, found := value(joinPath(at, "["+strconv.Itoa(i)+"]")); found {
+					return p, twice, true
 				}
 			}
 			_, _ = dec.Token() // the closing bracket
 		}
-		return "", false
+		return "", false, false
 	}
 	return value("")
+}
+
+// Members named "" inside a batch or a put are found and refused, and the
+// scan ends: it once lost its place on them and spun forever on one core.
+func TestEmptyMemberNamesInBatchesAreRefused(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		decode func([]byte) error
+		body   string
+	}{
+		{"batch", func(b []byte) error { _, err := decodeBatch(b); return err }, `{"updates":[{"":1,"":2}]}`},
+		{"put", func(b []byte) error { _, err := decodePut(b); return err }, `{"messages":[{"":1,"":2}]}`},
+		{"top", func(b []byte) error { _, err := decodeUpdate(b); return err }, `{"":1,"":2}`},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- tc.decode([]byte(tc.body)) }()
+		select {
+		case err := <-done:
+			var ae *httpError
+			if !errors.As(err, &ae) || (ae.code != api.CodeInvalidJSON && ae.code != api.CodeInvalidArgument) {
+				t.Errorf("%s %s: %v, want a 400", tc.name, tc.body, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s %s: the decode did not end in 10 s", tc.name, tc.body)
+		}
+	}
 }

@@ -24,10 +24,26 @@ import (
 // decode it guards (docs/benchmarks.md, "Request decoding"). Since data
 // already decoded, it is known to be valid JSON and the scanner need not
 // check its grammar. A test holds it to the token walk on fuzzed bodies.
-func memberProblem(data []byte) (path string, twice bool) {
+//
+// found says whether there is a problem: path is "" for a member named ""
+// at the top level.
+func memberProblem(data []byte) (path string, twice, found bool) {
 	s := memberScan{data: data}
-	_, path, twice = s.value(s.skipSpace(0))
-	return path, twice
+	_, p := s.value(s.skipSpace(0))
+	return p.path, p.twice, p.found
+}
+
+// problem is what memberScan found: found says whether there is one (its
+// path may be "", a member named "" at the top).
+type problem struct {
+	path         string
+	twice, found bool
+}
+
+// under returns p as seen from the value that holds it at segment.
+func (p problem) under(segment string) problem {
+	p.path = joinPath(segment, p.path)
+	return p
 }
 
 // memberScan walks valid JSON by hand.
@@ -48,10 +64,11 @@ func (s *memberScan) skipSpace(i int) int {
 }
 
 // value scans the value starting at i and returns the index after it and
-// the path, relative to the value, of its first problem.
-func (s *memberScan) value(i int) (next int, path string, twice bool) {
+// its first problem, with the path relative to the value. It always moves
+// forward, so no loop over its callers can spin in place.
+func (s *memberScan) value(i int) (next int, p problem) {
 	if i >= len(s.data) {
-		return i, "", false
+		return i, problem{}
 	}
 	switch s.data[i] {
 	case '{':
@@ -60,16 +77,20 @@ func (s *memberScan) value(i int) (next int, path string, twice bool) {
 		return s.array(i)
 	case '"':
 		end, _ := s.str(i)
-		return end, "", false
+		return end, problem{}
 	}
+	start := i
 	for i < len(s.data) { // a number, true, false or null
 		switch s.data[i] {
 		case ',', '}', ']', ' ', '\t', '\r', '\n':
-			return i, "", false
+			if i == start {
+				i++ // not a value: step over it rather than stand still
+			}
+			return i, problem{}
 		}
 		i++
 	}
-	return i, "", false
+	return i, problem{}
 }
 
 // str scans the string starting at the quote at i and returns the index
@@ -87,7 +108,7 @@ func (s *memberScan) str(i int) (next int, escaped bool) {
 	return i, escaped
 }
 
-func (s *memberScan) object(i int) (next int, path string, twice bool) {
+func (s *memberScan) object(i int) (next int, p problem) {
 	// Request objects have a handful of members; names stay in the body's
 	// bytes and the slice on the stack unless an object has more than 16.
 	var nameBuf [16][]byte
@@ -108,40 +129,40 @@ func (s *memberScan) object(i int) (next int, path string, twice bool) {
 		i = s.skipSpace(i + 1) // the colon
 		for _, seen := range names {
 			if equalLower(seen, name) {
-				return i, string(name), true
+				return i, problem{path: string(name), twice: true, found: true}
 			}
 		}
 		names = append(names, name)
 		if equalLower(name, []byte("request_id")) && i+1 < len(s.data) && s.data[i] == '"' && s.data[i+1] == '"' {
-			return i, string(name), false
+			return i, problem{path: string(name), found: true}
 		}
-		var sub string
-		i, sub, twice = s.value(i)
-		if sub != "" {
-			return i, joinPath(string(name), sub), twice
+		var sub problem
+		i, sub = s.value(i)
+		if sub.found {
+			return i, sub.under(string(name))
 		}
 		i = s.skipSpace(i)
 		if i < len(s.data) && s.data[i] == ',' {
 			i = s.skipSpace(i + 1)
 		}
 	}
-	return i + 1, "", false
+	return i + 1, problem{}
 }
 
-func (s *memberScan) array(i int) (next int, path string, twice bool) {
+func (s *memberScan) array(i int) (next int, p problem) {
 	i = s.skipSpace(i + 1)
 	for n := 0; i < len(s.data) && s.data[i] != ']'; n++ {
-		var sub string
-		i, sub, twice = s.value(i)
-		if sub != "" {
-			return i, joinPath("["+strconv.Itoa(n)+"]", sub), twice
+		var sub problem
+		i, sub = s.value(i)
+		if sub.found {
+			return i, sub.under("[" + strconv.Itoa(n) + "]")
 		}
 		i = s.skipSpace(i)
 		if i < len(s.data) && s.data[i] == ',' {
 			i = s.skipSpace(i + 1)
 		}
 	}
-	return i + 1, "", false
+	return i + 1, problem{}
 }
 
 // equalLower reports whether a and b are equal once each rune is lower

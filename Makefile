@@ -85,7 +85,7 @@ test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 # contract, no invalid request accepted.
 api-fuzz: ## Fuzz the HTTP API from its OpenAPI file (APIFUZZ_EXAMPLES per operation, default 50)
 	@echo "== API fuzzer (schemathesis) against a real server"
-	scripts/apifuzz $(APIFUZZ_EXAMPLES)
+	GO=$(GO) scripts/apifuzz $(APIFUZZ_EXAMPLES)
 
 # One node of each older release, one after another, on 127.0.1.1: the
 # driver's whole package (conformance suite, integration tests, concurrent

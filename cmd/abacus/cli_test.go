@@ -288,6 +288,38 @@ func TestNamespaceAndDistinctCounters(t *testing.T) {
 			t.Fatalf("list %v: %+v", args, r)
 		}
 	}
+	// The higher level wins between -o and --json: the command line over
+	// the environment over the config file; the same level must agree.
+	conf := filepath.Join(t.TempDir(), "c.yaml")
+	for _, tc := range []struct {
+		env  map[string]string
+		file string
+		args []string
+		json bool
+	}{
+		{map[string]string{"ABACUS_OUTPUT": "text"}, "", []string{"--json"}, true},
+		{map[string]string{"ABACUS_JSON": "true"}, "", []string{"-o", "text"}, false},
+		{nil, "output: text\n", []string{"--json"}, true},
+		{nil, "json: true\n", []string{"-o", "text"}, false},
+		{map[string]string{"ABACUS_JSON": "true"}, "output: text\n", nil, true},
+		{map[string]string{"ABACUS_OUTPUT": "text"}, "json: true\n", nil, false},
+	} {
+		env := map[string]string{"ABACUS_SERVER": s.url}
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		args := []string{"namespace", "list"}
+		if tc.file != "" {
+			if err := os.WriteFile(conf, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, "--config", conf)
+		}
+		r = cli(env, append(args, tc.args...)...)
+		if isJSON := strings.HasPrefix(r.stdout, "{"); r.code != 0 || isJSON != tc.json {
+			t.Errorf("env %v, file %q, args %v: %+v; want JSON %v", tc.env, tc.file, tc.args, r, tc.json)
+		}
+	}
 	for _, args := range [][]string{{"-o", "yaml"}, {"--json", "-o", "text"}} {
 		if r = s.cli(append([]string{"namespace", "list"}, args...)...); r.code != exitUsage || r.stdout != "" {
 			t.Fatalf("list %v: %+v, want a usage error", args, r)

@@ -127,10 +127,18 @@ file. --request-id is taken from the command line only.
 			return cmd.Help()
 		},
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
-			if err := a.applyEnv(cmd); err != nil {
+			// Where -o and --json came from decides which wins; once
+			// applyEnv has set them, every set flag looks "changed".
+			src := map[string]source{}
+			for _, name := range []string{"output", "json"} {
+				if cmd.Flags().Changed(name) {
+					src[name] = fromCommandLine
+				}
+			}
+			if err := a.applyEnv(cmd, src); err != nil {
 				return err
 			}
-			return a.resolveOutput(cmd)
+			return a.resolveOutput(src)
 		},
 	}
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -153,18 +161,32 @@ file. --request-id is taken from the command line only.
 	return root
 }
 
-// resolveOutput checks -o and folds --json into it.
-func (a *app) resolveOutput(cmd *cobra.Command) error {
+// source is where a flag's value came from; a higher one wins.
+type source int
+
+const (
+	fromDefault source = iota
+	fromConfigFile
+	fromEnvironment
+	fromCommandLine
+)
+
+// resolveOutput checks -o and folds --json into it: the one given at the
+// higher level wins (command line, environment, config file), and the two
+// given at the same level must agree.
+func (a *app) resolveOutput(src map[string]source) error {
 	switch a.g.output {
 	case "text", "json":
 	default:
 		return usagef("-o %q is not an output format; use text or json", a.g.output)
 	}
 	if a.g.jsonFlag {
-		if cmd.Flags().Changed("output") && a.g.output != "json" {
+		switch out, js := src["output"], src["json"]; {
+		case out == js && a.g.output != "json":
 			return usagef("--json and -o %s disagree; give one of them", a.g.output)
+		case js >= out:
+			a.g.output = "json"
 		}
-		a.g.output = "json"
 	}
 	a.g.json = a.g.output == "json"
 	return nil
@@ -217,7 +239,9 @@ func envName(flag string) string {
 
 // applyEnv sets every flag not given on the command line from
 // ABACUS_<FLAG>, or else from the config file (config.go).
-func (a *app) applyEnv(cmd *cobra.Command) error {
+//
+// src, when not nil, records for "output" and "json" where they were set.
+func (a *app) applyEnv(cmd *cobra.Command, src map[string]source) error {
 	config, path, err := a.loadConfig(cmd)
 	if err != nil {
 		return err
@@ -229,11 +253,19 @@ func (a *app) applyEnv(cmd *cobra.Command) error {
 		name := envName(f.Name)
 		v := a.getenv(name)
 		if v == "" {
-			err = fromConfig(cmd, f, config, path)
+			if _, ok := config[f.Name]; ok {
+				err = fromConfig(cmd, f, config, path)
+				if src != nil {
+					src[f.Name] = fromConfigFile
+				}
+			}
 			return
 		}
 		if serr := cmd.Flags().Set(f.Name, v); serr != nil {
 			err = usagef("invalid value %q in $%s: %v", v, name, serr)
+		}
+		if src != nil {
+			src[f.Name] = fromEnvironment
 		}
 	})
 	return err

@@ -141,7 +141,8 @@ type QueueStats struct {
 	Due      int       `json:"due"`
 	InFlight int       `json:"in_flight"`
 	// DeliveryLagSeconds is how long the longest-waiting due message (not
-	// in flight) has waited past its due time; 0 when none waits.
+	// in flight) has waited for delivery: since its due time, or since its
+	// last delivery's visibility ended; 0 when none waits.
 	DeliveryLagSeconds float64      `json:"delivery_lag_seconds"`
 	Shards             []ShardStats `json:"shards"`
 }

@@ -229,8 +229,10 @@ type QueueShardStats struct {
 	Due int
 	// InFlight counts the due messages hidden by a delivery in progress.
 	InFlight int
-	// OldestWaiting is the due time of the earliest due message not in
-	// flight (zero if none): how late the shard's delivery runs.
+	// OldestWaiting is when the longest-waiting due message not in flight
+	// became available (zero if none): its due time, or, for one
+	// delivered before, when that delivery's visibility ended — so a
+	// message retried after a failure does not count as hours late.
 	OldestWaiting time.Time
 }
 

@@ -795,8 +795,14 @@ func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsP
 			out.Due++
 			if visible != nil && visible.After(now) {
 				out.InFlight++
-			} else if out.OldestWaiting.IsZero() || due.Before(out.OldestWaiting) {
-				out.OldestWaiting = *due
+			} else {
+				since := *due
+				if visible != nil && visible.After(since) {
+					since = *visible // delivered before: waiting since its visibility ended
+				}
+				if out.OldestWaiting.IsZero() || since.Before(out.OldestWaiting) {
+					out.OldestWaiting = since
+				}
 			}
 		}
 		due, id, enqueued, visible = nil, nil, nil, nil

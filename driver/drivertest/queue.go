@@ -345,18 +345,20 @@ func exerciseMessages(t *testing.T, d driver.Driver) {
 		q := unique("q-stats")
 		past1, past2, future := msg(-time.Minute, base, "p1"), msg(-time.Second, base, "p2"), msg(time.Hour, base, "f")
 		mustPut(t, d, q, past1, past2, future)
-		// The older due message is in flight: the oldest waiting one is
-		// the younger.
-		past1.Deliveries, past1.VisibleAt = 1, base.Add(time.Minute)
-		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{past1}}); err != nil {
+		// The older due message was delivered and its visibility ended 10 s
+		// ago: it has waited since then, not since it was due. The younger
+		// one is in flight and does not wait at all.
+		past1.Deliveries, past1.VisibleAt = 1, base.Add(-10*time.Second)
+		past2.Deliveries, past2.VisibleAt = 1, base.Add(time.Minute)
+		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{past1, past2}}); err != nil {
 			t.Fatal(err)
 		}
 		st, err := d.QueueShardStats(c, &driver.QueueShardStatsParams{Queue: q, Shard: 0, Now: base})
 		if err != nil {
 			t.Fatalf("QueueShardStats: %v", err)
 		}
-		if st.Messages != 3 || st.Due != 2 || st.InFlight != 1 || st.Holder != "" || !st.OldestWaiting.Equal(past2.Due) {
-			t.Errorf("QueueShardStats = %+v, want 3 messages, 2 due, 1 in flight, no holder, the oldest waiting due at %v", *st, past2.Due)
+		if want := base.Add(-10 * time.Second); st.Messages != 3 || st.Due != 2 || st.InFlight != 1 || st.Holder != "" || !st.OldestWaiting.Equal(want) {
+			t.Errorf("QueueShardStats = %+v, want 3 messages, 2 due, 1 in flight, no holder, waiting since %v", *st, want)
 		}
 		empty, err := d.QueueShardStats(c, &driver.QueueShardStatsParams{Queue: q, Shard: 3, Now: base})
 		if err != nil || empty.Messages != 0 || empty.Due != 0 || !empty.OldestWaiting.IsZero() {

@@ -426,8 +426,8 @@ func (d *Driver) QueueShardStats(ctx context.Context, p *driver.QueueShardStatsP
 			out.Due++
 			if m.VisibleAt.After(now) {
 				out.InFlight++
-			} else if out.OldestWaiting.IsZero() || m.Due.Before(out.OldestWaiting) {
-				out.OldestWaiting = m.Due
+			} else if since := laterOf(m.Due, m.VisibleAt); out.OldestWaiting.IsZero() || since.Before(out.OldestWaiting) {
+				out.OldestWaiting = since
 			}
 		}
 	}
@@ -507,4 +507,12 @@ func (d *Driver) DeleteDead(ctx context.Context, p *driver.DeleteDeadParams) err
 		}
 		return nil
 	}, " of %q", p.Queue)
+}
+
+// laterOf returns the later of a and b.
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -23,8 +23,9 @@ type Observation struct {
 	OldestWaiting time.Time
 }
 
-// DeliveryLag is how long the longest-waiting due message has waited past
-// its due time at At, zero when none waits: how far consumers are behind.
+// DeliveryLag is how long, at At, the longest-waiting due message has
+// waited for delivery (since it was due, or since its last delivery's
+// visibility ended), zero when none waits: how far consumers are behind.
 func (o *Observation) DeliveryLag() time.Duration {
 	if o.OldestWaiting.IsZero() {
 		return 0
@@ -50,8 +51,8 @@ type ShardView struct {
 	LeaseAge time.Duration
 	// Floor is the shard's read floor (zero if never set).
 	Floor time.Time
-	// OldestWaiting is the due time of the shard's earliest due message
-	// not in flight (zero if none).
+	// OldestWaiting is when the shard's longest-waiting due message not
+	// in flight became available (driver.QueueShardStats; zero if none).
 	OldestWaiting time.Time
 }
 

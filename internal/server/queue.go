@@ -554,7 +554,7 @@ func newQueueCollector(svc *queue.Service) *queueCollector {
 			"messages":  prometheus.NewDesc("abacus_queue_messages", "Messages stored in a queue.", queueLabels, nil),
 			"due":       prometheus.NewDesc("abacus_queue_due_messages", "Messages of a queue whose due time has passed (including those in flight).", queueLabels, nil),
 			"in_flight": prometheus.NewDesc("abacus_queue_in_flight_messages", "Due messages of a queue hidden by a delivery in progress.", queueLabels, nil),
-			"lag":       prometheus.NewDesc("abacus_queue_delivery_lag_seconds", "How long a queue's longest-waiting due message (not in flight) has waited past its due time; 0 when none waits.", queueLabels, nil),
+			"lag":       prometheus.NewDesc("abacus_queue_delivery_lag_seconds", "How long a queue's longest-waiting due message (not in flight) has waited for delivery (since due, or since its last delivery's visibility ended); 0 when none waits.", queueLabels, nil),
 			"lease":     prometheus.NewDesc("abacus_queue_lease_age_seconds", "How long the current holder has held a queue shard's lease (absent when free).", []string{"queue", "shard", "holder"}, nil),
 		},
 	}

@@ -1,6 +1,7 @@
 package background
 
 import (
+	"cmp"
 	"context"
 	"time"
 )
@@ -8,13 +9,16 @@ import (
 // Sweeper runs one background loop. The zero value is ready to use; it is
 // not safe for concurrent Start and Stop calls.
 type Sweeper struct {
+	// Timeout bounds each call; zero means one interval.
+	Timeout time.Duration
+
 	stop   chan struct{}
 	done   chan struct{}
 	cancel context.CancelFunc // ends a running call's context
 }
 
 // Start calls run every interval, each call under a context that ends
-// after one interval or at Stop, until Stop. An interval of zero or less,
+// after Timeout (one interval unless set) or at Stop, until Stop. An interval of zero or less,
 // or a second Start, starts nothing.
 func (s *Sweeper) Start(interval time.Duration, run func(ctx context.Context)) {
 	if interval <= 0 || s.stop != nil {
@@ -33,7 +37,7 @@ func (s *Sweeper) Start(interval time.Duration, run func(ctx context.Context)) {
 			case <-s.stop:
 				return
 			case <-tick.C:
-				ctx, cancel := context.WithTimeout(base, interval)
+				ctx, cancel := context.WithTimeout(base, cmp.Or(s.Timeout, interval))
 				run(ctx)
 				cancel()
 			}

@@ -298,6 +298,19 @@ func nullPath(data []byte) string {
 	return walk(v)
 }
 
+// refuseEmpty refuses a time or duration field of the object data (at
+// where) sent as "": it would read as "not given" and take the default
+// (for a put, "now"), and an empty value is a mistake — a script's unset
+// variable — not a request for the default.
+func refuseEmpty(data []byte, where string, fields ...string) error {
+	for _, f := range fields {
+		if emptyString(data, f) {
+			return errorf(api.CodeInvalidArgument, "field %q is empty; leave it out for the default", joinPath(where, f))
+		}
+	}
+	return nil
+}
+
 // emptyString reports whether the JSON object data has the field name
 // (matched as present matches it) with the value "".
 func emptyString(data []byte, name string) bool {

@@ -125,6 +125,9 @@ func decodeCreateQueue(data []byte) (api.CreateQueueRequest, error) {
 	if err := decodeStrict(data, &req, ""); err != nil {
 		return api.CreateQueueRequest{}, err
 	}
+	if err := refuseEmpty(data, "", "shard_duration", "visibility_timeout"); err != nil {
+		return api.CreateQueueRequest{}, err
+	}
 	if req.Shards == 0 && present(data, "shards") {
 		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"shards\": 0 is below the minimum 4; leave the field out for the default")
 	}
@@ -202,12 +205,8 @@ func decodePut(data []byte) (api.PutRequest, error) {
 		if err := decodeStrict(raw, &req.Messages[i], where); err != nil {
 			return api.PutRequest{}, err
 		}
-		// An empty string would read as "not given" (now): a time or a
-		// duration that is empty is a mistake, not a request for now.
-		for _, field := range []string{"due", "delay"} {
-			if emptyString(raw, field) {
-				return api.PutRequest{}, errorf(api.CodeInvalidArgument, "%s.%s is empty; leave it out to deliver at once", where, field)
-			}
+		if err := refuseEmpty(raw, where, "due", "delay"); err != nil {
+			return api.PutRequest{}, err
 		}
 	}
 	return req, nil
@@ -275,6 +274,9 @@ func (s *Server) putMessages(w http.ResponseWriter, r *http.Request) {
 func decodeReceive(data []byte) (api.ReceiveRequest, error) {
 	req, err := decodeOptional[api.ReceiveRequest](data)
 	if err != nil {
+		return api.ReceiveRequest{}, err
+	}
+	if err := refuseEmpty(data, "", "wait"); err != nil {
 		return api.ReceiveRequest{}, err
 	}
 	// An empty body has no "max" field, so it passes as the defaults.

@@ -61,6 +61,8 @@ func TestQueueCreateAndDescribe(t *testing.T) {
 	e.wantError("POST", "/v1/queues", `{"name":"x","shard_duration":"soon"}`, 400, api.CodeInvalidArgument, "shard_duration")
 	e.wantError("POST", "/v1/queues", `{"name":"x","max_deliveries":-1}`, 400, api.CodeInvalidArgument, "negative")
 	e.wantError("POST", "/v1/queues", `{"name":""}`, 400, api.CodeInvalidArgument, "empty")
+	e.wantError("POST", "/v1/queues", `{"name":"x","visibility_timeout":""}`, 400, api.CodeInvalidArgument, `field "visibility_timeout" is empty`)
+	e.wantError("POST", "/v1/queues", `{"name":"x","shard_duration":""}`, 400, api.CodeInvalidArgument, `field "shard_duration" is empty`)
 	e.wantError("POST", "/v1/queues", `{"name":"x","shard":4}`, 400, api.CodeInvalidJSON, "unknown field")
 	e.wantError("GET", "/v1/queues/nope", "", 404, api.CodeQueueNotFound, "nope")
 	e.mustJSON("GET", "/v1/queues", "", 200, &list)
@@ -81,8 +83,8 @@ func TestQueuePutRefusesBadInput(t *testing.T) {
 		part   string
 	}{
 		{`{"messages":[{"body":"a","delay":"-1s"}]}`, 400, api.CodeInvalidArgument, "messages[0].delay: -1s is negative"},
-		{`{"messages":[{"body":"a"},{"body":"","due":""}]}`, 400, api.CodeInvalidArgument, "messages[1].due is empty"},
-		{`{"messages":[{"body":"a","Delay":""}]}`, 400, api.CodeInvalidArgument, "messages[0].delay is empty"},
+		{`{"messages":[{"body":"a"},{"body":"","due":""}]}`, 400, api.CodeInvalidArgument, `field "messages[1].due" is empty`},
+		{`{"messages":[{"body":"a","Delay":""}]}`, 400, api.CodeInvalidArgument, `field "messages[0].delay" is empty`},
 		{`{"messages":[{"body":"a"},{"body":"b","delay":"-5m"}]}`, 400, api.CodeInvalidArgument, "messages[1].delay"},
 		{`{"messages":[{"body":"` + big + `"}]}`, 413, api.CodeBodyTooLarge, "65537 bytes, the limit is 65536"},
 		{`{"messages":[{"body":"a","delay":"1s","due":"2030-01-01T00:00:00Z"}]}`, 400, api.CodeInvalidArgument, "not both"},
@@ -199,6 +201,7 @@ func TestQueueReceiveValidationAndWait(t *testing.T) {
 	e.wantError("POST", "/v1/queues/q/receive", `{"max":-1}`, 400, api.CodeInvalidArgument, "max")
 	e.wantError("POST", "/v1/queues/q/receive", `{"wait":"21s"}`, 400, api.CodeInvalidArgument, "wait")
 	e.wantError("POST", "/v1/queues/q/receive", `{"wait":"-1s"}`, 400, api.CodeInvalidArgument, "wait")
+	e.wantError("POST", "/v1/queues/q/receive", `{"wait":""}`, 400, api.CodeInvalidArgument, `field "wait" is empty`)
 	e.wantError("POST", "/v1/queues/nope/receive", ``, 404, api.CodeQueueNotFound, "nope")
 	start := time.Now()
 	var rcv api.ReceiveResponse

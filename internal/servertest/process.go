@@ -60,7 +60,7 @@ type Process struct {
 	err  error         // how it exited, once done is closed
 }
 
-// Start runs `abacus serve --addr <free port> args...` and waits until GET
+// Start runs `abacus serve --addr <free port> args...` (with no config file) and waits until GET
 // readyPath answers 200: "/readyz", or "/healthz" for a server that is
 // expected never to be ready (one whose clock is skewed beyond the limit
 // answers 503 on /readyz for good). The process is killed when the test
@@ -69,7 +69,9 @@ func Start(t testing.TB, name, readyPath string, args ...string) *Process {
 	t.Helper()
 	addr := freeAddr(t)
 	p := &Process{Name: name, Base: "http://" + addr, Log: &Buffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(Binary(t), append([]string{"serve", "--addr", addr}, args...)...)
+	// No config file: a developer's ~/.config/abacus/config.yaml (say, with
+	// a cassandra: line) must not redirect a test's server.
+	p.cmd = exec.Command(Binary(t), append([]string{"serve", "--config", os.DevNull, "--addr", addr}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.Log, p.Log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -137,6 +139,11 @@ func TestMemberProblem(t *testing.T) {
 		{`{"a":{"":1,"":2},"a":3}`, "a", true},
 		{`{"a":{"":1,"":{"b":2}},"c":3}`, "a", true},
 		{`{"":{"x":1,"x":2}}`, "x", true},
+		// Folded as encoding/json folds field names: a long s is an s, the
+		// Kelvin sign a k.
+		{`{"request_id":"a","requeſt_id":"b"}`, "requeſt_id", true},
+		{`{"requeſt_id":""}`, "requeſt_id", false},
+		{`{"k":1,"K":2}`, "K", true},
 		{`{"delta":1,"delta":2}`, "delta", true},
 		{`{"delta":1,"Delta":2}`, "Delta", true},
 		{`{"d\u0065lta":1,"delta":2}`, "delta", true},
@@ -170,6 +177,7 @@ func FuzzMemberProblem(f *testing.F) {
 		`{"a\u00e9":1,"A\u00c9":2}`, `{"\u212a":1,"k":2}`, "{\"\xff\":1,\"\xfe\":2}",
 		`{"a":[[],{},"\\",-1.5e3,true,false,null]}`,
 		`{"a":[{"":1,"":2}]}`, `{"a":{"":1,"":2},"a":3}`, `{"":1,"":2}`,
+		`{"s":1,"ſ":2}`, `{"requeſt_id":""}`, manyMembers(40, true), manyMembers(40, false),
 	} {
 		f.Add([]byte(seed))
 	}
@@ -233,7 +241,7 @@ func memberProblemByTokens(data []byte) (path string, twice, found bool) {
 		}
 		switch tok {
 		case json.Delim('{'):
-			seen := map[string]bool{}
+			var seen []string
 			for dec.More() {
 				kt, err := dec.Token()
 				name, ok := kt.(string)
@@ -241,12 +249,11 @@ func memberProblemByTokens(data []byte) (path string, twice, found bool) {
 					return "", false, false
 				}
 				p := joinPath(at, name)
-				folded := strings.ToLower(name)
-				if seen[folded] {
+				if slices.ContainsFunc(seen, func(s string) bool { return strings.EqualFold(s, name) }) {
 					return p, true, true
 				}
-				seen[folded] = true
-				if folded == "request_id" && bytes.HasPrefix(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n:"), []byte(`""`)) {
+				seen = append(seen, name)
+				if strings.EqualFold(name, "request_id") && bytes.HasPrefix(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n:"), []byte(`""`)) {
 					return p, false, true
 				}
 				if p, twice, found := value(p); found {
@@ -267,6 +274,42 @@ func memberProblemByTokens(data []byte) (path string, twice, found bool) {
 	return value("")
 }
 
+// manyMembers is an object of n distinct members, with a case-folded
+// repeat of the first at the end when repeat: past 16 members the scanner
+// switches from pairwise comparison to a map.
+func manyMembers(n int, repeat bool) string {
+	var b strings.Builder
+	b.WriteString(`{"Member":0`)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, `,"m%d":%d`, i, i)
+	}
+	if repeat {
+		b.WriteString(`,"mEMBER":1`)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// A huge object costs linear time: a 1 MiB body of distinct members took
+// over 40 s when every name was compared with every other.
+func TestManyMembersScanInLinearTime(t *testing.T) {
+	t.Parallel()
+	body := []byte(`{"updates":[` + manyMembers(100_000, true) + `]}`)
+	done := make(chan problem, 1)
+	go func() {
+		path, twice, found := memberProblem(body)
+		done <- problem{path, twice, found}
+	}()
+	select {
+	case p := <-done:
+		if p.path != "updates[0].mEMBER" || !p.twice || !p.found {
+			t.Fatalf("memberProblem of 100,000 members = %+v, want the repeat of the first", p)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("scanning 100,000 members took over 20 s")
+	}
+}
+
 // Members named "" inside a batch or a put are found and refused, and the
 // scan ends: it once lost its place on them and spun forever on one core.
 func TestEmptyMemberNamesInBatchesAreRefused(t *testing.T) {
@@ -275,18 +318,20 @@ func TestEmptyMemberNamesInBatchesAreRefused(t *testing.T) {
 		name   string
 		decode func([]byte) error
 		body   string
+		path   string
 	}{
-		{"batch", func(b []byte) error { _, err := decodeBatch(b); return err }, `{"updates":[{"":1,"":2}]}`},
-		{"put", func(b []byte) error { _, err := decodePut(b); return err }, `{"messages":[{"":1,"":2}]}`},
-		{"top", func(b []byte) error { _, err := decodeUpdate(b); return err }, `{"":1,"":2}`},
+		{"batch", func(b []byte) error { _, err := decodeBatch(b); return err }, `{"updates":[{"":1,"":2}]}`, `"updates[0]"`},
+		{"put", func(b []byte) error { _, err := decodePut(b); return err }, `{"messages":[{"":1,"":2}]}`, `"messages[0]"`},
+		// At the top the strict decode refuses the unknown field first.
+		{"top", func(b []byte) error { _, err := decodeUpdate(b); return err }, `{"":1,"":2}`, ""},
 	} {
 		done := make(chan error, 1)
 		go func() { done <- tc.decode([]byte(tc.body)) }()
 		select {
 		case err := <-done:
 			var ae *httpError
-			if !errors.As(err, &ae) || (ae.code != api.CodeInvalidJSON && ae.code != api.CodeInvalidArgument) {
-				t.Errorf("%s %s: %v, want a 400", tc.name, tc.body, err)
+			if !errors.As(err, &ae) || ae.code != api.CodeInvalidJSON || tc.path != "" && (!strings.Contains(ae.msg, "appears more than once") || !strings.Contains(ae.msg, tc.path)) {
+				t.Errorf("%s %s: %v, want invalid_json: a member at %q appears more than once", tc.name, tc.body, err, tc.path)
 			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s %s: the decode did not end in 10 s", tc.name, tc.body)

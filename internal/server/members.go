@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"unicode"
@@ -14,8 +15,8 @@ import (
 //
 // Why: encoding/json keeps the last of two members of one name, so
 // {"delta":1,"delta":2} would apply 2 while a reader of the body, or a
-// proxy that checked it, saw 1. Names are compared ignoring case, as
-// encoding/json matches them to fields ("Delta" sets delta too). An empty
+// proxy that checked it, saw 1. Names are compared as encoding/json
+// matches them to fields, ignoring case ("Delta" sets delta too). An empty
 // request id would silently mean "make one", so a retry of it counts
 // again.
 //
@@ -109,10 +110,15 @@ func (s *memberScan) str(i int) (next int, escaped bool) {
 }
 
 func (s *memberScan) object(i int) (next int, p problem) {
-	// Request objects have a handful of members; names stay in the body's
-	// bytes and the slice on the stack unless an object has more than 16.
+	// Request objects have a handful of members: their names stay in the
+	// body's bytes, compared pairwise, with the slice on the stack. Past
+	// 16 a map of folded names takes over, so that an object of many
+	// thousand members (a hostile body may hold that many inside a batch
+	// item, before the item's own decode refuses them) costs linear time,
+	// not quadratic.
 	var nameBuf [16][]byte
 	names := nameBuf[:0]
+	var folded map[string]bool
 	i = s.skipSpace(i + 1)
 	for i < len(s.data) && s.data[i] != '}' {
 		start := i
@@ -127,13 +133,11 @@ func (s *memberScan) object(i int) (next int, p problem) {
 		}
 		i = s.skipSpace(end)
 		i = s.skipSpace(i + 1) // the colon
-		for _, seen := range names {
-			if equalLower(seen, name) {
-				return i, problem{path: string(name), twice: true, found: true}
-			}
+		var dup bool
+		if names, folded, dup = seenBefore(name, names, folded); dup {
+			return i, problem{path: string(name), twice: true, found: true}
 		}
-		names = append(names, name)
-		if equalLower(name, []byte("request_id")) && i+1 < len(s.data) && s.data[i] == '"' && s.data[i+1] == '"' {
+		if bytes.EqualFold(name, []byte("request_id")) && i+1 < len(s.data) && s.data[i] == '"' && s.data[i+1] == '"' {
 			return i, problem{path: string(name), found: true}
 		}
 		var sub problem
@@ -165,17 +169,50 @@ func (s *memberScan) array(i int) (next int, p problem) {
 	return i + 1, problem{}
 }
 
-// equalLower reports whether a and b are equal once each rune is lower
-// cased, as strings.ToLower(a) == strings.ToLower(b) would, without
-// making either string.
-func equalLower(a, b []byte) bool {
-	for len(a) > 0 && len(b) > 0 {
-		ra, na := utf8.DecodeRune(a)
-		rb, nb := utf8.DecodeRune(b)
-		if ra != rb && unicode.ToLower(ra) != unicode.ToLower(rb) {
-			return false
+// seenBefore reports whether name matches a name already in this object,
+// and records it. Names match as encoding/json matches them to fields:
+// equal under Unicode simple case folding (bytes.EqualFold), so that
+// "Delta", and even "requeſt_id" with a long s, count as the same member.
+// It takes and returns the names so far, pairwise-compared while they fit
+// the caller's array, then as a map of fold keys.
+func seenBefore(name []byte, names [][]byte, folded map[string]bool) ([][]byte, map[string]bool, bool) {
+	if folded == nil {
+		for _, seen := range names {
+			if bytes.EqualFold(seen, name) {
+				return names, nil, true
+			}
 		}
-		a, b = a[na:], b[nb:]
+		if len(names) < cap(names) {
+			return append(names, name), nil, false
+		}
+		folded = make(map[string]bool, 2*len(names))
+		for _, seen := range names {
+			folded[foldKey(seen)] = true
+		}
 	}
-	return len(a) == 0 && len(b) == 0
+	key := foldKey(name)
+	if folded[key] {
+		return names, folded, true
+	}
+	folded[key] = true
+	return names, folded, false
+}
+
+// foldKey maps every rune of name to the smallest rune of its simple case
+// folding orbit: two names have one key exactly when bytes.EqualFold says
+// they are equal.
+func foldKey(name []byte) string {
+	out := make([]rune, 0, len(name))
+	for len(name) > 0 {
+		r, n := utf8.DecodeRune(name)
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		out = append(out, min)
+		name = name[n:]
+	}
+	return string(out)
 }

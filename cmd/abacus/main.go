@@ -171,6 +171,10 @@ const (
 	fromCommandLine
 )
 
+func (s source) String() string {
+	return [...]string{"defaults", "config file", "environment", "command line"}[s]
+}
+
 // resolveOutput checks -o and folds --json into it: the one given at the
 // higher level wins (command line, environment, config file), and the two
 // given at the same level must agree.
@@ -183,7 +187,7 @@ func (a *app) resolveOutput(src map[string]source) error {
 	if a.g.jsonFlag {
 		switch out, js := src["output"], src["json"]; {
 		case out == js && a.g.output != "json":
-			return usagef("--json and -o %s disagree; give one of them", a.g.output)
+			return usagef("--json and -o %s disagree (both from the %s); give one of them", a.g.output, out)
 		case js >= out:
 			a.g.output = "json"
 		}

@@ -1,7 +1,6 @@
 package background
 
 import (
-	"cmp"
 	"context"
 	"time"
 )
@@ -9,7 +8,7 @@ import (
 // Sweeper runs one background loop. The zero value is ready to use; it is
 // not safe for concurrent Start and Stop calls.
 type Sweeper struct {
-	// Timeout bounds each call; zero means one interval.
+	// Timeout bounds each call; zero or less means one interval.
 	Timeout time.Duration
 
 	stop   chan struct{}
@@ -37,7 +36,11 @@ func (s *Sweeper) Start(interval time.Duration, run func(ctx context.Context)) {
 			case <-s.stop:
 				return
 			case <-tick.C:
-				ctx, cancel := context.WithTimeout(base, cmp.Or(s.Timeout, interval))
+				timeout := interval
+				if s.Timeout > 0 {
+					timeout = s.Timeout
+				}
+				ctx, cancel := context.WithTimeout(base, timeout)
 				run(ctx)
 				cancel()
 			}

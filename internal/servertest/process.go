@@ -60,6 +60,19 @@ type Process struct {
 	err  error         // how it exited, once done is closed
 }
 
+// withoutAbacusVariables drops ABACUS_* from env: a developer's
+// ABACUS_CASSANDRA or ABACUS_LOG_FORMAT must not change a test's server,
+// which takes its settings from the test's flags alone.
+func withoutAbacusVariables(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "ABACUS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // Start runs `abacus serve --addr <free port> args...` (with no config file) and waits until GET
 // readyPath answers 200: "/readyz", or "/healthz" for a server that is
 // expected never to be ready (one whose clock is skewed beyond the limit
@@ -72,6 +85,7 @@ func Start(t testing.TB, name, readyPath string, args ...string) *Process {
 	// No config file: a developer's ~/.config/abacus/config.yaml (say, with
 	// a cassandra: line) must not redirect a test's server.
 	p.cmd = exec.Command(Binary(t), append([]string{"serve", "--config", os.DevNull, "--addr", addr}, args...)...)
+	p.cmd.Env = withoutAbacusVariables(os.Environ())
 	p.cmd.Stdout, p.cmd.Stderr = p.Log, p.Log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -66,6 +66,7 @@ func Keyspace(t testing.TB) string {
 	t.Helper()
 	hosts := Hosts(t)
 	name := KeyspaceName(t.Name())
+	healBeforeUse(t, hosts)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -43,6 +43,10 @@ type SweepStatus struct {
 	RollupComplete time.Time
 }
 
+// Driver returns the store the client was made with (Config.Driver), for
+// what lives beside the counters in it, such as the server's API keys.
+func (c *Client) Driver() driver.Driver { return c.cfg.Driver }
+
 // Sweeps reports how current collections and rollups are. A complete
 // sweep older than a few GC intervals means shards or events pile up:
 // a replica has been down for long, or the sweeps take longer than the

@@ -44,9 +44,10 @@ const (
 	// CodeUnsupportedMediaType: a request with a body does not say
 	// Content-Type application/json.
 	CodeUnsupportedMediaType = "unsupported_media_type"
-	// CodeForbidden: the request came from a web page of another origin, or
+	// CodeForbidden: the request came from a web page of another origin,
 	// named a Host this server does not answer to (a loopback server
-	// answers only to loopback names); nothing was changed.
+	// answers only to loopback names), or its API key lacks the scope it
+	// needs; nothing was changed.
 	CodeForbidden = "forbidden"
 	// CodeQuotaExceeded: creating the namespace or queue would pass the
 	// server's limit on how many there may be; nothing was created.
@@ -68,6 +69,14 @@ const (
 	// CodeStaleReceipt: the receipt's message was settled or delivered
 	// again since; nothing was changed.
 	CodeStaleReceipt = "stale_receipt"
+	// CodeUnauthenticated: the server requires an API key and the request
+	// carried none, or one that is malformed, unknown, revoked or wrong.
+	CodeUnauthenticated = "unauthenticated"
+	// CodeRateLimited: the API key has used up its request rate on this
+	// server; Retry-After says when to send again. Nothing was done.
+	CodeRateLimited = "rate_limited"
+	// CodeKeyNotFound: no API key has that id.
+	CodeKeyNotFound = "key_not_found"
 )
 
 // codeStatus is the single source of truth for which status a code uses.
@@ -95,6 +104,9 @@ var codeStatus = map[string]int{
 	CodeQueueNotFound:        http.StatusNotFound,
 	CodeQueueExists:          http.StatusConflict,
 	CodeStaleReceipt:         http.StatusConflict,
+	CodeUnauthenticated:      http.StatusUnauthorized,
+	CodeRateLimited:          http.StatusTooManyRequests,
+	CodeKeyNotFound:          http.StatusNotFound,
 }
 
 // Codes returns every error code, in no particular order.

@@ -122,6 +122,7 @@ type TimeSource interface {
 // Driver is everything a storage backend provides.
 type Driver interface {
 	Actors
+	APIKeys
 	CASCounters
 	Events
 	Ledgers

@@ -59,6 +59,7 @@ func schemaStatements(cfg Config) []string {
 		fmt.Sprintf(shardsDDL, cfg.Keyspace),
 		fmt.Sprintf(ledgersDDL, cfg.Keyspace),
 		fmt.Sprintf(ledgerClaimsDDL, cfg.Keyspace),
+		fmt.Sprintf(apiKeysDDL, cfg.Keyspace),
 	}, append(append(queueSchemaStatements(cfg), eventSchemaStatements(cfg)...), counterSchemaStatements(cfg.Keyspace)...)...)
 }
 
@@ -93,6 +94,9 @@ type statements struct {
 
 	// The actor, native and cas models' statements (counters.go).
 	counters counterStatements
+
+	// API keys (apikeys.go).
+	apiKeys apiKeyStatements
 }
 
 const namespaceColumns = "name, model, type, read_cl, write_cl, retention_ms, options, created_at"
@@ -115,6 +119,7 @@ func newStatements(ks string) statements {
 		queue:           newQueueStatements(ks),
 		events:          newEventStatements(ks),
 		counters:        newCounterStatements(ks),
+		apiKeys:         newAPIKeyStatements(ks),
 	}
 	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
 	return q
@@ -147,12 +152,13 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 
 // probe checks that every table can be queried. A keyspace created by an
 // earlier release lacks the newer tables (ledgers, ledger_claims, the queue
-// tables, the events tables, the counter models' tables); their probes
+// tables, the events tables, the counter models' tables, api_keys); their probes
 // fail, and prepareSchema then creates them.
 func (d *Driver) probe(ctx context.Context) error {
 	probes := append([]string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims}, d.q.queue.probes()...)
 	probes = append(probes, d.q.events.probes()...)
 	probes = append(probes, d.q.counters.probes()...)
+	probes = append(probes, d.q.apiKeys.probe)
 	for _, probe := range probes {
 		// ONE: this only asks whether the table exists.
 		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {

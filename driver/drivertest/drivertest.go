@@ -26,6 +26,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Cleanup(func() { _ = d.Close() })
 
 	t.Run("Namespaces", func(t *testing.T) { exerciseNamespaces(t, d) })
+	t.Run("APIKeys", func(t *testing.T) { exerciseAPIKeys(t, d) })
 	t.Run("Ledgers", func(t *testing.T) { exerciseLedgers(t, d, open) })
 	t.Run("Shards", func(t *testing.T) { exerciseShards(t, d) })
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })

@@ -118,6 +118,8 @@ func FuzzDecodeKey(f *testing.F) {
 			got = nativeKey(parts[0], parts[1])
 		case tableCASCounters:
 			got = casKey(parts[0], parts[1])
+		case tableAPIKeys:
+			got = apiKeyKey(parts[0])
 		default:
 			t.Fatalf("decodeKey(%x) returned unknown table %d", b, table)
 		}

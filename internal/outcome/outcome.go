@@ -55,4 +55,11 @@ var (
 
 	// ErrConsumerStopped means the consumer was stopped.
 	ErrConsumerStopped = errors.New("consumer stopped")
+
+	// ErrUnauthenticated means a request carried no API key, or one that
+	// is malformed, unknown, revoked or wrong.
+	ErrUnauthenticated = errors.New("not authenticated")
+
+	// ErrKeyNotFound means no API key has that id.
+	ErrKeyNotFound = errors.New("API key not found")
 )

@@ -9,6 +9,7 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/outcome"
 )
 
 // errorCode maps an error from the library (or a handler) to its wire code:
@@ -53,6 +54,8 @@ func errorCode(err error) (code, msg string) {
 		return api.CodeNamespaceNotFound, msg
 	case errors.Is(err, abacus.ErrNamespaceExists):
 		return api.CodeNamespaceExists, msg
+	case errors.Is(err, outcome.ErrKeyNotFound):
+		return api.CodeKeyNotFound, msg
 	case errors.Is(err, abacus.ErrInvalid):
 		return api.CodeInvalidArgument, msg
 	case errors.Is(err, abacus.ErrUnavailable), errors.Is(err, driver.ErrClosed),

@@ -13,6 +13,7 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/apikey"
 	"github.com/abacusdb/abacus/internal/names"
 )
 
@@ -69,6 +70,7 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	list = readable(s, r, apikey.KindNamespace, list, func(ns *abacus.Namespace) string { return ns.Name })
 	items, next := page(list, func(ns *abacus.Namespace) string { return ns.Name }, after, limit)
 	writeJSON(w, http.StatusOK, api.NamespaceList{Namespaces: jsonEach(items, namespaceJSON), Next: next})
 }
@@ -76,6 +78,10 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 	req, ok := decodeRequest(s, w, r, decodeNamespaceCreate)
 	if !ok {
+		return
+	}
+	if !s.allowed(r, apikey.KindNamespace, req.Name, apikey.Admin) {
+		writeError(w, r, forbidden(r, apikey.KindNamespace, req.Name, apikey.Admin))
 		return
 	}
 	nc, err := namespaceConfig(req)
@@ -262,7 +268,13 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 	// items that happened to be fine the first time.
 	bad, first := 0, error(nil)
 	for i, u := range req.Updates {
-		if err := s.checkUpdate(r.Context(), u); err != nil {
+		err := error(nil)
+		if !s.allowed(r, apikey.KindNamespace, u.Namespace, apikey.Write) {
+			err = forbidden(r, apikey.KindNamespace, u.Namespace, apikey.Write)
+		} else {
+			err = s.checkUpdate(r.Context(), u)
+		}
+		if err != nil {
 			if bad == 0 {
 				code, msg := errorCode(err)
 				first = errorf(code, "updates[%d]: %s", i, msg)

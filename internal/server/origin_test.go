@@ -67,15 +67,16 @@ func TestBrowsersCannotWriteToALoopbackServer(t *testing.T) {
 }
 
 // A server told to listen beyond loopback answers to any Host (an operator
-// chose that; its guard is the network and, later, authentication), but
-// still refuses cross-origin writes.
+// chose that; its guard is API keys and the network), but still refuses
+// cross-origin writes, even with a key.
 func TestAServerBeyondLoopbackAnswersAnyHost(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(_ *abacus.Config, c *Config) { c.Addr = "0.0.0.0:7070" })
-	if r := e.do("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, "Host", "abacus.example.com"); r.status != 200 {
+	auth := "Bearer " + e.key("*:admin")
+	if r := e.do("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, "Host", "abacus.example.com", "Authorization", auth); r.status != 200 {
 		t.Fatalf("a Host name on a server listening on every interface: %d %s", r.status, r.body)
 	}
-	if r := e.do("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, "Origin", "https://evil.example"); r.status != 403 {
+	if r := e.do("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, "Origin", "https://evil.example", "Authorization", auth); r.status != 403 {
 		t.Fatalf("a cross-origin write on a server listening on every interface: %d %s", r.status, r.body)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/internal/apikey"
 	"github.com/abacusdb/abacus/internal/names"
 	"github.com/abacusdb/abacus/internal/queue"
 	"github.com/prometheus/client_golang/prometheus"
@@ -101,6 +102,7 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	list = readable(s, r, apikey.KindQueue, list, func(q *queue.Queue) string { return q.Name })
 	items, next := page(list, func(q *queue.Queue) string { return q.Name }, after, limit)
 	writeJSON(w, http.StatusOK, api.QueueList{Queues: jsonEach(items, queueJSON), Next: next})
 }
@@ -140,6 +142,10 @@ func decodeCreateQueue(data []byte) (api.CreateQueueRequest, error) {
 func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 	req, ok := decodeRequest(s, w, r, decodeCreateQueue)
 	if !ok {
+		return
+	}
+	if !s.allowed(r, apikey.KindQueue, req.Name, apikey.Admin) {
+		writeError(w, r, forbidden(r, apikey.KindQueue, req.Name, apikey.Admin))
 		return
 	}
 	shardDur, err := parseDuration("shard_duration", req.ShardDuration)

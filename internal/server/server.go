@@ -16,6 +16,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/internal/apikey"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -35,7 +36,7 @@ type Config struct {
 	Client *abacus.Client
 
 	// Addr is the TCP address Run listens on. Default "127.0.0.1:7070":
-	// loopback only, because the API has no authentication of its own.
+	// loopback only, where (with Auth auto) no API key is asked for.
 	Addr string
 
 	// AllowedHosts are host names (no port) the server answers to besides
@@ -92,6 +93,15 @@ type Config struct {
 	// ClockCheckInterval is how often the clock is compared with the
 	// store's while serving (once before serving, too). Default 30s.
 	ClockCheckInterval time.Duration
+
+	// Auth says when requests must carry an API key (AuthMode). Default
+	// AuthAuto: when the listener is not loopback only — Serve's listener,
+	// or, for Handler() mounted elsewhere, Addr (default loopback).
+	Auth AuthMode
+
+	// Keys authenticates API keys and serves /v1/keys. Default: keys kept
+	// in the client's store, trusted for apikey.DefaultCacheTTL.
+	Keys *apikey.Keys
 }
 
 func (c Config) withDefaults() Config {
@@ -109,6 +119,10 @@ func (c Config) withDefaults() Config {
 	c.ClockCheckInterval = cmp.Or(c.ClockCheckInterval, 30*time.Second)
 	c.MaxNamespaces = cmp.Or(c.MaxNamespaces, DefaultMaxNamespaces)
 	c.MaxQueues = cmp.Or(c.MaxQueues, DefaultMaxQueues)
+	c.Auth = cmp.Or(c.Auth, AuthAuto)
+	if c.Keys == nil && c.Client != nil {
+		c.Keys = apikey.New(c.Client.Driver(), 0)
+	}
 	return c
 }
 
@@ -122,6 +136,8 @@ func (c Config) validate() error {
 		return errors.New("server: timeouts in Config must not be negative")
 	case c.ClockCheckInterval < 0:
 		return errors.New("server: Config.ClockCheckInterval must not be negative")
+	case c.Auth != AuthAuto && c.Auth != AuthOn && c.Auth != AuthOff:
+		return fmt.Errorf("server: Config.Auth %q: want auto, on or off", c.Auth)
 	}
 	return nil
 }
@@ -138,8 +154,11 @@ type Server struct {
 	// loopbackOnly is set while the server is known to listen on loopback
 	// only; guardBrowsers then checks Host headers (origin.go).
 	loopbackOnly atomic.Bool
-	queues       consumers // pull consumers of the receive endpoint (queue.go)
-	clock        clockGuard
+	// authOn is set while requests must carry an API key (auth.go).
+	authOn atomic.Bool
+	limits keyLimits
+	queues consumers // pull consumers of the receive endpoint (queue.go)
+	clock  clockGuard
 }
 
 // New returns a server for cfg. It does not listen yet; see Run, Serve and Handler.
@@ -159,6 +178,7 @@ func New(cfg Config) (*Server, error) {
 	registerBuildInfo(cfg.Registry, cmp.Or(cfg.Version, "dev"), cfg.Commit)
 	register(cfg.Registry, newQueueCollector(cfg.Client.Queues()))
 	s.loopbackOnly.Store(explicitLoopback)
+	s.authOn.Store(AuthRequired(cfg.Auth, cfg.Addr))
 	s.handler = s.instrument(s.guardBrowsers(refuseUncleanPaths(s.routesMux())))
 	return s, nil
 }
@@ -182,7 +202,11 @@ func (s *Server) routesMux() *http.ServeMux {
 				h = refuseIdempotencyKey(path, h)
 			}
 		}
-		mux.HandleFunc(pattern, h)
+		a, ok := routeAccess[pattern]
+		if !ok {
+			panic("server: route " + pattern + " has no access rule in routeAccess")
+		}
+		mux.HandleFunc(pattern, s.authenticate(a, h))
 		s.routes = append(s.routes, pattern)
 		methods[path] = append(methods[path], method)
 	}
@@ -212,6 +236,9 @@ func (s *Server) routesMux() *http.ServeMux {
 	handle("POST", "/v1/updates", s.batch)
 	handle("POST", "/v1/gc", s.gcAll)
 	s.queueRoutes(handle)
+	handle("GET", "/v1/keys", s.listKeys)
+	handle("POST", "/v1/keys", s.createKey)
+	handle("DELETE", "/v1/keys/{id}", s.revokeKey)
 
 	// ServeMux answers unknown routes and wrong methods with plain text; a
 	// method-less pattern per path (less specific than the ones above) and a
@@ -297,6 +324,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.loopbackOnly.Store(listensOnLoopback(ln.Addr().String()))
+	s.authOn.Store(AuthRequired(s.cfg.Auth, ln.Addr().String()))
 	scheme := "http"
 	if s.cfg.TLS != nil {
 		ln, scheme = tls.NewListener(ln, s.cfg.TLS), "https"

@@ -1,0 +1,163 @@
+package cassandra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// apiKeysDDL holds one row per API key. Rows are created with a
+// lightweight transaction and deleted with one, never updated, so a key's
+// grants are the same on every server that reads them.
+const apiKeysDDL = `CREATE TABLE IF NOT EXISTS %[1]s.api_keys (
+	id text PRIMARY KEY,
+	name text,
+	scopes list<text>,
+	kdf text,
+	salt blob,
+	hash blob,
+	rate double,
+	burst int,
+	created_at timestamp
+)`
+
+const apiKeyColumns = "id, name, scopes, kdf, salt, hash, rate, burst, created_at"
+
+type apiKeyStatements struct {
+	insert, get, list, delete, probe string
+}
+
+func newAPIKeyStatements(ks string) apiKeyStatements {
+	return apiKeyStatements{
+		insert: "INSERT INTO " + ks + ".api_keys (" + apiKeyColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		get:    "SELECT " + apiKeyColumns + " FROM " + ks + ".api_keys WHERE id = ?",
+		list:   "SELECT " + apiKeyColumns + " FROM " + ks + ".api_keys",
+		delete: "DELETE FROM " + ks + ".api_keys WHERE id = ? IF EXISTS",
+		probe:  "SELECT id FROM " + ks + ".api_keys LIMIT 1",
+	}
+}
+
+// CreateAPIKey inserts the key once (insertRecord): of two processes
+// racing to create the same ID exactly one succeeds.
+func (d *Driver) CreateAPIKey(ctx context.Context, p *driver.CreateAPIKeyParams) error {
+	const op = "create API key"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	k := p.Key
+	if math.IsNaN(k.RatePerSecond) || math.IsInf(k.RatePerSecond, 0) || k.RatePerSecond < 0 || k.Burst < 0 || k.Burst > math.MaxInt32 {
+		return fmt.Errorf("cassandra: %s %q: rate %v, burst %d out of range", op, k.ID, k.RatePerSecond, k.Burst)
+	}
+	vals := []any{k.ID, k.Name, k.Scopes, k.KDF, k.Salt, k.Hash, k.RatePerSecond, k.Burst, k.CreatedAt}
+	return d.insertRecord(ctx, op, "API key", k.ID, d.q.apiKeys.insert, vals, func(existing map[string]any) bool {
+		salt, _ := existing["salt"].([]byte)
+		hash, _ := existing["hash"].([]byte)
+		return existing["id"] == k.ID && slices.Equal(salt, k.Salt) && slices.Equal(hash, k.Hash)
+	})
+}
+
+// GetAPIKey reads one key at the ReadConsistency level.
+func (d *Driver) GetAPIKey(ctx context.Context, p *driver.GetAPIKeyParams) (*driver.APIKey, error) {
+	return getRecord[driver.APIKey, apiKeyRow](ctx, d, "get API key", "API key", p.ID, d.q.apiKeys.get, apiKeyFromRow)
+}
+
+// ListAPIKeys reads every key at the ReadConsistency level, sorted by ID.
+func (d *Driver) ListAPIKeys(ctx context.Context, _ *driver.ListAPIKeysParams) ([]*driver.APIKey, error) {
+	return listRecords[driver.APIKey, apiKeyRow](ctx, d, "list API keys", d.q.apiKeys.list, apiKeyFromRow,
+		func(k *driver.APIKey) string { return k.ID })
+}
+
+// DeleteAPIKey deletes the key with a lightweight transaction (DELETE ...
+// IF EXISTS), so that "not found" is a fact and not a guess. An attempt
+// whose outcome is unknown is resolved as insertRecord does: by trying
+// again, where "not applied" on a retry means an earlier attempt deleted it.
+func (d *Driver) DeleteAPIKey(ctx context.Context, p *driver.DeleteAPIKeyParams) error {
+	const op = "delete API key"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	if err != nil {
+		return fmt.Errorf("cassandra: %s %q: %w", op, p.ID, err)
+	}
+	var lastErr error
+	for attempt := range lwtAttempts {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, lwtBackoff(attempt)); err != nil {
+				break
+			}
+		}
+		applied, err := d.session.Query(d.q.apiKeys.delete, p.ID).
+			Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
+			MapScanCASContext(ctx, map[string]any{})
+		if err == nil {
+			if applied || attempt > 0 {
+				return nil
+			}
+			return fmt.Errorf("cassandra: API key %q: %w", p.ID, driver.ErrNotFound)
+		}
+		lastErr = mapError(opWrite, err)
+		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("cassandra: %s %q: %w", op, p.ID, lastErr)
+}
+
+// apiKeyRow is one scanned row of api_keys; pointers are nil where the
+// column is null.
+type apiKeyRow struct {
+	ID        *string
+	Name      *string
+	Scopes    []string
+	KDF       *string
+	Salt      []byte
+	Hash      []byte
+	Rate      *float64
+	Burst     *int
+	CreatedAt *time.Time
+}
+
+func (r *apiKeyRow) dest() []any {
+	return []any{&r.ID, &r.Name, &r.Scopes, &r.KDF, &r.Salt, &r.Hash, &r.Rate, &r.Burst, &r.CreatedAt}
+}
+
+// apiKeyFromRow converts a scanned row. A key without its KDF, salt or
+// hash could never be verified, so such a row is malformed rather than a
+// key nobody can use.
+func apiKeyFromRow(r apiKeyRow) (*driver.APIKey, error) {
+	bad := func(format string, args ...any) (*driver.APIKey, error) {
+		return nil, badRecordRow("api_keys", r.ID, format, args...)
+	}
+	switch {
+	case r.ID == nil:
+		return bad("id is null")
+	case r.KDF == nil:
+		return bad("kdf is null")
+	case len(r.Salt) == 0 || len(r.Hash) == 0:
+		return bad("salt or hash is empty")
+	case r.Rate != nil && (math.IsNaN(*r.Rate) || math.IsInf(*r.Rate, 0) || *r.Rate < 0):
+		return bad("rate %v", *r.Rate)
+	case r.Burst != nil && *r.Burst < 0:
+		return bad("burst %d", *r.Burst)
+	}
+	k := &driver.APIKey{ID: *r.ID, Scopes: r.Scopes, KDF: *r.KDF, Salt: r.Salt, Hash: r.Hash}
+	if r.Name != nil {
+		k.Name = *r.Name
+	}
+	if r.Rate != nil {
+		k.RatePerSecond = *r.Rate
+	}
+	if r.Burst != nil {
+		k.Burst = *r.Burst
+	}
+	if r.CreatedAt != nil {
+		k.CreatedAt = r.CreatedAt.UTC()
+	}
+	return k, nil
+}

@@ -33,6 +33,7 @@ type Client struct {
 	retries    int
 	minBackoff time.Duration
 	maxBackoff time.Duration
+	apiKey     string
 }
 
 // Option configures a Client.
@@ -54,6 +55,11 @@ func WithTLSConfig(cfg *tls.Config) Option {
 		c.hc = &http.Client{Transport: t}
 	}
 }
+
+// WithAPIKey makes the client send key as "Authorization: Bearer key" on
+// every request, as a server that requires API keys asks. Send it only
+// over https:// beyond one machine: anyone who reads it can use it.
+func WithAPIKey(key string) Option { return func(c *Client) { c.apiKey = key } }
 
 // WithTimeout bounds each HTTP attempt (a retry gets a fresh timeout).
 // Default 30s; zero or negative means no bound beyond the context's.
@@ -292,6 +298,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err

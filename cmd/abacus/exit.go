@@ -21,16 +21,19 @@ const (
 	exitConflict    = 5 // it exists already, the request id or version was used otherwise, too late, a stale receipt
 	exitUnavailable = 6 // the server or its store could not do it; nothing changed, so retrying is safe
 	exitUnknown     = 7 // it may or may not have happened; retry with the same --request-id
+	exitAuth        = 8 // no API key, a wrong or revoked one, or one without the scope; nothing changed
 )
 
 // exitStatusHelp is the table of exit statuses in the root command's help.
 const exitStatusHelp = `Exit status: 0 done; 1 failed otherwise (a server bug, an answer that is
 not Abacus's); 2 the command line is wrong, nothing was sent; 3 the server
-refused the request (malformed, wrong type or model, too large, forbidden),
+refused the request (malformed, wrong type or model, too large, a quota),
 nothing changed; 4 not found; 5 a conflict (exists already, request id or
 version used otherwise, too late, stale receipt); 6 unavailable, nothing
-changed, retrying is safe; 7 unknown outcome: it may or may not have
-happened, repeat it with the same --request-id.`
+changed, retrying is safe (a key's rate limit included); 7 unknown
+outcome: it may or may not have happened, repeat it with the same
+--request-id; 8 the API key is missing, wrong or revoked, or lacks the
+scope (--api-key-file, $ABACUS_API_KEY), nothing changed.`
 
 // exitStatus is the exit status that classifies err.
 func exitStatus(err error) int {
@@ -48,8 +51,14 @@ func exitStatus(err error) int {
 		switch ce.Code {
 		case api.CodeUnknownOutcome:
 			return exitUnknown
-		case api.CodeUnavailable, api.CodeNotApplied:
+		case api.CodeUnavailable, api.CodeNotApplied, api.CodeRateLimited:
 			return exitUnavailable
+		case api.CodeUnauthenticated:
+			return exitAuth
+		case api.CodeForbidden:
+			// A key without the scope; a cross-origin or Host refusal
+			// comes from browsers, which do not run this CLI.
+			return exitAuth
 		case api.CodeInternal:
 			return exitError
 		}

@@ -35,17 +35,18 @@ func usagef(format string, args ...any) error {
 
 // globals are the flags every client command shares.
 type globals struct {
-	server    string
-	ns        string
-	requestID string
-	json      bool   // -o json: set from output once the flags are read
-	output    string // -o: "text" or "json"
-	jsonFlag  bool   // --json, the older spelling of -o json
-	timeout   time.Duration
-	retries   int
-	caFile    string
-	certFile  string
-	keyFile   string
+	server     string
+	ns         string
+	requestID  string
+	json       bool   // -o json: set from output once the flags are read
+	output     string // -o: "text" or "json"
+	jsonFlag   bool   // --json, the older spelling of -o json
+	timeout    time.Duration
+	retries    int
+	caFile     string
+	certFile   string
+	keyFile    string
+	apiKeyFile string
 }
 
 // app carries what a command needs besides its flags; tests build one per
@@ -155,9 +156,10 @@ file. --request-id is taken from the command line only.
 	pf.StringVar(&a.g.caFile, "ca-file", "", "PEM CA certificates that sign an https:// server's certificate (default: the system's)")
 	pf.StringVar(&a.g.certFile, "cert-file", "", "PEM client certificate, for a server that requires one (needs --key-file)")
 	pf.StringVar(&a.g.keyFile, "key-file", "", "PEM private key of --cert-file")
+	pf.StringVar(&a.g.apiKeyFile, "api-key-file", "", "file whose first line is the API key to send (or the key itself in $ABACUS_API_KEY; never on the command line, where process lists show it)")
 	pf.IntVar(&a.g.retries, "retries", 0, "retry an update this many times after a network error or unknown outcome, with the same request id")
 
-	root.AddCommand(a.versionCmd(), a.serveCmd(), a.migrateCmd(), a.counterCmd(), a.ledgerCmd(), a.namespaceCmd(), a.gcCmd(), a.queueCmd(), newBenchCmd())
+	root.AddCommand(a.versionCmd(), a.serveCmd(), a.migrateCmd(), a.counterCmd(), a.ledgerCmd(), a.namespaceCmd(), a.gcCmd(), a.queueCmd(), a.keyCmd(), newBenchCmd())
 	return root
 }
 
@@ -283,6 +285,13 @@ func (a *app) client() (*client.Client, error) {
 	}
 	if tlsCfg != nil {
 		opts = append(opts, client.WithTLSConfig(tlsCfg))
+	}
+	key, err := secret(a.getenv("ABACUS_API_KEY"), "$ABACUS_API_KEY", a.g.apiKeyFile, "--api-key-file")
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		opts = append(opts, client.WithAPIKey(key))
 	}
 	c, err := client.New(a.g.server, opts...)
 	if err != nil {

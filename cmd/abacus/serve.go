@@ -18,6 +18,7 @@ import (
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/internal/apikey"
 	"github.com/abacusdb/abacus/internal/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
@@ -60,6 +61,8 @@ type serveFlags struct {
 	httpClientCA    string
 	maxNamespaces   int
 	maxQueues       int
+	auth            string
+	firstKeyFile    string
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -89,7 +92,9 @@ over the file.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.addr, "addr", server.DefaultAddr, "address to listen on (the API has no authentication: keep it on a trusted network; see docs/security.md)")
+	fl.StringVar(&f.addr, "addr", server.DefaultAddr, "address to listen on; beyond loopback every request needs an API key (--auth; docs/security.md)")
+	fl.StringVar(&f.auth, "auth", string(server.AuthAuto), "when requests need an API key: auto (when --addr is not loopback), on (always) or off (never: the network is the only guard)")
+	fl.StringVar(&f.firstKeyFile, "first-key-file", "", "when auth is on and the store has no API keys, write the admin key made at first start to this new file (mode 0600) instead of printing it to stderr")
 	fl.StringVar(&f.httpTLSCert, "http-tls-cert", "", "PEM certificate (chain) of the HTTP listener: serve HTTPS (needs --http-tls-key)")
 	fl.StringVar(&f.httpTLSKey, "http-tls-key", "", "PEM private key of --http-tls-cert")
 	fl.StringVar(&f.httpClientCA, "http-client-ca", "", "PEM CA certificates: require every client to present a certificate they signed (needs --http-tls-cert)")
@@ -158,6 +163,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	authMode, err := server.ParseAuthMode(f.auth)
+	if err != nil {
+		return usagef("--auth: %v", err)
+	}
 	if f.maxNamespaces == 0 || f.maxNamespaces < -1 || f.maxQueues == 0 || f.maxQueues < -1 {
 		return usagef("--max-namespaces and --max-queues take a positive number, or -1 for no limit")
 	}
@@ -224,8 +233,22 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	keys := apikey.New(drv, 0)
+	if server.AuthRequired(authMode, f.addr) {
+		if err := a.firstKey(ctx, keys, f.firstKeyFile, log); err != nil {
+			_ = c.Stop(context.Background())
+			return err
+		}
+		if listenTLS == nil && !isLoopbackAddr(f.addr) {
+			log.Warn("API keys will cross the network in clear text: serve HTTPS (--http-tls-cert) or put a TLS proxy in front", "addr", f.addr)
+		}
+	} else if !isLoopbackAddr(f.addr) {
+		log.Warn("auth is off on a server listening beyond loopback: whoever reaches it can change everything", "addr", f.addr)
+	}
 	build := buildVersion()
 	srv, err := server.New(server.Config{
+		Auth:               authMode,
+		Keys:               keys,
 		Client:             c,
 		Addr:               f.addr,
 		AllowedHosts:       f.allowHosts,
@@ -248,6 +271,53 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	log.Info("starting abacus", "version", buildVersion().Version, "store", drv.Name())
 	return srv.Run(ctx)
 }
+
+// firstKey makes the admin key of a store that has none, and hands its
+// token over once: to a new file only this user can read, or to stderr.
+// It is not logged: logs are kept and shipped, and a key in them is a key
+// given to whoever reads them.
+func (a *app) firstKey(ctx context.Context, keys *apikey.Keys, file string, log *slog.Logger) error {
+	empty, err := keys.Empty(ctx)
+	if err != nil || !empty {
+		return err
+	}
+	var fh *os.File
+	if file != "" {
+		// Made before the key, so that a path that cannot be written
+		// leaves no key behind that nobody holds.
+		if fh, err = os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err != nil {
+			return usagef("--first-key-file: %v (the store has no API keys, so a new one is to be written there)", err)
+		}
+	}
+	tok, created, err := keys.CreateFirstAdmin(ctx)
+	if fh != nil {
+		if err == nil && created {
+			_, err = fmt.Fprintln(fh, tok)
+		}
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil || !created {
+			_ = os.Remove(file)
+		}
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("making the first API key: %w", err)
+	case !created:
+		return nil // another server made it
+	case fh != nil:
+		log.Info("made the first admin API key; its token is in --first-key-file", "id", apikey.FirstAdminID, "file", file)
+	default:
+		fmt.Fprintf(a.stderr, "\nThe store had no API keys, so this admin key was made (scope *:admin).\n"+
+			"It is shown this once; keep it in a secret store, and make narrower keys with it\n"+
+			"(abacus key create). ABACUS_API_KEY or --api-key-file give it to the CLI.\n\n    %s\n\n", tok)
+	}
+	return nil
+}
+
+// isLoopbackAddr reports whether host:port binds loopback only.
+func isLoopbackAddr(addr string) bool { return !server.AuthRequired(server.AuthAuto, addr) }
 
 func (a *app) openStore(ctx context.Context, f serveFlags, log, storeLog *slog.Logger) (driver.Driver, error) {
 	if f.cassandra == "" {

@@ -146,7 +146,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 13 { // keyspace, namespaces, shards, two ledger, three queue, two events and three counter-model tables
+	if len(stmts) != 14 { // keyspace, namespaces, shards, two ledger, api_keys, three queue, two events and three counter-model tables
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"
@@ -163,6 +163,9 @@ func TestSchema(t *testing.T) {
 	}
 	if !strings.Contains(stmts[3], "k1.ledgers") || !strings.Contains(stmts[4], "k1.ledger_claims") {
 		t.Errorf("ledger tables: %s / %s", stmts[3], stmts[4])
+	}
+	if !strings.Contains(stmts[5], "k1.api_keys") || !strings.Contains(stmts[5], "hash blob") {
+		t.Errorf("api_keys table: %s", stmts[5])
 	}
 	simple, err := Schema(Config{})
 	if err != nil {

@@ -149,12 +149,17 @@ func (k *Keys) create(ctx context.Context, id string, s Spec) (string, *Key, err
 	}, nil
 }
 
+// Empty reports whether the store holds no keys at all.
+func (k *Keys) Empty(ctx context.Context) (bool, error) {
+	all, err := k.store.ListAPIKeys(ctx, &driver.ListAPIKeysParams{})
+	return len(all) == 0, err
+}
+
 // CreateFirstAdmin makes the "*:admin" key FirstAdminID when the store has
 // no keys at all, and returns its token; created is false (and the token
 // empty) when there were keys already or another process made it first.
 func (k *Keys) CreateFirstAdmin(ctx context.Context) (token string, created bool, err error) {
-	all, err := k.store.ListAPIKeys(ctx, &driver.ListAPIKeysParams{})
-	if err != nil || len(all) > 0 {
+	if empty, err := k.Empty(ctx); err != nil || !empty {
 		return "", false, err
 	}
 	tok, _, err := k.create(ctx, FirstAdminID, Spec{Name: "made at first start", Scopes: []string{"*:admin"}})

@@ -182,6 +182,16 @@ func (c *Client) Namespace(ctx context.Context, name string) (*Namespace, error)
 	return c.namespaces.Lookup(ctx, name)
 }
 
+// KnownNamespace returns the named namespace if this client has read or
+// created it before, without asking the store: for callers, such as
+// metrics, that must not turn a request into another store read.
+func (c *Client) KnownNamespace(name string) (*Namespace, bool) {
+	if name == "" {
+		name = DefaultNamespace
+	}
+	return c.namespaces.Cached(name)
+}
+
 // newNamespaceRegistry is the Client's cache of namespaces (they never
 // change once created).
 func newNamespaceRegistry(d driver.Driver) *registry.Registry[driver.Namespace, Namespace] {

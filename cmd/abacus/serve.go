@@ -63,6 +63,7 @@ type serveFlags struct {
 	maxQueues       int
 	auth            string
 	firstKeyFile    string
+	metricsMaxNS    int
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -100,6 +101,7 @@ over the file.`,
 	fl.StringVar(&f.httpClientCA, "http-client-ca", "", "PEM CA certificates: require every client to present a certificate they signed (needs --http-tls-cert)")
 	fl.IntVar(&f.maxNamespaces, "max-namespaces", server.DefaultMaxNamespaces, "most namespaces a create may bring the store to (-1: no limit)")
 	fl.IntVar(&f.maxQueues, "max-queues", server.DefaultMaxQueues, "most queues a create may bring the store to (-1: no limit)")
+	fl.IntVar(&f.metricsMaxNS, "metrics-max-namespaces", server.DefaultMetricsMaxNamespaces, "how many namespaces get series of their own in abacus_namespace_requests_total; the rest are counted as namespace=\"_other\" (0 or -1: none)")
 	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "host name a loopback server also answers to (repeatable); other Host headers get 403, which stops DNS rebinding")
 	fl.StringVar(&f.data, "data", "./abacus-data", "data directory of the embedded store")
 	fl.BoolVar(&f.noSync, "no-sync", false, "embedded store: acknowledge updates before they are fsynced (survives a process crash, not a machine crash)")
@@ -245,24 +247,29 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	} else if !isLoopbackAddr(f.addr) {
 		log.Warn("auth is off on a server listening beyond loopback: whoever reaches it can change everything", "addr", f.addr)
 	}
+	metricsMaxNS := f.metricsMaxNS
+	if metricsMaxNS == 0 {
+		metricsMaxNS = -1 // the server reads 0 as "its default"; here 0 means none, as the help says
+	}
 	build := buildVersion()
 	srv, err := server.New(server.Config{
-		Auth:               authMode,
-		Keys:               keys,
-		Client:             c,
-		Addr:               f.addr,
-		AllowedHosts:       f.allowHosts,
-		TLS:                listenTLS,
-		MaxNamespaces:      f.maxNamespaces,
-		MaxQueues:          f.maxQueues,
-		Version:            build.Version,
-		Commit:             build.Commit,
-		MaxBodyBytes:       f.maxBodyBytes,
-		Logger:             log,
-		Registry:           reg,
-		ShutdownTimeout:    f.shutdownTimeout,
-		MaxClockSkew:       maxSkew,
-		ClockCheckInterval: f.clockCheck,
+		Auth:                 authMode,
+		Keys:                 keys,
+		Client:               c,
+		Addr:                 f.addr,
+		AllowedHosts:         f.allowHosts,
+		TLS:                  listenTLS,
+		MaxNamespaces:        f.maxNamespaces,
+		MaxQueues:            f.maxQueues,
+		MetricsMaxNamespaces: metricsMaxNS,
+		Version:              build.Version,
+		Commit:               build.Commit,
+		MaxBodyBytes:         f.maxBodyBytes,
+		Logger:               log,
+		Registry:             reg,
+		ShutdownTimeout:      f.shutdownTimeout,
+		MaxClockSkew:         maxSkew,
+		ClockCheckInterval:   f.clockCheck,
 	})
 	if err != nil {
 		_ = c.Stop(context.Background())

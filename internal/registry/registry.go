@@ -50,6 +50,16 @@ func (g *Registry[R, T]) Lookup(ctx context.Context, name string) (*T, error) {
 	return v.(*T), nil
 }
 
+// Cached returns the named record if it is in the cache, without asking
+// the store.
+func (g *Registry[R, T]) Cached(name string) (*T, bool) {
+	v, ok := g.cache.Load(name)
+	if !ok {
+		return nil, false
+	}
+	return v.(*T), true
+}
+
 // Create stores r with create and returns it decoded and cached. A
 // driver.ErrExists becomes Exists; other errors go through storeError.
 func (g *Registry[R, T]) Create(name string, r *R, create func() error, storeError func(error) error) (*T, error) {

@@ -161,6 +161,7 @@ func exportedSeries(t *testing.T) map[string]bool {
 	e.mustJSON("GET", "/v1/namespaces/default/counters/c", "", 200, nil)
 	e.mustJSON("POST", "/v1/namespaces", `{"name":"wallets","model":"ledger"}`, 201, nil)
 	e.mustJSON("POST", "/v1/namespaces/wallets/ledgers/alice/credits", `{"amount":5}`, 200, nil)
+	e.mustJSON("GET", "/v1/namespaces/wallets/ledgers/alice", "", 200, nil)
 	e.mustJSON("POST", "/v1/queues", `{"name":"jobs"}`, 201, nil)
 	e.mustJSON("POST", "/v1/gc", "", 200, nil)
 	r := e.do("GET", "/metrics", "")

@@ -2,7 +2,10 @@ package server
 
 import (
 	"errors"
+	"net/http"
 	"runtime"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/abacusdb/abacus"
@@ -11,9 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// metrics are the server's Prometheus collectors. Labels are kept to a small
-// fixed set (routes, status codes, error codes): namespace and counter names
-// are unbounded and would blow up the series count.
+// metrics are the server's Prometheus collectors. Labels are kept to small
+// sets (routes, status codes, error codes, models, and namespace names up
+// to a limit): counter names, and namespace names past the limit, are
+// unbounded and would blow up the series count.
 type metrics struct {
 	updates       *prometheus.CounterVec
 	clockSkew     prometheus.Gauge
@@ -27,6 +31,9 @@ type metrics struct {
 	gcFolded      prometheus.Counter
 	httpRequests  *prometheus.CounterVec
 	httpSeconds   *prometheus.HistogramVec
+	nsRequests    *prometheus.CounterVec
+	modelSeconds  *prometheus.HistogramVec
+	nsLabels      namespaceLabels
 }
 
 // register registers c, or returns the collector already registered under
@@ -78,7 +85,71 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		httpSeconds: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "abacus_http_request_seconds", Help: "HTTP request latency by route pattern.", Buckets: latency,
 		}, []string{"route"})),
+		nsRequests: newCounterVec(reg, "abacus_namespace_requests_total",
+			"Requests about one namespace's counters or ledgers, by namespace (the first --metrics-max-namespaces seen; the rest as _other), model, access (read or write) and result (ok, refused: 4xx, failed: 5xx).",
+			"namespace", "model", "access", "result"),
+		modelSeconds: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "abacus_model_request_seconds", Help: "Latency of requests about one namespace's counters or ledgers, by the namespace's model and access (read or write).", Buckets: latency,
+		}, []string{"model", "access"})),
 	}
+}
+
+// otherNamespaces is the label of every namespace past the limit. New
+// names start with a letter or digit, so no namespace made now can
+// carry it.
+const otherNamespaces = "_other"
+
+// namespaceLabels hands out namespace label values: each of the first max
+// namespaces seen keeps its own, every later one shares otherNamespaces,
+// so that the series count stays bounded however many namespaces exist.
+type namespaceLabels struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]struct{}
+}
+
+func (l *namespaceLabels) label(ns string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.seen[ns]; ok {
+		return ns
+	}
+	if len(l.seen) >= l.max {
+		return otherNamespaces
+	}
+	if l.seen == nil {
+		l.seen = map[string]struct{}{}
+	}
+	l.seen[ns] = struct{}{}
+	return ns
+}
+
+// observeNamespace counts a request whose route names one namespace
+// ({ns}), once the handler has answered. Only a namespace the client has
+// already resolved is counted — never one a request merely named (a 404
+// would otherwise take a label) and never at the cost of a store read.
+func (s *Server) observeNamespace(r *http.Request, status int, elapsed time.Duration) {
+	if !strings.Contains(r.Pattern, "{ns}") {
+		return
+	}
+	ns, ok := s.client.KnownNamespace(r.PathValue("ns"))
+	if !ok {
+		return
+	}
+	access := "write"
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || strings.HasSuffix(r.Pattern, "/find") {
+		access = "read"
+	}
+	result := "ok"
+	switch {
+	case status >= 500:
+		result = "failed"
+	case status >= 400:
+		result = "refused"
+	}
+	model := string(ns.Model)
+	s.metrics.nsRequests.WithLabelValues(s.metrics.nsLabels.label(ns.Name), model, access, result).Inc()
+	s.metrics.modelSeconds.WithLabelValues(model, access).Observe(elapsed.Seconds())
 }
 
 func newCounter(reg prometheus.Registerer, name, help string) prometheus.Counter {

@@ -91,6 +91,7 @@ func (s *Server) observe(r *http.Request, status int, elapsed time.Duration, inf
 	}
 	s.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	s.metrics.httpSeconds.WithLabelValues(route).Observe(elapsed.Seconds())
+	s.observeNamespace(r, status, elapsed)
 
 	level := slog.LevelDebug
 	switch {

@@ -27,6 +27,8 @@ const (
 	DefaultShutdownTimeout = 30 * time.Second
 	DefaultMaxNamespaces   = 10_000
 	DefaultMaxQueues       = 1_000
+
+	DefaultMetricsMaxNamespaces = 100
 )
 
 // Config configures a Server. Zero fields take the documented defaults.
@@ -57,6 +59,12 @@ type Config struct {
 	// Servers check on their own, so servers creating at once may pass a
 	// limit by one each. Default 10,000 and 1,000; negative: no limit.
 	MaxNamespaces, MaxQueues int
+
+	// MetricsMaxNamespaces is how many namespaces get series of their own
+	// in abacus_namespace_requests_total; requests about the others are
+	// counted under namespace="_other". Default 100; negative: none get
+	// their own.
+	MetricsMaxNamespaces int
 
 	// Version and Commit identify the build in the abacus_build_info
 	// metric. Default "dev" and "".
@@ -120,6 +128,7 @@ func (c Config) withDefaults() Config {
 	c.MaxNamespaces = cmp.Or(c.MaxNamespaces, DefaultMaxNamespaces)
 	c.MaxQueues = cmp.Or(c.MaxQueues, DefaultMaxQueues)
 	c.Auth = cmp.Or(c.Auth, AuthAuto)
+	c.MetricsMaxNamespaces = cmp.Or(c.MetricsMaxNamespaces, DefaultMetricsMaxNamespaces)
 	if c.Keys == nil && c.Client != nil {
 		c.Keys = apikey.New(c.Client.Driver(), 0)
 	}
@@ -174,6 +183,7 @@ func New(cfg Config) (*Server, error) {
 		log:     cfg.Logger,
 		metrics: newMetrics(cfg.Registry),
 	}
+	s.metrics.nsLabels.max = max(cfg.MetricsMaxNamespaces, 0)
 	registerClient(cfg.Registry, cfg.Client)
 	registerBuildInfo(cfg.Registry, cmp.Or(cfg.Version, "dev"), cfg.Commit)
 	register(cfg.Registry, newQueueCollector(cfg.Client.Queues()))

@@ -22,6 +22,8 @@ type namespaceModel interface {
 	storedOptions(nc NamespaceConfig) map[string]string
 	// loadOptions fills ns's options from its stored record.
 	loadOptions(ns *Namespace, stored map[string]string) error
+	// list names the counters (ledgers) the store holds in one namespace.
+	list(ctx context.Context, d driver.Driver, p *driver.ListCountersParams) ([]driver.CounterKey, error)
 }
 
 // counterModel is a model whose namespaces hold counters: the Client looks

@@ -84,3 +84,7 @@ func (c *Client) Set(ctx context.Context, s ActorSet) error {
 	})
 	return publicError(err)
 }
+
+func (actorModel) list(ctx context.Context, d driver.Driver, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
+	return d.ListActorCounters(ctx, p)
+}

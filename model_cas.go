@@ -40,3 +40,7 @@ func (casModel) clear(ctx context.Context, c *Client, ns *Namespace, counter, _ 
 func casTarget(ns *Namespace, counter string) cas.Target {
 	return cas.Target{Namespace: ns.Name, Counter: counter, ReadConsistency: ns.ReadConsistency, WriteConsistency: ns.WriteConsistency}
 }
+
+func (casModel) list(ctx context.Context, d driver.Driver, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
+	return d.ListCASCounters(ctx, p)
+}

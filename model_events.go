@@ -116,3 +116,7 @@ func (eventsModel) clear(ctx context.Context, c *Client, ns *Namespace, counter,
 func (eventsModel) collect(ctx context.Context, c *Client, ns *Namespace, key driver.CounterKey) GCResult {
 	return rollupResult(c.events.Rollup(ctx, c.eventsTarget(ns, key.Counter)))
 }
+
+func (eventsModel) list(ctx context.Context, d driver.Driver, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
+	return d.ListEventCounters(ctx, p)
+}

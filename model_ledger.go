@@ -1,8 +1,10 @@
 package abacus
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/ledger"
 )
 
@@ -48,4 +50,8 @@ func (c NamespaceConfig) ledgerOptions() LedgerOptions {
 		return LedgerOptions{}
 	}
 	return *c.Ledger
+}
+
+func (ledgerModel) list(ctx context.Context, d driver.Driver, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
+	return d.ListLedgers(ctx, p)
 }

@@ -36,3 +36,7 @@ func (nativeModel) read(ctx context.Context, c *Client, ns *Namespace, counter s
 func (nativeModel) clear(context.Context, *Client, *Namespace, string, string) error {
 	return fmt.Errorf("%w: native counters cannot be reset: a deleted Cassandra counter cannot be written again; use an events or cas namespace", ErrWrongModel)
 }
+
+func (nativeModel) list(ctx context.Context, d driver.Driver, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
+	return d.ListNativeCounters(ctx, p)
+}

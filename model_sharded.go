@@ -85,3 +85,7 @@ func shardedTarget(ns *Namespace, counter string) (sharded.Target, error) {
 		WriteConsistency: ns.WriteConsistency,
 	}, nil
 }
+
+func (shardedModel) list(ctx context.Context, d driver.Driver, p *driver.ListCountersParams) ([]driver.CounterKey, error) {
+	return d.ListCounters(ctx, p)
+}

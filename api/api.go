@@ -60,6 +60,15 @@ type NamespaceList struct {
 	Next string `json:"next,omitempty"`
 }
 
+// CounterList is the answer to GET /v1/namespaces/{ns}/counters: the
+// names of the namespace's counters (its ledgers, in a ledger namespace).
+type CounterList struct {
+	Namespace string   `json:"namespace"`
+	Counters  []string `json:"counters"`
+	// Next is the ?after= of the next page; empty on the last page.
+	Next string `json:"next,omitempty"`
+}
+
 // CreateNamespaceRequest is the body of POST /v1/namespaces. Empty fields
 // take the server's defaults: model "sharded", type "sum" (none for
 // ledgers), consistency "DEFAULT".

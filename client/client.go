@@ -606,3 +606,11 @@ func (c *Client) GC(ctx context.Context, namespace, counter string) (*api.GCResu
 func (c *Client) GCAll(ctx context.Context, namespace string) (*api.GCAllResult, error) {
 	return call[api.GCAllResult](ctx, c, "POST", "/v1/gc", api.GCAllRequest{Namespace: namespace})
 }
+
+// Counters returns the names of the counters in namespace ("" means
+// "default"), or of its ledgers in a ledger namespace, sorted; it reads
+// every page.
+func (c *Client) Counters(ctx context.Context, namespace string) ([]string, error) {
+	return allPages(ctx, c, "/v1/namespaces/"+escape(nsOrDefault(namespace))+"/counters",
+		func(out *api.CounterList) ([]string, string) { return out.Counters, out.Next })
+}

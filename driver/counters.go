@@ -50,6 +50,10 @@ type Actors interface {
 	// ReadActorValues returns every actor's value, sorted by actor. A counter
 	// never set returns no values, not ErrNotFound.
 	ReadActorValues(ctx context.Context, p *ReadActorValuesParams) ([]ActorValue, error)
+
+	// ListActorCounters returns the counters with at least one actor value,
+	// in namespace p.Namespace (every namespace when empty), sorted.
+	ListActorCounters(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
 }
 
 // AddNativeParams are the parameters of NativeCounters.AddNative.
@@ -79,6 +83,10 @@ type NativeCounters interface {
 
 	// ReadNative returns the counter's value; 0 for a counter never added to.
 	ReadNative(ctx context.Context, p *ReadNativeParams) (int64, error)
+
+	// ListNativeCounters returns the counters ever added to, in namespace
+	// p.Namespace (every namespace when empty), sorted.
+	ListNativeCounters(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
 }
 
 // CASValue is the stored value of a counter of the cas model.
@@ -137,4 +145,8 @@ type CASCounters interface {
 	// atomically with the check. A timeout returns ErrUnknownOutcome: the
 	// set may still apply.
 	CompareAndSetCAS(ctx context.Context, p *CompareAndSetCASParams) (CASResult, error)
+
+	// ListCASCounters returns the counters ever set, in namespace
+	// p.Namespace (every namespace when empty), sorted.
+	ListCASCounters(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
 }

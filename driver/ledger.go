@@ -118,4 +118,9 @@ type Ledgers interface {
 	// p.Expect, atomically with the check; otherwise it does nothing. It
 	// reports whether it removed the claim.
 	ReleaseClaim(ctx context.Context, p *ReleaseClaimParams) (bool, error)
+
+	// ListLedgers returns the ledgers with at least one actor row, in
+	// namespace p.Namespace (every namespace when empty), sorted; a
+	// CounterKey's Counter is the ledger's name.
+	ListLedgers(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
 }

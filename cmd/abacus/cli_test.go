@@ -548,3 +548,22 @@ func TestProtectNegativeNumbers(t *testing.T) {
 		}
 	}
 }
+
+func TestCounterList(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	for _, name := range []string{"b", "a"} {
+		if r := s.cli("counter", "add", name, "1"); r.code != 0 {
+			t.Fatal(r)
+		}
+	}
+	if r := s.cli("counter", "list"); r.code != 0 || r.stdout != "a\nb\n" {
+		t.Fatalf("counter list: %+v", r)
+	}
+	if r := s.cli("counter", "list", "-o", "json"); r.code != 0 || strings.Join(strings.Fields(r.stdout), "") != `["a","b"]` {
+		t.Fatalf("counter list -o json: %+v", r)
+	}
+	if r := s.cli("--ns", "nope", "counter", "list"); r.code != exitNotFound {
+		t.Fatalf("a missing namespace: %+v", r)
+	}
+}

@@ -14,9 +14,41 @@ func (a *app) counterCmd() *cobra.Command {
 	cmd := groupCmd("counter", "Update and read counters", `  abacus counter add likes 5
   abacus counter get likes
   abacus --ns orders counter set open-qty order-17 2 1500
-  abacus --ns likes counter clear post-9`)
-	cmd.AddCommand(a.counterAddCmd(), a.counterGetCmd(), a.counterSetCmd(), a.counterClearCmd())
+  abacus --ns likes counter clear post-9
+  abacus --ns likes counter list`)
+	cmd.AddCommand(a.counterAddCmd(), a.counterGetCmd(), a.counterSetCmd(), a.counterClearCmd(), a.counterListCmd())
 	return cmd
+}
+
+func (a *app) counterListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the counters of a namespace (--ns)",
+		Long: `List the names of the counters in the namespace --ns, one per line, sorted
+(its ledgers, in a ledger namespace). The server scans every counter of
+the namespace's model to answer: for consoles and scripts, not for each
+request.`,
+		Example: "  abacus --ns likes counter list\n  abacus --ns likes counter list -o json",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			names, err := c.Counters(cmd.Context(), a.g.ns)
+			if err != nil {
+				return err
+			}
+			return a.printJSONOr(names, func() error {
+				for _, n := range names {
+					if _, err := fmt.Fprintln(a.stdout, n); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		},
+	}
 }
 
 func (a *app) counterAddCmd() *cobra.Command {

@@ -31,6 +31,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("Shards", func(t *testing.T) { exerciseShards(t, d) })
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })
 	t.Run("ListCounters", func(t *testing.T) { exerciseListCounters(t, d) })
+	t.Run("ModelLists", func(t *testing.T) { exerciseModelLists(t, d) })
 	t.Run("Queues", func(t *testing.T) { exerciseQueues(t, d, open) })
 	t.Run("Actors", func(t *testing.T) { exerciseActors(t, d, open) })
 	t.Run("NativeCounters", func(t *testing.T) { exerciseNative(t, d, open) })

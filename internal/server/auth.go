@@ -80,13 +80,14 @@ func onQueue(role apikey.Role) access {
 // routeAccess is the access rule of every route. Registering a route that
 // is not here panics, so none can be added without deciding who may call it.
 var routeAccess = map[string]access{
-	"GET /healthz":            public,
-	"GET /readyz":             public,
-	"GET /v1/openapi.yaml":    public,
-	"GET /metrics":            anyKey,
-	"GET /v1/namespaces":      anyKey, // lists what the key may read
-	"POST /v1/namespaces":     anyKey, // admin on the name in the body
-	"GET /v1/namespaces/{ns}": onNamespace(apikey.Read),
+	"GET /healthz":                     public,
+	"GET /readyz":                      public,
+	"GET /v1/openapi.yaml":             public,
+	"GET /metrics":                     anyKey,
+	"GET /v1/namespaces":               anyKey, // lists what the key may read
+	"POST /v1/namespaces":              anyKey, // admin on the name in the body
+	"GET /v1/namespaces/{ns}":          onNamespace(apikey.Read),
+	"GET /v1/namespaces/{ns}/counters": onNamespace(apikey.Read),
 	"POST /v1/namespaces/{ns}/counters/{counter}/updates":            onNamespace(apikey.Write),
 	"GET /v1/namespaces/{ns}/counters/{counter}":                     onNamespace(apikey.Read),
 	"POST /v1/namespaces/{ns}/counters/{counter}/gc":                 onNamespace(apikey.Admin),

@@ -75,6 +75,22 @@ func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, api.NamespaceList{Namespaces: jsonEach(items, namespaceJSON), Next: next})
 }
 
+func (s *Server) listCounters(w http.ResponseWriter, r *http.Request) {
+	after, limit, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	ns := r.PathValue("ns")
+	names, err := s.client.Counters(r.Context(), ns)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	items, next := page(names, func(n string) string { return n }, after, limit)
+	writeJSON(w, http.StatusOK, api.CounterList{Namespace: ns, Counters: append([]string{}, items...), Next: next})
+}
+
 func (s *Server) createNamespace(w http.ResponseWriter, r *http.Request) {
 	req, ok := decodeRequest(s, w, r, decodeNamespaceCreate)
 	if !ok {

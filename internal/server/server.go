@@ -232,6 +232,7 @@ func (s *Server) routesMux() *http.ServeMux {
 	handle("GET", "/v1/namespaces", s.listNamespaces)
 	handle("POST", "/v1/namespaces", s.createNamespace)
 	handle("GET", "/v1/namespaces/{ns}", s.getNamespace)
+	handle("GET", "/v1/namespaces/{ns}/counters", s.listCounters)
 	handleRequest("/v1/namespaces/{ns}/counters/{counter}/updates", s.update)
 	handle("GET", "/v1/namespaces/{ns}/counters/{counter}", s.get)
 	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/gc", s.gc)

@@ -45,9 +45,8 @@ const (
 	// Content-Type application/json.
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	// CodeForbidden: the request came from a web page of another origin,
-	// named a Host this server does not answer to (a loopback server
-	// answers only to loopback names), or its API key lacks the scope it
-	// needs; nothing was changed.
+	// or named a Host this server does not answer to (a loopback server
+	// answers only to loopback names); nothing was changed.
 	CodeForbidden = "forbidden"
 	// CodeQuotaExceeded: creating the namespace or queue would pass the
 	// server's limit on how many there may be; nothing was created.
@@ -77,6 +76,9 @@ const (
 	CodeRateLimited = "rate_limited"
 	// CodeKeyNotFound: no API key has that id.
 	CodeKeyNotFound = "key_not_found"
+	// CodeInsufficientScope: the API key is good but lacks the scope the
+	// request needs (RFC 6750's name); nothing was done.
+	CodeInsufficientScope = "insufficient_scope"
 )
 
 // codeStatus is the single source of truth for which status a code uses.
@@ -107,6 +109,7 @@ var codeStatus = map[string]int{
 	CodeUnauthenticated:      http.StatusUnauthorized,
 	CodeRateLimited:          http.StatusTooManyRequests,
 	CodeKeyNotFound:          http.StatusNotFound,
+	CodeInsufficientScope:    http.StatusForbidden,
 }
 
 // Codes returns every error code, in no particular order.

@@ -27,8 +27,8 @@ const (
 // exitStatusHelp is the table of exit statuses in the root command's help.
 const exitStatusHelp = `Exit status: 0 done; 1 failed otherwise (a server bug, an answer that is
 not Abacus's); 2 the command line is wrong, nothing was sent; 3 the server
-refused the request (malformed, wrong type or model, too large, a quota),
-nothing changed; 4 not found; 5 a conflict (exists already, request id or
+refused the request (malformed, wrong type or model, too large, a quota,
+a foreign Host), nothing changed; 4 not found; 5 a conflict (exists already, request id or
 version used otherwise, too late, stale receipt); 6 unavailable, nothing
 changed, retrying is safe (a key's rate limit included); 7 unknown
 outcome: it may or may not have happened, repeat it with the same
@@ -53,11 +53,7 @@ func exitStatus(err error) int {
 			return exitUnknown
 		case api.CodeUnavailable, api.CodeNotApplied, api.CodeRateLimited:
 			return exitUnavailable
-		case api.CodeUnauthenticated:
-			return exitAuth
-		case api.CodeForbidden:
-			// A key without the scope; a cross-origin or Host refusal
-			// comes from browsers, which do not run this CLI.
+		case api.CodeUnauthenticated, api.CodeInsufficientScope:
 			return exitAuth
 		case api.CodeInternal:
 			return exitError

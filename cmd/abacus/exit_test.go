@@ -21,11 +21,11 @@ func TestExitStatusClassifiesFailures(t *testing.T) {
 	reset := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "read", Err: errors.New("reset")}}
 	for want, errs := range map[int][]error{
 		exitUsage:       {usagef("bad flag")},
-		exitRefused:     {answered(api.CodeInvalidArgument), answered(api.CodeWrongModel), answered(api.CodeQuotaExceeded), answered(api.CodeBodyTooLarge), &client.Error{Code: api.CodeInvalidArgument, Message: "not sent"}},
+		exitRefused:     {answered(api.CodeInvalidArgument), answered(api.CodeWrongModel), answered(api.CodeQuotaExceeded), answered(api.CodeForbidden), answered(api.CodeBodyTooLarge), &client.Error{Code: api.CodeInvalidArgument, Message: "not sent"}},
 		exitNotFound:    {answered(api.CodeNamespaceNotFound), answered(api.CodeQueueNotFound)},
 		exitConflict:    {answered(api.CodeNamespaceExists), answered(api.CodeTooLate), answered(api.CodeStaleReceipt)},
 		exitUnavailable: {answered(api.CodeUnavailable), answered(api.CodeNotApplied), answered(api.CodeRateLimited), dial},
-		exitAuth:        {answered(api.CodeUnauthenticated), answered(api.CodeForbidden)},
+		exitAuth:        {answered(api.CodeUnauthenticated), answered(api.CodeInsufficientScope)},
 		exitUnknown:     {answered(api.CodeUnknownOutcome), reset, &unknownOutcomeError{"may or may not"}},
 		exitError:       {answered(api.CodeInternal), &client.Error{Status: 502, Message: "a proxy's bad gateway"}, errors.New("disk full")},
 	} {

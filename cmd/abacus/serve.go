@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -235,17 +236,27 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	// Listen first: whether keys are asked for depends on the address the
+	// listener is bound to (a host name may resolve to loopback, or not),
+	// and the server decides it from the same address.
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		_ = c.Stop(context.Background())
+		return fmt.Errorf("listen on %s: %w", f.addr, err)
+	}
+	bound := ln.Addr().String()
 	keys := apikey.New(drv, 0)
-	if server.AuthRequired(authMode, f.addr) {
+	if server.AuthRequired(authMode, bound) {
 		if err := a.firstKey(ctx, keys, f.firstKeyFile, log); err != nil {
+			_ = ln.Close()
 			_ = c.Stop(context.Background())
 			return err
 		}
-		if listenTLS == nil && !isLoopbackAddr(f.addr) {
-			log.Warn("API keys will cross the network in clear text: serve HTTPS (--http-tls-cert) or put a TLS proxy in front", "addr", f.addr)
+		if listenTLS == nil && !isLoopbackAddr(bound) {
+			log.Warn("API keys will cross the network in clear text: serve HTTPS (--http-tls-cert) or put a TLS proxy in front", "addr", bound)
 		}
-	} else if !isLoopbackAddr(f.addr) {
-		log.Warn("auth is off on a server listening beyond loopback: whoever reaches it can change everything", "addr", f.addr)
+	} else if !isLoopbackAddr(bound) {
+		log.Warn("auth is off on a server listening beyond loopback: whoever reaches it can change everything", "addr", bound)
 	}
 	metricsMaxNS := f.metricsMaxNS
 	if metricsMaxNS == 0 {
@@ -272,11 +283,12 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		ClockCheckInterval:   f.clockCheck,
 	})
 	if err != nil {
+		_ = ln.Close()
 		_ = c.Stop(context.Background())
 		return err
 	}
 	log.Info("starting abacus", "version", buildVersion().Version, "store", drv.Name())
-	return srv.Run(ctx)
+	return srv.Serve(ctx, ln)
 }
 
 // firstKey makes the admin key of a store that has none, and hands its
@@ -300,9 +312,18 @@ func (a *app) firstKey(ctx context.Context, keys *apikey.Keys, file string, log 
 	if fh != nil {
 		if err == nil && created {
 			_, err = fmt.Fprintln(fh, tok)
-		}
-		if cerr := fh.Close(); err == nil {
-			err = cerr
+			if cerr := fh.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				// Nobody holds the key, and while it exists no other
+				// first key will be made: take it back.
+				if rerr := keys.Revoke(context.WithoutCancel(ctx), apikey.FirstAdminID); rerr != nil {
+					err = fmt.Errorf("%w; and revoking the key that could not be written failed too (%v): delete it from the store before the next start", err, rerr)
+				}
+			}
+		} else {
+			_ = fh.Close()
 		}
 		if err != nil || !created {
 			_ = os.Remove(file)

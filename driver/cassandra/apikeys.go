@@ -42,6 +42,20 @@ func newAPIKeyStatements(ks string) apiKeyStatements {
 	}
 }
 
+// keyLevel is the level of every read and write of api_keys: at least a
+// quorum, whatever the server's configured levels. A key's record decides
+// who may do anything, so a revocation must be seen by the next read (the
+// cache's refresh, 10 s later) and "no keys at all", which makes a new
+// admin key at start, must not be a lagging replica's answer. Levels that
+// are a quorum already (LOCAL_QUORUM, EACH_QUORUM, ALL) are kept.
+func keyLevel(configured driver.Consistency) driver.Consistency {
+	switch configured {
+	case driver.Quorum, driver.All, driver.LocalQuorum, driver.EachQuorum:
+		return configured
+	}
+	return driver.Quorum
+}
+
 // CreateAPIKey inserts the key once (insertRecord): of two processes
 // racing to create the same ID exactly one succeeds.
 func (d *Driver) CreateAPIKey(ctx context.Context, p *driver.CreateAPIKeyParams) error {
@@ -54,21 +68,21 @@ func (d *Driver) CreateAPIKey(ctx context.Context, p *driver.CreateAPIKeyParams)
 		return fmt.Errorf("cassandra: %s %q: rate %v, burst %d out of range", op, k.ID, k.RatePerSecond, k.Burst)
 	}
 	vals := []any{k.ID, k.Name, k.Scopes, k.KDF, k.Salt, k.Hash, k.RatePerSecond, k.Burst, k.CreatedAt}
-	return d.insertRecord(ctx, op, "API key", k.ID, d.q.apiKeys.insert, vals, func(existing map[string]any) bool {
+	return d.insertRecordAt(ctx, keyLevel(d.cfg.WriteConsistency), op, "API key", k.ID, d.q.apiKeys.insert, vals, func(existing map[string]any) bool {
 		salt, _ := existing["salt"].([]byte)
 		hash, _ := existing["hash"].([]byte)
 		return existing["id"] == k.ID && slices.Equal(salt, k.Salt) && slices.Equal(hash, k.Hash)
 	})
 }
 
-// GetAPIKey reads one key at the ReadConsistency level.
+// GetAPIKey reads one key at keyLevel.
 func (d *Driver) GetAPIKey(ctx context.Context, p *driver.GetAPIKeyParams) (*driver.APIKey, error) {
-	return getRecord[driver.APIKey, apiKeyRow](ctx, d, "get API key", "API key", p.ID, d.q.apiKeys.get, apiKeyFromRow)
+	return getRecord[driver.APIKey, apiKeyRow](ctx, d, keyLevel(d.cfg.ReadConsistency), "get API key", "API key", p.ID, d.q.apiKeys.get, apiKeyFromRow)
 }
 
-// ListAPIKeys reads every key at the ReadConsistency level, sorted by ID.
+// ListAPIKeys reads every key at keyLevel, sorted by ID.
 func (d *Driver) ListAPIKeys(ctx context.Context, _ *driver.ListAPIKeysParams) ([]*driver.APIKey, error) {
-	return listRecords[driver.APIKey, apiKeyRow](ctx, d, "list API keys", d.q.apiKeys.list, apiKeyFromRow,
+	return listRecords[driver.APIKey, apiKeyRow](ctx, d, keyLevel(d.cfg.ReadConsistency), "list API keys", d.q.apiKeys.list, apiKeyFromRow,
 		func(k *driver.APIKey) string { return k.ID })
 }
 
@@ -81,7 +95,8 @@ func (d *Driver) DeleteAPIKey(ctx context.Context, p *driver.DeleteAPIKeyParams)
 	if err := d.begin(ctx, op); err != nil {
 		return err
 	}
-	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	configured := keyLevel(d.cfg.WriteConsistency)
+	cl, err := level(driver.Default, configured)
 	if err != nil {
 		return fmt.Errorf("cassandra: %s %q: %w", op, p.ID, err)
 	}
@@ -93,7 +108,7 @@ func (d *Driver) DeleteAPIKey(ctx context.Context, p *driver.DeleteAPIKeyParams)
 			}
 		}
 		applied, err := d.session.Query(d.q.apiKeys.delete, p.ID).
-			Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
+			Consistency(cl).SerialConsistency(serialFor(configured)).
 			MapScanCASContext(ctx, map[string]any{})
 		if err == nil {
 			if applied || attempt > 0 {

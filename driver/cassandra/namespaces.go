@@ -59,13 +59,13 @@ func sameNamespace(existing map[string]any, ns driver.Namespace) bool {
 
 // GetNamespace reads one namespace at the ReadConsistency level.
 func (d *Driver) GetNamespace(ctx context.Context, p *driver.GetNamespaceParams) (*driver.Namespace, error) {
-	return getRecord[driver.Namespace, namespaceRow](ctx, d, "get namespace", "namespace", p.Name, d.q.getNamespace, namespaceFromRow)
+	return getRecord[driver.Namespace, namespaceRow](ctx, d, d.cfg.ReadConsistency, "get namespace", "namespace", p.Name, d.q.getNamespace, namespaceFromRow)
 }
 
 // ListNamespaces reads every namespace at the ReadConsistency level and
 // returns them sorted by name.
 func (d *Driver) ListNamespaces(ctx context.Context, _ *driver.ListNamespacesParams) ([]*driver.Namespace, error) {
-	return listRecords[driver.Namespace, namespaceRow](ctx, d, "list namespaces", d.q.listNamespaces, namespaceFromRow,
+	return listRecords[driver.Namespace, namespaceRow](ctx, d, d.cfg.ReadConsistency, "list namespaces", d.q.listNamespaces, namespaceFromRow,
 		func(ns *driver.Namespace) string { return ns.Name })
 }
 

@@ -282,12 +282,12 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 
 // GetQueue reads one queue record at the ReadConsistency level.
 func (d *Driver) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*driver.Queue, error) {
-	return getRecord[driver.Queue, queueRow](ctx, d, "get queue", "queue", p.Name, d.q.queue.getQueue, queueFromRow)
+	return getRecord[driver.Queue, queueRow](ctx, d, d.cfg.ReadConsistency, "get queue", "queue", p.Name, d.q.queue.getQueue, queueFromRow)
 }
 
 // ListQueues reads every queue record and sorts them by name.
 func (d *Driver) ListQueues(ctx context.Context, _ *driver.ListQueuesParams) ([]*driver.Queue, error) {
-	out, err := listRecords[driver.Queue, queueRow](ctx, d, "list queues", d.q.queue.listQueues, queueFromRow,
+	out, err := listRecords[driver.Queue, queueRow](ctx, d, d.cfg.ReadConsistency, "list queues", d.q.queue.listQueues, queueFromRow,
 		func(q *driver.Queue) string { return q.Name })
 	if err == nil && out == nil {
 		out = []*driver.Queue{}

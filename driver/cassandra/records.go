@@ -35,7 +35,12 @@ const lwtAttempts = 5
 // the repetition is itself conditional. After lwtAttempts unknown outcomes
 // the error wraps driver.ErrUnknownOutcome.
 func (d *Driver) insertRecord(ctx context.Context, op, kind, name, stmt string, vals []any, same func(existing map[string]any) bool) error {
-	cl, err := level(driver.Default, d.cfg.WriteConsistency)
+	return d.insertRecordAt(ctx, d.cfg.WriteConsistency, op, kind, name, stmt, vals, same)
+}
+
+// insertRecordAt is insertRecord committing at configured.
+func (d *Driver) insertRecordAt(ctx context.Context, configured driver.Consistency, op, kind, name, stmt string, vals []any, same func(existing map[string]any) bool) error {
+	cl, err := level(driver.Default, configured)
 	if err != nil {
 		return fmt.Errorf("cassandra: %s %q: %w", op, name, err)
 	}
@@ -50,7 +55,7 @@ func (d *Driver) insertRecord(ctx context.Context, op, kind, name, stmt string, 
 		// row; MapScanCAS accepts whatever columns come back.
 		existing := map[string]any{}
 		applied, err := d.session.Query(stmt, vals...).
-			Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
+			Consistency(cl).SerialConsistency(serialFor(configured)).
 			MapScanCASContext(ctx, existing)
 		if err == nil {
 			if applied || (attempt > 0 && same(existing)) {
@@ -89,16 +94,16 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // targets of its columns.
 type recordRow interface{ dest() []any }
 
-// getRecord reads the named record at the ReadConsistency level, or
-// driver.ErrNotFound.
+// getRecord reads the named record at level read (the ReadConsistency
+// level, for namespaces and queues), or driver.ErrNotFound.
 func getRecord[T any, R any, PR interface {
 	*R
 	recordRow
-}](ctx context.Context, d *Driver, op, kind, name, stmt string, decode func(R) (*T, error)) (*T, error) {
+}](ctx context.Context, d *Driver, read driver.Consistency, op, kind, name, stmt string, decode func(R) (*T, error)) (*T, error) {
 	if err := d.begin(ctx, op); err != nil {
 		return nil, err
 	}
-	cl, err := level(driver.Default, d.cfg.ReadConsistency)
+	cl, err := level(driver.Default, read)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s %q: %w", op, name, err)
 	}
@@ -118,15 +123,15 @@ func getRecord[T any, R any, PR interface {
 	return t, nil
 }
 
-// listRecords reads every record at the ReadConsistency level, page by
+// listRecords reads every record at level read, page by
 // page, and returns them sorted by name (nil when there are none). A row
 // that cannot be decoded fails the whole listing rather than silently
 // hiding a record.
 func listRecords[T any, R any, PR interface {
 	*R
 	recordRow
-}](ctx context.Context, d *Driver, op, stmt string, decode func(R) (*T, error), name func(*T) string) ([]*T, error) {
-	cl, err := d.beginAt(ctx, op, driver.Default, d.cfg.ReadConsistency)
+}](ctx context.Context, d *Driver, read driver.Consistency, op, stmt string, decode func(R) (*T, error), name func(*T) string) ([]*T, error) {
+	cl, err := d.beginAt(ctx, op, driver.Default, read)
 	if err != nil {
 		return nil, err
 	}

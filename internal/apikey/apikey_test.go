@@ -246,3 +246,90 @@ func FuzzParseScope(f *testing.F) {
 		}
 	})
 }
+
+// revokeDuringGet is the real store, revoking a key through keys between
+// Authenticate's read of its record and the end of that read.
+type revokeDuringGet struct {
+	driver.APIKeys
+	keys *Keys
+	id   string
+	once bool
+}
+
+func (r *revokeDuringGet) GetAPIKey(ctx context.Context, p *driver.GetAPIKeyParams) (*driver.APIKey, error) {
+	rec, err := r.APIKeys.GetAPIKey(ctx, p)
+	if !r.once && p.ID == r.id {
+		r.once = true
+		if err := r.keys.Revoke(ctx, r.id); err != nil {
+			return nil, err
+		}
+	}
+	return rec, err
+}
+
+// A revoke that lands while Authenticate reads the key's record must not
+// leave the record it read in the cache: on the server that revoked the
+// key, the key stops working at once.
+func TestRevokeDuringAuthenticateIsNotUndone(t *testing.T) {
+	ctx := context.Background()
+	d, err := embedded.Open(ctx, embedded.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	store := &revokeDuringGet{APIKeys: d}
+	k := New(store, time.Minute)
+	store.keys = k
+	tok, key, err := k.Create(ctx, Spec{Scopes: []string{"*:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.id = key.ID
+	if _, err := k.Authenticate(ctx, tok); !errors.Is(err, outcome.ErrUnauthenticated) {
+		t.Fatalf("a key revoked during its first check: %v, want ErrUnauthenticated", err)
+	}
+	if _, err := k.Authenticate(ctx, tok); !errors.Is(err, outcome.ErrUnauthenticated) {
+		t.Fatalf("the same key checked again: %v, want ErrUnauthenticated", err)
+	}
+}
+
+// While both hashing slots are taken, a new token waits at most kdfWait
+// and is then refused with ErrBusy (the server answers 503): a flood of
+// wrong secrets cannot queue good tokens behind it for ever.
+func TestNewTokensDoNotQueueForeverForTheKDF(t *testing.T) {
+	ctx := context.Background()
+	k, _, _ := newKeys(t)
+	tok, _, err := k.Create(ctx, Spec{Scopes: []string{"*:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range cap(k.kdfSlots) {
+		k.kdfSlots <- struct{}{}
+	}
+	start := time.Now()
+	if _, err := k.Authenticate(ctx, tok); !errors.Is(err, ErrBusy) {
+		t.Fatalf("with every slot taken: %v, want ErrBusy", err)
+	}
+	if waited := time.Since(start); waited < kdfWait/2 {
+		t.Fatalf("refused after %v, before waiting for a slot", waited)
+	}
+	<-k.kdfSlots
+	if _, err := k.Authenticate(ctx, tok); err != nil {
+		t.Fatalf("with a slot free: %v", err)
+	}
+}
+
+func TestMetricsScope(t *testing.T) {
+	g, err := ParseScope("metrics:read")
+	if err != nil || !g.covers(KindMetrics, "", Read) || g.covers(KindNamespace, "x", Read) {
+		t.Fatalf("metrics:read = %+v, %v", g, err)
+	}
+	for _, bad := range []string{"metrics:write", "metrics:admin", "metrics:x:read"} {
+		if _, err := ParseScope(bad); err == nil {
+			t.Errorf("ParseScope(%q) accepted", bad)
+		}
+	}
+	if g, _ := ParseScope("*:read"); !g.covers(KindMetrics, "", Read) {
+		t.Error("*:read does not cover the metrics")
+	}
+}

@@ -76,6 +76,11 @@ type Keys struct {
 	mu       sync.Mutex
 	verified map[[sha256.Size]byte]cachedKey // by the token's SHA-256
 	failed   map[[sha256.Size]byte]time.Time // tokens whose secret was wrong
+	// revocations counts Revoke calls. Authenticate reads it before it
+	// reads a key's record and caches its answer only if no revocation
+	// came in between: a record read just before a revoke deleted it must
+	// not outlive the revoke in the cache.
+	revocations uint64
 }
 
 type cachedKey struct {
@@ -200,8 +205,12 @@ func (k *Keys) Revoke(ctx context.Context, id string) error {
 	if err := CheckID(id); err != nil {
 		return fmt.Errorf("%w: %w", outcome.ErrInvalid, err)
 	}
+	k.mu.Lock()
+	k.revocations++
+	k.mu.Unlock()
 	err := k.store.DeleteAPIKey(ctx, &driver.DeleteAPIKeyParams{ID: id})
 	k.mu.Lock()
+	k.revocations++
 	for h, c := range k.verified {
 		if c.key.ID == id {
 			delete(k.verified, h)
@@ -228,6 +237,7 @@ func (k *Keys) Authenticate(ctx context.Context, token string) (*Key, error) {
 	k.mu.Lock()
 	c, hit := k.verified[sum]
 	failedAt, failed := k.failed[sum]
+	revocations := k.revocations
 	k.mu.Unlock()
 	if hit && now.Sub(c.at) < k.cacheTTL {
 		return c.key, nil
@@ -256,17 +266,44 @@ func (k *Keys) Authenticate(ctx context.Context, token string) (*Key, error) {
 	}
 	key := fromRecord(rec)
 	k.mu.Lock()
-	if len(k.verified) >= maxCached {
-		clear(k.verified)
+	raced := k.revocations != revocations
+	if !raced {
+		if len(k.verified) >= maxCached {
+			clear(k.verified)
+		}
+		k.verified[sum] = cachedKey{key: key, hash: rec.Hash, at: now}
 	}
-	k.verified[sum] = cachedKey{key: key, hash: rec.Hash, at: now}
 	k.mu.Unlock()
+	if raced {
+		// A revoke ran while the record was read: read it again, now that
+		// the revoke's delete is done.
+		if _, err := k.store.GetAPIKey(ctx, &driver.GetAPIKeyParams{ID: tok.ID}); err != nil {
+			if errors.Is(err, driver.ErrNotFound) {
+				return nil, fmt.Errorf("%w: key %q was revoked", outcome.ErrUnauthenticated, tok.ID)
+			}
+			return nil, err
+		}
+	}
 	return key, nil
 }
 
+// ErrBusy means every hashing slot stayed taken for kdfWait: the server
+// is checking as many new tokens as it can (perhaps someone is guessing
+// secrets). Nothing was done; a retry may pass.
+var ErrBusy = errors.New("too many API keys are being checked at once")
+
+// kdfWait is how long a new token waits for a hashing slot. A flood of
+// wrong secrets then costs its senders a refusal within a second, rather
+// than a queue that delays every new, good token behind it.
+const kdfWait = time.Second
+
 func (k *Keys) verifySlot(ctx context.Context, rec *driver.APIKey, secret []byte) (bool, error) {
+	t := time.NewTimer(kdfWait)
+	defer t.Stop()
 	select {
 	case k.kdfSlots <- struct{}{}:
+	case <-t.C:
+		return false, ErrBusy
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}

@@ -39,6 +39,9 @@ func (r Role) String() string {
 const (
 	KindNamespace = "ns"
 	KindQueue     = "queue"
+	// KindMetrics is /metrics, which names namespaces and queues: the scope
+	// "metrics:read" lets a scraper read it and nothing else.
+	KindMetrics = "metrics"
 )
 
 // Grant is one parsed scope: Role over the resource of Kind named Name,
@@ -52,20 +55,27 @@ type Grant struct {
 // ErrBadScope means a scope does not parse.
 var ErrBadScope = errors.New("bad scope")
 
-// ParseScope parses "ns:NAME:ROLE", "queue:NAME:ROLE" (NAME may be "*") or
-// "*:ROLE". Names may hold ':', so the role is what follows the last ':'.
+// ParseScope parses "ns:NAME:ROLE", "queue:NAME:ROLE" (NAME may be "*"),
+// "metrics:read" or "*:ROLE". Names may hold ':', so the role is what
+// follows the last ':'.
 func ParseScope(s string) (Grant, error) {
 	i := strings.LastIndexByte(s, ':')
 	if i < 0 {
-		return Grant{}, fmt.Errorf("%w %q: want ns:NAME:ROLE, queue:NAME:ROLE or *:ROLE", ErrBadScope, s)
+		return Grant{}, fmt.Errorf("%w %q: want ns:NAME:ROLE, queue:NAME:ROLE, metrics:read or *:ROLE", ErrBadScope, s)
 	}
 	role, ok := roleNames[s[i+1:]]
 	if !ok {
 		return Grant{}, fmt.Errorf("%w %q: role %q is not read, write or admin", ErrBadScope, s, s[i+1:])
 	}
 	res := s[:i]
-	if res == "*" {
+	switch res {
+	case "*":
 		return Grant{Kind: "*", Name: "*", Role: role}, nil
+	case KindMetrics:
+		if role != Read {
+			return Grant{}, fmt.Errorf("%w %q: the metrics can only be read (metrics:read)", ErrBadScope, s)
+		}
+		return Grant{Kind: KindMetrics, Name: "*", Role: role}, nil
 	}
 	kind, name, ok := strings.Cut(res, ":")
 	if !ok || (kind != KindNamespace && kind != KindQueue) {
@@ -80,8 +90,8 @@ func ParseScope(s string) (Grant, error) {
 }
 
 func (g Grant) String() string {
-	if g.Kind == "*" {
-		return "*:" + g.Role.String()
+	if g.Kind == "*" || g.Kind == KindMetrics {
+		return g.Kind + ":" + g.Role.String()
 	}
 	return g.Kind + ":" + g.Name + ":" + g.Role.String()
 }

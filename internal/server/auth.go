@@ -67,6 +67,9 @@ var (
 	public      = access{}
 	anyKey      = access{kind: "any"}
 	globalAdmin = access{kind: "*", role: apikey.Admin}
+	// onMetrics: /metrics names namespaces and queues, so it takes a
+	// scope of its own (metrics:read) or *:read, not just any key.
+	onMetrics = access{kind: apikey.KindMetrics, role: apikey.Read}
 )
 
 func onNamespace(role apikey.Role) access {
@@ -83,7 +86,7 @@ var routeAccess = map[string]access{
 	"GET /healthz":                     public,
 	"GET /readyz":                      public,
 	"GET /v1/openapi.yaml":             public,
-	"GET /metrics":                     anyKey,
+	"GET /metrics":                     onMetrics,
 	"GET /v1/namespaces":               anyKey, // lists what the key may read
 	"POST /v1/namespaces":              anyKey, // admin on the name in the body
 	"GET /v1/namespaces/{ns}":          onNamespace(apikey.Read),
@@ -143,10 +146,13 @@ func forbidden(r *http.Request, kind, name string, role apikey.Role) error {
 		id = k.ID
 	}
 	what := "everything"
-	if kind != "*" {
+	switch kind {
+	case apikey.KindMetrics:
+		what = "the metrics"
+	case apikey.KindNamespace, apikey.KindQueue:
 		what = fmt.Sprintf("%s %q", map[string]string{apikey.KindNamespace: "namespace", apikey.KindQueue: "queue"}[kind], name)
 	}
-	return errorf(api.CodeForbidden, "API key %q may not %s %s; nothing was done", id, role, what)
+	return errorf(api.CodeInsufficientScope, "API key %q may not %s %s; nothing was done", id, role, what)
 }
 
 // authenticate wraps a route's handler with its access rule: when the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/apikey"
 )
 
@@ -64,6 +65,7 @@ func TestAServerBeyondLoopbackRefusesRequestsWithoutAKey(t *testing.T) {
 			{"GET", "/v1/namespaces"},
 			{"GET", "/metrics"},
 			{"POST", "/v1/keys"},
+			{"GET", "/v1/namespaces/default/counters"},
 		} {
 			body := ""
 			if req[0] == "POST" {
@@ -118,6 +120,8 @@ func TestScopesDecideWhatAKeyMayDo(t *testing.T) {
 	reader := "Bearer " + e.key("ns:*:read")
 	nsAdmin := "Bearer " + e.key("ns:fresh:admin")
 	consumer := "Bearer " + e.key("queue:jobs:write")
+	scraper := "Bearer " + e.key("metrics:read")
+	defaultWriter := "Bearer " + e.key("ns:default:write")
 
 	for _, c := range []struct {
 		who, auth, method, path, body string
@@ -132,7 +136,12 @@ func TestScopesDecideWhatAKeyMayDo(t *testing.T) {
 		{"writer", writer, "POST", "/v1/updates", `{"updates":[{"namespace":"likes","counter":"c","delta":1},{"namespace":"shares","counter":"c","delta":1}]}`, 403},
 		{"writer", writer, "POST", "/v1/updates", `{"updates":[{"namespace":"likes","counter":"c","delta":1}]}`, 200},
 		{"writer", writer, "GET", "/v1/keys", "", 403},
-		{"writer", writer, "GET", "/metrics", "", 200},
+		{"writer", writer, "GET", "/metrics", "", 403},
+		{"scraper", scraper, "GET", "/metrics", "", 200},
+		{"scraper", scraper, "GET", "/v1/namespaces/likes/counters/c", "", 403},
+		{"reader", reader, "GET", "/metrics", "", 403},
+		{"writer", writer, "POST", "/v1/updates", `{"updates":[{"counter":"c","delta":1}]}`, 403},
+		{"default writer", defaultWriter, "POST", "/v1/updates", `{"updates":[{"counter":"c","delta":1}]}`, 200},
 		{"reader", reader, "GET", "/v1/namespaces/shares/counters/c", "", 200},
 		{"reader", reader, "POST", "/v1/namespaces/shares/counters/c/updates", `{"delta":1}`, 403},
 		{"reader", reader, "GET", "/v1/queues/jobs/stats", "", 403},
@@ -149,8 +158,8 @@ func TestScopesDecideWhatAKeyMayDo(t *testing.T) {
 		if r.status != c.want {
 			t.Errorf("%s: %s %s: %d %s, want %d", c.who, c.method, c.path, r.status, r.body, c.want)
 		}
-		if r.status == 403 && r.apiError().Code != api.CodeForbidden {
-			t.Errorf("%s: %s %s: code %s, want forbidden", c.who, c.method, c.path, r.apiError().Code)
+		if r.status == 403 && r.apiError().Code != api.CodeInsufficientScope {
+			t.Errorf("%s: %s %s: code %s, want insufficient_scope", c.who, c.method, c.path, r.apiError().Code)
 		}
 	}
 	// Refused writes wrote nothing: likes got the writer's 1 + batch 1.
@@ -257,5 +266,35 @@ func TestAuthModes(t *testing.T) {
 	}
 	if _, err := ParseAuthMode("sometimes"); err == nil {
 		t.Fatal("ParseAuthMode accepted sometimes")
+	}
+}
+
+// failingKeyStore is a key store that cannot be reached: a test double for
+// the mapping of store errors, not for a backend.
+type failingKeyStore struct{ driver.APIKeys }
+
+func (failingKeyStore) GetAPIKey(context.Context, *driver.GetAPIKeyParams) (*driver.APIKey, error) {
+	return nil, fmt.Errorf("store down: %w", driver.ErrUnavailable)
+}
+
+// When the store cannot say whether a key is good, the request is neither
+// served nor told its key is bad: 503, nothing done.
+func TestAKeyThatCannotBeCheckedIs503(t *testing.T) {
+	t.Parallel()
+	var keys *apikey.Keys
+	e := newEnv(t, beyondLoopback, func(a *abacus.Config, c *Config) {
+		keys = apikey.New(failingKeyStore{a.Driver}, 0)
+		c.Keys = keys
+	})
+	tok, _, err := keys.Create(context.Background(), apikey.Spec{Scopes: []string{"*:admin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.do("POST", "/v1/namespaces/default/counters/c/updates", `{"delta":1}`, "Authorization", "Bearer "+tok)
+	if r.status != 503 || r.apiError().Code != api.CodeUnavailable {
+		t.Fatalf("a key the store cannot check: %d %s, want 503 unavailable", r.status, r.body)
+	}
+	if v := e.value("default", "c"); v.Value != 0 {
+		t.Fatalf("the refused write counted: %d", v.Value)
 	}
 }

@@ -285,8 +285,8 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 	bad, first := 0, error(nil)
 	for i, u := range req.Updates {
 		err := error(nil)
-		if !s.allowed(r, apikey.KindNamespace, u.Namespace, apikey.Write) {
-			err = forbidden(r, apikey.KindNamespace, u.Namespace, apikey.Write)
+		if ns := nsOrDefault(u.Namespace); !s.allowed(r, apikey.KindNamespace, ns, apikey.Write) {
+			err = forbidden(r, apikey.KindNamespace, ns, apikey.Write)
 		} else {
 			err = s.checkUpdate(r.Context(), u)
 		}

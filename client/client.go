@@ -34,6 +34,7 @@ type Client struct {
 	minBackoff time.Duration
 	maxBackoff time.Duration
 	apiKey     string
+	headers    func(context.Context, http.Header)
 }
 
 // Option configures a Client.
@@ -60,6 +61,20 @@ func WithTLSConfig(cfg *tls.Config) Option {
 // every request, as a server that requires API keys asks. Send it only
 // over https:// beyond one machine: anyone who reads it can use it.
 func WithAPIKey(key string) Option { return func(c *Client) { c.apiKey = key } }
+
+// WithHeaders makes the client call set before it sends each request,
+// with the request's context: for headers this package does not know,
+// such as a trace's traceparent. With OpenTelemetry:
+//
+//	client.WithHeaders(func(ctx context.Context, h http.Header) {
+//		otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(h))
+//	})
+//
+// The client keeps to the standard library, so tracing stays the caller's
+// choice of library.
+func WithHeaders(set func(ctx context.Context, h http.Header)) Option {
+	return func(c *Client) { c.headers = set }
+}
 
 // WithTimeout bounds each HTTP attempt (a retry gets a fresh timeout).
 // Default 30s; zero or negative means no bound beyond the context's.
@@ -298,6 +313,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.headers != nil {
+		c.headers(ctx, req.Header)
+	}
 	if c.apiKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.apiKey)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -292,6 +293,11 @@ func (a *app) client() (*client.Client, error) {
 	}
 	if key != "" {
 		opts = append(opts, client.WithAPIKey(key))
+	}
+	// $TRACEPARENT (as otel-cli and CI systems set it) makes this command's
+	// requests part of the caller's trace.
+	if tp := a.getenv("TRACEPARENT"); tp != "" {
+		opts = append(opts, client.WithHeaders(func(_ context.Context, h http.Header) { h.Set("Traceparent", tp) }))
 	}
 	c, err := client.New(a.g.server, opts...)
 	if err != nil {

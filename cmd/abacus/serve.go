@@ -21,6 +21,7 @@ import (
 	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/apikey"
 	"github.com/abacusdb/abacus/internal/server"
+	"github.com/abacusdb/abacus/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -65,6 +66,8 @@ type serveFlags struct {
 	auth            string
 	firstKeyFile    string
 	metricsMaxNS    int
+	otlpEndpoint    string
+	traceRatio      float64
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -103,6 +106,8 @@ over the file.`,
 	fl.IntVar(&f.maxNamespaces, "max-namespaces", server.DefaultMaxNamespaces, "most namespaces a create may bring the store to (-1: no limit)")
 	fl.IntVar(&f.maxQueues, "max-queues", server.DefaultMaxQueues, "most queues a create may bring the store to (-1: no limit)")
 	fl.IntVar(&f.metricsMaxNS, "metrics-max-namespaces", server.DefaultMetricsMaxNamespaces, "how many namespaces get series of their own in abacus_namespace_requests_total; the rest are counted as namespace=\"_other\" (0 or -1: none)")
+	fl.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector (OTLP/HTTP) to send traces to, such as http://otel-collector:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)")
+	fl.Float64Var(&f.traceRatio, "trace-sample-ratio", tracing.DefaultSampleRatio, "share of requests traced when their caller's traceparent does not decide it (0 to 1)")
 	fl.StringSliceVar(&f.allowHosts, "allow-host", nil, "host name a loopback server also answers to (repeatable); other Host headers get 403, which stops DNS rebinding")
 	fl.StringVar(&f.data, "data", "./abacus-data", "data directory of the embedded store")
 	fl.BoolVar(&f.noSync, "no-sync", false, "embedded store: acknowledge updates before they are fsynced (survives a process crash, not a machine crash)")
@@ -210,6 +215,25 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	exporting, stopTracing, err := tracing.Setup(ctx, tracing.Config{
+		Endpoint: f.otlpEndpoint, SampleRatio: f.traceRatio, ServiceVersion: buildVersion().Version, Getenv: a.getenv,
+	})
+	if err != nil {
+		return usagef("tracing: %v", err)
+	}
+	defer func() {
+		// Flush the last spans, briefly: a collector that is gone must not
+		// hold up the exit.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(fctx); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
+	}()
+	if exporting {
+		log.Info("tracing: exporting spans over OTLP/HTTP", "sample_ratio", f.traceRatio)
+	}
 
 	drv, err := a.openStore(ctx, f, log, storeLog)
 	if err != nil {

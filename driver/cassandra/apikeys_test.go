@@ -18,3 +18,18 @@ func TestKeysAreReadAndWrittenAtAQuorumAtLeast(t *testing.T) {
 		}
 	}
 }
+
+func TestOperationName(t *testing.T) {
+	t.Parallel()
+	for stmt, want := range map[string]string{
+		"SELECT shard, state FROM abacus.shards WHERE ns = ?":                "SELECT abacus.shards",
+		"INSERT INTO abacus.api_keys (id, name) VALUES (?, ?) IF NOT EXISTS": "INSERT abacus.api_keys",
+		"update abacus.shards SET tally = ? WHERE ns = ?":                    "UPDATE abacus.shards",
+		"DELETE FROM abacus.api_keys WHERE id = ? IF EXISTS":                 "DELETE abacus.api_keys",
+		"": "query",
+	} {
+		if got := operationName(stmt); got != want {
+			t.Errorf("operationName(%q) = %q, want %q", stmt, got, want)
+		}
+	}
+}

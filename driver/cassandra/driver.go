@@ -124,6 +124,7 @@ func (c Config) cluster() (*gocql.ClusterConfig, error) {
 	cl.ReconnectInterval = 10 * time.Second
 	cl.MaxWaitSchemaAgreement = 60 * time.Second
 	cl.Logger = slogAdapter{c.Logger}
+	cl.QueryObserver, cl.BatchObserver = queryTracer{}, queryTracer{}
 	if c.Username != "" {
 		cl.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
 	}

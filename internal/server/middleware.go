@@ -7,9 +7,15 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/abacusdb/abacus/api"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type ctxKey struct{}
@@ -55,13 +61,48 @@ func (w *statusRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+var tracer = otel.Tracer("github.com/abacusdb/abacus/internal/server")
+
+// endSpan names the request's span by its route, once the mux has matched
+// it, and records the answer.
+func endSpan(span trace.Span, r *http.Request, status int) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	if status == 0 {
+		status = http.StatusOK
+	}
+	route := r.Pattern
+	if route == "" {
+		route = r.Method + " unmatched"
+	}
+	span.SetName(route)
+	span.SetAttributes(attribute.String("http.route", strings.TrimPrefix(route, r.Method+" ")), attribute.Int("http.response.status_code", status))
+	if status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
+	if info := requestInfoFrom(r); info != nil && info.err != nil {
+		code, _ := errorCode(info.err)
+		span.SetAttributes(attribute.String("abacus.error.code", code))
+	}
+	span.End()
+}
+
 // instrument wraps the mux with panic recovery, metrics and request logs.
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		info := &requestInfo{}
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, info))
+		// A traceparent from the caller makes this request's span its
+		// child; spans are recorded only when tracing is set up (package
+		// tracing) and the trace is sampled.
+		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+		r = r.WithContext(context.WithValue(ctx, ctxKey{}, info))
 		rec := &statusRecorder{ResponseWriter: w}
+		defer func() { endSpan(span, r, rec.status) }()
 
 		defer func() {
 			if p := recover(); p != nil {

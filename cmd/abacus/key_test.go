@@ -89,6 +89,17 @@ func TestServeBeyondLoopbackRequiresKeys(t *testing.T) {
 	if r := cli(adminEnv, "counter", "get", "likes"); r.code != 0 || r.stdout != "5\n" {
 		t.Fatalf("counter: %+v, want 5 (one write with a key, none without)", r)
 	}
+	// queue consume makes a client of its own (a longer time limit): it
+	// must send the key too. (Nothing is due: an answer at all is the test.)
+	if r := cli(adminEnv, "queue", "create", "jobs"); r.code != 0 {
+		t.Fatalf("queue create: %+v", r)
+	}
+	if r := cli(adminEnv, "queue", "consume", "jobs", "--once"); r.code != 0 {
+		t.Fatalf("queue consume with a key: %+v", r)
+	}
+	if r := cli(anon, "queue", "consume", "jobs", "--once"); r.code != exitAuth {
+		t.Fatalf("queue consume without a key: %+v, want exit %d", r, exitAuth)
+	}
 	s.stop(t)
 
 	// A restart with the same --first-key-file: the store has keys, so

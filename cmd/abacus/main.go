@@ -279,7 +279,13 @@ func (a *app) applyEnv(cmd *cobra.Command, src map[string]source) error {
 }
 
 func (a *app) client() (*client.Client, error) {
-	opts := []client.Option{client.WithTimeout(a.g.timeout), client.WithRetries(a.g.retries)}
+	return a.clientWithTimeout(a.g.timeout)
+}
+
+// clientWithTimeout is client with another time limit per request, for
+// requests that may wait on the server (a queue receive).
+func (a *app) clientWithTimeout(timeout time.Duration) (*client.Client, error) {
+	opts := []client.Option{client.WithTimeout(timeout), client.WithRetries(a.g.retries)}
 	tlsCfg, err := clientTLS(a.g.caFile, a.g.certFile, a.g.keyFile)
 	if err != nil {
 		return nil, err

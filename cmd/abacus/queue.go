@@ -237,9 +237,9 @@ not started are given back.`,
 func (a *app) consume(ctx context.Context, queue string, f consumeFlags) error {
 	// A receive may wait on the server; give it that long on top of the
 	// usual time limit.
-	c, err := client.New(a.g.server, client.WithTimeout(a.g.timeout+f.wait), client.WithRetries(a.g.retries))
+	c, err := a.clientWithTimeout(a.g.timeout + f.wait)
 	if err != nil {
-		return usagef("--server: %v", err)
+		return err
 	}
 	q, err := c.Queue(ctx, queue)
 	if err != nil {

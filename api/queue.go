@@ -113,6 +113,22 @@ type NackRequest struct {
 	Error string `json:"error,omitempty"`
 }
 
+// ExtendRequest is the body of POST /v1/queues/{queue}/extend: keep a
+// delivery in hand hidden from other consumers for longer.
+type ExtendRequest struct {
+	Receipt string `json:"receipt"`
+	// VisibilityTimeout is how long from now the message stays hidden,
+	// such as "5m"; at most "12h". Required.
+	VisibilityTimeout string `json:"visibility_timeout"`
+}
+
+// ExtendResponse is the body of a successful extend.
+type ExtendResponse struct {
+	// VisibleUntil is when the message becomes visible again unless it is
+	// settled or extended first.
+	VisibleUntil time.Time `json:"visible_until"`
+}
+
 // NackResponse is the body of a successful nack.
 type NackResponse struct {
 	// Dead is true when this was the message's last delivery and it moved

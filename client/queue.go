@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/abacusdb/abacus/api"
 )
@@ -58,6 +59,15 @@ func (c *Client) Ack(ctx context.Context, queue string, receipts ...string) erro
 // error, and says whether the message moved to the dead letters.
 func (c *Client) Nack(ctx context.Context, queue, receipt, reason string) (dead bool, err error) {
 	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/nack", api.NackRequest{Receipt: receipt, Error: reason}, func(out *api.NackResponse) bool { return out.Dead })
+}
+
+// Extend keeps a delivery in hand hidden from other consumers for d from
+// now, for a handler that needs longer than the visibility timeout, and
+// returns until when. Call it before the visibility ends: after that, or
+// once the message was delivered again, it fails with code stale_receipt.
+func (c *Client) Extend(ctx context.Context, queue, receipt string, d time.Duration) (time.Time, error) {
+	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/extend",
+		api.ExtendRequest{Receipt: receipt, VisibilityTimeout: d.String()}, func(out *api.ExtendResponse) time.Time { return out.VisibleUntil })
 }
 
 // Release gives deliveries back unhandled: visible again at once, and not

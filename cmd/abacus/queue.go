@@ -177,11 +177,12 @@ or may not be queued; putting it again may queue it twice.`,
 }
 
 type consumeFlags struct {
-	exec  string
-	max   int
-	batch int
-	wait  time.Duration
-	once  bool
+	exec           string
+	handlerTimeout time.Duration
+	max            int
+	batch          int
+	wait           time.Duration
+	once           bool
 }
 
 func (a *app) queueConsumeCmd() *cobra.Command {
@@ -198,9 +199,12 @@ With --exec each message is handed to CMD, run by /bin/sh -c with the body
 on its standard input and ABACUS_QUEUE, ABACUS_MESSAGE_ID,
 ABACUS_MESSAGE_ATTEMPT and ABACUS_MESSAGE_DUE in its environment. Exit
 status 0 acknowledges the message; any other status (or running past the
-queue's visibility timeout, when the command is killed) reports a failure
-with the end of its standard error, and the message is delivered again
-later, or moves to the dead letters after its last delivery.
+queue's visibility timeout, or --handler-timeout, when the command is
+killed) reports a failure with the end of its standard error, and the
+message is delivered again later, or moves to the dead letters after its
+last delivery. A --handler-timeout longer than the visibility timeout keeps
+the message hidden while the command runs: its visibility is extended
+every half timeout (POST /v1/queues/NAME/extend).
 
 Delivery is at least once: a consumer that dies before acknowledging leaves
 its message to be delivered again, so handlers should tolerate repeats.
@@ -220,6 +224,9 @@ not started are given back.`,
 			if f.wait < 0 || f.wait > api.MaxReceiveWait {
 				return usagef("--wait must be 0s to %v", api.MaxReceiveWait)
 			}
+			if f.handlerTimeout < 0 || (f.handlerTimeout > 0 && f.exec == "") {
+				return usagef("--handler-timeout must not be negative and needs --exec")
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return a.consume(ctx, args[0], f)
@@ -227,6 +234,7 @@ not started are given back.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.exec, "exec", "", "hand each message to this shell command; exit status 0 acknowledges it")
+	fl.DurationVar(&f.handlerTimeout, "handler-timeout", 0, "kill the --exec command after this long (default: the queue's visibility timeout); when longer than that, the message's visibility is extended every half timeout while the command runs")
 	fl.IntVar(&f.max, "max", 0, "stop after this many messages (0: no limit)")
 	fl.IntVar(&f.batch, "batch", 1, "messages to take per request")
 	fl.DurationVar(&f.wait, "wait", 10*time.Second, "how long each request waits for a message (at most 20s)")
@@ -283,7 +291,7 @@ func (a *app) consume(ctx context.Context, queue string, f consumeFlags) error {
 				cancel()
 				return err
 			}
-			if err := a.handle(ctx, c, queue, d, f.exec, visibility, settle); err != nil {
+			if err := a.handle(ctx, c, queue, d, f.exec, visibility, f.handlerTimeout, settle); err != nil {
 				return err
 			}
 			handled++
@@ -293,7 +301,7 @@ func (a *app) consume(ctx context.Context, queue string, f consumeFlags) error {
 }
 
 // handle processes one delivery and settles it.
-func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.Delivery, command string, visibility time.Duration, settle func() (context.Context, context.CancelFunc)) error {
+func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.Delivery, command string, visibility, handlerTimeout time.Duration, settle func() (context.Context, context.CancelFunc)) error {
 	body := []byte(d.Body)
 	if d.BodyBase64 != "" {
 		b, err := base64.StdEncoding.DecodeString(d.BodyBase64)
@@ -316,7 +324,16 @@ func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.
 		defer cancel()
 		return c.Ack(sctx, queue, d.Receipt)
 	}
-	failure := runHandler(ctx, command, queue, d, body, visibility, a.stdout)
+	limit := max(visibility, time.Second)
+	var stopBeats func()
+	if handlerTimeout > limit {
+		limit = handlerTimeout
+		stopBeats = a.heartbeat(ctx, c, queue, d, visibility)
+	}
+	failure := runHandler(ctx, command, queue, d, body, limit, a.stdout)
+	if stopBeats != nil {
+		stopBeats()
+	}
 	sctx, cancel := settle()
 	defer cancel()
 	if failure == "" {
@@ -338,14 +355,45 @@ func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.
 	return nil
 }
 
+// heartbeat extends the delivery's visibility every half timeout until
+// stopped, so that a command running longer than the timeout keeps its
+// message. It gives up when an extension is refused (the message was
+// delivered again: the command's work may be repeated elsewhere).
+func (a *app) heartbeat(ctx context.Context, c *client.Client, queue string, d api.Delivery, visibility time.Duration) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(max(visibility/2, 100*time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(visibility/2, time.Second))
+			_, err := c.Extend(ectx, queue, d.Receipt, visibility)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(a.stderr, "abacus: message %s: extending its visibility failed (%v); it may be delivered again while the command runs\n", d.ID, err)
+				if client.IsCode(err, api.CodeStaleReceipt) {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
 // runHandler runs the command on one message and returns "" on success or
 // a one-line description of the failure. The command's standard output
 // goes to ours; the end of its standard error goes into the failure.
-func runHandler(ctx context.Context, command, queue string, d api.Delivery, body []byte, visibility time.Duration, stdout io.Writer) string {
+func runHandler(ctx context.Context, command, queue string, d api.Delivery, body []byte, limit time.Duration, stdout io.Writer) string {
 	// Interrupting the consumer lets the command finish; only running past
-	// the visibility timeout kills it, since the message is then handed
-	// out again anyway.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(visibility, time.Second))
+	// its limit (the visibility timeout, unless heartbeats extend it)
+	// kills it, since the message is then handed out again anyway.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	defer cancel()
 	cmd := exec.CommandContext(rctx, "/bin/sh", "-c", command)
 	cmd.Stdin = bytes.NewReader(body)
@@ -364,7 +412,7 @@ func runHandler(ctx context.Context, command, queue string, d api.Delivery, body
 	}
 	msg := err.Error()
 	if errors.Is(rctx.Err(), context.DeadlineExceeded) {
-		msg = fmt.Sprintf("killed after the visibility timeout of %v", visibility)
+		msg = fmt.Sprintf("killed after %v (the visibility timeout, or --handler-timeout)", limit)
 	}
 	if tail := stderr.lastLine(); tail != "" {
 		msg += ": " + tail

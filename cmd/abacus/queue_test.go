@@ -192,3 +192,31 @@ func TestQueueCLIBadInput(t *testing.T) {
 		t.Fatalf("refused puts wrote %d messages", n)
 	}
 }
+
+// A command that runs longer than the visibility timeout keeps its message
+// when --handler-timeout allows it: the consumer extends the visibility
+// while it runs, and the ack at the end is of the current delivery.
+func TestConsumeExtendsVisibilityWhileTheCommandRuns(t *testing.T) {
+	t.Parallel()
+	s, clk := newQueueTestServer(t)
+	if r := s.cli("queue", "create", "jobs", "--shards", "4", "--visibility-timeout", "1s"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	if r := s.cli("queue", "put", "jobs", "slow"); r.code != 0 {
+		t.Fatalf("put: %+v", r)
+	}
+	clk.Advance(2 * time.Minute)
+	if r := s.cli("queue", "consume", "jobs", "--handler-timeout", "1s"); r.code != exitUsage {
+		t.Fatalf("--handler-timeout without --exec: %+v", r)
+	}
+	r := s.cli("queue", "consume", "jobs", "--max", "1", "--wait", "0s", "--exec", "sleep 1.6", "--handler-timeout", "10s")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("consume: %+v", r)
+	}
+	if n := s.queueMessages(t, "jobs"); n != 0 {
+		t.Fatalf("%d messages left; the slow command's ack should have removed it", n)
+	}
+	if got := s.lib.Queues().Stats().Extended.Load(); got < 2 {
+		t.Fatalf("%d visibility extensions while a 1.6 s command ran with a 1 s timeout, want 2 or more", got)
+	}
+}

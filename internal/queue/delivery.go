@@ -75,6 +75,41 @@ func (d *Delivery) Release(ctx context.Context) error {
 	return d.svc.release(ctx, d.q, d.msg)
 }
 
+// Extend keeps the message hidden from other consumers for d from now
+// (at most MaxVisibilityTimeout), for a handler that needs longer than the
+// visibility timeout: call it before VisibleUntil, as often as needed. It
+// returns ErrStaleReceipt once the visibility has ended (the message may
+// be delivered again at any moment, so extending it would race that) or
+// after the message was delivered again or settled.
+func (d *Delivery) Extend(ctx context.Context, by time.Duration) error {
+	m, err := d.svc.extend(ctx, d.q, d.msg, by)
+	if err == nil {
+		d.msg.VisibleAt = m.VisibleAt
+	}
+	return err
+}
+
+func (s *Service) extend(ctx context.Context, q *Queue, m driver.Message, by time.Duration) (driver.Message, error) {
+	if by <= 0 || by > MaxVisibilityTimeout {
+		return m, invalidf("a visibility extension must be positive and at most %v, not %v", MaxVisibilityTimeout, by)
+	}
+	cur, err := s.current(ctx, q, receipt{Key: m.MessageKey, Deliveries: m.Deliveries})
+	if err != nil {
+		return m, err
+	}
+	now := s.now()
+	if !now.Before(cur.VisibleAt) {
+		return m, fmt.Errorf("%w: message %s became visible again at %s; it may be delivered again",
+			ErrStaleReceipt, m.ID, cur.VisibleAt.UTC().Format(time.RFC3339Nano))
+	}
+	cur.VisibleAt = now.Add(by).Truncate(time.Millisecond)
+	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{*cur}}); err != nil {
+		return m, err
+	}
+	s.stats.Extended.Add(1)
+	return *cur, nil
+}
+
 func (s *Service) ack(ctx context.Context, q *Queue, k driver.MessageKey) error {
 	err := s.store.DeleteMessages(ctx, &driver.DeleteMessagesParams{Queue: q.Name, Keys: []driver.MessageKey{k}})
 	if err != nil {
@@ -156,6 +191,20 @@ func (s *Service) Fail(ctx context.Context, queue, receiptText, reason string) (
 		return false, err
 	}
 	return s.fail(ctx, q, *m, errors.New(reason), 0)
+}
+
+// Extend keeps the delivery a receipt names hidden for by from now, as
+// Delivery.Extend does, and returns until when.
+func (s *Service) Extend(ctx context.Context, queue, receiptText string, by time.Duration) (time.Time, error) {
+	q, r, err := s.receipt(ctx, queue, receiptText)
+	if err != nil {
+		return time.Time{}, err
+	}
+	m, err := s.extend(ctx, q, driver.Message{MessageKey: r.Key, Deliveries: r.Deliveries}, by)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return m.VisibleAt, nil
 }
 
 // Release gives back the delivery a receipt names, as Delivery.Release

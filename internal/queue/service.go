@@ -36,6 +36,7 @@ type Stats struct {
 	Acked        atomic.Int64 // deliveries acknowledged
 	Failed       atomic.Int64 // deliveries that failed (nack, handler error)
 	Released     atomic.Int64 // deliveries given back unhandled
+	Extended     atomic.Int64 // visibility extensions of deliveries in hand
 	DeadLettered atomic.Int64 // messages moved to the dead letters
 	Requeued     atomic.Int64 // dead letters put back
 	Leases       atomic.Int64 // shard leases taken

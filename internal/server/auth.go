@@ -112,6 +112,7 @@ var routeAccess = map[string]access{
 	"POST /v1/queues/{queue}/ack":          onQueue(apikey.Write),
 	"POST /v1/queues/{queue}/nack":         onQueue(apikey.Write),
 	"POST /v1/queues/{queue}/release":      onQueue(apikey.Write),
+	"POST /v1/queues/{queue}/extend":       onQueue(apikey.Write),
 	"GET /v1/queues/{queue}/stats":         onQueue(apikey.Read),
 	"GET /v1/queues/{queue}/dead":          onQueue(apikey.Read),
 	"POST /v1/queues/{queue}/dead/requeue": onQueue(apikey.Admin),

@@ -37,6 +37,7 @@ func (s *Server) queueRoutes(handle func(method, path string, h http.HandlerFunc
 	handle("POST", "/v1/queues/{queue}/ack", s.ack)
 	handle("POST", "/v1/queues/{queue}/nack", s.nack)
 	handle("POST", "/v1/queues/{queue}/release", s.release)
+	handle("POST", "/v1/queues/{queue}/extend", s.extend)
 	handle("GET", "/v1/queues/{queue}/stats", s.queueStats)
 	handle("GET", "/v1/queues/{queue}/dead", s.deadLetters)
 	handle("POST", "/v1/queues/{queue}/dead/requeue", s.requeue)
@@ -405,6 +406,17 @@ func decodeNack(data []byte) (api.NackRequest, error) {
 	return req, nil
 }
 
+func decodeExtend(data []byte) (api.ExtendRequest, error) {
+	var req api.ExtendRequest
+	if err := decodeStrict(data, &req, ""); err != nil {
+		return api.ExtendRequest{}, err
+	}
+	if req.Receipt == "" || req.VisibilityTimeout == "" {
+		return api.ExtendRequest{}, errorf(api.CodeInvalidArgument, "fields \"receipt\" and \"visibility_timeout\" are required")
+	}
+	return req, nil
+}
+
 func (s *Server) nack(w http.ResponseWriter, r *http.Request) {
 	req, ok := decodeRequest(s, w, r, decodeNack)
 	if !ok {
@@ -420,6 +432,24 @@ func (s *Server) nack(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, api.NackResponse{Dead: dead})
+}
+
+func (s *Server) extend(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeRequest(s, w, r, decodeExtend)
+	if !ok {
+		return
+	}
+	by, err := parseDuration("visibility_timeout", req.VisibilityTimeout)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	until, err := s.client.Queues().Extend(r.Context(), r.PathValue("queue"), req.Receipt, by)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.ExtendResponse{VisibleUntil: until.UTC()})
 }
 
 func (s *Server) release(w http.ResponseWriter, r *http.Request) {
@@ -574,6 +604,7 @@ func newQueueCollector(svc *queue.Service) *queueCollector {
 	total("abacus_queue_acked_total", "Deliveries acknowledged through this process.", func(s *queue.Stats) int64 { return s.Acked.Load() })
 	total("abacus_queue_failed_total", "Deliveries reported failed through this process.", func(s *queue.Stats) int64 { return s.Failed.Load() })
 	total("abacus_queue_released_total", "Deliveries given back unhandled through this process.", func(s *queue.Stats) int64 { return s.Released.Load() })
+	total("abacus_queue_extended_total", "Visibility extensions of deliveries in hand, through this process.", func(s *queue.Stats) int64 { return s.Extended.Load() })
 	total("abacus_queue_dead_lettered_total", "Messages moved to the dead letters by this process.", func(s *queue.Stats) int64 { return s.DeadLettered.Load() })
 	total("abacus_queue_requeued_total", "Dead letters put back by this process.", func(s *queue.Stats) int64 { return s.Requeued.Load() })
 	total("abacus_queue_leases_total", "Shard leases taken by this process.", func(s *queue.Stats) int64 { return s.Leases.Load() })

@@ -35,4 +35,6 @@ type CreatedKey struct {
 // KeyList is the answer to GET /v1/keys.
 type KeyList struct {
 	Keys []Key `json:"keys"`
+	// Next is the ?after= of the next page; empty on the last page.
+	Next string `json:"next,omitempty"`
 }

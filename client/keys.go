@@ -13,13 +13,9 @@ func (c *Client) CreateKey(ctx context.Context, req api.CreateKeyRequest) (*api.
 	return call[api.CreatedKey](ctx, c, "POST", "/v1/keys", req)
 }
 
-// Keys lists the API keys, never their secrets.
+// Keys lists the API keys, never their secrets; it reads every page.
 func (c *Client) Keys(ctx context.Context) ([]api.Key, error) {
-	out, err := call[api.KeyList](ctx, c, "GET", "/v1/keys", nil)
-	if err != nil {
-		return nil, err
-	}
-	return out.Keys, nil
+	return allPages(ctx, c, "/v1/keys", func(out *api.KeyList) ([]api.Key, string) { return out.Keys, out.Next })
 }
 
 // RevokeKey revokes the key with that id: at once on the server that

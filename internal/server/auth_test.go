@@ -204,6 +204,11 @@ func TestKeysAreManagedOverHTTP(t *testing.T) {
 	if !found {
 		t.Fatalf("list %+v lacks %s", list.Keys, made.ID)
 	}
+	var first api.KeyList
+	e.mustJSON("GET", "/v1/keys?limit=1", "", 200, &first, "Authorization", admin)
+	if len(first.Keys) != 1 || first.Next != first.Keys[0].ID || len(list.Keys) < 2 {
+		t.Fatalf("a page of one key: %+v (of %d)", first, len(list.Keys))
+	}
 	if r := e.do("GET", "/v1/keys", "", "Authorization", admin); r.status != 200 || strings.Contains(string(r.body), made.Token) {
 		t.Fatal("a list shows a token")
 	}

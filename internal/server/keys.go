@@ -31,12 +31,18 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
 	if !s.keysOrUnavailable(w, r) {
 		return
 	}
+	after, limit, err := pageParams(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	keys, err := s.cfg.Keys.List(r.Context())
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.KeyList{Keys: jsonEach(keys, keyJSON)})
+	items, next := page(keys, func(k *apikey.Key) string { return k.ID }, after, limit)
+	writeJSON(w, http.StatusOK, api.KeyList{Keys: jsonEach(items, keyJSON), Next: next})
 }
 
 func decodeKeyCreate(data []byte) (api.CreateKeyRequest, error) {

@@ -1,6 +1,8 @@
 package abacus
 
 import (
+	"time"
+
 	"fmt"
 
 	"github.com/abacusdb/abacus/internal/queue"
@@ -40,6 +42,12 @@ type (
 
 // ParseMessageID parses the text form of a MessageID.
 func ParseMessageID(s string) (MessageID, error) { return queue.ParseID(s) }
+
+// ExponentialBackoff is a ConsumerConfig.Backoff policy: base after the
+// first failed attempt, doubling up to limit, with equal jitter.
+func ExponentialBackoff(base, limit time.Duration) func(attempt int) time.Duration {
+	return queue.ExponentialBackoff(base, limit)
+}
 
 // Queues returns the client's delay queues: create queues, put messages,
 // consume, observe and manage dead letters. They share the client's

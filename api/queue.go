@@ -111,6 +111,11 @@ type NackRequest struct {
 	// Error says why handling failed; it is kept as the message's last
 	// error (and shown with its dead letter).
 	Error string `json:"error,omitempty"`
+	// RetryAfter, such as "30s", makes the message visible again that
+	// long after the nack (at most "12h"), longer or shorter than its
+	// visibility timeout: the consumer's backoff. Absent: when the
+	// visibility timeout ends.
+	RetryAfter string `json:"retry_after,omitempty"`
 }
 
 // ExtendRequest is the body of POST /v1/queues/{queue}/extend: keep a

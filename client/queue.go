@@ -58,7 +58,18 @@ func (c *Client) Ack(ctx context.Context, queue string, receipts ...string) erro
 // Nack reports that handling a delivery failed, with reason as its last
 // error, and says whether the message moved to the dead letters.
 func (c *Client) Nack(ctx context.Context, queue, receipt, reason string) (dead bool, err error) {
-	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/nack", api.NackRequest{Receipt: receipt, Error: reason}, func(out *api.NackResponse) bool { return out.Dead })
+	return c.NackAfter(ctx, queue, receipt, reason, 0)
+}
+
+// NackAfter is Nack with a backoff: unless it moves to the dead letters,
+// the message is visible again after from now (at most 12h), longer or
+// shorter than the visibility timeout; 0 is Nack.
+func (c *Client) NackAfter(ctx context.Context, queue, receipt, reason string, after time.Duration) (dead bool, err error) {
+	req := api.NackRequest{Receipt: receipt, Error: reason}
+	if after > 0 {
+		req.RetryAfter = after.String()
+	}
+	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/nack", req, func(out *api.NackResponse) bool { return out.Dead })
 }
 
 // Extend keeps a delivery in hand hidden from other consumers for d from

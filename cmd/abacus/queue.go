@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
 	"github.com/spf13/cobra"
@@ -179,6 +180,8 @@ or may not be queued; putting it again may queue it twice.`,
 type consumeFlags struct {
 	exec           string
 	handlerTimeout time.Duration
+	backoff        time.Duration
+	backoffMax     time.Duration
 	max            int
 	batch          int
 	wait           time.Duration
@@ -227,6 +230,9 @@ not started are given back.`,
 			if f.handlerTimeout < 0 || (f.handlerTimeout > 0 && f.exec == "") {
 				return usagef("--handler-timeout must not be negative and needs --exec")
 			}
+			if f.backoff < 0 || (f.backoff > 0 && f.exec == "") || f.backoffMax <= 0 || f.backoffMax > 12*time.Hour || f.backoff > f.backoffMax {
+				return usagef("--retry-backoff needs --exec and must be 0 to --retry-backoff-max, which is more than 0 and at most 12h")
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return a.consume(ctx, args[0], f)
@@ -234,6 +240,8 @@ not started are given back.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.exec, "exec", "", "hand each message to this shell command; exit status 0 acknowledges it")
+	fl.DurationVar(&f.backoff, "retry-backoff", 0, "after the --exec command fails, make the message visible again this long later, doubling with each further attempt (with jitter) up to --retry-backoff-max (default: when the visibility timeout ends)")
+	fl.DurationVar(&f.backoffMax, "retry-backoff-max", time.Hour, "the longest --retry-backoff delay (at most 12h)")
 	fl.DurationVar(&f.handlerTimeout, "handler-timeout", 0, "kill the --exec command after this long (default: the queue's visibility timeout); when longer than that, the message's visibility is extended every half timeout while the command runs")
 	fl.IntVar(&f.max, "max", 0, "stop after this many messages (0: no limit)")
 	fl.IntVar(&f.batch, "batch", 1, "messages to take per request")
@@ -291,7 +299,7 @@ func (a *app) consume(ctx context.Context, queue string, f consumeFlags) error {
 				cancel()
 				return err
 			}
-			if err := a.handle(ctx, c, queue, d, f.exec, visibility, f.handlerTimeout, settle); err != nil {
+			if err := a.handle(ctx, c, queue, d, f, visibility, settle); err != nil {
 				return err
 			}
 			handled++
@@ -301,7 +309,8 @@ func (a *app) consume(ctx context.Context, queue string, f consumeFlags) error {
 }
 
 // handle processes one delivery and settles it.
-func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.Delivery, command string, visibility, handlerTimeout time.Duration, settle func() (context.Context, context.CancelFunc)) error {
+func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.Delivery, f consumeFlags, visibility time.Duration, settle func() (context.Context, context.CancelFunc)) error {
+	command, handlerTimeout := f.exec, f.handlerTimeout
 	body := []byte(d.Body)
 	if d.BodyBase64 != "" {
 		b, err := base64.StdEncoding.DecodeString(d.BodyBase64)
@@ -339,7 +348,11 @@ func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.
 	if failure == "" {
 		return c.Ack(sctx, queue, d.Receipt)
 	}
-	dead, err := c.Nack(sctx, queue, d.Receipt, failure)
+	var after time.Duration
+	if f.backoff > 0 {
+		after = abacus.ExponentialBackoff(f.backoff, f.backoffMax)(d.Attempt)
+	}
+	dead, err := c.NackAfter(sctx, queue, d.Receipt, failure, after)
 	if client.IsCode(err, api.CodeStaleReceipt) {
 		fmt.Fprintf(a.stderr, "abacus: message %s: %s; it was already delivered again\n", d.ID, failure)
 		return nil
@@ -348,6 +361,9 @@ func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.
 		return err
 	}
 	note := "it will be delivered again"
+	if after > 0 {
+		note = fmt.Sprintf("it will be delivered again in %v", after.Round(time.Millisecond))
+	}
 	if dead {
 		note = "it moved to the dead letters"
 	}

@@ -220,3 +220,32 @@ func TestConsumeExtendsVisibilityWhileTheCommandRuns(t *testing.T) {
 		t.Fatalf("%d visibility extensions while a 1.6 s command ran with a 1 s timeout, want 2 or more", got)
 	}
 }
+
+// --retry-backoff brings a failed message back after its backoff, not
+// when the visibility timeout ends.
+func TestConsumeRetryBackoff(t *testing.T) {
+	t.Parallel()
+	s, clk := newQueueTestServer(t)
+	if r := s.cli("queue", "create", "jobs", "--shards", "4", "--visibility-timeout", "10m"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	if r := s.cli("queue", "put", "jobs", "flaky"); r.code != 0 {
+		t.Fatalf("put: %+v", r)
+	}
+	clk.Advance(2 * time.Minute)
+	if r := s.cli("queue", "consume", "jobs", "--retry-backoff", "1m"); r.code != exitUsage {
+		t.Fatalf("--retry-backoff without --exec: %+v", r)
+	}
+	r := s.cli("queue", "consume", "jobs", "--max", "1", "--wait", "0s", "--exec", "exit 3", "--retry-backoff", "1m")
+	if r.code != 0 || !strings.Contains(r.stderr, "it will be delivered again in") {
+		t.Fatalf("consume: %+v", r)
+	}
+	clk.Advance(25 * time.Second) // under the first backoff's 30 s floor
+	if r := s.cli("queue", "consume", "jobs", "--once"); r.code != 0 || r.stdout != "" {
+		t.Fatalf("back before its backoff: %+v", r)
+	}
+	clk.Advance(40 * time.Second) // past the backoff's 60 s ceiling, far before the 10 m timeout
+	if r := s.cli("queue", "consume", "jobs", "--once"); r.code != 0 || r.stdout != "flaky\n" {
+		t.Fatalf("after its backoff: %+v", r)
+	}
+}

@@ -206,6 +206,13 @@ type ConsumerConfig struct {
 	// RetryDelay, when positive, makes a failed message visible again this
 	// long after the failure instead of when its visibility timeout ends.
 	RetryDelay time.Duration
+
+	// Backoff, when set, says how long after the failure of delivery
+	// attempt (1 for the first) the message becomes visible again, longer
+	// or shorter than the visibility timeout; it overrides RetryDelay.
+	// Results are clamped to (0, MaxVisibilityTimeout]. ExponentialBackoff
+	// makes the usual one.
+	Backoff func(attempt int) time.Duration
 }
 
 func (c ConsumerConfig) withDefaults() ConsumerConfig {

@@ -519,7 +519,7 @@ func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*De
 	}
 	out := make([]*Delivery, len(marks))
 	for i, m := range marks {
-		out[i] = &Delivery{svc: c.svc, q: c.q, msg: m, retryDelay: c.cfg.RetryDelay}
+		out[i] = &Delivery{svc: c.svc, q: c.q, msg: m, retryDelay: c.cfg.RetryDelay, backoff: c.cfg.Backoff}
 	}
 	last := marks[len(marks)-1].MessageKey
 	l.cursor = &last

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
@@ -19,6 +20,7 @@ type Delivery struct {
 	q          *Queue
 	msg        driver.Message // as marked: Deliveries and VisibleAt of this delivery
 	retryDelay time.Duration
+	backoff    func(attempt int) time.Duration
 }
 
 // ID returns the message's id.
@@ -64,8 +66,38 @@ func (d *Delivery) Ack(ctx context.Context) error {
 // ConsumerConfig.RetryDelay); if this was its last allowed delivery it
 // moves to the dead letters now, with cause as its last error.
 func (d *Delivery) Fail(ctx context.Context, cause error) error {
-	_, err := d.svc.fail(ctx, d.q, d.msg, cause, d.retryDelay)
+	var after time.Duration
+	if d.backoff != nil {
+		after = clampBackoff(d.backoff(d.msg.Deliveries))
+	}
+	_, err := d.svc.fail(ctx, d.q, d.msg, cause, d.retryDelay, after)
 	return err
+}
+
+// clampBackoff keeps a backoff policy's answer in (0, MaxVisibilityTimeout].
+func clampBackoff(d time.Duration) time.Duration {
+	return min(max(d, time.Millisecond), MaxVisibilityTimeout)
+}
+
+// ExponentialBackoff returns the backoff policy most queues want: base
+// after the first failed attempt, doubling with each further one up to
+// limit, with "equal jitter" (half the delay fixed, half random) so that
+// messages that failed together do not all come back together.
+func ExponentialBackoff(base, limit time.Duration) func(attempt int) time.Duration {
+	return func(attempt int) time.Duration {
+		d := limit
+		if attempt < 1 {
+			attempt = 1
+		}
+		if shift := attempt - 1; shift < 62 && base<<shift > 0 && base<<shift < limit {
+			d = base << shift
+		}
+		half := d / 2
+		if half <= 0 {
+			return d
+		}
+		return half + rand.N(d-half+1)
+	}
 }
 
 // Release gives the message back unhandled: it is visible again at once
@@ -119,7 +151,11 @@ func (s *Service) ack(ctx context.Context, q *Queue, k driver.MessageKey) error 
 	return nil
 }
 
-func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause error, retryDelay time.Duration) (dead bool, _ error) {
+// fail records a failure. The message becomes visible again after, when
+// positive (a backoff: longer or shorter than the visibility timeout);
+// else after retryDelay when that is sooner than the visibility's end;
+// else when the visibility ends.
+func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause error, retryDelay, after time.Duration) (dead bool, _ error) {
 	reason := "failed"
 	if cause != nil {
 		reason = cause.Error()
@@ -139,7 +175,10 @@ func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause er
 		s.stats.DeadLettered.Add(1)
 		return true, nil
 	}
-	if retryDelay > 0 && now.Add(retryDelay).Before(m.VisibleAt) {
+	switch {
+	case after > 0:
+		m.VisibleAt = now.Add(after).Truncate(time.Millisecond)
+	case retryDelay > 0 && now.Add(retryDelay).Before(m.VisibleAt):
 		m.VisibleAt = now.Add(retryDelay)
 	}
 	return false, s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{m}})
@@ -182,6 +221,17 @@ func (s *Service) Ack(ctx context.Context, queue, receiptText string) error {
 // returns ErrStaleReceipt if the message was delivered again (or settled)
 // since.
 func (s *Service) Fail(ctx context.Context, queue, receiptText, reason string) (dead bool, err error) {
+	return s.FailAfter(ctx, queue, receiptText, reason, 0)
+}
+
+// FailAfter is Fail with a backoff: unless it moves to the dead letters,
+// the message becomes visible again after from now (0 < after ≤
+// MaxVisibilityTimeout), longer or shorter than its visibility timeout; 0
+// means when the visibility ends, as Fail.
+func (s *Service) FailAfter(ctx context.Context, queue, receiptText, reason string, after time.Duration) (dead bool, err error) {
+	if after < 0 || after > MaxVisibilityTimeout {
+		return false, invalidf("a retry delay must be positive and at most %v, not %v", MaxVisibilityTimeout, after)
+	}
 	q, r, err := s.receipt(ctx, queue, receiptText)
 	if err != nil {
 		return false, err
@@ -190,7 +240,7 @@ func (s *Service) Fail(ctx context.Context, queue, receiptText, reason string) (
 	if err != nil {
 		return false, err
 	}
-	return s.fail(ctx, q, *m, errors.New(reason), 0)
+	return s.fail(ctx, q, *m, errors.New(reason), 0, after)
 }
 
 // Extend keeps the delivery a receipt names hidden for by from now, as

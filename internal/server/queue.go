@@ -400,6 +400,9 @@ func decodeNack(data []byte) (api.NackRequest, error) {
 	if err := decodeStrict(data, &req, ""); err != nil {
 		return api.NackRequest{}, err
 	}
+	if err := refuseEmpty(data, "", "retry_after"); err != nil {
+		return api.NackRequest{}, err
+	}
 	if req.Receipt == "" {
 		return api.NackRequest{}, errorf(api.CodeInvalidArgument, "field \"receipt\" is required")
 	}
@@ -426,7 +429,15 @@ func (s *Server) nack(w http.ResponseWriter, r *http.Request) {
 	if reason == "" {
 		reason = "failed (no reason given)"
 	}
-	dead, err := s.client.Queues().Fail(r.Context(), r.PathValue("queue"), req.Receipt, reason)
+	after, err := parseDuration("retry_after", req.RetryAfter)
+	if err == nil && req.RetryAfter != "" && after <= 0 {
+		err = errorf(api.CodeInvalidArgument, "field \"retry_after\": %q must be positive", req.RetryAfter)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	dead, err := s.client.Queues().FailAfter(r.Context(), r.PathValue("queue"), req.Receipt, reason, after)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -165,6 +165,16 @@ type UpdateMessagesParams struct {
 	Updates []Message
 }
 
+// ExtendVisibilityParams are the parameters of Queues.ExtendVisibility.
+type ExtendVisibilityParams struct {
+	Queue string
+	Key   MessageKey
+	// Deliveries is the delivery count the message must still have.
+	Deliveries int
+	// VisibleAt is the new end of the message's visibility.
+	VisibleAt time.Time
+}
+
 // DeleteMessagesParams are the parameters of Queues.DeleteMessages.
 type DeleteMessagesParams struct {
 	Queue string
@@ -291,6 +301,15 @@ type Queues interface {
 	// message that no longer exists must not bring it back as a message:
 	// it is either dropped or leaves a fragment (see MessagePage).
 	UpdateMessages(ctx context.Context, p *UpdateMessagesParams) error
+
+	// ExtendVisibility sets the message's visible_at, and no other field,
+	// so that it can never roll back a delivery count or error that a
+	// concurrent redelivery wrote. It reports whether it wrote: the
+	// embedded store writes only while the message exists with
+	// p.Deliveries (checked under the shard lock); Cassandra writes the one
+	// column (last write wins), and a message deleted meanwhile is left a
+	// fragment, never brought back as a message.
+	ExtendVisibility(ctx context.Context, p *ExtendVisibilityParams) (bool, error)
 
 	// DeleteMessages deletes messages (and fragments); deleting a missing
 	// one is not an error.

@@ -207,7 +207,8 @@ killed) reports a failure with the end of its standard error, and the
 message is delivered again later, or moves to the dead letters after its
 last delivery. A --handler-timeout longer than the visibility timeout keeps
 the message hidden while the command runs: its visibility is extended
-every half timeout (POST /v1/queues/NAME/extend).
+every third of the timeout (POST /v1/queues/NAME/extend); it takes one
+message at a time (no --batch).
 
 Delivery is at least once: a consumer that dies before acknowledging leaves
 its message to be delivered again, so handlers should tolerate repeats.
@@ -230,6 +231,12 @@ not started are given back.`,
 			if f.handlerTimeout < 0 || (f.handlerTimeout > 0 && f.exec == "") {
 				return usagef("--handler-timeout must not be negative and needs --exec")
 			}
+			if f.handlerTimeout > 0 && f.batch > 1 {
+				// The messages of a batch are hidden from the moment it is
+				// received, but each is extended only while its own command
+				// runs: the later ones would be handed to others meanwhile.
+				return usagef("--handler-timeout takes one message at a time: leave out --batch")
+			}
 			if f.backoff < 0 || (f.backoff > 0 && f.exec == "") || f.backoffMax <= 0 || f.backoffMax > 12*time.Hour || f.backoff > f.backoffMax {
 				return usagef("--retry-backoff needs --exec and must be 0 to --retry-backoff-max, which is more than 0 and at most 12h")
 			}
@@ -242,7 +249,7 @@ not started are given back.`,
 	fl.StringVar(&f.exec, "exec", "", "hand each message to this shell command; exit status 0 acknowledges it")
 	fl.DurationVar(&f.backoff, "retry-backoff", 0, "after the --exec command fails, make the message visible again this long later, doubling with each further attempt (with jitter) up to --retry-backoff-max (default: when the visibility timeout ends)")
 	fl.DurationVar(&f.backoffMax, "retry-backoff-max", time.Hour, "the longest --retry-backoff delay (at most 12h)")
-	fl.DurationVar(&f.handlerTimeout, "handler-timeout", 0, "kill the --exec command after this long (default: the queue's visibility timeout); when longer than that, the message's visibility is extended every half timeout while the command runs")
+	fl.DurationVar(&f.handlerTimeout, "handler-timeout", 0, "kill the --exec command after this long (default: the queue's visibility timeout); when longer than that, the message's visibility is extended every third of the timeout while the command runs")
 	fl.IntVar(&f.max, "max", 0, "stop after this many messages (0: no limit)")
 	fl.IntVar(&f.batch, "batch", 1, "messages to take per request")
 	fl.DurationVar(&f.wait, "wait", 10*time.Second, "how long each request waits for a message (at most 20s)")
@@ -335,9 +342,11 @@ func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.
 	}
 	limit := max(visibility, time.Second)
 	var stopBeats func()
-	if handlerTimeout > limit {
+	if handlerTimeout > 0 {
 		limit = handlerTimeout
-		stopBeats = a.heartbeat(ctx, c, queue, d, visibility)
+		if handlerTimeout > visibility {
+			stopBeats = a.heartbeat(ctx, c, queue, d, visibility)
+		}
 	}
 	failure := runHandler(ctx, command, queue, d, body, limit, a.stdout)
 	if stopBeats != nil {
@@ -371,7 +380,7 @@ func (a *app) handle(ctx context.Context, c *client.Client, queue string, d api.
 	return nil
 }
 
-// heartbeat extends the delivery's visibility every half timeout until
+// heartbeat extends the delivery's visibility every third of its timeout until
 // stopped, so that a command running longer than the timeout keeps its
 // message. It gives up when an extension is refused (the message was
 // delivered again: the command's work may be repeated elsewhere).
@@ -380,7 +389,9 @@ func (a *app) heartbeat(ctx context.Context, c *client.Client, queue string, d a
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		tick := time.NewTicker(max(visibility/2, 100*time.Millisecond))
+		// Every third of the timeout, each try bounded by a quarter: a
+		// slow or failed try leaves time for the next before the end.
+		tick := time.NewTicker(max(visibility/3, 100*time.Millisecond))
 		defer tick.Stop()
 		for {
 			select {
@@ -388,7 +399,7 @@ func (a *app) heartbeat(ctx context.Context, c *client.Client, queue string, d a
 				return
 			case <-tick.C:
 			}
-			ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(visibility/2, time.Second))
+			ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(visibility/4, 250*time.Millisecond))
 			_, err := c.Extend(ectx, queue, d.Receipt, visibility)
 			cancel()
 			if err != nil {

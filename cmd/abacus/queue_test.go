@@ -249,3 +249,11 @@ func TestConsumeRetryBackoff(t *testing.T) {
 		t.Fatalf("after its backoff: %+v", r)
 	}
 }
+
+func TestHandlerTimeoutTakesOneMessageAtATime(t *testing.T) {
+	t.Parallel()
+	s, _ := newQueueTestServer(t)
+	if r := s.cli("queue", "consume", "jobs", "--exec", "true", "--handler-timeout", "1h", "--batch", "2"); r.code != exitUsage {
+		t.Fatalf("--handler-timeout with --batch 2: %+v", r)
+	}
+}

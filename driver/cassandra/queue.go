@@ -105,6 +105,7 @@ type queueStatements struct {
 	putFresh, putFull                                   string
 	readMessages, readMessagesNoBody, getMessage        string
 	updateMessage, deleteMessage                        string
+	extendVisibility                                    string
 	readShard, countShard                               string
 	acquire, renew, release, anchor, setFloor           string
 	insertDead, listDead, listDeadByID, deleteDead      string
@@ -135,6 +136,7 @@ func newQueueStatements(ks string) queueStatements {
 		readMessagesNoBody: "SELECT " + messageColumns + " FROM " + m + byShard + " AND due >= ? AND due <= ? LIMIT ?",
 		getMessage:         "SELECT " + messageColumns + ", body FROM " + m + byMessage,
 		updateMessage:      "UPDATE " + m + " SET deliveries = ?, visible_at = ?, last_error = ?" + byMessage,
+		extendVisibility:   "UPDATE " + m + " SET visible_at = ?" + byMessage,
 		// A message row has no row marker (it was written with UPDATE), so
 		// deleting its cells deletes the row. A whole-row DELETE would
 		// write a range tombstone instead, and Cassandra 2.1.0 compacts a
@@ -545,6 +547,18 @@ func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesPar
 		}
 		return nil
 	})
+}
+
+// ExtendVisibility writes the visible_at column alone (see
+// driver.Queues): the delivery count is not checked here, where that
+// would take a lightweight transaction mixed with the plain writes of
+// deliveries; writing one column is what keeps a redelivery's count safe.
+func (d *Driver) ExtendVisibility(ctx context.Context, p *driver.ExtendVisibilityParams) (bool, error) {
+	err := d.writeByShard(ctx, "extend visibility", p.Queue, func(shards shardWrites) error {
+		shards.add(p.Key.Shard, d.q.queue.extendVisibility, nullTime(p.VisibleAt), p.Queue, p.Key.Shard, p.Key.Due, [16]byte(p.Key.ID))
+		return nil
+	})
+	return err == nil, err
 }
 
 // DeleteMessages deletes the rows, one batch per shard.

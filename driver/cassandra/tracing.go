@@ -15,14 +15,15 @@ import (
 var tracer = otel.Tracer("github.com/abacusdb/abacus/driver/cassandra")
 
 // queryTracer makes a span of every query and batch whose context carries
-// a sampled span: the request that caused it. gocql reports a query after
+// a recording span: the traced request that caused it. (A caller's
+// sampled traceparent with no tracing set up here is not recording.) gocql reports a query after
 // it returned, with its start and end, so the span is made afterwards
 // with those times. Queries of no traced request (group-committed shard
 // writes, sweeps, gocql's own) cost one check each.
 type queryTracer struct{}
 
 func (queryTracer) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
-	if !trace.SpanContextFromContext(ctx).IsSampled() {
+	if !trace.SpanFromContext(ctx).IsRecording() {
 		return
 	}
 	attrs := []attribute.KeyValue{
@@ -35,7 +36,7 @@ func (queryTracer) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
 }
 
 func (queryTracer) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
-	if !trace.SpanContextFromContext(ctx).IsSampled() {
+	if !trace.SpanFromContext(ctx).IsRecording() {
 		return
 	}
 	attrs := []attribute.KeyValue{

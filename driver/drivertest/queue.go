@@ -339,6 +339,48 @@ func exerciseMessages(t *testing.T, d driver.Driver) {
 		}
 	})
 
+	t.Run("ExtendVisibility", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-ext")
+		m := msg(0, base, "payload")
+		mustPut(t, d, q, m)
+		u := m
+		u.Deliveries, u.VisibleAt, u.LastError = 2, base.Add(time.Minute), "delivery 2 (consumer x) was not acknowledged"
+		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{u}}); err != nil {
+			t.Fatal(err)
+		}
+		wrote, err := d.ExtendVisibility(c, &driver.ExtendVisibilityParams{Queue: q, Key: m.MessageKey, Deliveries: 2, VisibleAt: base.Add(time.Hour)})
+		if err != nil || !wrote {
+			t.Fatalf("ExtendVisibility: %v, %v", wrote, err)
+		}
+		got, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := u
+		want.Body, want.VisibleAt = m.Body, base.Add(time.Hour)
+		sameMessage(t, *got, want, true) // every other field as it was
+
+		if err := d.DeleteMessages(c, &driver.DeleteMessagesParams{Queue: q, Keys: []driver.MessageKey{m.MessageKey}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.ExtendVisibility(c, &driver.ExtendVisibilityParams{Queue: q, Key: m.MessageKey, Deliveries: 2, VisibleAt: base.Add(2 * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey}); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("an extension after the delete brought the message back: %v", err)
+		}
+		page := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base.Add(-time.Hour), To: base.Add(time.Hour), Limit: 10, WithBody: true})
+		if len(page.Messages) != 0 {
+			t.Fatalf("a late extension resurrected %+v", page.Messages)
+		}
+		if len(page.Fragments) > 0 {
+			if err := d.DeleteMessages(c, &driver.DeleteMessagesParams{Queue: q, Keys: page.Fragments}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	t.Run("QueueShardStats", func(t *testing.T) {
 		t.Parallel()
 		c := ctx(t)

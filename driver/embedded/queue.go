@@ -218,6 +218,28 @@ func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesPar
 		})
 }
 
+// ExtendVisibility implements driver.Queues.
+func (d *Driver) ExtendVisibility(ctx context.Context, p *driver.ExtendVisibilityParams) (bool, error) {
+	wrote := false
+	err := batchByShard(ctx, d, "extend visibility", p.Queue, []driver.MessageKey{p.Key}, func(k driver.MessageKey) int { return k.Shard },
+		func(b *pebble.Batch, k driver.MessageKey) error {
+			m, err := d.getMessage(p.Queue, k)
+			if errors.Is(err, driver.ErrNotFound) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if m.Deliveries != p.Deliveries {
+				return nil
+			}
+			m.VisibleAt = ms(p.VisibleAt)
+			wrote = true
+			return b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(m), nil)
+		})
+	return wrote && err == nil, err
+}
+
 // batchByShard runs the write op of items: it groups them by shard and
 // writes each shard's group in one batch, which write fills item by item
 // under the shard's lock, then syncs the WAL once.

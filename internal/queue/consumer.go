@@ -626,8 +626,13 @@ func (c *Consumer) loop(ctx, handlerCtx context.Context) {
 
 // handle runs the handler on one delivery and settles it.
 func (c *Consumer) handle(ctx context.Context, d *Delivery) {
-	hctx, cancel := context.WithTimeout(ctx, d.q.VisibilityTimeout)
+	// The handler may run until the delivery's visibility ends, which
+	// Delivery.Extend moves.
+	hctx, cancel := withMovableDeadline(ctx, d.VisibleUntil().Sub(c.svc.now()))
 	defer cancel()
+	d.mu.Lock()
+	d.handlerCtx = hctx
+	d.mu.Unlock()
 	err := c.call(hctx, d)
 	// Settle even when the handlers' context was cancelled by Stop: the
 	// outcome is known and worth recording.

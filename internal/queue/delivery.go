@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
@@ -18,47 +20,60 @@ import (
 type Delivery struct {
 	svc        *Service
 	q          *Queue
-	msg        driver.Message // as marked: Deliveries and VisibleAt of this delivery
 	retryDelay time.Duration
 	backoff    func(attempt int) time.Duration
+
+	// mu guards msg, which Extend changes while a handler may be settling
+	// the delivery, and handlerCtx, whose deadline Extend moves.
+	mu         sync.Mutex
+	msg        driver.Message // as marked: Deliveries and VisibleAt of this delivery
+	handlerCtx *movableDeadline
+}
+
+// message returns a copy of the delivery's message.
+func (d *Delivery) message() driver.Message {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.msg
 }
 
 // ID returns the message's id.
-func (d *Delivery) ID() ID { return d.msg.ID }
+func (d *Delivery) ID() ID { return d.message().ID }
 
 // Queue returns the queue's name.
 func (d *Delivery) Queue() string { return d.q.Name }
 
 // Body returns the message body. Callers must not modify it.
-func (d *Delivery) Body() []byte { return d.msg.Body }
+func (d *Delivery) Body() []byte { return d.message().Body }
 
 // Due returns when the message became due.
-func (d *Delivery) Due() time.Time { return d.msg.Due }
+func (d *Delivery) Due() time.Time { return d.message().Due }
 
 // EnqueuedAt returns when the message was put.
-func (d *Delivery) EnqueuedAt() time.Time { return d.msg.EnqueuedAt }
+func (d *Delivery) EnqueuedAt() time.Time { return d.message().EnqueuedAt }
 
 // Attempt returns this delivery's number: 1 for the first delivery.
-func (d *Delivery) Attempt() int { return d.msg.Deliveries }
+func (d *Delivery) Attempt() int { return d.message().Deliveries }
 
 // Shard returns the shard the message is stored in.
-func (d *Delivery) Shard() int { return d.msg.Shard }
+func (d *Delivery) Shard() int { return d.message().Shard }
 
 // VisibleUntil returns when the message becomes visible to other consumers
 // again unless it is settled first (service clock).
-func (d *Delivery) VisibleUntil() time.Time { return d.msg.VisibleAt }
+func (d *Delivery) VisibleUntil() time.Time { return d.message().VisibleAt }
 
 // Receipt returns a text token naming this delivery, with which any
 // process can settle it through the Service (the HTTP API does).
 func (d *Delivery) Receipt() string {
-	return receipt{Key: d.msg.MessageKey, Deliveries: d.msg.Deliveries}.String()
+	m := d.message()
+	return receipt{Key: m.MessageKey, Deliveries: m.Deliveries}.String()
 }
 
 // Ack deletes the message: it was handled. An error wrapping
 // ErrUnknownOutcome means the delete may not have happened, and the message
 // may be delivered again.
 func (d *Delivery) Ack(ctx context.Context) error {
-	return d.svc.ack(ctx, d.q, d.msg.MessageKey)
+	return d.svc.ack(ctx, d.q, d.message().MessageKey)
 }
 
 // Fail records that the delivery failed with cause. The message becomes
@@ -66,11 +81,12 @@ func (d *Delivery) Ack(ctx context.Context) error {
 // ConsumerConfig.RetryDelay); if this was its last allowed delivery it
 // moves to the dead letters now, with cause as its last error.
 func (d *Delivery) Fail(ctx context.Context, cause error) error {
+	m := d.message()
 	var after time.Duration
 	if d.backoff != nil {
-		after = clampBackoff(d.backoff(d.msg.Deliveries))
+		after = clampBackoff(d.backoff(m.Deliveries))
 	}
-	_, err := d.svc.fail(ctx, d.q, d.msg, cause, d.retryDelay, after)
+	_, err := d.svc.fail(ctx, d.q, m, cause, d.retryDelay, after)
 	return err
 }
 
@@ -89,7 +105,7 @@ func ExponentialBackoff(base, limit time.Duration) func(attempt int) time.Durati
 		if attempt < 1 {
 			attempt = 1
 		}
-		if shift := attempt - 1; shift < 62 && base<<shift > 0 && base<<shift < limit {
+		if shift := attempt - 1; base > 0 && shift < 62 && base <= limit>>shift {
 			d = base << shift
 		}
 		half := d / 2
@@ -104,21 +120,36 @@ func ExponentialBackoff(base, limit time.Duration) func(attempt int) time.Durati
 // and this delivery does not count. For consumers that took more than they
 // can handle, for example when shutting down.
 func (d *Delivery) Release(ctx context.Context) error {
-	return d.svc.release(ctx, d.q, d.msg)
+	return d.svc.release(ctx, d.q, d.message())
 }
 
-// Extend keeps the message hidden from other consumers for d from now
-// (at most MaxVisibilityTimeout), for a handler that needs longer than the
-// visibility timeout: call it before VisibleUntil, as often as needed. It
-// returns ErrStaleReceipt once the visibility has ended (the message may
-// be delivered again at any moment, so extending it would race that) or
-// after the message was delivered again or settled.
+// Extend keeps the message hidden from other consumers until at least by
+// from now (at most MaxVisibilityTimeout; it never shortens what is
+// there), for a handler that needs longer than the visibility timeout:
+// call it before VisibleUntil, as often as needed. A handler run by a
+// Consumer gets a context whose deadline moves with it. It returns
+// ErrStaleReceipt once the visibility has ended (the message may be
+// delivered again at any moment) or after the delivery was settled or
+// delivered again.
 func (d *Delivery) Extend(ctx context.Context, by time.Duration) error {
-	m, err := d.svc.extend(ctx, d.q, d.msg, by)
-	if err == nil {
-		d.msg.VisibleAt = m.VisibleAt
+	m, err := d.svc.extend(ctx, d.q, d.message(), by)
+	if err != nil {
+		return err
 	}
-	return err
+	d.mu.Lock()
+	d.msg.VisibleAt = m.VisibleAt
+	if d.handlerCtx != nil {
+		d.handlerCtx.moveTo(m.VisibleAt.Sub(d.svc.now()))
+	}
+	d.mu.Unlock()
+	return nil
+}
+
+// failed reports whether m's current delivery was settled as a failure:
+// fail writes its error as "delivery N: …", where the mark written when it
+// was handed out says "delivery N (consumer …) was not acknowledged …".
+func failed(m *driver.Message) bool {
+	return strings.HasPrefix(m.LastError, fmt.Sprintf("delivery %d: ", m.Deliveries))
 }
 
 func (s *Service) extend(ctx context.Context, q *Queue, m driver.Message, by time.Duration) (driver.Message, error) {
@@ -129,16 +160,29 @@ func (s *Service) extend(ctx context.Context, q *Queue, m driver.Message, by tim
 	if err != nil {
 		return m, err
 	}
+	if failed(cur) {
+		return m, fmt.Errorf("%w: delivery %d of message %s was settled as failed", ErrStaleReceipt, cur.Deliveries, m.ID)
+	}
 	now := s.now()
 	if !now.Before(cur.VisibleAt) {
 		return m, fmt.Errorf("%w: message %s became visible again at %s; it may be delivered again",
 			ErrStaleReceipt, m.ID, cur.VisibleAt.UTC().Format(time.RFC3339Nano))
 	}
-	cur.VisibleAt = now.Add(by).Truncate(time.Millisecond)
-	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{*cur}}); err != nil {
+	until := now.Add(by).Truncate(time.Millisecond)
+	if until.Before(cur.VisibleAt) {
+		until = cur.VisibleAt
+	}
+	wrote, err := s.store.ExtendVisibility(ctx, &driver.ExtendVisibilityParams{
+		Queue: q.Name, Key: cur.MessageKey, Deliveries: cur.Deliveries, VisibleAt: until,
+	})
+	if err != nil {
 		return m, err
 	}
+	if !wrote {
+		return m, fmt.Errorf("%w: message %s was settled or delivered again meanwhile", ErrStaleReceipt, m.ID)
+	}
 	s.stats.Extended.Add(1)
+	cur.VisibleAt = until
 	return *cur, nil
 }
 

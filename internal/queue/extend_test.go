@@ -1,9 +1,13 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
 )
 
 // A delivery extended before its visibility ends stays hidden past the
@@ -67,4 +71,142 @@ func TestExtendKeepsADeliveryHidden(t *testing.T) {
 			t.Fatalf("Extend after the ack: %v, want ErrStaleReceipt", err)
 		}
 	})
+}
+
+// hookStore runs after once, after the first GetMessage returns: what
+// another process does between an extension's read and its write.
+type hookStore struct {
+	driver.Queues
+	after func()
+}
+
+func (h *hookStore) GetMessage(ctx context.Context, p *driver.GetMessageParams) (*driver.Message, error) {
+	m, err := h.Queues.GetMessage(ctx, p)
+	if f := h.after; f != nil {
+		h.after = nil
+		f()
+	}
+	return m, err
+}
+
+// An extension whose read comes just before the visibility's end and
+// whose write comes after a redelivery must not roll the delivery count
+// back: the new delivery's receipt stays good, and it counts. The
+// extension writes visible_at alone (and, on the embedded store, only for
+// the delivery it read).
+func TestExtendRacingARedeliveryKeepsItsCount(t *testing.T) {
+	t.Parallel()
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		ctx := ctxT(t)
+		q := e.create(t, QueueConfig{Shards: 4, VisibilityTimeout: 10 * time.Second})
+		e.put(t, e.svc, q.Name, Message{Body: []byte("x")})
+		e.clock.Advance(2 * time.Minute)
+		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
+		first := receive(t, c, 1)
+		e.clock.Advance(10*time.Second - time.Millisecond)
+		var second []*Delivery
+		hs := &hookStore{Queues: e.store, after: func() {
+			e.clock.Advance(time.Millisecond)
+			second = receive(t, c, 1)
+		}}
+		// A process whose clock runs a second behind: it still sees the
+		// first delivery's visibility as open.
+		late, err := New(Config{Store: hs, Clock: clock.Offset{Base: e.clock, By: -time.Second}, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = late.Extend(ctx, q.Name, first[0].Receipt(), time.Minute) // refused or not, it must not rewind
+		if len(second) != 1 || second[0].Attempt() != 2 {
+			t.Fatalf("no second delivery in the hook: %v", deliveryIDs(second))
+		}
+		if _, err := e.svc.Fail(ctx, q.Name, second[0].Receipt(), "boom"); err != nil {
+			t.Fatalf("the second delivery's receipt after a racing extension: %v", err)
+		}
+	})
+}
+
+// A delivery settled as failed cannot be extended: that would cut its
+// backoff short, or hide it again.
+func TestExtendAfterNackIsStale(t *testing.T) {
+	t.Parallel()
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		ctx := ctxT(t)
+		q := e.create(t, QueueConfig{Shards: 4, VisibilityTimeout: 10 * time.Second})
+		e.put(t, e.svc, q.Name, Message{Body: []byte("x")})
+		e.clock.Advance(2 * time.Minute)
+		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
+		d := receive(t, c, 1)[0]
+		if _, err := e.svc.FailAfter(ctx, q.Name, d.Receipt(), "boom", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Extend(ctx, q.Name, d.Receipt(), time.Second); !errors.Is(err, ErrStaleReceipt) {
+			t.Fatalf("Extend after a nack: %v, want ErrStaleReceipt", err)
+		}
+		e.clock.Advance(time.Minute)
+		if got := receive(t, c, 1); len(got) != 0 {
+			t.Fatalf("back before its 1 h backoff: %v", deliveryIDs(got))
+		}
+	})
+}
+
+// A handler run by a Consumer may outlive the visibility timeout while it
+// extends: its context's deadline moves with each extension. (Real time:
+// the handler's deadline is a timer.)
+func TestHandlerThatExtendsOutlivesTheTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "embedded", embeddedStore(t))
+	q := e.create(t, QueueConfig{Shards: 4, VisibilityTimeout: time.Second})
+	e.put(t, e.svc, q.Name, Message{Body: []byte("slow")})
+	e.clock.Advance(2 * time.Minute)
+	result := make(chan error, 1)
+	c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, PollInterval: 10 * time.Millisecond, Handler: func(ctx context.Context, d *Delivery) error {
+		for range 8 { // 1.6 s, past the 1 s timeout
+			select {
+			case <-ctx.Done():
+				result <- ctx.Err()
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			if err := d.Extend(ctx, time.Second); err != nil {
+				result <- err
+				return err
+			}
+		}
+		result <- nil
+		return nil
+	}})
+	if err := c.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctxT(t))
+	select {
+	case err := <-result:
+		if err != nil {
+			t.Fatalf("the extending handler ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the handler never ran")
+	}
+}
+
+// Without extensions the handler's context still ends with the
+// visibility, as DeadlineExceeded.
+func TestHandlerDeadlineIsTheVisibility(t *testing.T) {
+	t.Parallel()
+	hctx, cancel := withMovableDeadline(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	hctx.moveTo(100 * time.Millisecond)
+	start := time.Now()
+	<-hctx.Done()
+	if waited := time.Since(start); waited < 90*time.Millisecond || !errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("ended after %v with %v; want about 100ms and DeadlineExceeded", waited, hctx.Err())
+	}
+	parent, pcancel := context.WithCancel(context.Background())
+	child, ccancel := withMovableDeadline(parent, time.Hour)
+	defer ccancel()
+	pcancel()
+	<-child.Done()
+	if !errors.Is(child.Err(), context.Canceled) {
+		t.Fatalf("after the parent was cancelled: %v", child.Err())
+	}
 }

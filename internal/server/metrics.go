@@ -103,12 +103,23 @@ const otherNamespaces = "_other"
 // namespaces seen keeps its own, every later one shares otherNamespaces,
 // so that the series count stays bounded however many namespaces exist.
 type namespaceLabels struct {
-	mu   sync.Mutex
+	mu   sync.RWMutex
 	max  int
 	seen map[string]struct{}
 }
 
 func (l *namespaceLabels) label(ns string) string {
+	// Almost every request names a namespace seen before: a shared lock.
+	l.mu.RLock()
+	_, ok := l.seen[ns]
+	full := len(l.seen) >= l.max
+	l.mu.RUnlock()
+	if ok {
+		return ns
+	}
+	if full {
+		return otherNamespaces
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.seen[ns]; ok {

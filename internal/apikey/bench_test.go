@@ -2,6 +2,7 @@ package apikey
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func BenchmarkKDF(b *testing.B) {
 // token's first: a SHA-256 and a map lookup.
 func BenchmarkAuthenticateCached(b *testing.B) {
 	ctx := context.Background()
-	d, err := embedded.Open(ctx, embedded.Config{Dir: b.TempDir()})
+	d, err := embedded.Open(ctx, embedded.Config{Dir: b.TempDir(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 // kdfParams are argon2id's cost parameters. The defaults are the OWASP
-// minimum for argon2id (19 MiB, two passes, one lane): about 30 ms on one
-// core here, which is nothing once per key per server and a great deal for
+// minimum for argon2id (19 MiB, two passes, one lane): about 24 ms on one
+// core here (docs/benchmarks.md), which is nothing once per key per server and a great deal for
 // someone guessing secrets from a stolen table. Tokens carry 256 random
 // bits, so the KDF guards a stolen table, not a weak secret.
 type kdfParams struct {

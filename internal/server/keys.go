@@ -8,17 +8,6 @@ import (
 	"github.com/abacusdb/abacus/internal/apikey"
 )
 
-// The key routes answer 503 on a server made without Keys (Auth off and
-// no store for keys), rather than pretend to manage keys nobody checks.
-
-func (s *Server) keysOrUnavailable(w http.ResponseWriter, r *http.Request) bool {
-	if s.cfg.Keys == nil {
-		writeError(w, r, errorf(api.CodeUnavailable, "this server manages no API keys"))
-		return false
-	}
-	return true
-}
-
 func keyJSON(k *apikey.Key) api.Key {
 	scopes := k.Scopes
 	if scopes == nil {
@@ -28,9 +17,6 @@ func keyJSON(k *apikey.Key) api.Key {
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) {
-	if !s.keysOrUnavailable(w, r) {
-		return
-	}
 	after, limit, err := pageParams(r)
 	if err != nil {
 		writeError(w, r, err)
@@ -54,9 +40,6 @@ func decodeKeyCreate(data []byte) (api.CreateKeyRequest, error) {
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
-	if !s.keysOrUnavailable(w, r) {
-		return
-	}
 	req, ok := decodeRequest(s, w, r, decodeKeyCreate)
 	if !ok {
 		return
@@ -74,9 +57,6 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) {
-	if !s.keysOrUnavailable(w, r) {
-		return
-	}
 	if err := s.cfg.Keys.Revoke(r.Context(), r.PathValue("id")); err != nil {
 		writeError(w, r, err)
 		return

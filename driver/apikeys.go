@@ -2,8 +2,14 @@ package driver
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
 )
+
+// MaxAPIKeyBurst is the largest Burst a store keeps (Cassandra stores it
+// as an int).
+const MaxAPIKeyBurst = math.MaxInt32
 
 // APIKey is the stored form of an API key: everything the server needs to
 // recognise the key's secret and decide what it may do, but never the
@@ -30,6 +36,20 @@ type APIKey struct {
 	Burst         int
 	// CreatedAt is when the key was made.
 	CreatedAt time.Time
+}
+
+// CheckStorable reports whether k's limits are numbers every store can
+// write and read back. Both stores refuse to create a key that fails it:
+// a record they could not read again would break every later list of
+// keys, not only the request that wrote it.
+func (k *APIKey) CheckStorable() error {
+	switch {
+	case math.IsNaN(k.RatePerSecond) || math.IsInf(k.RatePerSecond, 0) || k.RatePerSecond < 0:
+		return fmt.Errorf("API key %q: rate %v is not a finite number ≥ 0", k.ID, k.RatePerSecond)
+	case k.Burst < 0 || k.Burst > MaxAPIKeyBurst:
+		return fmt.Errorf("API key %q: burst %d is outside 0 to %d", k.ID, k.Burst, MaxAPIKeyBurst)
+	}
+	return nil
 }
 
 // CreateAPIKeyParams are the parameters of APIKeys.CreateAPIKey.

@@ -64,8 +64,8 @@ func (d *Driver) CreateAPIKey(ctx context.Context, p *driver.CreateAPIKeyParams)
 		return err
 	}
 	k := p.Key
-	if math.IsNaN(k.RatePerSecond) || math.IsInf(k.RatePerSecond, 0) || k.RatePerSecond < 0 || k.Burst < 0 || k.Burst > math.MaxInt32 {
-		return fmt.Errorf("cassandra: %s %q: rate %v, burst %d out of range", op, k.ID, k.RatePerSecond, k.Burst)
+	if err := k.CheckStorable(); err != nil {
+		return fmt.Errorf("cassandra: %s: %w", op, err)
 	}
 	vals := []any{k.ID, k.Name, k.Scopes, k.KDF, k.Salt, k.Hash, k.RatePerSecond, k.Burst, k.CreatedAt}
 	return d.insertRecordAt(ctx, keyLevel(d.cfg.WriteConsistency), op, "API key", k.ID, d.q.apiKeys.insert, vals, func(existing map[string]any) bool {

@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"sync"
 	"testing"
@@ -66,6 +67,39 @@ func exerciseAPIKeys(t *testing.T, d driver.Driver) {
 			t.Fatalf("CreateAPIKey after delete: %v", err)
 		}
 		if err := d.DeleteAPIKey(c, &driver.DeleteAPIKeyParams{ID: want.ID}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("UnstorableLimitsAreRefused", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		for _, k := range []driver.APIKey{
+			{Burst: driver.MaxAPIKeyBurst + 1, RatePerSecond: 1},
+			{Burst: -1, RatePerSecond: 1},
+			{RatePerSecond: math.NaN()},
+			{RatePerSecond: math.Inf(1)},
+			{RatePerSecond: -1},
+		} {
+			k.ID, k.KDF, k.Salt, k.Hash = unique("key-bad"), "argon2id", []byte{1}, []byte{1}
+			if err := d.CreateAPIKey(c, &driver.CreateAPIKeyParams{Key: k}); err == nil || errors.Is(err, driver.ErrExists) {
+				t.Errorf("CreateAPIKey(rate %v, burst %d) = %v, want a refusal", k.RatePerSecond, k.Burst, err)
+			}
+			if _, err := d.GetAPIKey(c, &driver.GetAPIKeyParams{ID: k.ID}); !errors.Is(err, driver.ErrNotFound) {
+				t.Errorf("GetAPIKey after a refused create: %v, want ErrNotFound", err)
+			}
+		}
+		if _, err := d.ListAPIKeys(c, &driver.ListAPIKeysParams{}); err != nil {
+			t.Fatalf("ListAPIKeys after refused creates: %v", err)
+		}
+		largest := driver.APIKey{ID: unique("key-max"), KDF: "argon2id", Salt: []byte{1}, Hash: []byte{1}, RatePerSecond: 1e300, Burst: driver.MaxAPIKeyBurst}
+		if err := d.CreateAPIKey(c, &driver.CreateAPIKeyParams{Key: largest}); err != nil {
+			t.Fatalf("CreateAPIKey at the largest limits: %v", err)
+		}
+		got, err := d.GetAPIKey(c, &driver.GetAPIKeyParams{ID: largest.ID})
+		if err != nil || got.Burst != largest.Burst || got.RatePerSecond != largest.RatePerSecond {
+			t.Fatalf("GetAPIKey at the largest limits = %+v, %v", got, err)
+		}
+		if err := d.DeleteAPIKey(c, &driver.DeleteAPIKeyParams{ID: largest.ID}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -28,6 +28,9 @@ func apiKeyKey(id string) []byte { return appendComponent([]byte{tableAPIKeys}, 
 // CreateAPIKey implements driver.APIKeys.
 func (d *Driver) CreateAPIKey(ctx context.Context, p *driver.CreateAPIKeyParams) error {
 	k := &p.Key
+	if err := k.CheckStorable(); err != nil {
+		return fmt.Errorf("embedded: create API key: %w", err)
+	}
 	return d.createRecord(ctx, "API key", k.ID, apiKeyKey(k.ID),
 		func() ([]byte, error) { return encodeAPIKey(k), nil },
 		func() func() { apiKeyMu.Lock(); return apiKeyMu.Unlock })
@@ -144,7 +147,7 @@ func decodeAPIKey(b []byte) (*driver.APIKey, error) {
 	switch {
 	case math.IsNaN(k.RatePerSecond) || math.IsInf(k.RatePerSecond, 0) || k.RatePerSecond < 0:
 		return nil, fmt.Errorf("%w: rate %v", errCorrupt, k.RatePerSecond)
-	case burst > math.MaxInt32:
+	case burst > driver.MaxAPIKeyBurst:
 		return nil, fmt.Errorf("%w: burst %d", errCorrupt, burst)
 	case nanos >= 1e9:
 		return nil, fmt.Errorf("%w: created_at nanoseconds %d out of range", errCorrupt, nanos)

@@ -172,6 +172,28 @@ func TestCreateRefusesBadSpecs(t *testing.T) {
 	}
 }
 
+// The API fuzzer found this: a rate_limit of 3e16 with no burst made a
+// default burst of 3e16, which the embedded store wrote and then could not
+// read, so every later list of keys failed.
+func TestHugeRateGetsABurstTheStoreKeeps(t *testing.T) {
+	k, _, _ := newKeys(t)
+	ctx := context.Background()
+	_, key, err := k.Create(ctx, Spec{Scopes: []string{"*:read"}, RatePerSecond: 30180155108310024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key.Burst != driver.MaxAPIKeyBurst {
+		t.Fatalf("burst = %d, want %d (one second's worth, capped)", key.Burst, driver.MaxAPIKeyBurst)
+	}
+	all, err := k.List(ctx)
+	if err != nil {
+		t.Fatalf("List after creating the key: %v", err)
+	}
+	if len(all) != 1 || all[0].Burst != driver.MaxAPIKeyBurst {
+		t.Fatalf("List = %+v, want the one key with burst %d", all, driver.MaxAPIKeyBurst)
+	}
+}
+
 func TestScopes(t *testing.T) {
 	for _, c := range []struct {
 		scope string

@@ -113,8 +113,8 @@ func (s Spec) check() ([]Grant, error) {
 	if math.IsNaN(s.RatePerSecond) || math.IsInf(s.RatePerSecond, 0) || s.RatePerSecond < 0 {
 		return nil, fmt.Errorf("%w: rate_limit %v must be a finite number ≥ 0", outcome.ErrInvalid, s.RatePerSecond)
 	}
-	if s.Burst < 0 || s.Burst > math.MaxInt32 || (s.Burst > 0 && s.RatePerSecond == 0) {
-		return nil, fmt.Errorf("%w: burst %d needs a rate_limit and must be 0 to %d", outcome.ErrInvalid, s.Burst, math.MaxInt32)
+	if s.Burst < 0 || s.Burst > driver.MaxAPIKeyBurst || (s.Burst > 0 && s.RatePerSecond == 0) {
+		return nil, fmt.Errorf("%w: burst %d needs a rate_limit and must be 0 to %d", outcome.ErrInvalid, s.Burst, driver.MaxAPIKeyBurst)
 	}
 	grants, err := ParseScopes(s.Scopes)
 	if err != nil {
@@ -135,7 +135,9 @@ func (k *Keys) create(ctx context.Context, id string, s Spec) (string, *Key, err
 		return "", nil, err
 	}
 	if s.RatePerSecond > 0 && s.Burst == 0 {
-		s.Burst = max(1, int(math.Ceil(s.RatePerSecond)))
+		// One second's worth, but no more than a store keeps: a rate of
+		// 1e16/s is legal and must not make a burst no store can hold.
+		s.Burst = int(min(max(1, math.Ceil(s.RatePerSecond)), driver.MaxAPIKeyBurst))
 	}
 	tok := newToken(id)
 	salt, hash := k.kdf.hashSecret(tok.Secret)

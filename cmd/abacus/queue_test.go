@@ -55,10 +55,6 @@ func TestQueueCLI(t *testing.T) {
 		t.Fatalf("put --due: %+v", r)
 	}
 
-	// Nothing is due inside the producers' own window.
-	if r := s.cli("queue", "consume", "jobs", "--once"); r.code != 0 || r.stdout != "" {
-		t.Fatalf("early consume: %+v", r)
-	}
 	clk.Advance(2 * time.Minute)
 	r := s.cli("queue", "observe", "jobs", "--once")
 	for _, want := range []string{"queue jobs: 4 messages, 2 due, 0 in flight, delivery lag 2m0s", "producing", "consuming", "SHARD", "IN FLIGHT"} {

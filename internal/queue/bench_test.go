@@ -141,24 +141,42 @@ func BenchmarkPut(b *testing.B) {
 // backlog.
 func BenchmarkEndToEnd(b *testing.B) {
 	for _, st := range benchStores(b) {
-		for _, w := range []struct {
-			name  string
-			delay time.Duration
-			rate  int
-		}{
-			{"now", 0, 0},
-			{"delay=3s", 3 * time.Second, 0},
-			{"rate=300/s", 0, 300},
+		for _, w := range []e2eWorkload{
+			{name: "now"},
+			{name: "delay=3s", delay: 3 * time.Second},
+			{name: "rate=300/s", rate: 300},
+			// Default queue and consumer settings (16 shards of a minute,
+			// 500ms polls, 10s sweeps), producers in this process (their
+			// puts ring the consumers) or in another (no hints: polls).
+			{name: "defaults/local/rate=100/s", rate: 100, defaults: true},
+			{name: "defaults/remote/rate=100/s", rate: 100, defaults: true, remote: true},
 		} {
-			b.Run(st.name+"/"+w.name, func(b *testing.B) { endToEnd(b, st.store, w.delay, w.rate) })
+			b.Run(st.name+"/"+w.name, func(b *testing.B) { endToEnd(b, st.store, w) })
 		}
 	}
 }
 
-func endToEnd(b *testing.B, store driver.Queues, delay time.Duration, rate int) {
+type e2eWorkload struct {
+	name     string
+	delay    time.Duration // of every message
+	rate     int           // messages put per second; 0: as fast as they go
+	defaults bool          // default queue and consumer settings
+	remote   bool          // producers use a Service of their own
+}
+
+func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 	ctx := context.Background()
+	delay, rate := w.delay, w.rate
 	svc := benchService(b, store, clock.Real{})
-	q, err := svc.Create(ctx, QueueConfig{Name: fmt.Sprint("e2e-", time.Now().UnixNano()), Shards: 16, ShardDuration: time.Second})
+	producer := svc
+	if w.remote {
+		producer = benchService(b, store, clock.Real{})
+	}
+	qc := QueueConfig{Name: fmt.Sprint("e2e-", time.Now().UnixNano()), Shards: 16, ShardDuration: time.Second}
+	if w.defaults {
+		qc = QueueConfig{Name: qc.Name}
+	}
+	q, err := svc.Create(ctx, qc)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -171,20 +189,24 @@ func endToEnd(b *testing.B, store driver.Queues, delay time.Duration, rate int) 
 	)
 	var consumers []*Consumer
 	for i := range 2 {
-		c, err := svc.NewConsumer(ctx, ConsumerConfig{
+		cc := ConsumerConfig{
 			Queue: q.Name, Name: fmt.Sprint("bench-", i), Concurrency: 32, LeaseTTL: 10 * time.Second,
 			PollInterval: 100 * time.Millisecond, CatchUpInterval: 500 * time.Millisecond, BatchSize: 100,
-			Handler: func(ctx context.Context, d *Delivery) error {
-				late := time.Since(d.Due())
-				mu.Lock()
-				delays = append(delays, late)
-				mu.Unlock()
-				if handled.Add(1) == int64(n) {
-					close(done)
-				}
-				return nil
-			},
-		})
+		}
+		if w.defaults {
+			cc = ConsumerConfig{Queue: q.Name, Name: cc.Name, Concurrency: cc.Concurrency}
+		}
+		cc.Handler = func(ctx context.Context, d *Delivery) error {
+			late := time.Since(d.Due())
+			mu.Lock()
+			delays = append(delays, late)
+			mu.Unlock()
+			if handled.Add(1) == int64(n) {
+				close(done)
+			}
+			return nil
+		}
+		c, err := svc.NewConsumer(ctx, cc)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -214,7 +236,7 @@ func endToEnd(b *testing.B, store driver.Queues, delay time.Duration, rate int) 
 				for j := range msgs {
 					msgs[j] = Message{Body: []byte("payload"), Delay: delay}
 				}
-				if _, err := svc.PutBatch(ctx, q.Name, msgs); err != nil {
+				if _, err := producer.PutBatch(ctx, q.Name, msgs); err != nil {
 					b.Error(err)
 					return
 				}

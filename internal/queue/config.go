@@ -189,15 +189,19 @@ type ConsumerConfig struct {
 	// Default 30s.
 	LeaseTTL time.Duration
 
-	// PollInterval is how long Start waits after finding nothing to do.
-	// Real time. Default 1s.
+	// PollInterval is how long Start waits after finding nothing to do,
+	// unless a wake time comes sooner or a put or settled delivery in this
+	// process rings first. It bounds how late a message put by another
+	// process and due now is seen; each round costs two reads of each of
+	// two shards. Real time. Default 500ms.
 	PollInterval time.Duration
 
-	// CatchUpInterval is how often the consumer sweeps every shard except
-	// the producers' current one for due messages, besides working the
-	// shard two windows back. A due message waits at most one shard window
-	// plus this long (plus a lease hand-over) before it is delivered.
-	// Measured on the service's Clock. Default 10s.
+	// CatchUpInterval is how often the consumer sweeps every shard for
+	// due messages. Between sweeps it looks at the producers' shard and
+	// the previous window's on every round and at other shards when their
+	// wake time comes; the sweep is the backstop for what wake times cannot
+	// know (another process releasing a message early, a consumer that
+	// died holding a lease). Measured on the service's Clock. Default 10s.
 	CatchUpInterval time.Duration
 
 	// BatchSize is how many rows one read of a shard returns. Default 100.
@@ -221,7 +225,7 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 	}
 	c.Concurrency = cmp.Or(c.Concurrency, 1)
 	c.LeaseTTL = cmp.Or(c.LeaseTTL, 30*time.Second)
-	c.PollInterval = cmp.Or(c.PollInterval, time.Second)
+	c.PollInterval = cmp.Or(c.PollInterval, 500*time.Millisecond)
 	c.CatchUpInterval = cmp.Or(c.CatchUpInterval, 10*time.Second)
 	c.BatchSize = cmp.Or(c.BatchSize, 100)
 	return c

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,8 +31,15 @@ type Consumer struct {
 	round     []int // shards to look at in this round, in order
 	next      int   // index into round
 	lastSweep time.Time
-	deepRead  map[int]time.Time // last read of each shard from its start
-	stopped   bool
+	// lastBucket is the window of the last round: when it moves on, the
+	// shard that stops being looked at every round gets a wake time.
+	lastBucket int64
+	deepRead   map[int]time.Time // last read of each shard from its start
+	// wake holds, for shards outside the every-round pair, when each next
+	// needs a look (wake.go).
+	wake    map[int]time.Time
+	hints   *hints
+	stopped bool
 
 	// Start/Stop.
 	runMu    sync.Mutex
@@ -67,13 +75,17 @@ func (s *Service) NewConsumer(ctx context.Context, cfg ConsumerConfig) (*Consume
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer{
+	c := &Consumer{
 		svc:      s,
 		q:        q,
 		cfg:      cfg,
 		log:      s.log.With("queue", q.Name, "consumer", cfg.Name),
 		deepRead: map[int]time.Time{},
-	}, nil
+		wake:     map[int]time.Time{},
+		hints:    newHints(),
+	}
+	s.consumers.add(c)
+	return c, nil
 }
 
 // Name returns the consumer's lease holder name.
@@ -86,13 +98,11 @@ func (c *Consumer) Name() string { return c.cfg.Name }
 //
 // Each call first keeps working the shard it holds a lease on; when that
 // shard has nothing more it releases it and goes on to the next shard of
-// the round: the shard two windows back, and — every CatchUpInterval, and
-// on the first call — every other shard, the longest-waiting first (the
-// catch-up sweep). In the producers' current shard only messages due
-// before its window began are taken: they are leftovers from earlier
-// rotations, while the window's own messages wait until the window has
-// passed. Messages that used up MaxDeliveries move to the dead letters on
-// the way.
+// the round: the shards whose wake time has come (a delayed message falls
+// due, a hidden one comes back), then the previous window's shard and the
+// producers' current one — and every CatchUpInterval, and on the first
+// call, every shard, the longest-waiting first (the catch-up sweep).
+// Messages that used up MaxDeliveries move to the dead letters on the way.
 func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	if max < 1 {
 		return nil, invalidf("Receive of %d messages", max)
@@ -104,7 +114,11 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	}
 	now := c.svc.now()
 	fresh := false // whether this call started the current round
-	if c.lease == nil && c.next >= len(c.round) {
+	// A round left unfinished by an earlier call (it filled its max) is
+	// carried on, so that a sweep's shards are not skipped, unless the
+	// window has moved on or a sweep is due anyway.
+	stale := c.lastBucket != c.q.math.Bucket(now) || now.Sub(c.lastSweep) >= c.cfg.CatchUpInterval
+	if c.lease == nil && (c.next >= len(c.round) || stale) {
 		c.newRound(now)
 		fresh = true
 	}
@@ -138,38 +152,59 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 			return out, err
 		}
 		if !more || len(ds) == 0 {
+			// Drained for now; the next round looks once more to learn
+			// when it next has work.
+			c.wake[c.lease.shard] = now
 			c.releaseLease(ctx)
 		}
 	}
 	return out, nil
 }
 
-// newRound lists the shards to look at: the consumers' shard, then on a
-// sweep every other shard, the producers' current one last.
+// newRound lists the shards to look at: on a sweep every shard, else the
+// shards whose wake time has come, earliest first; and always the previous
+// window's shard and the producers' current one, last.
 func (c *Consumer) newRound(now time.Time) {
 	m := c.q.math
-	primary := m.Consumer(now)
-	c.round = append(c.round[:0], primary)
-	if c.lastSweep.IsZero() || now.Sub(c.lastSweep) >= c.cfg.CatchUpInterval {
-		c.lastSweep = now
-		for _, s := range append(m.Oldest(now), m.Producer(now)) {
-			if s != primary {
-				c.round = append(c.round, s)
-			}
+	b := m.Bucket(now)
+	c.hints.drainInto(c.wake)
+	c.round = c.round[:0]
+	seen := make(map[int]bool, m.Shards())
+	add := func(s int) {
+		if !seen[s] {
+			seen[s] = true
+			c.round = append(c.round, s)
 		}
 	}
-	c.next = 0
-}
-
-// readTo is the highest due time to read in shard s at time now: now,
-// except in the producers' current shard, whose window's own messages are
-// left alone until the window has passed.
-func (c *Consumer) readTo(now time.Time, s int) time.Time {
-	m := c.q.math
-	if s != m.Producer(now) {
-		return now
+	// A round that skipped windows (nobody called Receive for a while)
+	// left shards without wake times: sweep.
+	skipped := c.lastBucket != 0 && b-c.lastBucket > 1
+	if c.lastSweep.IsZero() || skipped || now.Sub(c.lastSweep) >= c.cfg.CatchUpInterval {
+		c.lastSweep = now
+		for _, s := range m.Oldest(now) {
+			add(s)
+		}
+	} else {
+		due := make([]int, 0, len(c.wake))
+		for s, t := range c.wake {
+			if !t.After(now) {
+				due = append(due, s)
+			}
+		}
+		slices.SortFunc(due, func(x, y int) int { return c.wake[x].Compare(c.wake[y]) })
+		for _, s := range due {
+			add(s)
+		}
+		if b != c.lastBucket {
+			// It leaves the every-round pair now: one look gives it
+			// its wake time.
+			add(m.ShardOf(b - 2))
+		}
 	}
-	return m.Start(m.Bucket(now)).Add(-time.Millisecond)
+	c.lastBucket = b
+	add(m.ShardOf(b - 1))
+	add(m.ShardOf(b))
+	c.next = 0
 }
 
 // readFrom is the lowest due time to read in shard s: its floor, or the
@@ -195,20 +230,25 @@ func (c *Consumer) takeNext(ctx context.Context, now time.Time) (bool, error) {
 			return false, err
 		}
 		if st.Holder != "" && st.Holder != c.cfg.Name {
-			continue // someone else is working it
+			// Someone else is working it and will give it a wake time
+			// when it lets go; if it dies, the sweep finds the shard.
+			delete(c.wake, s)
+			continue
 		}
-		page, first, _, err := c.scan(ctx, now, s, st.Floor, false, nil)
+		page, first, full, err := c.scan(ctx, now, s, st.Floor, false, nil)
 		if err != nil {
 			return false, err
 		}
 		floor := c.advanceFloor(ctx, s, st.Floor, first, now, nil)
 		if !hasDeliverable(page.Messages, now) {
+			c.schedule(ctx, now, s, page, full)
 			continue
 		}
 		if c.acquire(ctx, s, now) {
 			c.lease.floor, c.lease.stored = floor, floor
 			return true, nil
 		}
+		delete(c.wake, s) // taken by another consumer just now
 	}
 	return false, nil
 }
@@ -236,7 +276,7 @@ func hasDeliverable(ms []driver.Message, now time.Time) bool {
 func (c *Consumer) scan(ctx context.Context, now time.Time, s int, floor time.Time, withBody bool, start *driver.MessageKey) (_ *driver.MessagePage, first time.Time, full bool, _ error) {
 	const maxPages = 10
 	from, deep := c.readFrom(now, s, floor)
-	to := c.readTo(now, s)
+	to := now
 	out := &driver.MessagePage{}
 	var after *driver.MessageKey // the last row of the previous page
 	if start != nil {
@@ -357,7 +397,7 @@ const floorRefreshEvery = 10
 // shard next (after a lease hand-over, say) would go through every
 // tombstone since.
 func (c *Consumer) refreshFloor(ctx context.Context, now time.Time, l *lease) {
-	to := c.readTo(now, l.shard)
+	to := now
 	page, err := c.svc.store.ReadMessages(ctx, &driver.ReadMessagesParams{
 		Queue: c.q.Name, Shard: l.shard, From: l.floor, To: to, Limit: 10,
 	})
@@ -570,6 +610,8 @@ func (c *Consumer) loop(ctx, handlerCtx context.Context) {
 			return false
 		case <-t.C:
 			return true
+		case <-c.Ring(): // a put or a settled delivery in this process
+			return true
 		}
 	}
 	for ctx.Err() == nil {
@@ -618,7 +660,7 @@ func (c *Consumer) loop(ctx, handlerCtx context.Context) {
 				c.handle(handlerCtx, d)
 			}()
 		}
-		if len(ds) == 0 && !wait(c.cfg.PollInterval) {
+		if len(ds) == 0 && !wait(c.nextWake()) {
 			return
 		}
 	}
@@ -685,6 +727,7 @@ func (c *Consumer) Stop(ctx context.Context) error {
 		}
 		c.abort()
 	}
+	c.svc.consumers.remove(c)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopped = true

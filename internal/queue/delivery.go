@@ -225,7 +225,11 @@ func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause er
 	case retryDelay > 0 && now.Add(retryDelay).Before(m.VisibleAt):
 		m.VisibleAt = now.Add(retryDelay)
 	}
-	return false, s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{m}})
+	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{m}}); err != nil {
+		return false, err
+	}
+	s.consumers.hint(q.Name, m.Shard, m.VisibleAt)
+	return false, nil
 }
 
 func (s *Service) release(ctx context.Context, q *Queue, m driver.Message) error {
@@ -245,6 +249,7 @@ func (s *Service) release(ctx context.Context, q *Queue, m driver.Message) error
 	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{*cur}}); err != nil {
 		return err
 	}
+	s.consumers.hint(q.Name, cur.Shard, s.now())
 	s.stats.Released.Add(1)
 	return nil
 }

@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +19,19 @@ import (
 // at a window boundary (10:00:00). Commands:
 //
 //	create shards=<n> window=<duration>    a queue named q
-//	put body=<text> [delay=<d>] [skew=<d>] a message, from a producer whose clock is off by skew
+//	put body=<text> [delay=<d>] [skew=<d>] [remote]
+//	                                       a message, from a producer whose clock is off by skew
+//	                                       (or, with remote, from another process: no hints)
 //	advance by=<duration>                  move the clock
 //	shards                                 the consumers', producers' and sweep's shards now
 //	round consumer=<name>                  the shards the consumer's next round visits
-//	receive consumer=<name> [max=<n>] [ack] what a Receive hands out, and the lease after it
+//	receive consumer=<name> [max=<n>] [ack] [failafter=<d>]
+//	                                       what a Receive hands out, and the lease after it;
+//	                                       ack or fail (visible again after d) each delivery
+//	wake consumer=<name>                   the consumer's wake times (after its hints)
+//
+// A consumer is made at its first mention, with catchup=<d> as its
+// CatchUpInterval if given.
 //	shard n=<shard>                        the stored lease holder and floor of a shard
 //
 // Times are printed as the clock's time of day (with milliseconds when
@@ -42,20 +52,6 @@ func TestScenarios(t *testing.T) {
 			}
 			return tm.UTC().Format("15:04:05.999")
 		}
-		consumer := func() *Consumer {
-			var name string
-			td.ScanArgs(t, "consumer", &name)
-			if c, ok := consumers[name]; ok {
-				return c
-			}
-			c, err := svc.NewConsumer(ctx, ConsumerConfig{Queue: "q", Name: name, LeaseTTL: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = c.Stop(context.Background()) })
-			consumers[name] = c
-			return c
-		}
 		duration := func(key string) time.Duration {
 			var s string
 			if !td.MaybeScanArgs(t, key, &s) {
@@ -66,6 +62,20 @@ func TestScenarios(t *testing.T) {
 				t.Fatalf("%s: %s: %v", td.Pos, key, err)
 			}
 			return d
+		}
+		consumer := func() *Consumer {
+			var name string
+			td.ScanArgs(t, "consumer", &name)
+			if c, ok := consumers[name]; ok {
+				return c
+			}
+			c, err := svc.NewConsumer(ctx, ConsumerConfig{Queue: "q", Name: name, LeaseTTL: time.Minute, CatchUpInterval: duration("catchup")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Stop(context.Background()) })
+			consumers[name] = c
+			return c
 		}
 		var out strings.Builder
 		switch td.Cmd {
@@ -88,7 +98,7 @@ func TestScenarios(t *testing.T) {
 			var body string
 			td.ScanArgs(t, "body", &body)
 			p := svc
-			if skew := duration("skew"); skew != 0 {
+			if skew := duration("skew"); skew != 0 || td.HasArg("remote") {
 				var err error
 				if p, err = New(Config{Store: store, Clock: clock.Offset{Base: clk, By: skew}, Logger: quiet}); err != nil {
 					t.Fatal(err)
@@ -147,6 +157,11 @@ func TestScenarios(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				if after := duration("failafter"); after > 0 {
+					if _, err := svc.FailAfter(ctx, "q", d.Receipt(), "failed on purpose", after); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			if len(ds) == 0 {
 				out.WriteString("nothing\n")
@@ -158,6 +173,18 @@ func TestScenarios(t *testing.T) {
 				out.WriteString("lease: none\n")
 			}
 			c.mu.Unlock()
+		case "wake":
+			c := consumer()
+			c.mu.Lock()
+			c.hints.drainInto(c.wake)
+			shards := slices.Sorted(maps.Keys(c.wake))
+			for _, s := range shards {
+				fmt.Fprintf(&out, "shard %d at %s\n", s, at(c.wake[s]))
+			}
+			c.mu.Unlock()
+			if len(shards) == 0 {
+				out.WriteString("none\n")
+			}
 		case "shard":
 			var n int
 			td.ScanArgs(t, "n", &n)

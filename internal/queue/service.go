@@ -27,6 +27,9 @@ type Service struct {
 	ids   *idGen
 
 	queues *registry.Registry[driver.Queue, Queue]
+	// consumers are this process's live consumers, told of puts and
+	// settled deliveries so that they need not wait for a poll (wake.go).
+	consumers consumerSet
 }
 
 // Stats are running totals of one Service (for metrics).
@@ -199,6 +202,13 @@ func (s *Service) PutBatch(ctx context.Context, queue string, ms []Message) ([]I
 		return nil, err
 	}
 	s.stats.Put.Add(int64(len(rows)))
+	first := rows[0].Due
+	for _, r := range rows[1:] {
+		if r.Due.Before(first) {
+			first = r.Due
+		}
+	}
+	s.consumers.hint(q.Name, sh, first)
 	return out, nil
 }
 

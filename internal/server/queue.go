@@ -333,9 +333,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		t := time.NewTimer(min(receivePoll, time.Until(deadline)))
 		select {
 		case <-r.Context().Done():
-			t.Stop()
 		case <-t.C:
+		case <-qc.Ring(): // a put or settled delivery on this server
 		}
+		t.Stop()
 		if r.Context().Err() != nil {
 			break
 		}

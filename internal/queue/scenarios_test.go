@@ -32,6 +32,7 @@ import (
 //
 // A consumer is made at its first mention, with catchup=<d> as its
 // CatchUpInterval if given.
+//
 //	shard n=<shard>                        the stored lease holder and floor of a shard
 //
 // Times are printed as the clock's time of day (with milliseconds when

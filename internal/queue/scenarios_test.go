@@ -14,7 +14,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 )
 
-// TestScenarios runs the floor, lease and sweep scenarios of
+// TestScenarios runs the round, lease, floor and wake scenarios of
 // testdata/scenarios on the embedded store with a manual clock that starts
 // at a window boundary (10:00:00). Commands:
 //
@@ -29,11 +29,10 @@ import (
 //	                                       what a Receive hands out, and the lease after it;
 //	                                       ack or fail (visible again after d) each delivery
 //	wake consumer=<name>                   the consumer's wake times (after its hints)
+//	shard n=<shard>                        the stored lease holder and floor of a shard
 //
 // A consumer is made at its first mention, with catchup=<d> as its
 // CatchUpInterval if given.
-//
-//	shard n=<shard>                        the stored lease holder and floor of a shard
 //
 // Times are printed as the clock's time of day (with milliseconds when
 // there are any); a zero floor as "none".

@@ -137,7 +137,7 @@ func TestCreateNamespace(t *testing.T) {
 		{Name: "x", Model: abacus.ModelEvents, Type: abacus.TypeDistinct},
 		{Name: "x", Model: "counter"},
 		{Name: "x", Model: abacus.ModelLedger, Type: abacus.TypeSum},
-		{Name: "x", Ledger: &abacus.LedgerOptions{Strict: true}},
+		{Name: "x", Ledger: &abacus.LedgerOptions{Mode: abacus.LedgerModeExact}},
 	} {
 		if _, err := c.CreateNamespace(ctx, bad); !errors.Is(err, abacus.ErrInvalid) {
 			t.Errorf("CreateNamespace(%+v): %v, want ErrInvalid", bad, err)

@@ -28,15 +28,15 @@
 // holds ledgers: signed totals changed by Credit, Debit and UpdateLedger,
 // each carrying a request id.
 //
-//   - A retry of a request, from any process, is recognised (Applied
-//     false, nothing written) while the request is among the last
-//     HistoryLength requests of the process that applied it. Later
-//     retries are applied again: that is the model's limit.
-//   - Two processes receiving the same request at the same moment may both
-//     apply it, unless the namespace is Strict: then a lightweight
-//     transaction claims each request id first, and retries are
-//     recognised for as long as the claim lives (ClaimTTL), inside or
-//     outside the history.
+//   - In the default mode, LedgerModeExact, a lightweight transaction
+//     claims each request id first: a request is applied once whichever
+//     processes its copies reach and whenever they arrive, for as long as
+//     the claim lives (ClaimTTL).
+//   - A namespace may opt into LedgerModeConcurrentRetriesMayDouble, which
+//     skips the claim: a retry is then recognised (Applied false, nothing
+//     written) only while the request is among the last HistoryLength
+//     requests of the process that applied it, and two processes receiving
+//     the same request at the same moment may both apply it.
 //   - ErrUnknownOutcome is returned, never success, when every write
 //     attempt's outcome stayed unknown; retry with the same request id.
 //

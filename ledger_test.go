@@ -23,9 +23,10 @@ func TestLedgerNamespaceOptions(t *testing.T) {
 		in   *abacus.LedgerOptions
 		want abacus.LedgerOptions
 	}{
-		{"defaults", nil, abacus.LedgerOptions{HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
-		{"strict", &abacus.LedgerOptions{Strict: true, HistoryLength: 3}, abacus.LedgerOptions{HistoryLength: 3, Strict: true, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
-		{"no-retries", &abacus.LedgerOptions{RetryCount: -1, ClaimTTL: time.Hour}, abacus.LedgerOptions{HistoryLength: 10, RetryCount: 0, ClaimTTL: time.Hour}},
+		{"defaults", nil, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
+		{"exact", &abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 3}, abacus.LedgerOptions{HistoryLength: 3, Mode: abacus.LedgerModeExact, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
+		{"may-double", &abacus.LedgerOptions{Mode: abacus.LedgerModeConcurrentRetriesMayDouble}, abacus.LedgerOptions{HistoryLength: 10, Mode: abacus.LedgerModeConcurrentRetriesMayDouble, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
+		{"no-retries", &abacus.LedgerOptions{RetryCount: -1, ClaimTTL: time.Hour}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 0, ClaimTTL: time.Hour}},
 	}
 	for _, tc := range cases {
 		ns, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "l-" + tc.name, Model: "LEDGER", Ledger: tc.in})
@@ -45,7 +46,7 @@ func TestLedgerNamespaceOptions(t *testing.T) {
 		}
 	}
 	for _, bad := range []*abacus.LedgerOptions{
-		{HistoryLength: 1001}, {HistoryLength: -2}, {RetryCount: 101}, {ClaimTTL: time.Millisecond}, {ClaimTTL: 1500 * time.Millisecond},
+		{HistoryLength: 1001}, {HistoryLength: -2}, {Mode: "strict"}, {RetryCount: 101}, {ClaimTTL: time.Millisecond}, {ClaimTTL: 1500 * time.Millisecond},
 	} {
 		if _, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "bad", Model: abacus.ModelLedger, Ledger: bad}); !errors.Is(err, abacus.ErrInvalid) {
 			t.Errorf("options %+v: got %v, want ErrInvalid", *bad, err)

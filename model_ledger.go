@@ -39,11 +39,20 @@ func (ledgerModel) loadOptions(ns *Namespace, stored map[string]string) error {
 }
 
 // LedgerOptions configure a namespace of model ledger: history length,
-// strict mode, retry count and claim TTL (see the fields). Zero fields
+// mode, retry count and claim TTL (see the fields). Zero fields
 // take the documented defaults; a created namespace reports them filled
 // in, with RetryCount 0 for "no resubmission". They are the ledger
 // engine's own options, under the name users spell them by.
 type LedgerOptions = ledger.Options
+
+// LedgerMode is how a ledger namespace recognises retried requests.
+type LedgerMode = ledger.Mode
+
+// The ledger modes. LedgerModeExact is the default.
+const (
+	LedgerModeExact                      = ledger.ModeExact
+	LedgerModeConcurrentRetriesMayDouble = ledger.ModeConcurrentRetriesMayDouble
+)
 
 func (c NamespaceConfig) ledgerOptions() LedgerOptions {
 	if c.Ledger == nil {

@@ -11,8 +11,16 @@ type LedgerOptions struct {
 	// HistoryLength is how many request ids each actor keeps per section.
 	// Default 10, at most 1000.
 	HistoryLength int `json:"history_length"`
-	// Strict claims every request id with a lightweight transaction before
-	// applying it. Default false.
+	// Mode is how retries are recognised: "exact" (the default) claims
+	// every request id with a lightweight transaction before applying it,
+	// so a request is applied once whichever servers its copies reach;
+	// "concurrent_retries_may_double" skips the claim — cheaper, but copies
+	// of one request running at the same time on two servers may both be
+	// applied. In a namespace description it is always filled in.
+	Mode string `json:"mode,omitempty"`
+	// Strict is the older spelling of mode "exact": true in a create
+	// request asks for it, false leaves the choice to Mode. In a
+	// description it is true exactly when the mode is "exact".
 	Strict bool `json:"strict"`
 	// RetryCount is how many times a write with an unknown outcome is
 	// resubmitted before the update is answered unknown_outcome. Default 10.
@@ -20,6 +28,12 @@ type LedgerOptions struct {
 	// ClaimTTLSeconds is how long a strict-mode claim lives. Default 86400.
 	ClaimTTLSeconds int64 `json:"claim_ttl_seconds"`
 }
+
+// Ledger modes (LedgerOptions.Mode).
+const (
+	LedgerModeExact                      = "exact"
+	LedgerModeConcurrentRetriesMayDouble = "concurrent_retries_may_double"
+)
 
 // LedgerUpdateRequest is the body of POST
 // /v1/namespaces/{ns}/ledgers/{ledger}/credits, …/debits and …/updates.

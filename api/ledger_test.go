@@ -17,7 +17,7 @@ func TestLedgerWireNames(t *testing.T) {
 		{LedgerUpdateResponse{"n", "l", "r", true}, `{"namespace":"n","ledger":"l","request_id":"r","applied":true}`},
 		{LedgerValue{"n", "l", 3, 5, 2, 1}, `{"namespace":"n","ledger":"l","value":3,"credits":5,"debits":2,"actors":1}`},
 		{RequestIDStatus{"n", "l", "r", false}, `{"namespace":"n","ledger":"l","request_id":"r","known":false}`},
-		{LedgerOptions{10, true, 10, 86400}, `{"history_length":10,"strict":true,"retry_count":10,"claim_ttl_seconds":86400}`},
+		{LedgerOptions{10, "exact", true, 10, 86400}, `{"history_length":10,"mode":"exact","strict":true,"retry_count":10,"claim_ttl_seconds":86400}`},
 		{CreateNamespaceRequest{Name: "n", Model: "ledger", Ledger: &LedgerOptions{Strict: true}},
 			`{"name":"n","model":"ledger","ledger":{"history_length":0,"strict":true,"retry_count":0,"claim_ttl_seconds":0}}`},
 	} {

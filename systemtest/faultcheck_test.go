@@ -68,15 +68,21 @@ type faultModel struct {
 // short ones so that rollups have something to fold within a test.
 type eventsOptions struct{ bucket, accept, delay, future int }
 
-// faultModels returns the six models. The ledger namespace is strict when
-// asked: only strict mode makes a retry that races its still-running
-// original on another server count once (docs/ledger.md).
-func faultModels(ev eventsOptions, strictLedger bool) []faultModel {
+// faultModels returns the six models. The ledger namespace is in the exact
+// mode (the default) when asked, else in the opt-in mode without claims:
+// only the exact mode makes a retry that races its still-running original
+// on another server count once (docs/ledger.md), and the faults that send
+// no such retries cover the cheaper mode too.
+func faultModels(ev eventsOptions, exactLedger bool) []faultModel {
+	ledgerMode := "concurrent_retries_may_double"
+	if exactLedger {
+		ledgerMode = "exact"
+	}
 	return []faultModel{
 		{name: "sharded", ns: "sh", create: `{"name":"sh","model":"sharded"}`, idempotent: true, retrySameServer: true},
 		{name: "events", ns: "ev", create: fmt.Sprintf(`{"name":"ev","model":"events","events":{"bucket_seconds":%d,"accept_window_seconds":%d,"rollup_delay_seconds":%d,"future_limit_seconds":%d}}`, ev.bucket, ev.accept, ev.delay, ev.future), idempotent: true},
 		{name: "actor", ns: "act", create: `{"name":"act","model":"actor"}`, kind: kindActor, idempotent: true},
-		{name: "ledger", ns: "led", create: fmt.Sprintf(`{"name":"led","model":"ledger","ledger":{"history_length":100,"strict":%t}}`, strictLedger), kind: kindLedger, idempotent: true},
+		{name: "ledger", ns: "led", create: fmt.Sprintf(`{"name":"led","model":"ledger","ledger":{"history_length":100,"mode":%q}}`, ledgerMode), kind: kindLedger, idempotent: true},
 		{name: "native", ns: "nat", create: `{"name":"nat","model":"native"}`},
 		{name: "cas", ns: "cas", create: `{"name":"cas","model":"cas"}`},
 	}

@@ -34,7 +34,7 @@ func faultSuite(t *testing.T) {
 // goes on, and retries with the same request id until it gets an answer:
 // sharded to the same server (its documented scope), every other model to
 // the next server. The exactly-once models (sharded on one server, events,
-// actor, strict ledger) must end exact; native and cas, which ignore
+// actor, exact-mode ledger) must end exact; native and cas, which ignore
 // request ids, show their drift in the same run.
 func TestFaultClientTimeoutRetries(t *testing.T) {
 	faultSuite(t)
@@ -70,13 +70,13 @@ func TestFaultClientTimeoutRetries(t *testing.T) {
 			t.Errorf("%s: %d operations still unknown after %d attempts each; every retry should have been answered", name, r.unknown, cfg.maxAttempts)
 		}
 	}
-	// Not asserted for the ledger: a strict claim whose lightweight
+	// Not asserted for the ledger: an exact-mode claim whose lightweight
 	// transaction was cancelled with the client's request can land after
 	// the server withdrew it, and then blocks every retry of that request
 	// (unknown_outcome) until the claim expires (docs/faults.md, "Known
 	// issues"). The checker above still proves nothing was lost or doubled.
 	if r := rows["ledger"]; r.unknown != 0 {
-		t.Logf("ledger: %d operations still unknown after %d attempts each (orphaned strict-mode claims)", r.unknown, cfg.maxAttempts)
+		t.Logf("ledger: %d operations still unknown after %d attempts each (orphaned exact-mode claims)", r.unknown, cfg.maxAttempts)
 	}
 	nat := rows["native"]
 	t.Logf("native drift %+d after %d timed-out operations were retried; cas drift %+d after %d", nat.drift, l.retriedAfterTimeout["native"], rows["cas"].drift, l.retriedAfterTimeout["cas"])

@@ -13,7 +13,7 @@ func TestLedgerCommands(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
 	if r := s.cli("namespace", "create", "players", "--model", "ledger", "--history-length", "3"); r.code != 0 ||
-		!strings.Contains(r.stdout, "model ledger, history length 3, strict false") {
+		!strings.Contains(r.stdout, "model ledger, mode exact, history length 3") {
 		t.Fatalf("create: %+v", r)
 	}
 	for i := 1; i <= 6; i++ {

@@ -83,7 +83,7 @@ DEFAULT uses the server's configured level.`,
 				}
 				req.Events = opts
 			}
-			if fl.Changed("history-length") || fl.Changed("strict") || fl.Changed("retry-count") || fl.Changed("claim-ttl") {
+			if fl.Changed("history-length") || fl.Changed("mode") || fl.Changed("strict") || fl.Changed("retry-count") || fl.Changed("claim-ttl") {
 				if claimTTL < 0 || claimTTL%time.Second != 0 {
 					return usagef("--claim-ttl %v must be a positive whole number of seconds", claimTTL)
 				}
@@ -99,8 +99,8 @@ DEFAULT uses the server's configured level.`,
 				return err
 			}
 			if o := ns.Ledger; o != nil {
-				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, history length %d, strict %v, retry count %d, claim TTL %v, read %s, write %s)",
-					ns.Name, ns.Model, o.HistoryLength, o.Strict, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, ns.ReadConsistency, ns.WriteConsistency))
+				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, mode %s, history length %d, retry count %d, claim TTL %v, read %s, write %s)",
+					ns.Name, ns.Model, o.Mode, o.HistoryLength, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, ns.ReadConsistency, ns.WriteConsistency))
 			}
 			if o := ns.Events; o != nil {
 				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)",
@@ -118,9 +118,11 @@ DEFAULT uses the server's configured level.`,
 	f.DurationVar(&eo.delay, "rollup-delay", 5*time.Minute, "events: margin rollups keep behind the accept window (> clock skew + write time)")
 	f.DurationVar(&eo.future, "future-limit", time.Minute, "events: how far ahead of the server's clock an event time may be")
 	f.IntVar(&lo.HistoryLength, "history-length", 10, "ledger: request ids each server's actor keeps per side")
-	f.BoolVar(&lo.Strict, "strict", false, "ledger: claim each request id with a lightweight transaction first")
+	f.StringVar(&lo.Mode, "mode", api.LedgerModeExact, "ledger: how retries are recognised: exact (a lightweight transaction claims each request id) or concurrent_retries_may_double (no claim; copies of one request on two servers at once may both apply)")
+	f.BoolVar(&lo.Strict, "strict", false, "ledger: the older spelling of --mode exact")
+	_ = f.MarkDeprecated("strict", "exact is the default mode now; use --mode")
 	f.IntVar(&lo.RetryCount, "retry-count", 10, "ledger: resubmissions of a write with an unknown outcome (-1: none)")
-	f.DurationVar(&claimTTL, "claim-ttl", 24*time.Hour, "ledger: lifetime of a strict-mode claim (whole seconds)")
+	f.DurationVar(&claimTTL, "claim-ttl", 24*time.Hour, "ledger: lifetime of an exact-mode claim (whole seconds)")
 	f.StringVar(&req.ReadConsistency, "read-consistency", "DEFAULT", "consistency level of reads")
 	f.StringVar(&req.WriteConsistency, "write-consistency", "DEFAULT", "consistency level of writes")
 	return cmd

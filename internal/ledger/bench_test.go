@@ -73,7 +73,7 @@ func benchCredits(b *testing.B, d driver.Driver, strict bool, procs, ledgers int
 	}
 	targets := make([]Target, ledgers)
 	for i := range targets {
-		targets[i] = Target{Namespace: ns, Ledger: fmt.Sprint("l", i), Options: Options{Strict: strict}.WithDefaults()}
+		targets[i] = Target{Namespace: ns, Ledger: fmt.Sprint("l", i), Options: Options{Mode: modeOf(strict)}.WithDefaults()}
 	}
 	var next atomic.Int64
 	run(b, func(ctx context.Context) error {

@@ -50,10 +50,13 @@ type Options struct {
 	// after a merge; a write appends one more, and the next merge folds the
 	// oldest into the total. Default 10, at most MaxHistoryLength.
 	HistoryLength int
-	// Strict claims each request id with a compare-and-set (a lightweight
-	// transaction on Cassandra) before applying it, so two actors can never
-	// both apply it. Default false.
-	Strict bool
+	// Mode says how retries are recognised across servers. ModeExact, the
+	// default, claims each request id with a compare-and-set (a lightweight
+	// transaction on Cassandra) before applying it, so two actors can
+	// never both apply it. ModeConcurrentRetriesMayDouble skips the claim:
+	// cheaper, but copies of one request running at the same time on two
+	// servers may both be applied.
+	Mode Mode
 	// RetryCount is how many times a write (or claim) whose outcome is
 	// unknown is resubmitted before the request is reported as
 	// ErrUnknownOutcome. Zero means the default, 10; a negative value
@@ -66,8 +69,27 @@ type Options struct {
 	ClaimTTL time.Duration
 }
 
+// Mode is how a ledger namespace recognises retried requests.
+type Mode string
+
+const (
+	// ModeExact applies every request id once, whichever servers its
+	// copies reach and whenever they arrive (while its claim lives).
+	ModeExact Mode = "exact"
+	// ModeConcurrentRetriesMayDouble recognises a retry only when it comes
+	// after the first copy's write (within the actor's history window):
+	// copies running at the same time on different servers may both be
+	// applied. The design's original behaviour; opt-in only.
+	ModeConcurrentRetriesMayDouble Mode = "concurrent_retries_may_double"
+)
+
+// claims reports whether the mode claims request ids before applying them;
+// the zero Mode is the default, exact.
+func (m Mode) claims() bool { return m != ModeConcurrentRetriesMayDouble }
+
 // WithDefaults fills in zero fields.
 func (o Options) WithDefaults() Options {
+	o.Mode = cmp.Or(o.Mode, ModeExact)
 	o.HistoryLength = cmp.Or(o.HistoryLength, DefaultHistoryLength)
 	o.RetryCount = cmp.Or(o.RetryCount, DefaultRetryCount)
 	o.ClaimTTL = cmp.Or(o.ClaimTTL, DefaultClaimTTL)
@@ -77,6 +99,8 @@ func (o Options) WithDefaults() Options {
 // Validate checks options that have their defaults filled in.
 func (o Options) Validate() error {
 	switch {
+	case o.Mode != ModeExact && o.Mode != ModeConcurrentRetriesMayDouble:
+		return fmt.Errorf("mode %q is neither %q nor %q", o.Mode, ModeExact, ModeConcurrentRetriesMayDouble)
 	case o.HistoryLength < 1 || o.HistoryLength > MaxHistoryLength:
 		return fmt.Errorf("history_length %d is outside 1..%d", o.HistoryLength, MaxHistoryLength)
 	case o.RetryCount > MaxRetryCount:
@@ -428,7 +452,7 @@ func (e *Engine) apply(ctx context.Context, t Target, s *slot, amount int64, id 
 	// Background settling must stop well before the claim can expire; the
 	// claim is at most as old as this moment.
 	claimed := e.cfg.Clock.Now()
-	if t.Options.Strict {
+	if t.Options.Mode.claims() {
 		won, cur, err := e.claim(ctx, t, s, id, mine, claimed)
 		if err != nil {
 			return Result{}, err
@@ -443,7 +467,7 @@ func (e *Engine) apply(ctx context.Context, t Target, s *slot, amount int64, id 
 	}
 	if err := e.writeOwn(ctx, t, s); err != nil {
 		e.retire(s)
-		if t.Options.Strict {
+		if t.Options.Mode.claims() {
 			if errors.Is(err, ErrNotApplied) {
 				// Nothing landed and the actor is gone: withdraw the claim.
 				e.releaseOrSettle(t, id, mine, claimed)

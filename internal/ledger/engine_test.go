@@ -113,7 +113,7 @@ func TestCreditsDebitsAndRetries(t *testing.T) {
 		for _, strict := range []bool{false, true} {
 			h := newHarness(t, d)
 			a, b := h.engine(), h.engine()
-			tg := h.target("wallet", Options{Strict: strict})
+			tg := h.target("wallet", Options{Mode: modeOf(strict)})
 			mustUpdate(t, a, tg, 100, "c1")
 			mustUpdate(t, a, tg, -30, "d1")
 			mustUpdate(t, b, tg, -5, "d2")
@@ -252,7 +252,7 @@ func TestSharedActorIDIsDetected(t *testing.T) {
 func TestOptionsValidate(t *testing.T) {
 	t.Parallel()
 	ok := Options{}.WithDefaults()
-	if ok.HistoryLength != 10 || ok.RetryCount != 10 || ok.ClaimTTL != DefaultClaimTTL || ok.Strict {
+	if ok.HistoryLength != 10 || ok.RetryCount != 10 || ok.ClaimTTL != DefaultClaimTTL || ok.Mode != ModeExact {
 		t.Fatalf("defaults = %+v", ok)
 	}
 	for _, o := range []Options{

@@ -266,3 +266,11 @@ func (b *barrier) wait(timeout time.Duration) bool {
 }
 
 func isUnknown(err error) bool { return errors.Is(err, ErrUnknownOutcome) }
+
+// modeOf names the mode a test's strict flag stands for.
+func modeOf(strict bool) Mode {
+	if strict {
+		return ModeExact
+	}
+	return ModeConcurrentRetriesMayDouble
+}

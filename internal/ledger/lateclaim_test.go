@@ -29,7 +29,7 @@ func TestLateClaimIsWithdrawn(t *testing.T) {
 			return unknownNoLand
 		})
 		e := h.engine(func(c *Config) { c.WriteTimeout = time.Second })
-		tg := h.target("w", Options{Strict: true, RetryCount: -1})
+		tg := h.target("w", Options{Mode: ModeExact, RetryCount: -1})
 		if _, err := e.Update(ctxT(t), tg, 10, "late"); !errors.Is(err, ErrNotApplied) {
 			t.Fatalf("claim timed out, nothing found on withdrawal: %v, want ErrNotApplied", err)
 		}

@@ -23,7 +23,7 @@ func (o Options) Stored() map[string]string {
 	e := o.WithDefaults()
 	return map[string]string{
 		storedHistoryLength: strconv.Itoa(e.HistoryLength),
-		storedStrict:        strconv.FormatBool(e.Strict),
+		storedStrict:        strconv.FormatBool(e.Mode.claims()),
 		storedRetryCount:    strconv.Itoa(max(e.RetryCount, 0)),
 		storedClaimTTL:      strconv.FormatInt(int64(e.ClaimTTL/time.Second), 10),
 	}
@@ -50,7 +50,15 @@ func OptionsFromStored(m map[string]string) (Options, error) {
 		return o, err
 	}
 	if v, err = get(storedStrict); err == nil {
-		o.Strict, err = strconv.ParseBool(v)
+		// Stored as "strict" since before modes had names; every stored
+		// record spells it out, so changing the default changed no
+		// existing namespace.
+		var strict bool
+		if strict, err = strconv.ParseBool(v); strict {
+			o.Mode = ModeExact
+		} else {
+			o.Mode = ModeConcurrentRetriesMayDouble
+		}
 	}
 	if err != nil {
 		return o, err

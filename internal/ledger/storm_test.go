@@ -61,7 +61,7 @@ func retryStorm(t *testing.T, d driver.Driver, strict bool) {
 	// now and then, so callers' own retries land on other actors.
 	// The window (64) exceeds what the other callers can append to one
 	// actor between a request and its retry.
-	tg := h.target("storm", Options{HistoryLength: 64, Strict: strict, RetryCount: 1})
+	tg := h.target("storm", Options{HistoryLength: 64, Mode: modeOf(strict), RetryCount: 1})
 	engines := make([]*Engine, processes)
 	for i := range engines {
 		engines[i] = h.engine()
@@ -178,7 +178,7 @@ func TestTenConcurrentActors(t *testing.T) {
 	onEachDriver(t, func(t *testing.T, d driver.Driver) {
 		for _, strict := range []bool{false, true} {
 			h := newHarness(t, d)
-			tg := h.target("hot", Options{Strict: strict})
+			tg := h.target("hot", Options{Mode: modeOf(strict)})
 			const actors, callers, each = 10, 3, 8
 			engines := make([]*Engine, actors)
 			for i := range engines {
@@ -222,7 +222,7 @@ func TestDriftNonStrictAndClosedInStrict(t *testing.T) {
 	onEachDriver(t, func(t *testing.T, d driver.Driver) {
 		for _, strict := range []bool{false, true} {
 			h := newHarness(t, d)
-			tg := h.target("drift", Options{Strict: strict})
+			tg := h.target("drift", Options{Mode: modeOf(strict)})
 			a, b := h.engine(), h.engine()
 			both := newBarrier(2)
 			readBoth := func(Target, string) {
@@ -270,7 +270,7 @@ func TestStrictLoserWaitsThenReportsUnknown(t *testing.T) {
 	onEachDriver(t, func(t *testing.T, d driver.Driver) {
 		fs := &faultyStore{Ledgers: d}
 		h := newHarness(t, fs)
-		tg := h.target("slow", Options{Strict: true})
+		tg := h.target("slow", Options{Mode: ModeExact})
 		a := h.engine()
 		b := h.engine(func(c *Config) { c.ClaimWait = 200 * time.Millisecond })
 		release, writing := make(chan struct{}), make(chan struct{})
@@ -314,7 +314,7 @@ func TestRetryOutsideTheWindow(t *testing.T) {
 		_, onCassandra := d.(interface{ Keyspace() string })
 		for _, strict := range []bool{false, true} {
 			h := newHarness(t, d)
-			tg := h.target("window", Options{HistoryLength: 3, Strict: strict, ClaimTTL: claimTTL})
+			tg := h.target("window", Options{HistoryLength: 3, Mode: modeOf(strict), ClaimTTL: claimTTL})
 			a, b := h.engine(), h.engine()
 			start := time.Now()
 			mustUpdate(t, a, tg, 100, "late")
@@ -361,7 +361,7 @@ func TestUnknownOutcomeIsReportedAndSettledByRetry(t *testing.T) {
 			for _, fl := range []fault{landThenUnknown, unknownNoLand} {
 				fs := &faultyStore{Ledgers: d}
 				h := newHarness(t, fs)
-				tg := h.target("unknown", Options{Strict: strict, RetryCount: 2})
+				tg := h.target("unknown", Options{Mode: modeOf(strict), RetryCount: 2})
 				a, b := h.engine(), h.engine()
 				mustUpdate(t, a, tg, 5, "before")
 				var failing atomic.Bool
@@ -404,7 +404,7 @@ func TestStrictUnsettledClaimBlocksUntilItExpires(t *testing.T) {
 		_, onCassandra := d.(interface{ Keyspace() string })
 		fs := &faultyStore{Ledgers: d}
 		h := newHarness(t, fs)
-		tg := h.target("stopped", Options{Strict: true, RetryCount: 1, ClaimTTL: claimTTL})
+		tg := h.target("stopped", Options{Mode: ModeExact, RetryCount: 1, ClaimTTL: claimTTL})
 		a, b := h.engine(), h.engine(func(c *Config) { c.ClaimWait = 50 * time.Millisecond })
 		fs.setWriteFault(func(*driver.WriteLedgerRowParams) fault { return unknownNoLand })
 		start := time.Now()
@@ -435,7 +435,7 @@ func TestStrictNotAppliedWithdrawsTheClaim(t *testing.T) {
 	onEachDriver(t, func(t *testing.T, d driver.Driver) {
 		fs := &faultyStore{Ledgers: d}
 		h := newHarness(t, fs)
-		tg := h.target("withdraw", Options{Strict: true, RetryCount: 1})
+		tg := h.target("withdraw", Options{Mode: ModeExact, RetryCount: 1})
 		a, b := h.engine(), h.engine(func(c *Config) { c.ClaimWait = time.Millisecond })
 		var failing atomic.Bool
 		failing.Store(true)

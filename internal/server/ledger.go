@@ -104,8 +104,9 @@ func ledgerOptionsJSON(o *abacus.LedgerOptions) *api.LedgerOptions {
 	if o == nil {
 		return nil
 	}
+	mode := o.WithDefaults().Mode
 	return &api.LedgerOptions{
-		HistoryLength: o.HistoryLength, Strict: o.Strict, RetryCount: o.RetryCount,
+		HistoryLength: o.HistoryLength, Mode: string(mode), Strict: mode == ledger.ModeExact, RetryCount: o.RetryCount,
 		ClaimTTLSeconds: int64(o.ClaimTTL / time.Second),
 	}
 }
@@ -129,8 +130,17 @@ func ledgerOptionsFromJSON(o *api.LedgerOptions) (*abacus.LedgerOptions, error) 
 	if o.HistoryLength < 0 || o.HistoryLength > ledger.MaxHistoryLength {
 		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.history_length\": %d is outside 0 to %d", o.HistoryLength, ledger.MaxHistoryLength)
 	}
+	mode := ledger.Mode(o.Mode)
+	switch {
+	case o.Mode != "" && o.Mode != api.LedgerModeExact && o.Mode != api.LedgerModeConcurrentRetriesMayDouble:
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.mode\": %q is neither %q nor %q", o.Mode, api.LedgerModeExact, api.LedgerModeConcurrentRetriesMayDouble)
+	case o.Strict && o.Mode == api.LedgerModeConcurrentRetriesMayDouble:
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.strict\": true contradicts mode %q; leave strict out", o.Mode)
+	case o.Strict:
+		mode = ledger.ModeExact
+	}
 	return &abacus.LedgerOptions{
-		HistoryLength: o.HistoryLength, Strict: o.Strict, RetryCount: o.RetryCount,
+		HistoryLength: o.HistoryLength, Mode: mode, RetryCount: o.RetryCount,
 		ClaimTTL: time.Duration(o.ClaimTTLSeconds) * time.Second,
 	}, nil
 }

@@ -50,7 +50,7 @@ func TestLedgerEndpoints(t *testing.T) {
 	// A ledger namespace with options, described with them filled in.
 	var ns api.Namespace
 	e.mustJSON("POST", "/v1/namespaces", `{"name":"strict","model":"ledger","ledger":{"strict":true,"history_length":3}}`, 201, &ns)
-	want := api.LedgerOptions{HistoryLength: 3, Strict: true, RetryCount: 10, ClaimTTLSeconds: 86400}
+	want := api.LedgerOptions{HistoryLength: 3, Mode: api.LedgerModeExact, Strict: true, RetryCount: 10, ClaimTTLSeconds: 86400}
 	if ns.Model != "ledger" || ns.Type != "" || ns.Ledger == nil || *ns.Ledger != want {
 		t.Fatalf("created %+v (ledger %+v)", ns, ns.Ledger)
 	}
@@ -61,6 +61,19 @@ func TestLedgerEndpoints(t *testing.T) {
 	e.mustJSON("POST", "/v1/namespaces/strict/ledgers/x/credits", `{"amount":1,"request_id":"r"}`, 200, &up)
 	if !up.Applied || up.Namespace != "strict" {
 		t.Fatalf("strict credit = %+v", up)
+	}
+	// Exact is the default; the weaker mode is asked for by name.
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"plain","model":"ledger"}`, 201, &ns)
+	if ns.Ledger == nil || ns.Ledger.Mode != api.LedgerModeExact || !ns.Ledger.Strict {
+		t.Fatalf("default ledger options %+v, want mode exact", ns.Ledger)
+	}
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"legacy","model":"ledger","ledger":{"strict":false}}`, 201, &ns)
+	if ns.Ledger == nil || ns.Ledger.Mode != api.LedgerModeExact {
+		t.Fatalf("\"strict\": false made options %+v; it must not choose the weaker mode", ns.Ledger)
+	}
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"loose","model":"ledger","ledger":{"mode":"concurrent_retries_may_double"}}`, 201, &ns)
+	if ns.Ledger == nil || ns.Ledger.Mode != api.LedgerModeConcurrentRetriesMayDouble || ns.Ledger.Strict {
+		t.Fatalf("opt-in ledger options %+v", ns.Ledger)
 	}
 	if text := string(e.do("GET", "/metrics", "").body); !strings.Contains(text, `abacus_ledger_updates_total{result="applied"} 4`) ||
 		!strings.Contains(text, `abacus_ledger_updates_total{result="duplicate"} 1`) {
@@ -94,6 +107,8 @@ func TestLedgerBadRequests(t *testing.T) {
 		{"DELETE", base, "", 405, api.CodeMethodNotAllowed},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","type":"sum"}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","ledger":{"strict":true}}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"mode":"strict"}}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"strict":true,"mode":"concurrent_retries_may_double"}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"history_length":5000}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"claim_ttl_seconds":-1}}`, 400, api.CodeInvalidArgument},
 	} {

@@ -3,7 +3,9 @@ SHELL := /bin/bash
 
 GO          ?= go
 # Packages of pure logic, run under the race detector (with -short: size-heavy
-# property tests run in the full pass that follows).
+# property tests run in the full pass that follows; and on the embedded store
+# only: the same tests on Cassandra run in that pass, and running them twice
+# cost `make test` three minutes).
 RACE_PKGS   ?= ./internal/crdt/... ./clock/... ./internal/sharded/... ./internal/ledger/... ./driver/embedded/... ./internal/queue/... ./internal/events/... ./internal/cas/... ./internal/actor/... ./internal/background/...
 # Nodes of the dev Cassandra that `make test` starts (1 or 3). Three nodes let
 # the replica-loss tests run; set DEV_NODES=1 for a quicker local loop.
@@ -64,7 +66,9 @@ test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 		export $$(scripts/devcassandra env); \
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
-	$(GO) test -race -short -count=1 $(RACE_PKGS); \
+	echo "== race detector over the logic packages, on the embedded store (their Cassandra cases run in the next step)"; \
+	ABACUS_TEST_CASSANDRA= $(GO) test -race -short -count=1 $(RACE_PKGS); \
+	echo "== every package, Cassandra tests enabled"; \
 	$(GO) test -count=1 -timeout 25m ./...; \
 	if [ "$$(echo "$$ABACUS_TEST_CASSANDRA" | tr ',' '\n' | grep -c .)" -ge 3 ]; then \
 		echo "== node-loss tests (serial: they stop and restart Cassandra nodes)"; \

@@ -27,7 +27,7 @@ func TestListEventCountersPaged(t *testing.T) {
 // operator with cqlsh could, and expects reads to refuse them.
 func TestEventsMalformedRows(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	d := sharedDriver(t)
 	ctx := ctxT(t)
 	exec := rawExec(t, ctx)
 	ks := d.Keyspace()

@@ -25,9 +25,17 @@ import (
 // every configured host (at most three).
 func testConfig(t *testing.T) cassandra.Config {
 	t.Helper()
+	cfg := configOn(t, "")
+	cfg.Keyspace = cassandratest.Keyspace(t)
+	return cfg
+}
+
+// configOn is the tests' Config on keyspace ks.
+func configOn(t *testing.T, ks string) cassandra.Config {
+	t.Helper()
 	return cassandra.Config{
 		Hosts:       cassandratest.Hosts(t),
-		Keyspace:    cassandratest.Keyspace(t),
+		Keyspace:    ks,
 		Replication: cassandra.Replication{ReplicationFactor: cassandratest.ReplicationFactor(t)},
 		// A dev node shares two cores with compilers; schema changes in
 		// particular can be slow.
@@ -36,6 +44,35 @@ func testConfig(t *testing.T) cassandra.Config {
 		// t.Log cannot be used.
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	cassandratest.DropSharedKeyspaces()
+	os.Exit(code)
+}
+
+var sharedDrivers struct {
+	once sync.Once
+	d    *cassandra.Driver
+	err  error
+}
+
+// sharedDriver is one driver, open for the whole process, on a keyspace
+// shared by the tests that write only keys of their own and list nothing
+// (cassandratest.SharedKeyspace): each saves making a schema.
+func sharedDriver(t *testing.T) *cassandra.Driver {
+	t.Helper()
+	cfg := configOn(t, cassandratest.SharedKeyspace(t, "driver"))
+	sharedDrivers.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		sharedDrivers.d, sharedDrivers.err = cassandra.Open(ctx, cfg)
+	})
+	if sharedDrivers.err != nil {
+		t.Fatalf("Open of the shared keyspace: %v", sharedDrivers.err)
+	}
+	return sharedDrivers.d
 }
 
 // open opens a driver on cfg and closes it when the test ends.
@@ -314,7 +351,7 @@ func summary(set *driver.ShardSet) string {
 
 func TestShards(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	d := sharedDriver(t)
 
 	if got := summary(read(t, d, "never")); got != "no tally" {
 		t.Fatalf("never-written counter: %s", got)
@@ -343,7 +380,7 @@ func TestShards(t *testing.T) {
 
 func TestFold(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	d := sharedDriver(t)
 	ctx := ctxT(t)
 	fold := func(counter, tally string, ts int64, ids ...string) {
 		t.Helper()
@@ -360,34 +397,34 @@ func TestFold(t *testing.T) {
 		}
 	}
 
-	write(t, d, "c", "a", "1", 10, 100)
-	write(t, d, "c", "b", "2", 20, 200)
-	write(t, d, "c", "z", "9", 30, 5000)
+	write(t, d, "fold-c", "a", "1", 10, 100)
+	write(t, d, "fold-c", "b", "2", 20, 200)
+	write(t, d, "fold-c", "z", "9", 30, 5000)
 
 	// Fold a and b: the tally appears, they disappear, z stays.
-	fold("c", "3", 201, "a", "b")
-	check("c", `tally="3"@201 z="9"/5000`)
-	fold("c", "3", 201, "a", "b") // replay
-	check("c", `tally="3"@201 z="9"/5000`)
+	fold("fold-c", "3", 201, "a", "b")
+	check("fold-c", `tally="3"@201 z="9"/5000`)
+	fold("fold-c", "3", 201, "a", "b") // replay
+	check("fold-c", `tally="3"@201 z="9"/5000`)
 
 	// A late write below the fold's timestamp stays deleted; one at the same
 	// timestamp too (a delete wins a tie).
-	write(t, d, "c", "a", "1-late", 150, 200)
-	write(t, d, "c", "b", "2-tie", 201, 300)
-	check("c", `tally="3"@201 z="9"/5000`)
+	write(t, d, "fold-c", "a", "1-late", 150, 200)
+	write(t, d, "fold-c", "b", "2-tie", 201, 300)
+	check("fold-c", `tally="3"@201 z="9"/5000`)
 
 	// An older fold arriving late changes nothing.
-	fold("c", "1", 101, "a")
-	check("c", `tally="3"@201 z="9"/5000`)
+	fold("fold-c", "1", 101, "a")
+	check("fold-c", `tally="3"@201 z="9"/5000`)
 
 	// Folding the last shard leaves a partition with only static columns,
 	// which Cassandra returns as one row with a null shard.
-	fold("c", "12", 5001, "z")
-	check("c", `tally="12"@5001`)
+	fold("fold-c", "12", 5001, "z")
+	check("fold-c", `tally="12"@5001`)
 
 	// An empty tally state is a tally, not the absence of one.
-	fold("e", "", 7)
-	set := read(t, d, "e")
+	fold("fold-e", "", 7)
+	set := read(t, d, "fold-e")
 	if set.Tally == nil || set.Tally.State == nil || len(set.Tally.State) != 0 || set.Tally.Timestamp != 7 {
 		t.Fatalf("empty tally read back as %+v", set.Tally)
 	}
@@ -475,7 +512,7 @@ func checkListing(t *testing.T, d *cassandra.Driver, name string, list func(cont
 // embedded driver refuses such an add).
 func TestNativeOverflowWraps(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	d := sharedDriver(t)
 	ctx := ctxT(t)
 	p := &driver.AddNativeParams{Namespace: "n", Counter: "c", Delta: math.MaxInt64}
 	for _, delta := range []int64{math.MaxInt64, 1} {
@@ -495,7 +532,10 @@ func TestNativeOverflowWraps(t *testing.T) {
 
 func TestClosed(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	// A driver of its own to close, on the shared keyspace's schema.
+	cfg := configOn(t, sharedDriver(t).Keyspace())
+	cfg.Schema = cassandra.SchemaExisting
+	d := open(t, cfg)
 	ctx := ctxT(t)
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
@@ -654,7 +694,7 @@ func rawExec(t *testing.T, ctx context.Context) func(stmt string, args ...any) {
 // that reading them gives errors, not panics or invented values.
 func TestMalformedRows(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	d := sharedDriver(t)
 	ctx := ctxT(t)
 	exec := rawExec(t, ctx)
 	ks := d.Keyspace()
@@ -688,7 +728,7 @@ func TestMalformedRows(t *testing.T) {
 // reading must land between two local readings (1 ms of now()'s rounding).
 func TestStoreTime(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	d := sharedDriver(t)
 	before := time.Now().Add(-time.Millisecond)
 	st, err := d.StoreTime(ctxT(t))
 	after := time.Now()

@@ -14,8 +14,7 @@ import (
 // A query made for a traced request is a span under the request's span,
 // named by its statement and table; on a real Cassandra.
 func TestQueriesOfATracedRequestAreItsChildSpans(t *testing.T) {
-	cfg := testConfig(t)
-	d := open(t, cfg)
+	d := sharedDriver(t)
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	t.Cleanup(func() { _ = tp.Shutdown(ctxT(t)) })
@@ -29,7 +28,7 @@ func TestQueriesOfATracedRequestAreItsChildSpans(t *testing.T) {
 	if !errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("GetNamespace: %v", err)
 	}
-	want := "SELECT " + cfg.Keyspace + ".namespaces"
+	want := "SELECT " + d.Keyspace() + ".namespaces"
 	for _, s := range spans.GetSpans() {
 		if s.Name == want {
 			if s.Parent.SpanID() != parent.SpanContext().SpanID() || s.SpanContext.TraceID() != parent.SpanContext().TraceID() {

@@ -38,6 +38,7 @@ type Consumer struct {
 	// wake holds, for shards outside the every-round pair, when each next
 	// needs a look (wake.go).
 	wake    map[int]time.Time
+	roundAt time.Time // when the current round began
 	hints   *hints
 	stopped bool
 
@@ -84,7 +85,7 @@ func (s *Service) NewConsumer(ctx context.Context, cfg ConsumerConfig) (*Consume
 		wake:     map[int]time.Time{},
 		hints:    newHints(),
 	}
-	s.consumers.add(c)
+	s.consumers.add(q.Name, c.hints)
 	return c, nil
 }
 
@@ -119,7 +120,14 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	// window has moved on or a sweep is due anyway.
 	stale := c.lastBucket != c.q.math.Bucket(now) || now.Sub(c.lastSweep) >= c.cfg.CatchUpInterval
 	if c.lease == nil && (c.next >= len(c.round) || stale) {
+		// Shards an unfinished round had not reached yet are kept.
+		left := append([]int(nil), c.round[min(c.next, len(c.round)):]...)
 		c.newRound(now)
+		for _, s := range left {
+			if !slices.Contains(c.round, s) {
+				c.round = append(c.round, s)
+			}
+		}
 		fresh = true
 	}
 	out := []*Delivery{}
@@ -167,6 +175,7 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 func (c *Consumer) newRound(now time.Time) {
 	m := c.q.math
 	b := m.Bucket(now)
+	c.roundAt = now
 	c.hints.drainInto(c.wake)
 	c.round = c.round[:0]
 	seen := make(map[int]bool, m.Shards())
@@ -646,7 +655,8 @@ func (c *Consumer) loop(ctx, handlerCtx context.Context) {
 		}
 		gather.Stop()
 		ds, err := c.Receive(ctx, free)
-		if err != nil && ctx.Err() == nil {
+		failed := err != nil && ctx.Err() == nil
+		if failed {
 			c.log.Warn("queue: receiving failed", "err", err)
 		}
 		for range free - len(ds) {
@@ -660,7 +670,11 @@ func (c *Consumer) loop(ctx, handlerCtx context.Context) {
 				c.handle(handlerCtx, d)
 			}()
 		}
-		if len(ds) == 0 && !wait(c.nextWake()) {
+		sleep := c.nextWake()
+		if failed {
+			sleep = c.cfg.PollInterval // a failing store is not asked faster than that
+		}
+		if len(ds) == 0 && !wait(sleep) {
 			return
 		}
 	}
@@ -727,7 +741,7 @@ func (c *Consumer) Stop(ctx context.Context) error {
 		}
 		c.abort()
 	}
-	c.svc.consumers.remove(c)
+	c.svc.consumers.remove(c.q.Name, c.hints)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stopped = true

@@ -228,7 +228,7 @@ func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause er
 	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{m}}); err != nil {
 		return false, err
 	}
-	s.consumers.hint(q.Name, m.Shard, m.VisibleAt)
+	s.consumers.hint(q.Name, m.Shard, m.VisibleAt, now)
 	return false, nil
 }
 
@@ -249,7 +249,8 @@ func (s *Service) release(ctx context.Context, q *Queue, m driver.Message) error
 	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{*cur}}); err != nil {
 		return err
 	}
-	s.consumers.hint(q.Name, cur.Shard, s.now())
+	now := s.now()
+	s.consumers.hint(q.Name, cur.Shard, now, now)
 	s.stats.Released.Add(1)
 	return nil
 }

@@ -208,7 +208,7 @@ func (s *Service) PutBatch(ctx context.Context, queue string, ms []Message) ([]I
 			first = r.Due
 		}
 	}
-	s.consumers.hint(q.Name, sh, first)
+	s.consumers.hint(q.Name, sh, first, now)
 	return out, nil
 }
 

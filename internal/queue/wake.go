@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/abacusdb/abacus/driver"
 )
@@ -36,13 +37,19 @@ func newHints() *hints {
 	return &hints{pending: map[int]time.Time{}, poke: make(chan struct{}, 1)}
 }
 
-// add records that shard s may have something deliverable at t.
-func (h *hints) add(s int, t time.Time) {
+// add records that shard s may have something deliverable at t, and
+// rings the bell if that is already so at now. A hint for later only
+// shortens the loop's next sleep (nextWake): ringing for it would cost a
+// whole round per delayed put.
+func (h *hints) add(s int, t, now time.Time) {
 	h.mu.Lock()
 	if old, ok := h.pending[s]; !ok || t.Before(old) {
 		h.pending[s] = t
 	}
 	h.mu.Unlock()
+	if t.After(now) {
+		return
+	}
 	select {
 	case h.poke <- struct{}{}:
 	default:
@@ -75,43 +82,61 @@ func (h *hints) earliest() time.Time {
 	return first
 }
 
-// consumerSet is the service's registry of its live consumers, by queue.
+// consumerSet is the service's registry of its consumers' inboxes, by
+// queue. It holds them weakly: a consumer dropped without Stop (one used
+// only through Receive, say) is collected as before, and its entry goes at
+// the next hint.
 type consumerSet struct {
 	mu      sync.Mutex
-	byQueue map[string]map[*Consumer]struct{}
+	byQueue map[string]map[weak.Pointer[hints]]struct{}
 }
 
-func (cs *consumerSet) add(c *Consumer) {
+func (cs *consumerSet) add(queue string, h *hints) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.byQueue == nil {
-		cs.byQueue = map[string]map[*Consumer]struct{}{}
+		cs.byQueue = map[string]map[weak.Pointer[hints]]struct{}{}
 	}
-	set := cs.byQueue[c.q.Name]
+	set := cs.byQueue[queue]
 	if set == nil {
-		set = map[*Consumer]struct{}{}
-		cs.byQueue[c.q.Name] = set
+		set = map[weak.Pointer[hints]]struct{}{}
+		cs.byQueue[queue] = set
 	}
-	set[c] = struct{}{}
+	set[weak.Make(h)] = struct{}{}
 }
 
-func (cs *consumerSet) remove(c *Consumer) {
+func (cs *consumerSet) remove(queue string, h *hints) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	delete(cs.byQueue[c.q.Name], c)
-	if len(cs.byQueue[c.q.Name]) == 0 {
-		delete(cs.byQueue, c.q.Name)
+	delete(cs.byQueue[queue], weak.Make(h))
+	if len(cs.byQueue[queue]) == 0 {
+		delete(cs.byQueue, queue)
 	}
 }
 
 // hint tells every consumer of queue in this process that shard s may
-// have something deliverable at t.
-func (cs *consumerSet) hint(queue string, s int, t time.Time) {
+// have something deliverable at t (now is the service clock's time).
+func (cs *consumerSet) hint(queue string, s int, t, now time.Time) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	for c := range cs.byQueue[queue] {
-		c.hints.add(s, t)
+	set := cs.byQueue[queue]
+	for w := range set {
+		if h := w.Value(); h != nil {
+			h.add(s, t, now)
+		} else {
+			delete(set, w)
+		}
 	}
+	if len(set) == 0 {
+		delete(cs.byQueue, queue)
+	}
+}
+
+// count is how many consumers of queue are registered (for tests).
+func (cs *consumerSet) count(queue string) int {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return len(cs.byQueue[queue])
 }
 
 // wakeHorizon bounds the read for a shard's next due message; a message
@@ -162,13 +187,16 @@ func (c *Consumer) schedule(ctx context.Context, now time.Time, s int, page *dri
 }
 
 // nextWake is how long the receive loop may sleep before a known wake time
-// or hint: at most PollInterval, at least minPoll.
+// or hint: at most PollInterval, at least minPoll. Wake times that were
+// already due when the last round began had their look in it; one still
+// there (the look failed, or a shard keeps failing to deliver) waits for
+// PollInterval like everything else, or the loop would spin on it.
 func (c *Consumer) nextWake() time.Duration {
 	d := c.cfg.PollInterval
 	c.mu.Lock()
 	first := c.hints.earliest()
 	for _, t := range c.wake {
-		if first.IsZero() || t.Before(first) {
+		if t.After(c.roundAt) && (first.IsZero() || t.Before(first)) {
 			first = t
 		}
 	}

@@ -2,13 +2,16 @@ package queue
 
 import (
 	"context"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
 
 // startCollecting starts a consumer whose handler acknowledges and sends
-// each message's id, and waits until its first round (a sweep) is over,
-// so that what follows is found by what the test is about, not by that.
+// each message's id, and waits until its first round (a sweep) has begun;
+// the round finds nothing, so what follows is found by what the test is
+// about, not by that round.
 func startCollecting(t *testing.T, e *env, cfg ConsumerConfig) (*Consumer, <-chan ID) {
 	t.Helper()
 	got := make(chan ID, 16)
@@ -75,13 +78,101 @@ func TestStoppedConsumerLeavesTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.put(t, e.svc, q.Name, Message{Body: []byte("x")})
-	e.svc.consumers.mu.Lock()
-	n := len(e.svc.consumers.byQueue[q.Name])
-	e.svc.consumers.mu.Unlock()
-	if n != 0 {
+	if n := e.svc.consumers.count(q.Name); n != 0 {
 		t.Fatalf("%d consumers still registered after Stop", n)
 	}
 	if c.hints.earliest() != (time.Time{}) {
 		t.Fatal("a stopped consumer was hinted")
+	}
+}
+
+// A consumer dropped without Stop (used only through Receive) is not kept
+// alive by the service's registry.
+func TestDroppedConsumerIsCollected(t *testing.T) {
+	e := newEnv(t, "embedded", embeddedStore(t))
+	q := e.create(t, QueueConfig{Shards: 4})
+	func() {
+		c, err := e.svc.NewConsumer(ctxT(t), ConsumerConfig{Queue: q.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		receive(t, c, 1)
+	}()
+	for range 10 {
+		runtime.GC()
+		e.put(t, e.svc, q.Name, Message{Body: []byte("x")}) // prunes collected entries
+		if e.svc.consumers.count(q.Name) == 0 {
+			return
+		}
+	}
+	t.Fatal("a consumer dropped without Stop is still registered after 10 collections")
+}
+
+// A hint for now rings the receive loop's bell; a hint for later does not
+// (it only shortens the next sleep): ringing for every delayed put would
+// cost a round each.
+func TestOnlyDueHintsRing(t *testing.T) {
+	h := newHints()
+	now := start
+	h.add(3, now.Add(time.Hour), now)
+	select {
+	case <-h.poke:
+		t.Fatal("a hint an hour ahead rang")
+	default:
+	}
+	if got := h.earliest(); !got.Equal(now.Add(time.Hour)) {
+		t.Fatalf("earliest = %v, want the hint's time", got)
+	}
+	h.add(1, now, now)
+	select {
+	case <-h.poke:
+	default:
+		t.Fatal("a hint due now did not ring")
+	}
+}
+
+// A wake time that was due when the last round began had its look; if it
+// is still there (the look failed), the loop sleeps PollInterval rather
+// than spin on it. A wake time after the round's start still shortens the
+// sleep.
+func TestNextWakeDoesNotSpinOnAWakeTimeAlreadyLookedAt(t *testing.T) {
+	e := newEnv(t, "embedded", embeddedStore(t))
+	q := e.create(t, QueueConfig{Shards: 4})
+	c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, PollInterval: time.Minute})
+	now := e.clock.Now()
+	c.mu.Lock()
+	c.roundAt = now
+	c.wake[2] = now.Add(-time.Second)
+	c.mu.Unlock()
+	if d := c.nextWake(); d != time.Minute {
+		t.Fatalf("nextWake = %v with only a wake time already looked at, want PollInterval", d)
+	}
+	c.mu.Lock()
+	c.wake[3] = now.Add(10 * time.Second)
+	c.mu.Unlock()
+	if d := c.nextWake(); d != 10*time.Second {
+		t.Fatalf("nextWake = %v, want the 10s to the next wake time", d)
+	}
+}
+
+// A round cut short (a Receive filled its max) keeps the shards it had not
+// reached when the window moves on, instead of leaving them to the next
+// sweep.
+func TestUnfinishedRoundIsCarriedIntoTheNext(t *testing.T) {
+	e := newEnv(t, "embedded", embeddedStore(t))
+	q := e.create(t, QueueConfig{Shards: 8})
+	c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, CatchUpInterval: time.Hour})
+	receive(t, c, 1) // the first round, a sweep
+	c.mu.Lock()
+	c.round, c.next = []int{5, 6, 7, 1}, 1 // stopped after shard 5
+	c.mu.Unlock()
+	e.clock.Advance(time.Minute) // the window moves on: a new round
+	receive(t, c, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range []int{6, 7} {
+		if !slices.Contains(c.round, s) {
+			t.Errorf("round %v dropped shard %d of the unfinished one", c.round, s)
+		}
 	}
 }

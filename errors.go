@@ -76,6 +76,11 @@ var (
 	// to the dead letters since.
 	ErrStaleReceipt = outcome.ErrStaleReceipt
 
+	// ErrDedupConflict means a message was put with a dedup id that, within
+	// the de-duplication window, named a message with another body. The
+	// first message stays as it was; nothing was written.
+	ErrDedupConflict = outcome.ErrDedupConflict
+
 	// ErrConsumerStopped is returned by QueueConsumer.Receive after the
 	// consumer was stopped.
 	ErrConsumerStopped = outcome.ErrConsumerStopped

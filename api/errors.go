@@ -68,6 +68,9 @@ const (
 	// CodeStaleReceipt: the receipt's message was settled or delivered
 	// again since; nothing was changed.
 	CodeStaleReceipt = "stale_receipt"
+	// CodeDedupConflict: a message's dedup_id was used within the window
+	// for a message with another body; nothing was written.
+	CodeDedupConflict = "dedup_conflict"
 	// CodeUnauthenticated: the server requires an API key and the request
 	// carried none, or one that is malformed, unknown, revoked or wrong.
 	CodeUnauthenticated = "unauthenticated"
@@ -106,6 +109,7 @@ var codeStatus = map[string]int{
 	CodeQueueNotFound:        http.StatusNotFound,
 	CodeQueueExists:          http.StatusConflict,
 	CodeStaleReceipt:         http.StatusConflict,
+	CodeDedupConflict:        http.StatusConflict,
 	CodeUnauthenticated:      http.StatusUnauthorized,
 	CodeRateLimited:          http.StatusTooManyRequests,
 	CodeKeyNotFound:          http.StatusNotFound,

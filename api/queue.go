@@ -57,11 +57,20 @@ type PutMessage struct {
 	// Due is when the message may first be delivered, as an RFC 3339 time;
 	// a past time means now.
 	Due string `json:"due,omitempty"`
+	// DedupID, when set, makes the put safe to repeat: another put with
+	// this id within the server's de-duplication window (5 minutes by
+	// default) stores nothing and answers the first message's id, on any
+	// server. Reusing the id for another body is refused (dedup_conflict).
+	// At most 128 bytes.
+	DedupID string `json:"dedup_id,omitempty"`
 }
 
 // PutResponse is the body of a successful put: the ids, in request order.
 type PutResponse struct {
 	IDs []string `json:"ids"`
+	// Duplicates lists the indexes of messages whose dedup_id was put
+	// before within the window: their ids are the earlier messages'.
+	Duplicates []int `json:"duplicates,omitempty"`
 }
 
 // ReceiveRequest is the (optional) body of POST /v1/queues/{queue}/receive.

@@ -203,8 +203,9 @@ func TestNamesRoundTrip(t *testing.T) {
 // answer the first n times: with a 503 unknown_outcome, or by dropping the
 // connection.
 type flaky struct {
-	next http.Handler
-	drop bool
+	next   http.Handler
+	drop   bool
+	suffix string // the paths it loses answers of; default "/updates"
 
 	mu   sync.Mutex
 	n    int
@@ -212,7 +213,11 @@ type flaky struct {
 }
 
 func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasSuffix(r.URL.Path, "/updates") || r.URL.Path == "/v1/updates" {
+	suffix := f.suffix
+	if suffix == "" {
+		suffix = "/updates"
+	}
+	if !strings.HasSuffix(r.URL.Path, suffix) || r.URL.Path == "/v1/updates" {
 		f.next.ServeHTTP(w, r)
 		return
 	}

@@ -34,9 +34,44 @@ func (c *Client) Queue(ctx context.Context, name string) (*api.Queue, error) {
 }
 
 // Put queues messages (1 to 1000) and returns their ids in order. If one
-// is invalid the server refuses them all.
+// is invalid the server refuses them all. See PutMessages.
 func (c *Client) Put(ctx context.Context, queue string, msgs ...api.PutMessage) ([]string, error) {
-	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/messages", api.PutRequest{Messages: msgs}, func(out *api.PutResponse) []string { return out.IDs })
+	out, err := c.PutMessages(ctx, queue, msgs...)
+	if err != nil {
+		return nil, err
+	}
+	return out.IDs, nil
+}
+
+// PutMessages queues messages (1 to 1000) and returns the server's answer:
+// their ids in order, and which were duplicates of earlier puts. When
+// every message has a DedupID, a put whose outcome is unknown (a timeout,
+// a lost connection, unknown_outcome) is sent again under the client's
+// retry policy: the dedup ids make a repeat store nothing twice. Without
+// them it is sent once, since a repeat could queue a message twice.
+func (c *Client) PutMessages(ctx context.Context, queue string, msgs ...api.PutMessage) (*api.PutResponse, error) {
+	if err := requireName("queue", queue); err != nil {
+		return nil, err
+	}
+	var out api.PutResponse
+	put := func() error {
+		out = api.PutResponse{}
+		return c.do(ctx, "POST", queuePath(queue)+"/messages", api.PutRequest{Messages: msgs}, &out)
+	}
+	repeatable := len(msgs) > 0
+	for _, m := range msgs {
+		repeatable = repeatable && m.DedupID != ""
+	}
+	var err error
+	if repeatable {
+		err = c.retrying(ctx, put)
+	} else {
+		err = put()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Receive takes up to req.Max due messages, waiting up to req.Wait for

@@ -111,3 +111,35 @@ func TestQueueRoundTrip(t *testing.T) {
 		t.Fatalf("left: %+v", st)
 	}
 }
+
+// A put whose answer is lost is sent again only when every message has a
+// dedup id, and then stores each message once.
+func TestPutWithDedupIDsIsRetried(t *testing.T) {
+	t.Parallel()
+	b := servertest.NewBackend(t, nil)
+	f := &flaky{next: b.Handler, n: 2, suffix: "/messages"}
+	c := start(t, f, client.WithRetries(3))
+	ctx := context.Background()
+	if _, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "bills", Shards: 4}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.PutMessages(ctx, "bills", api.PutMessage{Body: "charge 17", DedupID: "order-17"}, api.PutMessage{Body: "charge 18", DedupID: "order-18"})
+	if err != nil {
+		t.Fatalf("PutMessages with dedup ids and retries: %v", err)
+	}
+	if len(f.seen) != 3 || len(out.IDs) != 2 || len(out.Duplicates) != 2 {
+		t.Fatalf("%d attempts answered %+v; want 3 attempts, the last finding both stored", len(f.seen), out)
+	}
+	if st, err := c.QueueStats(ctx, "bills"); err != nil || st.Messages != 2 {
+		t.Fatalf("QueueStats = %+v, %v; want 2 messages stored", st, err)
+	}
+	f.mu.Lock()
+	f.n, f.seen = 1, nil
+	f.mu.Unlock()
+	if _, err := c.Put(ctx, "bills", api.PutMessage{Body: "no id"}); !client.IsCode(err, api.CodeUnknownOutcome) {
+		t.Fatalf("Put without dedup ids = %v, want the unknown outcome, not a retry", err)
+	}
+	if len(f.seen) != 1 {
+		t.Fatalf("a put without dedup ids was sent %d times", len(f.seen))
+	}
+}

@@ -129,6 +129,34 @@ type PutMessagesParams struct {
 	Messages []Message
 }
 
+// MaxDedupIDLen bounds a de-duplication id, in bytes.
+const MaxDedupIDLen = 128
+
+// PutDedupParams are the parameters of Queues.PutDedupMessage.
+type PutDedupParams struct {
+	Queue string
+	// DedupID names the message for de-duplication: one message per id is
+	// stored within Window of the first put.
+	DedupID string
+	Window  time.Duration
+	// Message is the message to store if the id is new (Deliveries 0, no
+	// VisibleAt or LastError).
+	Message Message
+}
+
+// PutDedupResult is the answer of Queues.PutDedupMessage.
+type PutDedupResult struct {
+	// Key is where the message with this id is stored: Message's own key
+	// when the id was new, else the first put's.
+	Key MessageKey
+	// Duplicate reports that the id was put before within the window and
+	// nothing new was stored.
+	Duplicate bool
+	// SameBody reports, for a duplicate, whether its body equals the first
+	// put's.
+	SameBody bool
+}
+
 // ReadMessagesParams are the parameters of Queues.ReadMessages.
 type ReadMessagesParams struct {
 	Queue string
@@ -289,6 +317,14 @@ type Queues interface {
 	// PutMessages writes the messages. Writing the same message again is
 	// harmless.
 	PutMessages(ctx context.Context, p *PutMessagesParams) error
+
+	// PutDedupMessage stores p.Message unless a message with the same
+	// DedupID was put within Window: of any number of puts of one id, from
+	// any processes, racing or retried, one message is stored (its key is
+	// every put's answer). A put whose outcome was unknown may be repeated:
+	// the repeat completes it. The window must not exceed the store's
+	// limit (Cassandra: the queue tables' gc_grace_seconds).
+	PutDedupMessage(ctx context.Context, p *PutDedupParams) (*PutDedupResult, error)
 
 	// ReadMessages returns up to Limit messages of one shard whose due
 	// times lie in [From, To], in due order.

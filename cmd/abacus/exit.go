@@ -18,7 +18,7 @@ const (
 	exitUsage       = 2 // the command line is wrong; nothing was sent
 	exitRefused     = 3 // the server refused the request as malformed or not fitting; nothing changed
 	exitNotFound    = 4 // the namespace, queue or route does not exist
-	exitConflict    = 5 // it exists already, the request id or version was used otherwise, too late, a stale receipt
+	exitConflict    = 5 // it exists already, the request id, dedup id or version was used otherwise, too late, a stale receipt
 	exitUnavailable = 6 // the server or its store could not do it; nothing changed, so retrying is safe
 	exitUnknown     = 7 // it may or may not have happened; retry with the same --request-id
 	exitAuth        = 8 // no API key, a wrong or revoked one, or one without the scope; nothing changed

@@ -115,9 +115,9 @@ func (a *app) queueListCmd() *cobra.Command {
 
 func (a *app) queuePutCmd() *cobra.Command {
 	var delay time.Duration
-	var due string
+	var due, dedupID string
 	cmd := &cobra.Command{
-		Use:   "put NAME BODY [--delay D | --due T]",
+		Use:   "put NAME BODY [--delay D | --due T] [--dedup-id ID]",
 		Short: "Put a message on a queue",
 		Long: `Put the message BODY on the queue NAME and print its id. BODY "-" reads
 the body from standard input. The message is delivered once it is due:
@@ -125,11 +125,16 @@ now, after --delay, or at --due (RFC 3339, for example
 2030-01-01T08:00:00Z; a time in the past means now).
 
 If the outcome is unknown (a timeout, a lost connection) the message may
-or may not be queued; putting it again may queue it twice.`,
+or may not be queued; putting it again may queue it twice — unless it has
+a --dedup-id: another put with the same id within the server's window (5
+minutes by default) stores nothing and prints the first message's id, so
+such a put is retried, and may be repeated by hand. Reusing an id for
+another body is refused (exit 5).`,
 		Example: `  abacus queue put jobs 'resize image 42'
   abacus queue put jobs 'send reminder' --delay 24h
   abacus queue put jobs 'open the doors' --due 2030-01-01T08:00:00Z
-  generate-report | abacus queue put reports -`,
+  generate-report | abacus queue put reports -
+  abacus queue put invoices 'charge order 17' --dedup-id order-17`,
 		Args: exactArgs(2, "NAME and BODY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := queueName(args[0]); err != nil {
@@ -141,7 +146,10 @@ or may not be queued; putting it again may queue it twice.`,
 			if delay > 0 && due != "" {
 				return usagef("give --delay or --due, not both")
 			}
-			msg := api.PutMessage{Body: args[1]}
+			if len(dedupID) > 128 {
+				return usagef("--dedup-id is %d bytes, the limit is 128", len(dedupID))
+			}
+			msg := api.PutMessage{Body: args[1], DedupID: dedupID}
 			if delay > 0 {
 				msg.Delay = delay.String()
 			}
@@ -165,15 +173,20 @@ or may not be queued; putting it again may queue it twice.`,
 			if err != nil {
 				return err
 			}
-			ids, err := c.Put(cmd.Context(), args[0], msg)
+			out, err := c.PutMessages(cmd.Context(), args[0], msg)
 			if err != nil {
 				return err
 			}
-			return a.printResult(api.PutResponse{IDs: ids}, ids[0])
+			text := out.IDs[0]
+			if len(out.Duplicates) > 0 {
+				text += " (already put with this dedup id; nothing new stored)"
+			}
+			return a.printResult(out, text)
 		},
 	}
 	cmd.Flags().DurationVar(&delay, "delay", 0, "deliver no sooner than this from now")
 	cmd.Flags().StringVar(&due, "due", "", "deliver no sooner than this time (RFC 3339)")
+	cmd.Flags().StringVar(&dedupID, "dedup-id", "", "de-duplication id: a repeat of the put within the server's window stores nothing (at most 128 bytes)")
 	return cmd
 }
 

@@ -253,3 +253,28 @@ func TestHandlerTimeoutTakesOneMessageAtATime(t *testing.T) {
 		t.Fatalf("--handler-timeout with --batch 2: %+v", r)
 	}
 }
+
+// A put with a dedup id, repeated: the same id, nothing new stored; another
+// body under it is a conflict.
+func TestQueuePutDedupCLI(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	if r := s.cli("queue", "create", "bills"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	once := s.cli("queue", "put", "bills", "charge 17", "--dedup-id", "order-17")
+	twice := s.cli("queue", "put", "bills", "charge 17", "--dedup-id", "order-17")
+	if once.code != 0 || twice.code != 0 || !strings.HasPrefix(twice.stdout, strings.TrimSpace(once.stdout)+" (already put") {
+		t.Fatalf("put --dedup-id twice: %+v then %+v", once, twice)
+	}
+	if r := s.cli("queue", "put", "bills", "charge 18", "--dedup-id", "order-17"); r.code != exitConflict {
+		t.Fatalf("another body under the dedup id: %+v, want exit %d", r, exitConflict)
+	}
+	if r := s.cli("queue", "put", "bills", "x", "--dedup-id", strings.Repeat("d", 129)); r.code != exitUsage {
+		t.Fatalf("a 129-byte dedup id: %+v, want exit %d", r, exitUsage)
+	}
+	var st api.QueueStats
+	if r := s.cli("queue", "observe", "bills", "--once", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &st) != nil || st.Messages != 1 {
+		t.Fatalf("observe: %+v (%+v), want 1 message stored", r, st)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/apikey"
+	"github.com/abacusdb/abacus/internal/queue"
 	"github.com/abacusdb/abacus/internal/server"
 	"github.com/abacusdb/abacus/internal/tracing"
 	"github.com/prometheus/client_golang/prometheus"
@@ -56,6 +57,7 @@ type serveFlags struct {
 	gcGrace         time.Duration
 	clockOffset     time.Duration
 	maxClockSkew    time.Duration
+	dedupWindow     time.Duration
 	clockCheck      time.Duration
 	allowHosts      []string
 	httpTLSCert     string
@@ -120,6 +122,7 @@ over the file.`,
 	fl.DurationVar(&f.lifetime, "mutator-lifetime", 24*time.Hour, "sharded: how long one server writes one shard of a counter before starting a new one")
 	fl.DurationVar(&f.refusalMargin, "refusal-margin", time.Hour, "sharded: a shard stops taking updates this long before its end (below --mutator-lifetime)")
 	fl.DurationVar(&f.gcGrace, "gc-grace", 24*time.Hour, "sharded: how long after its end a shard may be folded; must exceed the worst clock skew between servers plus the store's hint window")
+	fl.DurationVar(&f.dedupWindow, "queue-dedup-window", queue.DefaultDedupWindow, "how long a message's dedup_id keeps later puts of the id from storing another message (1s to 1h; on Cassandra at most the queue tables' gc_grace_seconds); give every server the same")
 	fl.DurationVar(&f.maxClockSkew, "max-clock-skew", time.Minute, "largest difference from the store's clock (Cassandra) at which this server takes writes; keep it below the events rollup delay and --gc-grace; 0 or negative disables the check")
 	fl.DurationVar(&f.clockCheck, "clock-check-interval", 30*time.Second, "how often the clock is compared with the store's")
 	fl.DurationVar(&f.clockOffset, "clock-offset", 0, "testing only: shift this server's clock by this much")
@@ -203,6 +206,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if f.clockCheck <= 0 {
 		return usagef("--clock-check-interval must be positive")
 	}
+	if f.dedupWindow < time.Second || f.dedupWindow > queue.MaxDedupWindow {
+		return usagef("--queue-dedup-window %v is outside 1s to %v", f.dedupWindow, queue.MaxDedupWindow)
+	}
 	maxSkew := f.maxClockSkew
 	if maxSkew == 0 {
 		maxSkew = -1 // the server reads 0 as "its default"; here 0 disables, as the help says
@@ -256,6 +262,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		RefusalMargin:   f.refusalMargin,
 		GCGrace:         f.gcGrace,
 		Clock:           clk,
+		Queues:          abacus.QueuesConfig{DedupWindow: f.dedupWindow},
 	})
 	if err != nil {
 		return err

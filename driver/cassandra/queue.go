@@ -70,6 +70,7 @@ func queueSchemaStatements(cfg Config) []string {
 		fmt.Sprintf(queuesDDL, cfg.Keyspace),
 		fmt.Sprintf(queueMessagesDDL, cfg.Keyspace, grace),
 		fmt.Sprintf(queueDeadDDL, cfg.Keyspace, grace),
+		fmt.Sprintf(queueDedupDDL, cfg.Keyspace, grace),
 	}
 }
 

@@ -1,11 +1,14 @@
 package cassandra
 
 import (
+	"crypto/sha256"
 	"errors"
 	"math"
 	"strings"
 	"testing"
 	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 
 	"github.com/abacusdb/abacus/driver"
 )
@@ -18,16 +21,18 @@ func TestQueueSchemaUsesGCGrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var messages, dead string
+	var messages, dead, dedup string
 	for _, s := range stmts {
 		switch {
 		case strings.Contains(s, "k1.queue_messages"):
 			messages = s
 		case strings.Contains(s, "k1.queue_dead"):
 			dead = s
+		case strings.Contains(s, "k1.queue_dedup"):
+			dedup = s
 		}
 	}
-	for _, s := range []string{messages, dead} {
+	for _, s := range []string{messages, dead, dedup} {
 		if !strings.Contains(s, "gc_grace_seconds = 90") {
 			t.Errorf("queue table without the configured gc_grace_seconds: %s", s)
 		}
@@ -228,6 +233,26 @@ func FuzzDeadFromRow(f *testing.F) {
 		}
 		if !l.ID.Valid() || l.Body == nil || l.Shard < 0 || l.Deliveries < 0 {
 			t.Fatalf("accepted %+v", l)
+		}
+	})
+}
+
+// FuzzDedupFromRow feeds the claim decoder rows of any shape: it must
+// refuse or return a claim with a valid key, never panic.
+func FuzzDedupFromRow(f *testing.F) {
+	f.Add(2, int64(1_800_000_000_000), []byte{0x11, 6: 0x11, 8: 0x80, 15: 0}, int64(1_800_000_000_000), make([]byte, 32), int64(7), true)
+	f.Add(-1, int64(0), []byte{}, int64(0), []byte{1}, int64(0), false)
+	f.Fuzz(func(t *testing.T, shard int, due int64, id []byte, enqueued int64, hash []byte, ts int64, withID bool) {
+		row := map[string]any{"shard": shard, "due": time.UnixMilli(due), "enqueued_at": time.UnixMilli(enqueued), "body_hash": hash, "written_at": ts}
+		if withID && len(id) == 16 {
+			row["id"] = gocql.UUID(id)
+		}
+		c, err := dedupFromRow(row)
+		if err != nil {
+			return
+		}
+		if !c.key.ID.Valid() || c.key.Shard < 0 || len(c.hash) != sha256.Size || c.enqueued.IsZero() {
+			t.Fatalf("accepted a bad row as %+v", c)
 		}
 	})
 }

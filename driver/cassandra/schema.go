@@ -97,6 +97,8 @@ type statements struct {
 
 	// API keys (apikeys.go).
 	apiKeys apiKeyStatements
+	// Producer de-duplication of queue puts (queue_dedup.go).
+	dedup dedupStatements
 }
 
 const namespaceColumns = "name, model, type, read_cl, write_cl, retention_ms, options, created_at"
@@ -120,6 +122,7 @@ func newStatements(ks string) statements {
 		events:          newEventStatements(ks),
 		counters:        newCounterStatements(ks),
 		apiKeys:         newAPIKeyStatements(ks),
+		dedup:           newDedupStatements(ks),
 	}
 	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
 	return q
@@ -152,13 +155,13 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 
 // probe checks that every table can be queried. A keyspace created by an
 // earlier release lacks the newer tables (ledgers, ledger_claims, the queue
-// tables, the events tables, the counter models' tables, api_keys); their probes
+// tables, the events tables, the counter models' tables, api_keys, queue_dedup); their probes
 // fail, and prepareSchema then creates them.
 func (d *Driver) probe(ctx context.Context) error {
 	probes := append([]string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims}, d.q.queue.probes()...)
 	probes = append(probes, d.q.events.probes()...)
 	probes = append(probes, d.q.counters.probes()...)
-	probes = append(probes, d.q.apiKeys.probe)
+	probes = append(probes, d.q.apiKeys.probe, d.q.dedup.probe)
 	for _, probe := range probes {
 		// ONE: this only asks whether the table exists.
 		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {

@@ -21,6 +21,7 @@ func exerciseQueues(t *testing.T, d driver.Driver, open Opener) {
 	t.Run("Messages", func(t *testing.T) { exerciseMessages(t, d) })
 	t.Run("Leases", func(t *testing.T) { exerciseLeases(t, d) })
 	t.Run("DeadLetters", func(t *testing.T) { exerciseDeadLetters(t, d) })
+	t.Run("Dedup", func(t *testing.T) { exerciseDedup(t, d) })
 	t.Run("QueueClosed", func(t *testing.T) {
 		d2 := openClosed(t, open)
 		c := ctx(t)
@@ -606,6 +607,142 @@ func exerciseDeadLetters(t *testing.T, d driver.Driver) {
 		}
 		if other, err := d.ListDead(c, &driver.ListDeadParams{Queue: q + "x"}); err != nil || len(other) != 0 {
 			t.Fatalf("another queue sees %d dead letters, %v", len(other), err)
+		}
+	})
+}
+
+func exerciseDedup(t *testing.T, d driver.Driver) {
+	// A message of shard 0 put now, so that the message it names is the
+	// one a window later still finds.
+	fresh := func(body string) driver.Message {
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		return msg(0, now, body)
+	}
+	put := func(t *testing.T, q, id string, window time.Duration, m driver.Message) *driver.PutDedupResult {
+		t.Helper()
+		r, err := d.PutDedupMessage(ctx(t), &driver.PutDedupParams{Queue: q, DedupID: id, Window: window, Message: m})
+		if err != nil {
+			t.Fatalf("PutDedupMessage(%s): %v", id, err)
+		}
+		return r
+	}
+	stored := func(t *testing.T, q string) []driver.Message {
+		t.Helper()
+		return mustReadMessages(t, d, driver.ReadMessagesParams{
+			Queue: q, Shard: 0, From: time.UnixMilli(0), To: time.Now().Add(time.Hour), Limit: 100, WithBody: true,
+		}).Messages
+	}
+	t.Run("SecondPutIsADuplicate", func(t *testing.T) {
+		t.Parallel()
+		q := unique("q-dedup")
+		first := fresh("order 17")
+		if r := put(t, q, "order-17", time.Minute, first); r.Duplicate || r.Key.ID != first.ID {
+			t.Fatalf("first put = %+v, want the message stored under its own key", r)
+		}
+		again := fresh("order 17")
+		r := put(t, q, "order-17", time.Minute, again)
+		if !r.Duplicate || !r.SameBody || r.Key.ID != first.ID || !r.Key.Due.Equal(first.Due) || r.Key.Shard != first.Shard {
+			t.Fatalf("repeat = %+v, want a duplicate naming %s", r, first.ID)
+		}
+		other := fresh("order 17, changed")
+		if r := put(t, q, "order-17", time.Minute, other); !r.Duplicate || r.SameBody || r.Key.ID != first.ID {
+			t.Fatalf("repeat with another body = %+v, want a duplicate with SameBody false", r)
+		}
+		ms := stored(t, q)
+		if len(ms) != 1 {
+			t.Fatalf("%d messages stored, want 1: %v", len(ms), ids(ms))
+		}
+		sameMessage(t, ms[0], first, true)
+		if r := put(t, q, "order-18", time.Minute, fresh("order 18")); r.Duplicate {
+			t.Fatalf("another id = %+v, want it stored", r)
+		}
+	})
+	t.Run("RepeatAfterDeliveryAndAckChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-dedup-ack")
+		m := fresh("pay invoice 9")
+		put(t, q, "inv-9", time.Minute, m)
+		marked := m
+		marked.Deliveries, marked.VisibleAt, marked.LastError = 1, m.Due.Add(30*time.Second), "delivery 1 in flight"
+		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{marked}}); err != nil {
+			t.Fatal(err)
+		}
+		put(t, q, "inv-9", time.Minute, fresh("pay invoice 9"))
+		got, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameMessage(t, *got, marked, true) // the repeat rolled no delivery back
+		if err := d.DeleteMessages(c, &driver.DeleteMessagesParams{Queue: q, Keys: []driver.MessageKey{m.MessageKey}}); err != nil {
+			t.Fatal(err)
+		}
+		if r := put(t, q, "inv-9", time.Minute, fresh("pay invoice 9")); !r.Duplicate {
+			t.Fatalf("repeat after the ack = %+v, want a duplicate", r)
+		}
+		if ms := stored(t, q); len(ms) != 0 {
+			t.Fatalf("a repeat after the ack brought back %v", ids(ms))
+		}
+	})
+	t.Run("RacingPutsStoreOne", func(t *testing.T) {
+		t.Parallel()
+		q := unique("q-dedup-race")
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			keys = map[driver.MessageID]int{}
+			news int
+		)
+		for range 6 {
+			wg.Go(func() {
+				r, err := d.PutDedupMessage(ctx(t), &driver.PutDedupParams{Queue: q, DedupID: "one", Window: time.Minute, Message: fresh("same")})
+				if err != nil {
+					t.Errorf("racing PutDedupMessage: %v", err)
+					return
+				}
+				mu.Lock()
+				keys[r.Key.ID]++
+				if !r.Duplicate {
+					news++
+				}
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if len(keys) != 1 || news != 1 {
+			t.Fatalf("6 racing puts answered keys %v with %d new, want one key and one new", keys, news)
+		}
+		if ms := stored(t, q); len(ms) != 1 {
+			t.Fatalf("%d messages stored, want 1", len(ms))
+		}
+	})
+	t.Run("AfterTheWindowANewMessage", func(t *testing.T) {
+		t.Parallel()
+		q := unique("q-dedup-window")
+		first := fresh("tick")
+		put(t, q, "tick", time.Second, first)
+		time.Sleep(2100 * time.Millisecond) // Cassandra's TTLs count whole seconds
+		if r := put(t, q, "tick", time.Second, fresh("tick")); r.Duplicate {
+			t.Fatalf("put after the window = %+v, want a new message", r)
+		}
+		if ms := stored(t, q); len(ms) != 2 {
+			t.Fatalf("%d messages stored, want 2", len(ms))
+		}
+	})
+	t.Run("RefusesBadParams", func(t *testing.T) {
+		t.Parallel()
+		q := unique("q-dedup-bad")
+		for _, p := range []driver.PutDedupParams{
+			{Queue: q, DedupID: "", Window: time.Minute, Message: fresh("x")},
+			{Queue: q, DedupID: string(make([]byte, driver.MaxDedupIDLen+1)), Window: time.Minute, Message: fresh("x")},
+			{Queue: q, DedupID: "w", Window: 0, Message: fresh("x")},
+		} {
+			if _, err := d.PutDedupMessage(ctx(t), &p); err == nil {
+				t.Errorf("PutDedupMessage(id %d bytes, window %v) succeeded", len(p.DedupID), p.Window)
+			}
+		}
+		if ms := stored(t, q); len(ms) != 0 {
+			t.Fatalf("refused puts stored %v", ids(ms))
 		}
 	})
 }

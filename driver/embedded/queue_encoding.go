@@ -20,6 +20,7 @@ import (
 //	0x05 | queue | shard | due | id      message
 //	0x06 | queue | shard                 shard state
 //	0x07 | queue | id                    dead letter
+//	0x08 | queue | dedup id              producer de-duplication record (queue_dedup.go)
 //
 // shard is 4 bytes; due is 8 bytes, the Unix milliseconds with the sign bit
 // flipped so that negative times sort first; id is the UUID with its time

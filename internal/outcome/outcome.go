@@ -53,6 +53,10 @@ var (
 	// issued for.
 	ErrStaleReceipt = errors.New("receipt is stale")
 
+	// ErrDedupConflict means a message was put with a dedup id already
+	// used, within the window, for a message with another body.
+	ErrDedupConflict = errors.New("dedup id already used for another body")
+
 	// ErrConsumerStopped means the consumer was stopped.
 	ErrConsumerStopped = errors.New("consumer stopped")
 

@@ -80,7 +80,20 @@ type Config struct {
 	// MaxClockSkew. Such a read skips every tombstone left in the shard, so
 	// it is kept rare. Measured on Clock. Default 1h.
 	DeepSweepInterval time.Duration
+
+	// DedupWindow is how long a message's dedup id keeps later puts with
+	// the same id from storing another message. Every process putting to
+	// a queue should use the same window. At most MaxDedupWindow (and, on
+	// Cassandra, the queue tables' gc_grace_seconds). Default 5 minutes,
+	// Amazon SQS's.
+	DedupWindow time.Duration
 }
+
+// DefaultDedupWindow and MaxDedupWindow bound Config.DedupWindow.
+const (
+	DefaultDedupWindow = 5 * time.Minute
+	MaxDedupWindow     = time.Hour
+)
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
@@ -90,6 +103,7 @@ func (c Config) withDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	c.MaxClockSkew = cmp.Or(c.MaxClockSkew, DefaultMaxClockSkew)
 	c.DeepSweepInterval = cmp.Or(c.DeepSweepInterval, time.Hour)
+	c.DedupWindow = cmp.Or(c.DedupWindow, DefaultDedupWindow)
 	return c
 }
 
@@ -101,6 +115,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("queue: Config.MaxBodyBytes is %d, must not be negative", c.MaxBodyBytes)
 	case c.MaxClockSkew < 0 || c.DeepSweepInterval < 0:
 		return errors.New("queue: durations in Config must not be negative")
+	case c.DedupWindow < time.Second || c.DedupWindow > MaxDedupWindow:
+		return fmt.Errorf("queue: Config.DedupWindow %v is outside 1s to %v", c.DedupWindow, MaxDedupWindow)
 	}
 	return nil
 }

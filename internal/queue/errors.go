@@ -20,6 +20,7 @@ var (
 	ErrExists         = outcome.ErrQueueExists
 	ErrTooLarge       = outcome.ErrMessageTooLarge
 	ErrStaleReceipt   = outcome.ErrStaleReceipt
+	ErrDedupConflict  = outcome.ErrDedupConflict
 	ErrStopped        = outcome.ErrConsumerStopped
 )
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
@@ -42,6 +43,7 @@ type Stats struct {
 	Extended     atomic.Int64 // visibility extensions of deliveries in hand
 	DeadLettered atomic.Int64 // messages moved to the dead letters
 	Requeued     atomic.Int64 // dead letters put back
+	Deduplicated atomic.Int64 // puts answered as duplicates of earlier ones
 	Leases       atomic.Int64 // shard leases taken
 	LeasesLost   atomic.Int64 // leases found taken over at renewal
 }
@@ -144,6 +146,12 @@ type Message struct {
 	// Due, when set, is when the message may first be delivered. A due time
 	// in the past means now.
 	Due time.Time
+	// DedupID, when set, names the message for de-duplication: a put
+	// with an id already put within Config.DedupWindow stores nothing and
+	// answers the first message's id, from any process and however the
+	// puts race or are retried; with another body it fails with
+	// ErrDedupConflict. At most driver.MaxDedupIDLen bytes of UTF-8.
+	DedupID string
 }
 
 // Put queues one message and returns its id. See PutBatch.
@@ -160,32 +168,49 @@ func (s *Service) Put(ctx context.Context, queue string, m Message) (ID, error) 
 // The messages go into the shard of the current window (the producers'
 // shard), all in one write per shard. An error wrapping ErrUnknownOutcome
 // means they may have been queued; putting them again may queue them
-// twice (delivery is at least once anyway).
+// twice (delivery is at least once anyway) — unless they carry dedup ids,
+// which make a repeat safe (see Message.DedupID).
 func (s *Service) PutBatch(ctx context.Context, queue string, ms []Message) ([]ID, error) {
+	ids, _, err := s.PutBatchDedup(ctx, queue, ms)
+	return ids, err
+}
+
+// PutBatchDedup is PutBatch that also reports which messages were
+// duplicates of earlier puts (their ids are the earlier messages'). The
+// messages with dedup ids are stored one by one, after the others; if one
+// fails, those before it stay stored, and a repeat of the whole batch
+// (with the same dedup ids) stores each message once.
+func (s *Service) PutBatchDedup(ctx context.Context, queue string, ms []Message) ([]ID, []bool, error) {
 	q, err := s.Queue(ctx, queue)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(ms) == 0 {
-		return []ID{}, nil
+		return []ID{}, []bool{}, nil
 	}
 	if len(ms) > MaxBatch {
-		return nil, invalidf("%d messages in one batch, the limit is %d", len(ms), MaxBatch)
+		return nil, nil, invalidf("%d messages in one batch, the limit is %d", len(ms), MaxBatch)
 	}
 	now := s.now()
 	sh := q.math.Producer(now)
 	rows := make([]driver.Message, len(ms))
 	out := make([]ID, len(ms))
+	dup := make([]bool, len(ms))
+	var plain []driver.Message
 	for i, m := range ms {
 		due, err := s.dueOf(m, now)
-		if err == nil && len(m.Body) > s.cfg.MaxBodyBytes {
+		switch {
+		case err != nil:
+		case len(m.Body) > s.cfg.MaxBodyBytes:
 			err = fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(m.Body), s.cfg.MaxBodyBytes)
+		case len(m.DedupID) > driver.MaxDedupIDLen || !utf8.ValidString(m.DedupID):
+			err = invalidf("a dedup id is at most %d bytes of UTF-8", driver.MaxDedupIDLen)
 		}
 		if err != nil {
 			if len(ms) > 1 {
 				err = fmt.Errorf("messages[%d]: %w", i, err)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		body := m.Body
 		if body == nil {
@@ -197,19 +222,55 @@ func (s *Service) PutBatch(ctx context.Context, queue string, ms []Message) ([]I
 			Body:       body,
 			EnqueuedAt: now,
 		}
-	}
-	if err := s.store.PutMessages(ctx, &driver.PutMessagesParams{Queue: q.Name, Messages: rows}); err != nil {
-		return nil, err
-	}
-	s.stats.Put.Add(int64(len(rows)))
-	first := rows[0].Due
-	for _, r := range rows[1:] {
-		if r.Due.Before(first) {
-			first = r.Due
+		if m.DedupID == "" {
+			plain = append(plain, rows[i])
 		}
 	}
-	s.consumers.hint(q.Name, sh, first, now)
-	return out, nil
+	if len(plain) > 0 {
+		if err := s.store.PutMessages(ctx, &driver.PutMessagesParams{Queue: q.Name, Messages: plain}); err != nil {
+			return nil, nil, err
+		}
+		s.stats.Put.Add(int64(len(plain)))
+	}
+	stored := plain
+	for i, m := range ms {
+		if m.DedupID == "" {
+			continue
+		}
+		r, err := s.store.PutDedupMessage(ctx, &driver.PutDedupParams{Queue: q.Name, DedupID: m.DedupID, Window: s.cfg.DedupWindow, Message: rows[i]})
+		if err != nil {
+			return nil, nil, fmt.Errorf("messages[%d] (dedup id %q): %w", i, m.DedupID, err)
+		}
+		if r.Duplicate && !r.SameBody {
+			return nil, nil, fmt.Errorf("messages[%d]: %w: %q names message %s", i, ErrDedupConflict, m.DedupID, r.Key.ID)
+		}
+		out[i], dup[i] = r.Key.ID, r.Duplicate
+		if r.Duplicate {
+			s.stats.Deduplicated.Add(1)
+		} else {
+			s.stats.Put.Add(1)
+		}
+		// A duplicate may have just completed a put that died before its
+		// message was written: worth a look either way.
+		stored = append(stored, driver.Message{MessageKey: r.Key})
+	}
+	s.hintStored(q.Name, stored)
+	return out, dup, nil
+}
+
+// hintStored tells this process's consumers which shards just got
+// messages, and from when they are due.
+func (s *Service) hintStored(queue string, ms []driver.Message) {
+	now := s.now()
+	first := map[int]time.Time{}
+	for _, m := range ms {
+		if t, ok := first[m.Shard]; !ok || m.Due.Before(t) {
+			first[m.Shard] = m.Due
+		}
+	}
+	for sh, t := range first {
+		s.consumers.hint(queue, sh, t, now)
+	}
 }
 
 // dueOf resolves a message's due time: never before now, so that a

@@ -33,6 +33,11 @@ func (s outcomeStore) PutMessages(ctx context.Context, p *driver.PutMessagesPara
 	return unknownOutcome(s.Queues.PutMessages(ctx, p))
 }
 
+func (s outcomeStore) PutDedupMessage(ctx context.Context, p *driver.PutDedupParams) (*driver.PutDedupResult, error) {
+	r, err := s.Queues.PutDedupMessage(ctx, p)
+	return r, unknownOutcome(err)
+}
+
 func (s outcomeStore) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesParams) error {
 	return unknownOutcome(s.Queues.UpdateMessages(ctx, p))
 }

@@ -30,6 +30,8 @@ func errorCode(err error) (code, msg string) {
 		return api.CodeQueueExists, msg
 	case errors.Is(err, abacus.ErrStaleReceipt):
 		return api.CodeStaleReceipt, msg
+	case errors.Is(err, abacus.ErrDedupConflict):
+		return api.CodeDedupConflict, msg
 	case errors.Is(err, abacus.ErrMessageTooLarge):
 		return api.CodeBodyTooLarge, msg
 	case errors.Is(err, abacus.ErrConsumerStopped):

@@ -212,7 +212,7 @@ func decodePut(data []byte) (api.PutRequest, error) {
 		if err := decodeStrict(raw, &req.Messages[i], where); err != nil {
 			return api.PutRequest{}, err
 		}
-		if err := refuseEmpty(raw, where, "due", "delay"); err != nil {
+		if err := refuseEmpty(raw, where, "due", "delay", "dedup_id"); err != nil {
 			return api.PutRequest{}, err
 		}
 	}
@@ -243,7 +243,7 @@ func putMessages(req api.PutRequest) ([]queue.Message, error) {
 		if delay < 0 {
 			return nil, errorf(api.CodeInvalidArgument, "%s.delay: %v is negative", where, delay)
 		}
-		out[i] = queue.Message{Body: body, Delay: delay}
+		out[i] = queue.Message{Body: body, Delay: delay, DedupID: m.DedupID}
 		if m.Due != "" {
 			if m.Delay != "" {
 				return nil, errorf(api.CodeInvalidArgument, "%s: give delay or due, not both", where)
@@ -268,13 +268,19 @@ func (s *Server) putMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	ids, err := s.client.Queues().PutBatch(r.Context(), r.PathValue("queue"), msgs)
+	ids, dup, err := s.client.Queues().PutBatchDedup(r.Context(), r.PathValue("queue"), msgs)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	logAttrs(r, slog.Int("messages", len(ids)))
-	writeJSON(w, http.StatusCreated, api.PutResponse{IDs: jsonEach(ids, queue.ID.String)})
+	resp := api.PutResponse{IDs: jsonEach(ids, queue.ID.String)}
+	for i, d := range dup {
+		if d {
+			resp.Duplicates = append(resp.Duplicates, i)
+		}
+	}
+	writeJSON(w, http.StatusCreated, resp)
 }
 
 // decodeReceive accepts an empty body as the defaults.
@@ -617,6 +623,7 @@ func newQueueCollector(svc *queue.Service) *queueCollector {
 	total("abacus_queue_failed_total", "Deliveries reported failed through this process.", func(s *queue.Stats) int64 { return s.Failed.Load() })
 	total("abacus_queue_released_total", "Deliveries given back unhandled through this process.", func(s *queue.Stats) int64 { return s.Released.Load() })
 	total("abacus_queue_extended_total", "Visibility extensions of deliveries in hand, through this process.", func(s *queue.Stats) int64 { return s.Extended.Load() })
+	total("abacus_queue_deduplicated_total", "Puts answered as duplicates of an earlier put with the same dedup id (nothing new stored), through this process.", func(s *queue.Stats) int64 { return s.Deduplicated.Load() })
 	total("abacus_queue_dead_lettered_total", "Messages moved to the dead letters by this process.", func(s *queue.Stats) int64 { return s.DeadLettered.Load() })
 	total("abacus_queue_requeued_total", "Dead letters put back by this process.", func(s *queue.Stats) int64 { return s.Requeued.Load() })
 	total("abacus_queue_leases_total", "Shard leases taken by this process.", func(s *queue.Stats) int64 { return s.Leases.Load() })

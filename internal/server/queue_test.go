@@ -94,6 +94,8 @@ func TestQueuePutRefusesBadInput(t *testing.T) {
 		{`{"messages":[]}`, 400, api.CodeInvalidArgument, "at least one"},
 		{`{"messages":[{"bdy":"a"}]}`, 400, api.CodeInvalidJSON, "messages[0] has an unknown field"},
 		{`{"messages":[{"body":"a","due":"tomorrow"}]}`, 400, api.CodeInvalidArgument, "messages[0].due"},
+		{`{"messages":[{"body":"a","dedup_id":""}]}`, 400, api.CodeInvalidArgument, `field "messages[0].dedup_id" is empty`},
+		{`{"messages":[{"body":"a","dedup_id":"` + strings.Repeat("d", 129) + `"}]}`, 400, api.CodeInvalidArgument, "dedup id is at most 128 bytes"},
 	} {
 		e.wantError("POST", "/v1/queues/q/messages", tc.body, tc.status, tc.code, tc.part)
 	}
@@ -108,6 +110,30 @@ func TestQueuePutRefusesBadInput(t *testing.T) {
 	}
 	if st := e.stats("q"); st.Messages != 3 {
 		t.Fatalf("%d messages stored, want 3", st.Messages)
+	}
+}
+
+// A put repeated with its dedup_id answers the first id and stores nothing;
+// another body under the id is a 409.
+func TestQueuePutDedup(t *testing.T) {
+	t.Parallel()
+	e, _ := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4}`, 201, nil)
+	var first, again api.PutResponse
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body":"charge 17","dedup_id":"order-17"}]}`, 201, &first)
+	if len(first.IDs) != 2 || len(first.Duplicates) != 0 {
+		t.Fatalf("first put = %+v", first)
+	}
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"b"},{"body":"charge 17","dedup_id":"order-17"}]}`, 201, &again)
+	if len(again.IDs) != 2 || again.IDs[1] != first.IDs[1] || len(again.Duplicates) != 1 || again.Duplicates[0] != 1 {
+		t.Fatalf("repeat = %+v, want message 1 a duplicate of %s", again, first.IDs[1])
+	}
+	e.wantError("POST", "/v1/queues/q/messages", `{"messages":[{"body":"charge 18","dedup_id":"order-17"}]}`, 409, api.CodeDedupConflict, "order-17")
+	if st := e.stats("q"); st.Messages != 3 {
+		t.Fatalf("%d messages stored, want 3 (a, b and one charge)", st.Messages)
+	}
+	if text := string(e.do("GET", "/metrics", "").body); !strings.Contains(text, "abacus_queue_deduplicated_total 1") {
+		t.Errorf("metrics lack abacus_queue_deduplicated_total 1")
 	}
 }
 

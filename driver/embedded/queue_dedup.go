@@ -18,15 +18,15 @@ import (
 // id and the message in one batch, under dedupMu, after checking that no
 // live record exists: a duplicate is answered from the record and writes
 // nothing. The batch makes "record without message" impossible here, so
-// unlike on Cassandra a repeat never needs to complete a first put.
+// unlike on Cassandra a repeat never needs to complete a first put. Each
+// put also deletes a few expired records (purgeDedup).
 //
 //	0x08 | queue | dedup id    record: the message's key, a hash of its
 //	                           body, and when the record expires
 
 const (
-	tableQueueDedup   byte = 0x08
-	dedupVersion      byte = 1
-	dedupPurgeMinimum      = time.Second
+	tableQueueDedup byte = 0x08
+	dedupVersion    byte = 1
 )
 
 func init() { componentsPerTable[tableQueueDedup] = 2 } // queue, dedup id
@@ -135,25 +135,35 @@ func (d *Driver) PutDedupMessage(ctx context.Context, p *driver.PutDedupParams) 
 	return &driver.PutDedupResult{Key: m.MessageKey}, nil
 }
 
-// dedupPurged is when each queue's expired dedup records were last
-// deleted, guarded by dedupMu.
-var dedupPurged = map[string]time.Time{}
+// dedupCursor is, per queue, the key after which the next purge step
+// looks, guarded by dedupMu.
+var dedupCursor = map[string][]byte{}
 
-// purgeDedup adds to b the deletion of the queue's expired dedup records,
-// at most once a second per queue, so that records of ids never put again
-// do not pile up: the store holds about one window's worth of records.
+// dedupPurgeStep is how many records each put with a dedup id examines
+// for expiry. Each put adds one record and examines this many, walking the
+// queue's records round and round, so the store holds about a window's
+// worth of records (plus a fraction while the walk catches up), and no put
+// pays for a scan of them all.
+const dedupPurgeStep = 4
+
+// purgeDedup adds to b the deletion of expired records among the next
+// dedupPurgeStep of the queue's.
 func (d *Driver) purgeDedup(b *pebble.Batch, queue string, now time.Time) (err error) {
-	if now.Sub(dedupPurged[queue]) < dedupPurgeMinimum {
-		return nil
-	}
-	dedupPurged[queue] = now
 	prefix := appendComponent([]byte{tableQueueDedup}, queue)
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	lower := prefix
+	if c := dedupCursor[queue]; c != nil {
+		lower = append(append([]byte(nil), c...), 0) // just after it
+	}
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return err
 	}
 	defer closeIter(it, &err, "purge dedup records")
-	for valid := it.First(); valid; valid = it.Next() {
+	n := 0
+	valid := it.First()
+	for ; valid && n < dedupPurgeStep; valid = it.Next() {
+		n++
+		dedupCursor[queue] = append(dedupCursor[queue][:0], it.Key()...)
 		rec, err := decodeDedup(it.Value())
 		if err != nil {
 			continue // a corrupt record is reported when its id is put, not here
@@ -163,6 +173,9 @@ func (d *Driver) purgeDedup(b *pebble.Batch, queue string, now time.Time) (err e
 				return err
 			}
 		}
+	}
+	if !valid {
+		delete(dedupCursor, queue) // the end: start over next time
 	}
 	return nil
 }

@@ -378,6 +378,16 @@ func TestEnvironmentAndFlagPrecedence(t *testing.T) {
 	if r := cli(env, "counter", "get", "c"); r.stdout != "2\n" {
 		t.Fatalf("get with ABACUS_NS: %+v", r)
 	}
+	// Nor may a stray ABACUS_DEDUP_ID make the second put a duplicate of
+	// the first.
+	qenv := map[string]string{"ABACUS_SERVER": s.url, "ABACUS_DEDUP_ID": "must-be-ignored"}
+	if r := cli(qenv, "queue", "create", "env-q"); r.code != 0 {
+		t.Fatal(r)
+	}
+	first, second := cli(qenv, "queue", "put", "env-q", "one"), cli(qenv, "queue", "put", "env-q", "two")
+	if first.code != 0 || second.code != 0 || first.stdout == second.stdout || strings.Contains(second.stdout, "already put") {
+		t.Fatalf("two puts with ABACUS_DEDUP_ID set: %+v then %+v", first, second)
+	}
 	// Flags win over the environment.
 	if r := cli(env, "--ns", "default", "counter", "get", "c"); r.stdout != "0\n" {
 		t.Fatalf("--ns over ABACUS_NS: %+v", r)

@@ -235,10 +235,10 @@ func exactArgs(n int, names string) cobra.PositionalArgs {
 	}
 }
 
-// noEnv lists flags that are never read from the environment: a request id
-// left in the environment would make every update after the first a
-// "retry" of it.
-var noEnv = map[string]bool{"help": true, "request-id": true}
+// noEnv lists flags that are never read from the environment or a config
+// file: a request id (or a queue put's dedup id) left there would make
+// every update (or put) after the first a "retry" of it.
+var noEnv = map[string]bool{"help": true, "request-id": true, "dedup-id": true}
 
 func envName(flag string) string {
 	return "ABACUS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))

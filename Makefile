@@ -21,6 +21,9 @@ COMPAT_SMOKE = TestServeInProcess|TestServeSurvivesKill9|TestTenServersOneCassan
 FUZZTIME    ?= 30s
 # Generated requests per operation for the API fuzzer (scripts/apifuzz).
 APIFUZZ_EXAMPLES ?= 50
+# The packages with node-loss tests (TestNodeDown*); listing them spares a
+# test binary start for every other package.
+NODE_DOWN_PKGS = ./driver/cassandra/ ./systemtest/
 FAULT_SUITE  = ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 20m -v -run Fault ./systemtest/
 # staticcheck is pinned by its Go module version (the release 2026.2.2 is
 # module v0.8.2; the module proxy serves only module versions) and installed
@@ -72,7 +75,7 @@ test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 	$(GO) test -count=1 -timeout 25m ./...; \
 	if [ "$$(echo "$$ABACUS_TEST_CASSANDRA" | tr ',' '\n' | grep -c .)" -ge 3 ]; then \
 		echo "== node-loss tests (serial: they stop and restart Cassandra nodes)"; \
-		ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 15m -run 'NodeDown' ./...; \
+		ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 15m -run 'NodeDown' $(NODE_DOWN_PKGS); \
 		if [ -n "$$own" ]; then \
 			echo "== a fresh cluster for the fault suite (nodes just restarted may still disagree on the schema)"; \
 			scripts/devcassandra clean; \
@@ -128,6 +131,9 @@ lint: ## gofmt, go vet, staticcheck, and the monitoring files parsed by Promethe
 	@extra=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./client | grep -v -x -e github.com/abacusdb/abacus/client -e github.com/abacusdb/abacus/api || true); \
 	if [ -n "$$extra" ]; then echo "client may depend only on api and the standard library, but depends on:"; echo "$$extra"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@for d in $$(git grep -l 'func Test[A-Za-z]*NodeDown' -- '*_test.go' | xargs -n1 dirname | sort -u); do \
+		case " $(NODE_DOWN_PKGS) " in *" ./$$d/ "*) ;; *) echo "$$d has node-loss tests; add it to NODE_DOWN_PKGS"; exit 1;; esac; \
+	done
 	$(GO) vet ./...
 	@[ -x "$(STATICCHECK)" ] || GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(STATICCHECK) ./...

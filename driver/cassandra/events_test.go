@@ -12,7 +12,7 @@ import (
 // paging had bugs in early 2.1 releases.
 func TestListEventCountersPaged(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	d := sharedDriverOn(t, "listing") // TestListCounters lists another table
 	ctx := ctxT(t)
 	want := writeCounters(t, func(ns, c string, i int) error {
 		if i%2 == 0 {

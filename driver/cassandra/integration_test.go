@@ -53,6 +53,11 @@ func TestMain(m *testing.M) {
 }
 
 var sharedDrivers struct {
+	mu sync.Mutex
+	m  map[string]*sharedOpen
+}
+
+type sharedOpen struct {
 	once sync.Once
 	d    *cassandra.Driver
 	err  error
@@ -61,18 +66,32 @@ var sharedDrivers struct {
 // sharedDriver is one driver, open for the whole process, on a keyspace
 // shared by the tests that write only keys of their own and list nothing
 // (cassandratest.SharedKeyspace): each saves making a schema.
-func sharedDriver(t *testing.T) *cassandra.Driver {
+func sharedDriver(t *testing.T) *cassandra.Driver { return sharedDriverOn(t, "driver") }
+
+// sharedDriverOn is sharedDriver on the keyspace shared under label: the
+// listing tests share one whose tables each of them lists alone.
+func sharedDriverOn(t *testing.T, label string) *cassandra.Driver {
 	t.Helper()
-	cfg := configOn(t, cassandratest.SharedKeyspace(t, "driver"))
-	sharedDrivers.once.Do(func() {
+	cfg := configOn(t, cassandratest.SharedKeyspace(t, label))
+	sharedDrivers.mu.Lock()
+	if sharedDrivers.m == nil {
+		sharedDrivers.m = map[string]*sharedOpen{}
+	}
+	so := sharedDrivers.m[label]
+	if so == nil {
+		so = &sharedOpen{}
+		sharedDrivers.m[label] = so
+	}
+	sharedDrivers.mu.Unlock()
+	so.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		sharedDrivers.d, sharedDrivers.err = cassandra.Open(ctx, cfg)
+		so.d, so.err = cassandra.Open(ctx, cfg)
 	})
-	if sharedDrivers.err != nil {
-		t.Fatalf("Open of the shared keyspace: %v", sharedDrivers.err)
+	if so.err != nil {
+		t.Fatalf("Open of the shared keyspace %q: %v", label, so.err)
 	}
-	return sharedDrivers.d
+	return so.d
 }
 
 // open opens a driver on cfg and closes it when the test ends.
@@ -432,7 +451,7 @@ func TestFold(t *testing.T) {
 
 func TestListCounters(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	d := sharedDriverOn(t, "listing") // ListEventCounters lists another table
 	ctx := ctxT(t)
 	want := writeCounters(t, func(ns, c string, i int) error {
 		if i%3 == 0 {

@@ -14,14 +14,16 @@ func (a *app) ledgerCmd() *cobra.Command {
 	cmd := groupCmd("ledger", "Credit, debit and read ledgers (retries recognised on any server)", `  abacus ledger credit alice 50 --request-id order-1001
   abacus ledger get alice`)
 	cmd.Long = `Ledgers are signed totals whose every change carries a request id. A
-change retried with the same request id is recognised and not applied again,
-whichever server it reaches, while the request is among the last
-history_length changes of the server that applied it (and, in strict
-namespaces, while its claim lives).
+change retried with the same request id is applied once, whichever servers
+its copies reach and whenever they arrive, while its claim lives (the default
+mode, exact). A namespace made with --mode concurrent_retries_may_double skips
+the claim: a retry is then recognised only while the request is among the
+last history_length changes of the server that applied it, and copies running
+at the same moment on two servers may both be applied.
 
 Without --ns, ledgers live in the namespace "ledgers", created on first use.
 Create other ledger namespaces with 'abacus namespace create NAME --model
-ledger' (options --history-length, --strict, --retry-count, --claim-ttl).`
+ledger' (options --mode, --history-length, --retry-count, --claim-ttl).`
 	cmd.AddCommand(
 		a.ledgerUpdateCmd("credit", "Add a positive amount to a ledger"),
 		a.ledgerUpdateCmd("debit", "Subtract a positive amount from a ledger"),

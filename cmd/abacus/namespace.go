@@ -47,13 +47,13 @@ Types (sharded only; the other counter models are sums): sum (a signed
 total), max and min (the largest or smallest value observed), distinct (an
 estimate of the number of distinct items).
 Ledger namespaces (--model ledger) have no type; their options are
---history-length, --strict, --retry-count and --claim-ttl (see
+--mode, --history-length, --retry-count and --claim-ttl (see
 'abacus ledger --help').
 Consistency levels (ONE, QUORUM, ALL, LOCAL_QUORUM, ...) apply on Cassandra;
 DEFAULT uses the server's configured level.`,
 		Example: `  abacus namespace create visitors --type distinct
   abacus namespace create peaks --type max --write-consistency QUORUM
-  abacus namespace create wallets --model ledger --strict --history-length 20
+  abacus namespace create wallets --model ledger --history-length 20
   abacus namespace create likes --model events --accept-window 2h
   abacus namespace create orders --model actor`,
 		Args: exactArgs(1, "NAME"),

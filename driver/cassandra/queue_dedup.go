@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"time"
 
@@ -88,47 +87,27 @@ func (d *Driver) PutDedupMessage(ctx context.Context, p *driver.PutDedupParams) 
 	ttl := int((p.Window + time.Second - 1) / time.Second)
 	res := &driver.PutDedupResult{Key: driver.MessageKey{Shard: m.Shard, Due: due, ID: m.ID}}
 	body := nonNil(m.Body)
-	var lastErr error
-	claimed := false
-	for attempt := range lwtAttempts {
-		if attempt > 0 {
-			if err := sleepCtx(ctx, lwtBackoff(attempt)); err != nil {
-				break
-			}
-		}
-		existing := map[string]any{}
-		applied, err := d.session.Query(d.q.dedup.claim, p.Queue, p.DedupID, m.Shard, due, [16]byte(m.ID), enqueued, hash[:], ts, ttl).
-			Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
-			MapScanCASContext(ctx, existing)
-		if err == nil {
-			claimed = true
-			if !applied {
-				prev, perr := dedupFromRow(existing)
-				if perr != nil {
-					return nil, fmt.Errorf("cassandra: %s %q: %w", op, p.DedupID, perr)
-				}
-				// An earlier attempt of this very call may have
-				// applied; then the row is ours.
-				mine := prev.ts == ts && prev.key.ID == m.ID
-				if !mine {
-					res = &driver.PutDedupResult{Key: prev.key, Duplicate: true, SameBody: bytes.Equal(prev.hash, hash[:])}
-					ts, due, enqueued = prev.ts, prev.key.Due, prev.enqueued
-					if !res.SameBody {
-						// The claimed message has another body, which
-						// this caller does not have: leave it as it is.
-						return res, nil
-					}
-				}
-			}
-			break
-		}
-		lastErr = mapError(opWrite, err)
-		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
-			break
-		}
+	applied, existing, err := d.insertIfNotExists(ctx, d.cfg.WriteConsistency, op, "dedup id", p.DedupID, d.q.dedup.claim,
+		[]any{p.Queue, p.DedupID, m.Shard, due, [16]byte(m.ID), enqueued, hash[:], ts, ttl},
+		func(existing map[string]any) bool {
+			prev, err := dedupFromRow(existing)
+			return err == nil && prev.ts == ts && prev.key.ID == m.ID
+		})
+	if err != nil {
+		return nil, fmt.Errorf("%w (queue %q)", err, p.Queue)
 	}
-	if !claimed {
-		return nil, fmt.Errorf("cassandra: %s %q in %q: %w", op, p.DedupID, p.Queue, lastErr)
+	if !applied {
+		prev, err := dedupFromRow(existing)
+		if err != nil {
+			return nil, fmt.Errorf("cassandra: %s %q: %w", op, p.DedupID, err)
+		}
+		res = &driver.PutDedupResult{Key: prev.key, Duplicate: true, SameBody: bytes.Equal(prev.hash, hash[:])}
+		if !res.SameBody {
+			// The claimed message has another body, which this caller
+			// does not have: leave it as it is.
+			return res, nil
+		}
+		ts, due, enqueued = prev.ts, prev.key.Due, prev.enqueued
 	}
 	k := res.Key
 	err = d.session.Query(d.q.dedup.putAt, ts, body, enqueued, p.Queue, k.Shard, due, [16]byte(k.ID)).

@@ -2,10 +2,12 @@ package cassandra_test
 
 import (
 	"crypto/sha256"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/driver/cassandra"
 )
 
 // A put that claimed its dedup id and died before writing the message
@@ -42,5 +44,27 @@ func TestDedupRepeatCompletesAClaimWithoutMessage(t *testing.T) {
 	}
 	if _, err := d.GetMessage(ctx, &driver.GetMessageParams{Queue: "q-orphan", Key: repeat.MessageKey}); err == nil {
 		t.Fatal("the repeat also stored its own copy")
+	}
+}
+
+// The window may not outlive the queue tables' gc_grace_seconds: a repeat
+// after an acknowledgement's tombstones are gone would bring the message
+// back. The driver refuses a longer window and writes nothing.
+func TestDedupWindowBeyondGCGraceIsRefused(t *testing.T) {
+	t.Parallel()
+	d := sharedDriver(t)
+	ctx := ctxT(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	m := driver.Message{MessageKey: driver.MessageKey{Due: now, ID: driver.MessageID{0x33, 6: 0x11, 8: 0x80}}, Body: []byte("x"), EnqueuedAt: now}
+	p := &driver.PutDedupParams{Queue: "q-grace", DedupID: "long", Window: cassandra.DefaultQueueGCGrace + time.Second, Message: m}
+	if _, err := d.PutDedupMessage(ctx, p); err == nil || !strings.Contains(err.Error(), "gc_grace_seconds") {
+		t.Fatalf("a window past gc_grace_seconds: %v, want a refusal naming it", err)
+	}
+	if _, err := d.GetMessage(ctx, &driver.GetMessageParams{Queue: "q-grace", Key: m.MessageKey}); err == nil {
+		t.Fatal("the refused put stored its message")
+	}
+	p.Window = cassandra.DefaultQueueGCGrace
+	if r, err := d.PutDedupMessage(ctx, p); err != nil || r.Duplicate {
+		t.Fatalf("a window of exactly gc_grace_seconds: %+v, %v", r, err)
 	}
 }

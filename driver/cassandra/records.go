@@ -40,9 +40,25 @@ func (d *Driver) insertRecord(ctx context.Context, op, kind, name, stmt string, 
 
 // insertRecordAt is insertRecord committing at configured.
 func (d *Driver) insertRecordAt(ctx context.Context, configured driver.Consistency, op, kind, name, stmt string, vals []any, same func(existing map[string]any) bool) error {
+	applied, _, err := d.insertIfNotExists(ctx, configured, op, kind, name, stmt, vals, same)
+	if err != nil {
+		return err
+	}
+	if !applied {
+		return fmt.Errorf("cassandra: %s %q: %w", kind, name, driver.ErrExists)
+	}
+	return nil
+}
+
+// insertIfNotExists runs an INSERT … IF NOT EXISTS at configured,
+// resubmitting it while its outcome is unknown (contending Paxos rounds
+// time out). It reports whether the row is this insert's and, when not,
+// the existing row. A resubmission that finds a row mine says is ours
+// (an earlier attempt applied) counts as applied.
+func (d *Driver) insertIfNotExists(ctx context.Context, configured driver.Consistency, op, kind, name, stmt string, vals []any, mine func(existing map[string]any) bool) (applied bool, existing map[string]any, _ error) {
 	cl, err := level(driver.Default, configured)
 	if err != nil {
-		return fmt.Errorf("cassandra: %s %q: %w", op, name, err)
+		return false, nil, fmt.Errorf("cassandra: %s %q: %w", op, name, err)
 	}
 	var lastErr error
 	for attempt := range lwtAttempts {
@@ -53,15 +69,12 @@ func (d *Driver) insertRecordAt(ctx context.Context, configured driver.Consisten
 		}
 		// When the insert is not applied Cassandra returns the existing
 		// row; MapScanCAS accepts whatever columns come back.
-		existing := map[string]any{}
+		existing = map[string]any{}
 		applied, err := d.session.Query(stmt, vals...).
 			Consistency(cl).SerialConsistency(serialFor(configured)).
 			MapScanCASContext(ctx, existing)
 		if err == nil {
-			if applied || (attempt > 0 && same(existing)) {
-				return nil
-			}
-			return fmt.Errorf("cassandra: %s %q: %w", kind, name, driver.ErrExists)
+			return applied || (attempt > 0 && mine(existing)), existing, nil
 		}
 		lastErr = mapError(opWrite, err)
 		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
@@ -69,7 +82,7 @@ func (d *Driver) insertRecordAt(ctx context.Context, configured driver.Consisten
 		}
 		d.log.Debug("cassandra: "+op+" outcome unknown; retrying", kind, name, "attempt", attempt+1, "err", err)
 	}
-	return fmt.Errorf("cassandra: %s %q: %w", op, name, lastErr)
+	return false, nil, fmt.Errorf("cassandra: %s %q: %w", op, name, lastErr)
 }
 
 // lwtBackoff spreads contending retries apart: 50ms, 100ms, 200ms, ...

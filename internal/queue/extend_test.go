@@ -17,15 +17,7 @@ func TestExtendKeepsADeliveryHidden(t *testing.T) {
 	t.Parallel()
 	onBothDrivers(t, func(t *testing.T, e *env) {
 		ctx := ctxT(t)
-		q := e.create(t, QueueConfig{Shards: 4, VisibilityTimeout: 10 * time.Second})
-		id := e.put(t, e.svc, q.Name, Message{Body: []byte("long job")})
-		e.clock.Advance(2 * time.Minute)
-		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
-		ds := receive(t, c, 1)
-		if len(ds) != 1 || ds[0].ID() != id {
-			t.Fatalf("got %v", deliveryIDs(ds))
-		}
-		d := ds[0]
+		q, c, d := e.delivered(t, 10*time.Second)
 
 		// Twice, each before the visibility ends: 8 s + 8 s > 10 s.
 		for range 2 {
@@ -58,7 +50,7 @@ func TestExtendKeepsADeliveryHidden(t *testing.T) {
 			t.Fatalf("Extend after the visibility ended: %v, want ErrStaleReceipt", err)
 		}
 		again := receive(t, c, 1)
-		if len(again) != 1 || again[0].ID() != id || again[0].Attempt() != 2 {
+		if len(again) != 1 || again[0].ID() != d.ID() || again[0].Attempt() != 2 {
 			t.Fatalf("after the extension ended got %v", deliveryIDs(again))
 		}
 		if _, err := other.Extend(ctx, q.Name, d.Receipt(), time.Minute); !errors.Is(err, ErrStaleReceipt) {
@@ -98,11 +90,7 @@ func TestExtendRacingARedeliveryKeepsItsCount(t *testing.T) {
 	t.Parallel()
 	onBothDrivers(t, func(t *testing.T, e *env) {
 		ctx := ctxT(t)
-		q := e.create(t, QueueConfig{Shards: 4, VisibilityTimeout: 10 * time.Second})
-		e.put(t, e.svc, q.Name, Message{Body: []byte("x")})
-		e.clock.Advance(2 * time.Minute)
-		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
-		first := receive(t, c, 1)
+		q, c, first := e.delivered(t, 10*time.Second)
 		e.clock.Advance(10*time.Second - time.Millisecond)
 		var second []*Delivery
 		hs := &hookStore{Queues: e.store, after: func() {
@@ -115,7 +103,7 @@ func TestExtendRacingARedeliveryKeepsItsCount(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _ = late.Extend(ctx, q.Name, first[0].Receipt(), time.Minute) // refused or not, it must not rewind
+		_, _ = late.Extend(ctx, q.Name, first.Receipt(), time.Minute) // refused or not, it must not rewind
 		if len(second) != 1 || second[0].Attempt() != 2 {
 			t.Fatalf("no second delivery in the hook: %v", deliveryIDs(second))
 		}
@@ -131,11 +119,7 @@ func TestExtendAfterNackIsStale(t *testing.T) {
 	t.Parallel()
 	onBothDrivers(t, func(t *testing.T, e *env) {
 		ctx := ctxT(t)
-		q := e.create(t, QueueConfig{Shards: 4, VisibilityTimeout: 10 * time.Second})
-		e.put(t, e.svc, q.Name, Message{Body: []byte("x")})
-		e.clock.Advance(2 * time.Minute)
-		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
-		d := receive(t, c, 1)[0]
+		q, c, d := e.delivered(t, 10*time.Second)
 		if _, err := e.svc.FailAfter(ctx, q.Name, d.Receipt(), "boom", time.Hour); err != nil {
 			t.Fatal(err)
 		}

@@ -208,3 +208,19 @@ func (e *env) observe(t *testing.T, q string) *Observation {
 	}
 	return o
 }
+
+// delivered creates a queue of 4 shards with visibility timeout vis, puts
+// one message, lets it fall due and receives it: the start of every test
+// about a delivery in hand.
+func (e *env) delivered(t *testing.T, vis time.Duration) (*Queue, *Consumer, *Delivery) {
+	t.Helper()
+	q := e.create(t, QueueConfig{Shards: 4, VisibilityTimeout: vis})
+	id := e.put(t, e.svc, q.Name, Message{Body: []byte("job")})
+	e.clock.Advance(2 * time.Minute)
+	c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
+	ds := receive(t, c, 1)
+	if len(ds) != 1 || ds[0].ID() != id {
+		t.Fatalf("received %v, want the one message %s", deliveryIDs(ds), id)
+	}
+	return q, c, ds[0]
+}

@@ -101,6 +101,27 @@ func ids(ms []driver.Message) []driver.MessageID {
 	return out
 }
 
+// noResurrection checks, after a write that came late for a deleted
+// message (what), that queue q's shard 0 holds no message, and that the
+// fragments it may hold go when deleted.
+func noResurrection(t *testing.T, d driver.Driver, q, what string) {
+	t.Helper()
+	c := ctx(t)
+	all := driver.ReadMessagesParams{Queue: q, From: base.Add(-time.Hour), To: base.Add(time.Hour), Limit: 10, WithBody: true}
+	page := mustReadMessages(t, d, all)
+	if len(page.Messages) != 0 {
+		t.Fatalf("%s resurrected %+v", what, page.Messages)
+	}
+	if len(page.Fragments) > 0 {
+		if err := d.DeleteMessages(c, &driver.DeleteMessagesParams{Queue: q, Keys: page.Fragments}); err != nil {
+			t.Fatal(err)
+		}
+		if page = mustReadMessages(t, d, all); len(page.Messages)+len(page.Fragments) != 0 {
+			t.Fatalf("a fragment left by %s survived its delete: %+v", what, page)
+		}
+	}
+}
+
 func sameMessage(t *testing.T, got, want driver.Message, withBody bool) {
 	t.Helper()
 	if got.MessageKey.ID != want.ID || got.Shard != want.Shard || !got.Due.Equal(want.Due) {
@@ -322,19 +343,7 @@ func exerciseMessages(t *testing.T, d driver.Driver) {
 		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{u}}); err != nil {
 			t.Fatalf("UpdateMessages of a deleted message: %v", err)
 		}
-		page := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base.Add(-time.Hour), To: base.Add(time.Hour), Limit: 10, WithBody: true})
-		if len(page.Messages) != 0 {
-			t.Fatalf("a late update resurrected %+v", page.Messages)
-		}
-		if len(page.Fragments) > 0 {
-			if err := d.DeleteMessages(c, &driver.DeleteMessagesParams{Queue: q, Keys: page.Fragments}); err != nil {
-				t.Fatal(err)
-			}
-			page = mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base.Add(-time.Hour), To: base.Add(time.Hour), Limit: 10})
-			if len(page.Messages)+len(page.Fragments) != 0 {
-				t.Fatalf("fragment survived its delete: %+v", page)
-			}
-		}
+		noResurrection(t, d, q, "a late update")
 		if _, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey}); !errors.Is(err, driver.ErrNotFound) {
 			t.Fatalf("GetMessage of a fragment: got %v, want ErrNotFound", err)
 		}
@@ -372,15 +381,7 @@ func exerciseMessages(t *testing.T, d driver.Driver) {
 		if _, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey}); !errors.Is(err, driver.ErrNotFound) {
 			t.Fatalf("an extension after the delete brought the message back: %v", err)
 		}
-		page := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base.Add(-time.Hour), To: base.Add(time.Hour), Limit: 10, WithBody: true})
-		if len(page.Messages) != 0 {
-			t.Fatalf("a late extension resurrected %+v", page.Messages)
-		}
-		if len(page.Fragments) > 0 {
-			if err := d.DeleteMessages(c, &driver.DeleteMessagesParams{Queue: q, Keys: page.Fragments}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		noResurrection(t, d, q, "a late extension")
 	})
 	t.Run("QueueShardStats", func(t *testing.T) {
 		t.Parallel()

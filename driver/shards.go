@@ -1,6 +1,9 @@
 package driver
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Shard is one mutator's persisted state for one counter.
 type Shard struct {
@@ -42,8 +45,18 @@ type WriteShardParams struct {
 
 // ReadShardsParams are the parameters of Shards.ReadShards.
 type ReadShardsParams struct {
-	Namespace   string
-	Counter     string
+	Namespace string
+	Counter   string
+	// From, when set, lets the driver leave out shards whose ID sorts below
+	// it (Go string order); every live shard at or above it is returned, and
+	// so is the tally. A driver may also return live shards below From.
+	// Callers set it only when every shard below From is already folded into
+	// the tally they expect, so that a read skips the folded shards'
+	// tombstones instead of scanning them (see docs/architecture.md, "Reads
+	// that skip folded shards"). A Cassandra partition with no row at or
+	// above From reads as an empty set, tally included: the caller must then
+	// read again without From.
+	From        string
 	Consistency Consistency
 }
 
@@ -63,8 +76,31 @@ type FoldParams struct {
 	Delete []string
 	// Tally is the new tally; its Timestamp is also the timestamp of the
 	// deletes.
-	Tally       Tally
+	Tally Tally
+	// Write lists shards written in the same batch, at the same timestamp,
+	// as WriteShard would write them. The sharded engine writes its anchor
+	// here: a shard that no fold deletes, so that a read bounded by From
+	// always finds a row to carry the tally.
+	Write       []Shard
 	Consistency Consistency
+}
+
+// Check reports a fold that no driver should apply: a shard both deleted
+// and written, whose outcome would depend on how the store breaks the tie.
+func (p *FoldParams) Check() error {
+	if len(p.Write) == 0 {
+		return nil
+	}
+	deleted := make(map[string]bool, len(p.Delete))
+	for _, id := range p.Delete {
+		deleted[id] = true
+	}
+	for _, s := range p.Write {
+		if deleted[s.ID] {
+			return fmt.Errorf("fold of %s/%s both deletes and writes shard %q", p.Namespace, p.Counter, s.ID)
+		}
+	}
+	return nil
 }
 
 // ListCountersParams are the parameters of Shards.ListCounters.
@@ -87,7 +123,7 @@ type Shards interface {
 	ReadShards(ctx context.Context, p *ReadShardsParams) (*ShardSet, error)
 
 	// Fold atomically (within the counter's partition) deletes the listed
-	// shards and writes the tally, all at p.Tally.Timestamp. The usual
+	// shards, writes p.Write and writes the tally, all at p.Tally.Timestamp. The usual
 	// timestamp rules apply to every cell: a fold never overwrites a tally
 	// written at a higher timestamp, and a shard write that arrives later
 	// with a lower timestamp than the delete stays deleted. Replaying a fold

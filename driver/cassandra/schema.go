@@ -72,6 +72,8 @@ type statements struct {
 	listNamespaces  string
 	writeShard      string
 	readShards      string
+	readShardsFrom  string
+	foldWriteShard  string
 	deleteShard     string
 	writeTally      string
 	listCounters    string
@@ -111,8 +113,12 @@ func newStatements(ks string) statements {
 		listNamespaces: "SELECT " + namespaceColumns + " FROM " + ks + ".namespaces",
 		writeShard: "INSERT INTO " + ks + ".shards (ns, counter, shard, state, expires_at)" +
 			" VALUES (?, ?, ?, ?, ?) USING TIMESTAMP ?",
+		// A fold's batch carries its timestamp for every statement.
+		foldWriteShard: "INSERT INTO " + ks + ".shards (ns, counter, shard, state, expires_at) VALUES (?, ?, ?, ?, ?)",
 		readShards: "SELECT shard, state, expires_at, tally, tally_ts FROM " + ks +
 			".shards WHERE ns = ? AND counter = ?",
+		readShardsFrom: "SELECT shard, state, expires_at, tally, tally_ts FROM " + ks +
+			".shards WHERE ns = ? AND counter = ? AND shard >= ?",
 		deleteShard:     "DELETE FROM " + ks + ".shards WHERE ns = ? AND counter = ? AND shard = ?",
 		writeTally:      "UPDATE " + ks + ".shards SET tally = ?, tally_ts = ? WHERE ns = ? AND counter = ?",
 		listCounters:    "SELECT DISTINCT ns, counter FROM " + ks + ".shards",

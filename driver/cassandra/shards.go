@@ -28,6 +28,10 @@ func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) err
 }
 
 // ReadShards reads the counter's partition: its shards and the static tally.
+// With p.From it reads only the clustering rows from p.From on, so the row
+// tombstones of folded shards below it are never scanned; Cassandra then
+// returns the static tally only alongside a row, which the sharded engine's
+// anchor provides.
 //
 // The read is deliberately not paged. Pages are separate reads, and a fold
 // landing between two of them could let the result count a shard twice
@@ -41,8 +45,11 @@ func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*d
 	if err != nil {
 		return nil, err
 	}
-	iter := d.session.Query(d.q.readShards, p.Namespace, p.Counter).
-		Consistency(cl).PageSize(0).IterContext(ctx)
+	q := d.session.Query(d.q.readShards, p.Namespace, p.Counter)
+	if p.From != "" {
+		q = d.session.Query(d.q.readShardsFrom, p.Namespace, p.Counter, p.From)
+	}
+	iter := q.Consistency(cl).PageSize(0).IterContext(ctx)
 	return readRows(iter, (*shardRow).dest, shardSetFromRows, op, " %s/%s", p.Namespace, p.Counter)
 }
 
@@ -55,9 +62,12 @@ func (d *Driver) Fold(ctx context.Context, p *driver.FoldParams) error {
 	if err := d.begin(ctx, op); err != nil {
 		return err
 	}
-	if len(p.Delete) > maxBatchStatements {
+	if err := p.Check(); err != nil {
+		return fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	if len(p.Delete)+len(p.Write) > maxBatchStatements {
 		return fmt.Errorf("cassandra: %s %s/%s: %d shards exceed the %d statements of one batch",
-			op, p.Namespace, p.Counter, len(p.Delete), maxBatchStatements)
+			op, p.Namespace, p.Counter, len(p.Delete)+len(p.Write), maxBatchStatements)
 	}
 	cl, err := level(p.Consistency, d.cfg.FoldConsistency)
 	if err != nil {
@@ -66,6 +76,9 @@ func (d *Driver) Fold(ctx context.Context, p *driver.FoldParams) error {
 	b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl).WithTimestamp(p.Tally.Timestamp)
 	for _, id := range p.Delete {
 		b.Query(d.q.deleteShard, p.Namespace, p.Counter, id)
+	}
+	for _, s := range p.Write {
+		b.Query(d.q.foldWriteShard, p.Namespace, p.Counter, s.ID, nonNil(s.State), s.ExpiresAt)
 	}
 	b.Query(d.q.writeTally, nonNil(p.Tally.State), p.Tally.Timestamp, p.Namespace, p.Counter)
 	if err := b.ExecContext(ctx); err != nil {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +32,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("Ledgers", func(t *testing.T) { exerciseLedgers(t, d, open) })
 	t.Run("Shards", func(t *testing.T) { exerciseShards(t, d) })
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })
+	t.Run("BoundedReads", func(t *testing.T) { exerciseBoundedReads(t, d) })
 	t.Run("ListCounters", func(t *testing.T) { exerciseListCounters(t, d) })
 	t.Run("ModelLists", func(t *testing.T) { exerciseModelLists(t, d) })
 	t.Run("Queues", func(t *testing.T) { exerciseQueues(t, d, open) })
@@ -496,6 +499,98 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 		// Replaying the first fold later changes nothing.
 		fold(t, d, k, []string{"a"}, []byte("A"), 101)
 		wantState(t, d, k, []byte("AB"), 201)
+	})
+}
+
+// readFrom reads k's shards from id from on. It returns the set and the
+// IDs of its shards at or above from: a driver may return live shards below
+// from too, which callers check separately.
+func readFrom(t *testing.T, d driver.Driver, k driver.CounterKey, from string) *driver.ShardSet {
+	t.Helper()
+	set, err := d.ReadShards(ctx(t), &driver.ReadShardsParams{Namespace: k.Namespace, Counter: k.Counter, From: from})
+	if err != nil {
+		t.Fatalf("ReadShards(From %q): %v", from, err)
+	}
+	if set == nil {
+		t.Fatal("ReadShards returned a nil set")
+	}
+	return set
+}
+
+// exerciseBoundedReads checks ReadShardsParams.From and FoldParams.Write,
+// which let the sharded engine read past folded shards.
+func exerciseBoundedReads(t *testing.T, d driver.Driver) {
+	t.Run("FromReturnsEveryShardAtOrAbove", func(t *testing.T) {
+		t.Parallel()
+		k := counter("from")
+		// IDs of several lengths: the embedded store orders keys by length
+		// first, so a bound must not lose a shorter or longer ID above it.
+		ids := []string{"-0001-x", "-0002-x", "-0003-x", "-0002", "-0003-xyz", "0", "9abc", "~anchor", "-"}
+		for i, id := range ids {
+			write(t, d, k, id, []byte{byte(i + 1)}, int64(1000+i), int64(10+i))
+		}
+		fold(t, d, k, []string{"-0001-x"}, []byte("T"), 2000)
+		for _, from := range []string{"", "-", "-0002-x", "-0003", "-0003-y", "0", "~", "~anchor", "~~"} {
+			set := readFrom(t, d, k, from)
+			var got, want []string
+			for _, s := range set.Shards {
+				if s.ID >= from {
+					got = append(got, s.ID)
+				}
+			}
+			for _, id := range ids {
+				if id >= from && id != "-0001-x" {
+					want = append(want, id)
+				}
+			}
+			slices.Sort(want)
+			if !slices.Equal(got, want) {
+				t.Errorf("From %q: shards at or above = %v, want %v", from, got, want)
+			}
+			for _, s := range set.Shards {
+				if s.ID == "-0001-x" {
+					t.Errorf("From %q: the folded shard came back", from)
+				}
+			}
+			// Cassandra carries the tally only alongside a row; "~~" is
+			// above every row, where the contract allows an empty set.
+			if from != "~~" && (set.Tally == nil || string(set.Tally.State) != "T") {
+				t.Errorf("From %q: tally = %+v, want T@2000", from, set.Tally)
+			}
+		}
+	})
+
+	t.Run("FoldWritesShardsAtItsTimestamp", func(t *testing.T) {
+		t.Parallel()
+		k := counterWithShards(t, d, "foldwrite", 2)
+		anchor := driver.Shard{ID: "~anchor", State: []byte{0}, ExpiresAt: math.MaxInt64}
+		err := d.Fold(ctx(t), &driver.FoldParams{
+			Namespace: k.Namespace, Counter: k.Counter, Delete: []string{"a"},
+			Tally: driver.Tally{State: []byte("A"), Timestamp: 101}, Write: []driver.Shard{anchor},
+		})
+		if err != nil {
+			t.Fatalf("Fold: %v", err)
+		}
+		wantState(t, d, k, []byte("A"), 101, "b=02@200", fmt.Sprintf("~anchor=00@%d", int64(math.MaxInt64)))
+		// The written shard carries the fold's timestamp: an older write
+		// leaves it, a newer one replaces it.
+		write(t, d, k, "~anchor", []byte{9}, math.MaxInt64, 100)
+		wantShards(t, readFrom(t, d, k, "~"), fmt.Sprintf("~anchor=00@%d", int64(math.MaxInt64)))
+		write(t, d, k, "~anchor", []byte{9}, math.MaxInt64, 102)
+		wantShards(t, readFrom(t, d, k, "~"), fmt.Sprintf("~anchor=09@%d", int64(math.MaxInt64)))
+	})
+
+	t.Run("FoldThatDeletesAndWritesOneShardIsRefused", func(t *testing.T) {
+		t.Parallel()
+		k := counterWithShards(t, d, "foldboth", 1)
+		err := d.Fold(ctx(t), &driver.FoldParams{
+			Namespace: k.Namespace, Counter: k.Counter, Delete: []string{"a"},
+			Tally: driver.Tally{State: []byte("A"), Timestamp: 101}, Write: []driver.Shard{{ID: "a", State: []byte{1}, ExpiresAt: 500}},
+		})
+		if err == nil {
+			t.Fatal("Fold deleting and writing shard a: no error")
+		}
+		wantState(t, d, k, nil, 0, "a=01@100")
 	})
 }
 

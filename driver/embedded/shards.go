@@ -26,11 +26,15 @@ func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) err
 // ReadShards implements driver.Shards.
 func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*driver.ShardSet, error) {
 	return readLocked(ctx, d, "read shards", func() (*driver.ShardSet, error) {
-		return d.readShards(p.Namespace, p.Counter)
+		return d.readShards(p.Namespace, p.Counter, p.From)
 	}, " of %s/%s", p.Namespace, p.Counter)
 }
 
-func (d *Driver) readShards(ns, counter string) (_ *driver.ShardSet, err error) {
+// readShards reads a counter's shards and tally. With from set it seeks
+// past the shards below it instead of stepping over them: keys order IDs by
+// length, then bytes, so the skipped run is the IDs as long as from and
+// below it. Shorter and longer IDs are all read, which the contract allows.
+func (d *Driver) readShards(ns, counter, from string) (_ *driver.ShardSet, err error) {
 	// Shards and tally are read through one iterator, hence one consistent
 	// view. Reading them separately could see a fold's new tally together
 	// with the shards it deleted, and count those shards twice.
@@ -46,6 +50,14 @@ func (d *Driver) readShards(ns, counter string) (_ *driver.ShardSet, err error) 
 		id, err := shardIDAfter(it.Key(), len(prefix))
 		if err != nil {
 			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		if len(id) == len(from) && id < from {
+			if !it.SeekGE(shardKey(ns, counter, from)) {
+				break
+			}
+			if id, err = shardIDAfter(it.Key(), len(prefix)); err != nil {
+				return nil, fmt.Errorf("key %x: %w", it.Key(), err)
+			}
 		}
 		raw, err := it.ValueAndErr()
 		if err != nil {
@@ -116,11 +128,20 @@ func shardIDAfter(key []byte, n int) (string, error) {
 // Fold implements driver.Shards. Its cells go into one batch, which Pebble
 // commits atomically, so a crash leaves either the whole fold or none of it.
 func (d *Driver) Fold(ctx context.Context, p *driver.FoldParams) error {
+	if err := p.Check(); err != nil {
+		return fmt.Errorf("embedded: fold: %w", err)
+	}
 	return d.writeBatch(ctx, "fold", func(b *pebble.Batch) error {
 		ts := p.Tally.Timestamp
 		tombstone := appendCell(nil, cell{Timestamp: ts, Tombstone: true})
 		for _, id := range p.Delete {
 			if err := b.Merge(shardKey(p.Namespace, p.Counter, id), tombstone, nil); err != nil {
+				return err
+			}
+		}
+		for _, s := range p.Write {
+			row := appendShardPayload(appendCell(nil, cell{Timestamp: ts}), s)
+			if err := b.Merge(shardKey(p.Namespace, p.Counter, s.ID), row, nil); err != nil {
 				return err
 			}
 		}

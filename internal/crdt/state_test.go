@@ -346,3 +346,38 @@ func TestAddInt64(t *testing.T) {
 		}
 	}
 }
+
+// PNTotal decides fit on the total, whatever the order: merging one state
+// at a time fails on an intermediate result that PNTotal accepts.
+func TestPNTotalIsOrderFree(t *testing.T) {
+	t.Parallel()
+	top := mustApply(t, &Sum{}, Op{Delta: math.MaxInt64}).(*Sum)
+	up := mustApply(t, &Sum{}, Op{Delta: 1}).(*Sum)
+	down := mustApply(t, &Sum{}, Op{Delta: -5}).(*Sum)
+	if err := top.Clone().Merge(up); err == nil {
+		t.Fatal("Merge(MaxInt64, +1) did not overflow; the test shows nothing")
+	}
+	for _, order := range [][]*Sum{{top, up, down}, {up, top, down}, {down, up, top}} {
+		var total PNTotal
+		for _, s := range order {
+			total.Add(s)
+		}
+		got, ok := total.Sum()
+		if !ok || got.Value() != math.MaxInt64-4 || got.P() != math.MaxInt64+1 || got.N() != 5 {
+			t.Fatalf("total of %v = %+v, %v; want MaxInt64-4 (P=2^63, N=5)", order, got, ok)
+		}
+	}
+	var over PNTotal
+	for range 3 {
+		over.Add(top) // P = 3·(2^63-1) needs 65 bits
+	}
+	if s, ok := over.Sum(); ok {
+		t.Fatalf("P past 64 bits fitted: %+v", s)
+	}
+	var low PNTotal
+	low.Add(mustApply(t, &Sum{}, Op{Delta: math.MinInt64}).(*Sum))
+	low.Add(mustApply(t, &Sum{}, Op{Delta: -1}).(*Sum))
+	if s, ok := low.Sum(); ok {
+		t.Fatalf("value below MinInt64 fitted: %+v", s)
+	}
+}

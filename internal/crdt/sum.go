@@ -111,3 +111,29 @@ func AddInt64(a, b int64) (int64, bool) {
 	// Overflow happened iff a and b have the same sign and s has the other.
 	return s, (a^s)&(b^s) >= 0
 }
+
+// PNTotal adds Sum states exactly, in 128-bit P and N, so that whether
+// their total fits one Sum does not depend on the order they are added in:
+// Merge checks every partial result, and (MaxInt64) + (+1) + (-5) fails
+// there although the total fits. The zero value is an empty total.
+type PNTotal struct {
+	pHi, pLo, nHi, nLo uint64
+}
+
+// Add adds s's P and N.
+func (t *PNTotal) Add(s *Sum) {
+	var c uint64
+	t.pLo, c = bits.Add64(t.pLo, s.p, 0)
+	t.pHi += c
+	t.nLo, c = bits.Add64(t.nLo, s.n, 0)
+	t.nHi += c
+}
+
+// Sum returns the total as one state, or false if it does not fit one: P or
+// N past 64 bits, or P-N outside int64.
+func (t *PNTotal) Sum() (*Sum, bool) {
+	if t.pHi != 0 || t.nHi != 0 || !inRange(t.pLo, t.nLo) {
+		return nil, false
+	}
+	return &Sum{p: t.pLo, n: t.nLo}, true
+}

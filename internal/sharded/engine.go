@@ -51,6 +51,10 @@ type Config struct {
 	// MaxMutators bounds the live mutators of this process (LRU). Dropping a
 	// mutator loses nothing: its state is already persisted. Default 10,000.
 	MaxMutators int
+	// MaxReadBounds bounds how many counters' read bounds (the tally
+	// timestamp a read may start from) this process remembers. Forgetting
+	// one costs one read of the whole partition. Default 100,000.
+	MaxReadBounds int
 	// DedupWindow is how long a request id is remembered. Default 10m.
 	DedupWindow time.Duration
 	// DedupMax bounds how many request ids are remembered. Default 1,000,000.
@@ -97,6 +101,7 @@ func (c Config) withDefaults() Config {
 	c.RefusalMargin = cmp.Or(c.RefusalMargin, time.Hour)
 	c.GCGrace = cmp.Or(c.GCGrace, 24*time.Hour)
 	c.MaxMutators = cmp.Or(c.MaxMutators, 10_000)
+	c.MaxReadBounds = cmp.Or(c.MaxReadBounds, 100_000)
 	c.DedupWindow = cmp.Or(c.DedupWindow, 10*time.Minute)
 	c.DedupMax = cmp.Or(c.DedupMax, 1_000_000)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
@@ -114,8 +119,8 @@ func (c Config) validate() error {
 		return errors.New("sharded: durations must not be negative")
 	case c.RefusalMargin >= c.Lifetime:
 		return fmt.Errorf("sharded: RefusalMargin (%v) must be below Lifetime (%v)", c.RefusalMargin, c.Lifetime)
-	case c.MaxMutators < 0 || c.DedupMax < 0 || c.MaxInflightWrites < 0:
-		return errors.New("sharded: MaxMutators, DedupMax and MaxInflightWrites must not be negative")
+	case c.MaxMutators < 0 || c.DedupMax < 0 || c.MaxInflightWrites < 0 || c.MaxReadBounds < 0:
+		return errors.New("sharded: MaxMutators, MaxReadBounds, DedupMax and MaxInflightWrites must not be negative")
 	}
 	return nil
 }
@@ -145,7 +150,8 @@ type Engine struct {
 	mutators map[driver.CounterKey]*list.Element // of *mutator, most recent first
 	lru      *list.List
 
-	dedup dedup
+	dedup  dedup
+	bounds bounds
 
 	gcMu      sync.Mutex
 	gcRunning map[driver.CounterKey]bool
@@ -161,6 +167,10 @@ type Stats struct {
 	GCRuns       atomic.Uint64 // collections that folded at least one shard
 	GCSkips      atomic.Uint64 // collections skipped (a replica down, a read failed)
 	Folded       atomic.Uint64 // shards folded into tallies
+	// UnboundedReads counts reads (GC's included) of a whole partition,
+	// folded shards' tombstones and all: the first of each counter in this
+	// process, and any whose bounded read could not be trusted.
+	UnboundedReads atomic.Uint64
 }
 
 // New returns an engine. Call Close to wait for in-flight writes.
@@ -176,6 +186,7 @@ func New(cfg Config) (*Engine, error) {
 		gcRunning: map[driver.CounterKey]bool{},
 	}
 	e.dedup.init(cfg.DedupWindow, cfg.DedupMax)
+	e.bounds.init(cfg.MaxReadBounds)
 	return e, nil
 }
 
@@ -347,9 +358,7 @@ type Reading struct {
 // shard it starts a collection in the background; the read itself never
 // waits for or fails because of GC.
 func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
-	set, err := e.cfg.Store.ReadShards(ctx, &driver.ReadShardsParams{
-		Namespace: t.Namespace, Counter: t.Counter, Consistency: t.ReadConsistency,
-	})
+	set, err := e.readShards(ctx, t.key(), t.ReadConsistency)
 	if err != nil {
 		return nil, err
 	}
@@ -388,6 +397,40 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 	return r, nil
 }
 
+// readShards reads what is stored for counter k at consistency cl, without
+// the anchor. When this process has read a tally of k before, the read
+// starts at boundFor(its timestamp) and so skips the tombstones of every
+// shard folded into it. The result is used only if it carries a tally at
+// least that new, which includes every skipped shard; otherwise (a replica
+// behind, or no row at or above the bound, which in Cassandra also hides
+// the tally) the whole partition is read, as a first read does.
+func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency) (*driver.ShardSet, error) {
+	p := &driver.ReadShardsParams{Namespace: k.Namespace, Counter: k.Counter, Consistency: cl}
+	if known := e.bounds.get(k); known > 0 {
+		p.From = boundFor(known)
+		set, err := e.cfg.Store.ReadShards(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if set.Tally != nil && set.Tally.Timestamp >= known {
+			e.bounds.raise(k, set.Tally.Timestamp)
+			withoutAnchor(set)
+			return set, nil
+		}
+		p.From = ""
+	}
+	e.stats.UnboundedReads.Add(1)
+	set, err := e.cfg.Store.ReadShards(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if set.Tally != nil {
+		e.bounds.raise(k, set.Tally.Timestamp)
+	}
+	withoutAnchor(set)
+	return set, nil
+}
+
 func (e *Engine) cutoff() int64 {
 	return e.cfg.Clock.Now().Add(-e.cfg.GCGrace).UnixMicro()
 }
@@ -423,9 +466,7 @@ func (e *Engine) Collect(ctx context.Context, k driver.CounterKey) GCResult {
 
 func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 	res := GCResult{Key: k}
-	set, err := e.cfg.Store.ReadShards(ctx, &driver.ReadShardsParams{
-		Namespace: k.Namespace, Counter: k.Counter, Consistency: e.cfg.GCConsistency,
-	})
+	set, err := e.readShards(ctx, k, e.cfg.GCConsistency)
 	if err != nil {
 		res.Skipped, res.Err = true, fmt.Errorf("read at %s: %w", e.cfg.GCConsistency, err)
 		return res
@@ -443,9 +484,15 @@ func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 		res.Skipped, res.Err = true, err
 		return res
 	}
+	anchor, err := anchorFor(plan.Tally.Kind())
+	if err != nil {
+		res.Skipped, res.Err = true, err
+		return res
+	}
 	err = e.cfg.Store.Fold(ctx, &driver.FoldParams{
 		Namespace: k.Namespace, Counter: k.Counter, Delete: plan.Delete,
 		Tally:       driver.Tally{State: tally, Timestamp: plan.Timestamp},
+		Write:       []driver.Shard{anchor},
 		Consistency: e.cfg.FoldConsistency,
 	})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/crdt"
-	"github.com/abacusdb/abacus/internal/randomid"
 )
 
 // errRetired tells the engine that a mutator no longer takes updates and a
@@ -40,19 +39,18 @@ type mutator struct {
 	lastUsed time.Time
 }
 
-func newMutatorID() string { return randomid.Hex(16) }
-
 func (e *Engine) newMutator(t Target) (*mutator, error) {
 	st, err := crdt.New(t.Kind)
 	if err != nil {
 		return nil, err
 	}
 	now := e.cfg.Clock.Now()
+	expiresAt := now.Add(e.cfg.Lifetime).UnixMicro()
 	return &mutator{
 		e:         e,
 		target:    t,
-		id:        newMutatorID(),
-		expiresAt: now.Add(e.cfg.Lifetime).UnixMicro(),
+		id:        shardID(expiresAt),
+		expiresAt: expiresAt,
 		state:     st,
 		lastUsed:  now,
 	}, nil

@@ -40,6 +40,8 @@ type faultyStore struct {
 	before      func() error              // when set, runs first; an error fails the write unapplied
 	allReadsErr error                     // returned by reads at ALL
 	reads       int
+	froms       []string                                // ReadShardsParams.From of every read
+	bounded     func(*driver.ShardSet) *driver.ShardSet // when set, rewrites what reads with a From return
 }
 
 func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
@@ -82,12 +84,24 @@ func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams
 func (f *faultyStore) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*driver.ShardSet, error) {
 	f.mu.Lock()
 	f.reads++
-	err := f.allReadsErr
+	f.froms = append(f.froms, p.From)
+	err, bounded := f.allReadsErr, f.bounded
 	f.mu.Unlock()
 	if err != nil && p.Consistency == driver.All {
 		return nil, err
 	}
-	return f.Shards.ReadShards(ctx, p)
+	set, err := f.Shards.ReadShards(ctx, p)
+	if err == nil && p.From != "" && bounded != nil {
+		set = bounded(set)
+	}
+	return set, err
+}
+
+// lastFrom returns the From of the latest read.
+func (f *faultyStore) lastFrom() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.froms[len(f.froms)-1]
 }
 
 func (f *faultyStore) set(fn func(f *faultyStore)) {

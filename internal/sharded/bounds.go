@@ -1,0 +1,102 @@
+package sharded
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/crdt"
+	"github.com/abacusdb/abacus/internal/randomid"
+)
+
+// Shard ids begin with the mutator's expires_at, so that ids sort by
+// expiry and the shards a fold has folded are the ones whose ids sort below
+// a bound derived from the tally's timestamp (docs/architecture.md, "Reads
+// that skip folded shards"). The leading '-' sorts below every hex digit:
+// ids of releases before this layout (32 random hex digits) sort above
+// every bound and are therefore always read.
+const shardIDPrefix = '-'
+
+// shardID returns a new mutator's id: '-', its expires_at as 16 hex digits
+// (fixed width, so string order is numeric order for positive values), '-'
+// and 16 random hex digits that keep two mutators born in the same
+// microsecond apart.
+func shardID(expiresAt int64) string {
+	return fmt.Sprintf("%c%016x-%s", shardIDPrefix, expiresAt, randomid.Hex(8))
+}
+
+// boundFor returns the lowest id a shard expiring at or after ts can have:
+// every shard with a lower id expires before ts. It is as long as a shard
+// id, which matters to the embedded store: its keys order ids by length
+// first, so only ids of the bound's length below it can be skipped.
+func boundFor(ts int64) string {
+	return fmt.Sprintf("%c%016x-%016x", shardIDPrefix, ts, 0)
+}
+
+// anchorID names the anchor, a shard that every fold writes and none
+// deletes. Its state is the counter's empty state, so merging it changes
+// nothing, and it never expires, so it is never final. It exists because
+// Cassandra returns a partition's static columns (the tally) only alongside
+// a row: a read bounded below the anchor always has one. '~' sorts above
+// every other id.
+const anchorID = "~anchor"
+
+// anchorFor returns the anchor shard of a counter of kind k.
+func anchorFor(k crdt.Kind) (driver.Shard, error) {
+	st, err := crdt.New(k)
+	if err != nil {
+		return driver.Shard{}, err
+	}
+	raw, err := st.MarshalBinary()
+	if err != nil {
+		return driver.Shard{}, err
+	}
+	return driver.Shard{ID: anchorID, State: raw, ExpiresAt: math.MaxInt64}, nil
+}
+
+// withoutAnchor removes the anchor from set.Shards (sorted by id, so it is
+// last if present).
+func withoutAnchor(set *driver.ShardSet) {
+	if n := len(set.Shards); n > 0 && set.Shards[n-1].ID == anchorID {
+		set.Shards = set.Shards[:n-1]
+	}
+}
+
+// bounds remembers, per counter, the highest tally timestamp this process
+// has read. Every shard with a lower expires_at is folded into that tally
+// and into every later one, so a read may start at boundFor(it).
+type bounds struct {
+	mu  sync.Mutex
+	ts  map[driver.CounterKey]int64
+	max int
+}
+
+func (b *bounds) init(max int) {
+	b.ts = make(map[driver.CounterKey]int64)
+	b.max = max
+}
+
+func (b *bounds) get(k driver.CounterKey) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ts[k]
+}
+
+// raise records ts for k unless a higher one is known. When the map is full
+// an arbitrary entry makes room: forgetting a bound costs one full read.
+func (b *bounds) raise(k driver.CounterKey, ts int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old, ok := b.ts[k]
+	if ok && old >= ts {
+		return
+	}
+	if !ok && len(b.ts) >= b.max {
+		for victim := range b.ts {
+			delete(b.ts, victim)
+			break
+		}
+	}
+	b.ts[k] = ts
+}

@@ -1,0 +1,74 @@
+package sharded
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/randomid"
+)
+
+// The read bound rests on these orderings of ids: new ids sort by expiry,
+// boundFor(ts) separates the shards expiring before ts from the others, and
+// the ids of earlier releases and the anchor sort above every bound.
+func TestShardIDsSortByExpiry(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 10_000 {
+		a, b := rng.Int64N(math.MaxInt64-1)+1, rng.Int64N(math.MaxInt64-1)+1
+		if rng.IntN(4) == 0 {
+			b = a + 1 // neighbours, where a carry could go wrong
+		}
+		if a > b {
+			a, b = b, a
+		}
+		ida, idb := shardID(a), shardID(b)
+		if a < b && ida >= idb {
+			t.Fatalf("shardID(%d) = %s is not below shardID(%d) = %s", a, ida, b, idb)
+		}
+		if bound := boundFor(b); bound > idb || ida >= bound && a < b {
+			t.Fatalf("boundFor(%d) = %s does not separate %s (expires %d) from %s (expires %d)", b, bound, ida, a, idb, b)
+		}
+		if old := randomid.Hex(16); old <= boundFor(b) || old >= anchorID {
+			t.Fatalf("an id of an earlier release, %s, does not sort between every bound and the anchor", old)
+		}
+		if len(boundFor(b)) != len(idb) {
+			t.Fatalf("boundFor(%d) = %s is not as long as a shard id (%s)", b, boundFor(b), idb)
+		}
+		if idb >= anchorID {
+			t.Fatalf("shardID(%d) = %s does not sort below the anchor", b, idb)
+		}
+	}
+	for _, hex := range []string{"0", "9", "a", "f"} {
+		if boundFor(math.MaxInt64) >= hex {
+			t.Fatalf("boundFor(MaxInt64) = %s is not below an old id starting %q", boundFor(math.MaxInt64), hex)
+		}
+	}
+}
+
+func TestBoundsKeepTheHighestAndStayBounded(t *testing.T) {
+	t.Parallel()
+	var b bounds
+	b.init(3)
+	key := func(i int) driver.CounterKey { return driver.CounterKey{Namespace: "ns", Counter: fmt.Sprint(i)} }
+	b.raise(key(0), 50)
+	b.raise(key(0), 40) // an older tally, read from a replica behind
+	if got := b.get(key(0)); got != 50 {
+		t.Fatalf("bound after a lower raise = %d, want 50", got)
+	}
+	b.raise(key(0), 60)
+	if got := b.get(key(0)); got != 60 {
+		t.Fatalf("bound after a higher raise = %d, want 60", got)
+	}
+	for i := 1; i < 10; i++ {
+		b.raise(key(i), int64(i))
+		if n := len(b.ts); n > 3 {
+			t.Fatalf("%d bounds kept, limit 3", n)
+		}
+		if got := b.get(key(i)); got != int64(i) {
+			t.Fatalf("bound just raised = %d, want %d", got, i)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package sharded_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/crdt"
+	"github.com/abacusdb/abacus/internal/randomid"
+	"github.com/abacusdb/abacus/internal/sharded"
+)
+
+var cKey = driver.CounterKey{Namespace: "ns", Counter: "c"}
+
+// storedShards reads everything stored for ns/c, unbounded, past the engine.
+func storedShards(t *testing.T, s driver.Shards) *driver.ShardSet {
+	t.Helper()
+	set, err := s.ReadShards(context.Background(), &driver.ReadShardsParams{Namespace: "ns", Counter: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// After a fold, the second read of a counter starts above every folded
+// shard, so it never meets their tombstones, and still counts everything.
+func TestReadsAfterAFoldSkipFoldedShards(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tg := target("c", crdt.KindSum)
+	want := h.makeShards(t, tg, 6)
+	var folded []string
+	for _, w := range h.store.writeLog() {
+		folded = append(folded, w.Shard.ID)
+	}
+	h.clk.Advance(lifetime + grace)
+	if res := h.eng.Collect(context.Background(), cKey); res.Folded != 6 {
+		t.Fatalf("collect: %+v", res)
+	}
+	live := h.add2(t, tg, 100) // a live shard after the fold
+	want += 100
+
+	before := h.eng.Stats().UnboundedReads.Load()
+	if got, shards := h.value(t, tg); got != want || shards != 1 {
+		t.Fatalf("first read: %d from %d shards, want %d from 1", got, shards, want)
+	}
+	if n := h.eng.Stats().UnboundedReads.Load() - before; n != 1 {
+		t.Fatalf("the first read after the fold read %d whole partitions, want 1 (no tally known yet)", n)
+	}
+	for range 3 {
+		if got, shards := h.value(t, tg); got != want || shards != 1 {
+			t.Fatalf("bounded read: %d from %d shards, want %d from 1", got, shards, want)
+		}
+		from := h.store.lastFrom()
+		for _, id := range folded {
+			if id >= from {
+				t.Fatalf("bound %q does not skip folded shard %q", from, id)
+			}
+		}
+		if live < from {
+			t.Fatalf("bound %q skips live shard %q", from, live)
+		}
+	}
+	if n := h.eng.Stats().UnboundedReads.Load() - before; n != 1 {
+		t.Fatalf("later reads read %d more whole partitions, want none", n-1)
+	}
+	// The anchor, which makes bounded reads find a row on Cassandra, is
+	// stored but never counted as a shard.
+	if set := storedShards(t, h.store.Shards); len(set.Shards) != 2 || !strings.HasPrefix(set.Shards[1].ID, "~") {
+		t.Fatalf("stored shards %+v, want the live shard and the anchor", set.Shards)
+	}
+}
+
+// add2 adds delta to tg and returns the id of the shard that holds it.
+func (h *harness) add2(t *testing.T, tg sharded.Target, delta int64) string {
+	t.Helper()
+	h.add(t, tg, delta, "")
+	log := h.store.writeLog()
+	return log[len(log)-1].Shard.ID
+}
+
+// A bounded read is used only when it carries a tally at least as new as the
+// one the bound came from; otherwise the engine reads the whole partition.
+// Cassandra answers a bounded read above every row with nothing at all (its
+// static tally comes only with a row), and a replica behind answers with an
+// older tally.
+func TestUntrustedBoundedReadsAreReadAgainInFull(t *testing.T) {
+	t.Parallel()
+	for name, rewrite := range map[string]func(*driver.ShardSet) *driver.ShardSet{
+		"no row": func(*driver.ShardSet) *driver.ShardSet { return &driver.ShardSet{} },
+		"older tally": func(s *driver.ShardSet) *driver.ShardSet {
+			old := *s.Tally
+			old.Timestamp--
+			return &driver.ShardSet{Tally: &old, Shards: s.Shards}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t)
+			tg := target("c", crdt.KindSum)
+			want := h.makeShards(t, tg, 3)
+			h.clk.Advance(lifetime + grace)
+			if res := h.eng.Collect(context.Background(), cKey); res.Folded != 3 {
+				t.Fatalf("collect: %+v", res)
+			}
+			h.value(t, tg) // learns the bound
+			h.store.set(func(f *faultyStore) { f.bounded = rewrite })
+			before := h.eng.Stats().UnboundedReads.Load()
+			if got, _ := h.value(t, tg); got != want {
+				t.Fatalf("read = %d, want %d", got, want)
+			}
+			if n := h.eng.Stats().UnboundedReads.Load() - before; n != 1 {
+				t.Fatalf("%d whole-partition reads after an untrusted bounded read, want 1", n)
+			}
+		})
+	}
+}
+
+// Shards of earlier releases have random ids, which sort above every bound:
+// bounded reads keep counting them, and GC folds them by expiry as usual.
+func TestShardsOfEarlierReleasesAreStillRead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tg := target("c", crdt.KindSum)
+	seven := &crdt.Sum{}
+	if err := seven.Apply(crdt.Op{Delta: 7}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := seven.MarshalBinary()
+	old := driver.Shard{ID: randomid.Hex(16), State: raw, ExpiresAt: t0.Add(3 * lifetime).UnixMicro()}
+	err := h.store.Shards.WriteShard(context.Background(), &driver.WriteShardParams{
+		Namespace: "ns", Counter: "c", Shard: old, Timestamp: t0.UnixMicro(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 7 + h.makeShards(t, tg, 2)
+	h.clk.Advance(lifetime + grace)
+	if res := h.eng.Collect(context.Background(), cKey); res.Folded != 2 {
+		t.Fatalf("collect: %+v, want the two new shards folded and the old one alive", res)
+	}
+	for range 2 {
+		if got, shards := h.value(t, tg); got != want || shards != 1 {
+			t.Fatalf("read: %d from %d shards, want %d from 1 (the old shard)", got, shards, want)
+		}
+	}
+	if from := h.store.lastFrom(); from == "" || old.ID < from {
+		t.Fatalf("last read's bound %q would skip the old shard %q", from, old.ID)
+	}
+	h.clk.Advance(3*lifetime + grace)
+	if res := h.eng.Collect(context.Background(), cKey); res.Folded != 1 {
+		t.Fatalf("collect of the old shard: %+v", res)
+	}
+	if got, shards := h.value(t, tg); got != want || shards != 0 {
+		t.Fatalf("after folding the old shard: %d from %d shards, want %d from 0", got, shards, want)
+	}
+}
+
+// Several processes write, collect and read one counter in random order,
+// each with its own remembered bounds, some of them stale. Every read must
+// equal the sum of the acknowledged updates, and every fold must leave the
+// shards it did not fold at or above the bound its tally gives.
+func TestBoundedReadsAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(8) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 7))
+			store := &faultyStore{Shards: newStore(t)}
+			clk := clock.NewManual(t0)
+			var procs []*sharded.Engine
+			for range 3 {
+				e, err := sharded.New(sharded.Config{Store: store, Clock: clk,
+					Lifetime: lifetime, RefusalMargin: margin, GCGrace: grace, WriteTimeout: 5 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = e.Close(context.Background()) })
+				procs = append(procs, e)
+			}
+			tg := target("c", crdt.KindSum)
+			ctx := context.Background()
+			var want int64
+			for step := range 300 {
+				e := procs[rng.IntN(len(procs))]
+				clk.Advance(time.Duration(rng.IntN(int(lifetime / 4))))
+				switch op := rng.IntN(6); {
+				case op < 3:
+					d := rng.Int64N(1000) - 300
+					if err := e.Apply(ctx, tg, crdt.Op{Delta: d}, ""); err != nil {
+						t.Fatalf("step %d: Apply: %v", step, err)
+					}
+					want += d
+				case op == 3:
+					if res := e.Collect(ctx, cKey); res.Skipped {
+						t.Fatalf("step %d: collect skipped: %v", step, res.Err)
+					}
+					set := storedShards(t, store.Shards)
+					if set.Tally != nil {
+						bound := fmt.Sprintf("-%016x-%016x", set.Tally.Timestamp, 0)
+						for _, s := range set.Shards {
+							if s.ID < bound {
+								t.Fatalf("step %d: live shard %s (expires %d) below the bound %s", step, s.ID, s.ExpiresAt, bound)
+							}
+						}
+					}
+				default:
+					r, err := e.Read(ctx, tg)
+					if err != nil {
+						t.Fatalf("step %d: Read: %v", step, err)
+					}
+					if r.Value != want {
+						t.Fatalf("step %d: read %d, want %d", step, r.Value, want)
+					}
+				}
+			}
+		})
+	}
+}

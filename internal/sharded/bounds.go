@@ -18,11 +18,11 @@ import (
 // every bound and are therefore always read.
 const shardIDPrefix = '-'
 
-// shardID returns a new mutator's id: '-', its expires_at as 16 hex digits
+// ShardID returns a new mutator's id: '-', its expires_at as 16 hex digits
 // (fixed width, so string order is numeric order for positive values), '-'
 // and 16 random hex digits that keep two mutators born in the same
 // microsecond apart.
-func shardID(expiresAt int64) string {
+func ShardID(expiresAt int64) string {
 	return fmt.Sprintf("%c%016x-%s", shardIDPrefix, expiresAt, randomid.Hex(8))
 }
 

@@ -24,9 +24,9 @@ func TestShardIDsSortByExpiry(t *testing.T) {
 		if a > b {
 			a, b = b, a
 		}
-		ida, idb := shardID(a), shardID(b)
+		ida, idb := ShardID(a), ShardID(b)
 		if a < b && ida >= idb {
-			t.Fatalf("shardID(%d) = %s is not below shardID(%d) = %s", a, ida, b, idb)
+			t.Fatalf("ShardID(%d) = %s is not below ShardID(%d) = %s", a, ida, b, idb)
 		}
 		if bound := boundFor(b); bound > idb || ida >= bound && a < b {
 			t.Fatalf("boundFor(%d) = %s does not separate %s (expires %d) from %s (expires %d)", b, bound, ida, a, idb, b)
@@ -38,7 +38,7 @@ func TestShardIDsSortByExpiry(t *testing.T) {
 			t.Fatalf("boundFor(%d) = %s is not as long as a shard id (%s)", b, boundFor(b), idb)
 		}
 		if idb >= anchorID {
-			t.Fatalf("shardID(%d) = %s does not sort below the anchor", b, idb)
+			t.Fatalf("ShardID(%d) = %s does not sort below the anchor", b, idb)
 		}
 	}
 	for _, hex := range []string{"0", "9", "a", "f"} {

@@ -49,7 +49,7 @@ func (e *Engine) newMutator(t Target) (*mutator, error) {
 	return &mutator{
 		e:         e,
 		target:    t,
-		id:        shardID(expiresAt),
+		id:        ShardID(expiresAt),
 		expiresAt: expiresAt,
 		state:     st,
 		lastUsed:  now,

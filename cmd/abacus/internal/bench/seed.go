@@ -8,7 +8,7 @@ import (
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/crdt"
-	"github.com/abacusdb/abacus/internal/randomid"
+	"github.com/abacusdb/abacus/internal/sharded"
 )
 
 // seedParallelism bounds the concurrent writes of SeedShards: enough to hide
@@ -58,7 +58,7 @@ func SeedShards(ctx context.Context, d driver.Shards, namespace, counter string,
 		}(w)
 	}
 	for i := 0; i < n; i++ {
-		ids <- shardID()
+		ids <- sharded.ShardID(expiresAt)
 	}
 	close(ids)
 	wg.Wait()
@@ -66,10 +66,4 @@ func SeedShards(ctx context.Context, d driver.Shards, namespace, counter string,
 		return fmt.Errorf("bench: seeding %d shards of %s/%s: %w", n, namespace, counter, err)
 	}
 	return nil
-}
-
-// shardID returns a random id shaped like a real mutator's (32 hex
-// digits), so seeded rows have the size of real ones.
-func shardID() string {
-	return randomid.Hex(16)
 }

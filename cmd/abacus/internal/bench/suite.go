@@ -23,6 +23,7 @@ import (
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/driver/embedded"
+	"github.com/abacusdb/abacus/internal/randomid"
 	"github.com/abacusdb/abacus/internal/server"
 	"github.com/abacusdb/abacus/internal/sharded"
 )
@@ -245,7 +246,7 @@ func RunSuite(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &suite{cfg: cfg, log: cfg.Logger, runID: shardID()[:8]}
+	s := &suite{cfg: cfg, log: cfg.Logger, runID: randomid.Hex(4)}
 	rep := &Report{Env: environment(cfg), Options: cfg.Options, HotFraction: cfg.HotFraction, ReadRatio: cfg.ReadRatio, Command: cfg.Command, Rows: []Row{}}
 	if err := s.open(ctx, &rep.Env); err != nil {
 		return nil, err

@@ -68,16 +68,23 @@ func withoutAnchor(set *driver.ShardSet) {
 // and into every later one, so a read may start at boundFor(it).
 type bounds struct {
 	mu  sync.Mutex
-	ts  map[driver.CounterKey]int64
+	ts  map[driver.CounterKey]bound
 	max int
 }
 
+// bound is a tally timestamp and the id bound it gives, formatted once.
+type bound struct {
+	ts   int64
+	from string
+}
+
 func (b *bounds) init(max int) {
-	b.ts = make(map[driver.CounterKey]int64)
+	b.ts = make(map[driver.CounterKey]bound)
 	b.max = max
 }
 
-func (b *bounds) get(k driver.CounterKey) int64 {
+// get returns k's tally timestamp and bound; ts is 0 when none is known.
+func (b *bounds) get(k driver.CounterKey) bound {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.ts[k]
@@ -89,7 +96,7 @@ func (b *bounds) raise(k driver.CounterKey, ts int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old, ok := b.ts[k]
-	if ok && old >= ts {
+	if ok && old.ts >= ts {
 		return
 	}
 	if !ok && len(b.ts) >= b.max {
@@ -98,5 +105,5 @@ func (b *bounds) raise(k driver.CounterKey, ts int64) {
 			break
 		}
 	}
-	b.ts[k] = ts
+	b.ts[k] = bound{ts: ts, from: boundFor(ts)}
 }

@@ -55,19 +55,19 @@ func TestBoundsKeepTheHighestAndStayBounded(t *testing.T) {
 	key := func(i int) driver.CounterKey { return driver.CounterKey{Namespace: "ns", Counter: fmt.Sprint(i)} }
 	b.raise(key(0), 50)
 	b.raise(key(0), 40) // an older tally, read from a replica behind
-	if got := b.get(key(0)); got != 50 {
+	if got := b.get(key(0)).ts; got != 50 {
 		t.Fatalf("bound after a lower raise = %d, want 50", got)
 	}
 	b.raise(key(0), 60)
-	if got := b.get(key(0)); got != 60 {
-		t.Fatalf("bound after a higher raise = %d, want 60", got)
+	if got := b.get(key(0)); got.ts != 60 || got.from != boundFor(60) {
+		t.Fatalf("bound after a higher raise = %+v, want 60", got)
 	}
 	for i := 1; i < 10; i++ {
 		b.raise(key(i), int64(i))
 		if n := len(b.ts); n > 3 {
 			t.Fatalf("%d bounds kept, limit 3", n)
 		}
-		if got := b.get(key(i)); got != int64(i) {
+		if got := b.get(key(i)).ts; got != int64(i) {
 			t.Fatalf("bound just raised = %d, want %d", got, i)
 		}
 	}

@@ -406,13 +406,13 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 // the tally) the whole partition is read, as a first read does.
 func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency) (*driver.ShardSet, error) {
 	p := &driver.ReadShardsParams{Namespace: k.Namespace, Counter: k.Counter, Consistency: cl}
-	if known := e.bounds.get(k); known > 0 {
-		p.From = boundFor(known)
+	if known := e.bounds.get(k); known.ts > 0 {
+		p.From = known.from
 		set, err := e.cfg.Store.ReadShards(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		if set.Tally != nil && set.Tally.Timestamp >= known {
+		if set.Tally != nil && set.Tally.Timestamp >= known.ts {
 			e.bounds.raise(k, set.Tally.Timestamp)
 			withoutAnchor(set)
 			return set, nil

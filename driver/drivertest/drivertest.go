@@ -502,9 +502,8 @@ func exerciseFold(t *testing.T, d driver.Driver) {
 	})
 }
 
-// readFrom reads k's shards from id from on. It returns the set and the
-// IDs of its shards at or above from: a driver may return live shards below
-// from too, which callers check separately.
+// readFrom reads k's shards from id from on. A driver may return live
+// shards below from too; callers look only at the ones at or above it.
 func readFrom(t *testing.T, d driver.Driver, k driver.CounterKey, from string) *driver.ShardSet {
 	t.Helper()
 	set, err := d.ReadShards(ctx(t), &driver.ReadShardsParams{Namespace: k.Namespace, Counter: k.Counter, From: from})

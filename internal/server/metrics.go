@@ -221,6 +221,8 @@ func registerClient(reg prometheus.Registerer, c *abacus.Client) {
 		get        func() uint64
 	}{
 		{"abacus_deduplicated_updates_total", "Retried updates recognised by request id and not applied again.", func() uint64 { return c.Stats().Deduplicated.Load() }},
+		{"abacus_sharded_unbounded_reads_total", "Reads of a sharded counter's whole partition, folded shards' tombstones included: a process's first read of each counter, and reads whose bounded answer could not be trusted (a replica behind).", func() uint64 { return c.Stats().UnboundedReads.Load() }},
+		{"abacus_sharded_stale_shards_total", "Live rows of folded shards that reads left out (a fold's delete not on every replica yet, or a row back after its tombstone was dropped unrepaired).", func() uint64 { return c.Stats().StaleShards.Load() }},
 		{"abacus_mutator_births_total", "Mutators born (one per counter per process, renewed before each dies).", func() uint64 { return c.Stats().Births.Load() }},
 		{"abacus_events_rollups_total", "Rollups of events counters that ran (skipped ones excluded).", func() uint64 { return c.EventsStats().Rollups.Load() }},
 		{"abacus_events_rollup_skips_total", "Rollups of events counters skipped (a replica down, a racing rollup); retried later.", func() uint64 { return c.EventsStats().RollupSkips.Load() }},

@@ -63,13 +63,32 @@ func withoutAnchor(set *driver.ShardSet) {
 	}
 }
 
-// bounds remembers, per counter, the highest tally timestamp this process
-// has read. Every shard with a lower expires_at is folded into that tally
-// and into every later one, so a read may start at boundFor(it).
+// dropFolded removes from set the shards that expire before its tally's
+// timestamp and returns how many it removed. The tally holds every shard
+// that expires before its timestamp (docs/architecture.md, invariant I),
+// so a live row of one is a delete that has not reached this replica yet
+// (read repair of a bounded read can bring a replica the new tally without
+// the deletes below the bound) or a row that came back after its tombstone
+// was dropped unrepaired; counting it would count it twice.
+func dropFolded(set *driver.ShardSet) int {
+	kept := set.Shards[:0]
+	for _, s := range set.Shards {
+		if s.ExpiresAt >= set.Tally.Timestamp {
+			kept = append(kept, s)
+		}
+	}
+	n := len(set.Shards) - len(kept)
+	set.Shards = kept
+	return n
+}
+
+// bounds remembers, per counter, the tally timestamp this process last
+// read. Every shard expiring before it is in that tally and in every later
+// one, so a read may start at boundFor(it).
 type bounds struct {
-	mu  sync.Mutex
-	ts  map[driver.CounterKey]bound
-	max int
+	mu        sync.Mutex
+	byCounter map[driver.CounterKey]bound
+	max       int
 }
 
 // bound is a tally timestamp and the id bound it gives, formatted once.
@@ -79,7 +98,7 @@ type bound struct {
 }
 
 func (b *bounds) init(max int) {
-	b.ts = make(map[driver.CounterKey]bound)
+	b.byCounter = make(map[driver.CounterKey]bound)
 	b.max = max
 }
 
@@ -87,23 +106,26 @@ func (b *bounds) init(max int) {
 func (b *bounds) get(k driver.CounterKey) bound {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.ts[k]
+	return b.byCounter[k]
 }
 
-// raise records ts for k unless a higher one is known. When the map is full
-// an arbitrary entry makes room: forgetting a bound costs one full read.
-func (b *bounds) raise(k driver.CounterKey, ts int64) {
+// learn records that a read of k found a tally at ts. A whole-partition
+// read (full) replaces what is known, a bounded one only raises it. A
+// counter not known yet is added only if add is set; when the map is full
+// an arbitrary entry makes room, and forgetting a bound costs one
+// whole-partition read.
+func (b *bounds) learn(k driver.CounterKey, ts int64, full, add bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	old, ok := b.ts[k]
-	if ok && old.ts >= ts {
+	old, ok := b.byCounter[k]
+	switch {
+	case !ok && !add, ok && old.ts == ts, ok && !full && old.ts > ts:
 		return
-	}
-	if !ok && len(b.ts) >= b.max {
-		for victim := range b.ts {
-			delete(b.ts, victim)
+	case !ok && len(b.byCounter) >= b.max:
+		for victim := range b.byCounter {
+			delete(b.byCounter, victim)
 			break
 		}
 	}
-	b.ts[k] = bound{ts: ts, from: boundFor(ts)}
+	b.byCounter[k] = bound{ts: ts, from: boundFor(ts)}
 }

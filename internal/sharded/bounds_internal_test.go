@@ -48,27 +48,35 @@ func TestShardIDsSortByExpiry(t *testing.T) {
 	}
 }
 
-func TestBoundsKeepTheHighestAndStayBounded(t *testing.T) {
+func TestBoundsLearnFromReads(t *testing.T) {
 	t.Parallel()
 	var b bounds
 	b.init(3)
 	key := func(i int) driver.CounterKey { return driver.CounterKey{Namespace: "ns", Counter: fmt.Sprint(i)} }
-	b.raise(key(0), 50)
-	b.raise(key(0), 40) // an older tally, read from a replica behind
-	if got := b.get(key(0)).ts; got != 50 {
-		t.Fatalf("bound after a lower raise = %d, want 50", got)
+	b.learn(key(0), 50, false, false)
+	if got := b.get(key(0)).ts; got != 0 {
+		t.Fatalf("a GC read added a counter (bound %d)", got)
 	}
-	b.raise(key(0), 60)
+	b.learn(key(0), 50, true, true)
+	b.learn(key(0), 40, false, true) // a bounded read may not lower it
+	if got := b.get(key(0)).ts; got != 50 {
+		t.Fatalf("bound after a lower bounded read = %d, want 50", got)
+	}
+	b.learn(key(0), 60, false, false) // GC may raise a known counter
 	if got := b.get(key(0)); got.ts != 60 || got.from != boundFor(60) {
-		t.Fatalf("bound after a higher raise = %+v, want 60", got)
+		t.Fatalf("bound after a higher read = %+v, want 60", got)
+	}
+	b.learn(key(0), 30, true, true) // a whole-partition read replaces it
+	if got := b.get(key(0)).ts; got != 30 {
+		t.Fatalf("bound after a lower whole-partition read = %d, want 30", got)
 	}
 	for i := 1; i < 10; i++ {
-		b.raise(key(i), int64(i))
-		if n := len(b.ts); n > 3 {
+		b.learn(key(i), int64(i), true, true)
+		if n := len(b.byCounter); n > 3 {
 			t.Fatalf("%d bounds kept, limit 3", n)
 		}
 		if got := b.get(key(i)).ts; got != int64(i) {
-			t.Fatalf("bound just raised = %d, want %d", got, i)
+			t.Fatalf("bound just learnt = %d, want %d", got, i)
 		}
 	}
 }

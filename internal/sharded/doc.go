@@ -5,8 +5,9 @@
 //
 // # Mutators
 //
-// A mutator is one process's writer for one counter. It is born with a fresh
-// random id and a death time (expires_at = birth + lifetime). It applies
+// A mutator is one process's writer for one counter. It is born with a death
+// time (expires_at = birth + lifetime) and an id that begins with it
+// (ShardID), so that ids sort by expiry. It applies
 // updates to an in-memory CRDT state and persists the whole state into its
 // own shard row, with a write timestamp from a monotonic microsecond clock
 // that stays below expires_at. Because the row is replaced whole by its only
@@ -36,9 +37,20 @@
 //
 // A shard is final once its expires_at is more than the GC grace in the past:
 // its mutator can no longer write and any delayed replica write has arrived.
-// Collect reads every shard at consistency ALL, merges the final ones into
-// the previous tally (see PlanFold), and folds them with one single-partition
-// batch at timestamp max(expires_at)+1µs. Replays and racing collectors
-// converge because final shards form a prefix in expires_at order, so a fold
-// that covers more shards always carries a higher timestamp.
+// Collect reads the shards at consistency ALL, merges a run of final ones in
+// expiry order into the previous tally (see PlanFold), and folds them with
+// one single-partition batch at timestamp max(expires_at)+1µs, which also
+// writes the anchor. Replays and racing collectors converge because final
+// shards form a prefix in expires_at order, so a fold that covers more shards
+// always carries a higher timestamp.
+//
+// # Reads that skip folded shards
+//
+// Every shard expiring before a tally's timestamp is in that tally, and ids
+// sort by expiry, so once a process has read a counter's tally its reads ask
+// the store only for ids at or above the bound that timestamp gives
+// (driver.ReadShardsParams.From) and never step over the folded shards'
+// tombstones. A read is trusted only if it returns a tally at least that
+// new; otherwise the whole partition is read. docs/architecture.md, "Reads
+// that skip folded shards", has the argument.
 package sharded

@@ -171,6 +171,11 @@ type Stats struct {
 	// folded shards' tombstones and all: the first of each counter in this
 	// process, and any whose bounded read could not be trusted.
 	UnboundedReads atomic.Uint64
+	// StaleShards counts live shard rows that reads left out because they
+	// expire before the tally's timestamp, so the tally already holds
+	// them: a fold's delete that has not reached every replica yet, or a
+	// row that came back after its tombstone was dropped.
+	StaleShards atomic.Uint64
 }
 
 // New returns an engine. Call Close to wait for in-flight writes.
@@ -358,7 +363,7 @@ type Reading struct {
 // shard it starts a collection in the background; the read itself never
 // waits for or fails because of GC.
 func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
-	set, err := e.readShards(ctx, t.key(), t.ReadConsistency)
+	set, err := e.readShards(ctx, t.key(), t.ReadConsistency, true)
 	if err != nil {
 		return nil, err
 	}
@@ -397,35 +402,46 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 	return r, nil
 }
 
-// readShards reads what is stored for counter k at consistency cl, without
-// the anchor. When this process has read a tally of k before, the read
-// starts at boundFor(its timestamp) and so skips the tombstones of every
-// shard folded into it. The result is used only if it carries a tally at
-// least that new, which includes every skipped shard; otherwise (a replica
-// behind, or no row at or above the bound, which in Cassandra also hides
-// the tally) the whole partition is read, as a first read does.
-func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency) (*driver.ShardSet, error) {
+// readShards reads what is stored for counter k at consistency cl and
+// returns the tally and the shards it does not already hold, without the
+// anchor. When this process knows a tally of k, the read starts at the
+// bound its timestamp gives and so skips the tombstones of every shard
+// folded into it. The result is used only if it carries a tally at least
+// that new, which holds every skipped shard; otherwise (a replica behind,
+// or no row at or above the bound, which in Cassandra also hides the
+// tally) the whole partition is read, as a first read does.
+//
+// A bounded read raises the known bound; a whole-partition read sets it
+// to what it found, even lower (a restored backup), so that later reads
+// can trust their results again. Only reads for counting (learn) add
+// counters to the bounds: GC sweeps every counter and would push out the
+// bounds of the counters that are read.
+func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency, learn bool) (*driver.ShardSet, error) {
 	p := &driver.ReadShardsParams{Namespace: k.Namespace, Counter: k.Counter, Consistency: cl}
-	if known := e.bounds.get(k); known.ts > 0 {
+	known := e.bounds.get(k)
+	var set *driver.ShardSet
+	if known.ts > 0 {
 		p.From = known.from
-		set, err := e.cfg.Store.ReadShards(ctx, p)
+		bounded, err := e.cfg.Store.ReadShards(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		if set.Tally != nil && set.Tally.Timestamp >= known.ts {
-			e.bounds.raise(k, set.Tally.Timestamp)
-			withoutAnchor(set)
-			return set, nil
+		if bounded.Tally != nil && bounded.Tally.Timestamp >= known.ts {
+			set = bounded
 		}
-		p.From = ""
 	}
-	e.stats.UnboundedReads.Add(1)
-	set, err := e.cfg.Store.ReadShards(ctx, p)
-	if err != nil {
-		return nil, err
+	if set == nil {
+		p.From = ""
+		e.stats.UnboundedReads.Add(1)
+		full, err := e.cfg.Store.ReadShards(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		set = full
 	}
 	if set.Tally != nil {
-		e.bounds.raise(k, set.Tally.Timestamp)
+		e.bounds.learn(k, set.Tally.Timestamp, p.From == "", learn)
+		e.stats.StaleShards.Add(uint64(dropFolded(set)))
 	}
 	withoutAnchor(set)
 	return set, nil
@@ -466,7 +482,7 @@ func (e *Engine) Collect(ctx context.Context, k driver.CounterKey) GCResult {
 
 func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 	res := GCResult{Key: k}
-	set, err := e.readShards(ctx, k, e.cfg.GCConsistency)
+	set, err := e.readShards(ctx, k, e.cfg.GCConsistency, false)
 	if err != nil {
 		res.Skipped, res.Err = true, fmt.Errorf("read at %s: %w", e.cfg.GCConsistency, err)
 		return res

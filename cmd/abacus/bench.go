@@ -38,6 +38,9 @@ func newBenchCmd() *cobra.Command {
 		readShards     []int
 		models         []string
 		eventReads     []int
+		agingDays      int
+		agingWriters   int
+		agingReadTime  time.Duration
 		markdown       bool
 		asJSON         bool
 		cpuProfile     string
@@ -76,6 +79,14 @@ Scenarios (--scenarios):
               (0 shards + tally); then reads of a native counter
   event-reads for each --event-reads value N: reads of an events counter
               holding N un-rolled events, then after one rollup folded them
+  aging       (only when named) --aging-days simulated days of a hot and a
+              cold sharded counter: every day --aging-writers new processes
+              (new mutators) write them, the day passes on a simulated
+              clock, GC folds what is final, and a long-lived reader reads
+              each counter for --aging-read-time; a native read on the
+              first and last day is the baseline on Cassandra. Shows
+              whether reads slow down as folded shards pile up
+              (aging.png in --report)
 
 Each run has --concurrency callers in a closed loop: --warmup (discarded),
 then --duration measured. After each increments run the counters are read
@@ -110,7 +121,8 @@ nothing talks to a running server.`,
   abacus bench --cassandra 127.0.0.1,127.0.0.2,127.0.0.3 --replication-factor 3 --consistency QUORUM \
       --keyspace abacus_bench_rf3 --scenarios increments --counters 1,100 --report rf3
   abacus bench --counters 100 --hot-fraction 0.5 --read-ratio 0.2 --models sharded,native,plain
-  abacus bench --cassandra 127.0.0.1 --scenarios reads --read-shards 1,10,100 --json`,
+  abacus bench --cassandra 127.0.0.1 --scenarios reads --read-shards 1,10,100 --json
+  abacus bench --scenarios aging --aging-days 30 --aging-writers 100 --report aging`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if markdown && asJSON {
@@ -168,6 +180,9 @@ nothing talks to a running server.`,
 				ReadShards:        readShards,
 				Models:            models,
 				EventReads:        eventReads,
+				AgingDays:         agingDays,
+				AgingWriters:      agingWriters,
+				AgingReadTime:     agingReadTime,
 				StorePID:          storePID,
 				Progress:          cmd.ErrOrStderr(),
 				// A dumb terminal cannot erase a line to redraw it.
@@ -235,10 +250,13 @@ nothing talks to a running server.`,
 	fl.IntSliceVar(&counters, "counters", []int{1, 100}, "increments settings: spread updates over this many counters (1 = one hot counter)")
 	fl.Float64Var(&hotFraction, "hot-fraction", 0, "share of the increments calls going to the first counter of each setting, the rest uniform over the others (default 0: uniform over all)")
 	fl.Float64Var(&readRatio, "read-ratio", 0, "share of the increments calls that read the model's counters instead of writing, below 1 (default 0: writes only)")
-	fl.StringSliceVar(&scenarios, "scenarios", bench.Scenarios, "scenarios to run: "+strings.Join(bench.Scenarios, ", "))
+	fl.StringSliceVar(&scenarios, "scenarios", bench.DefaultScenarios, "scenarios to run: "+strings.Join(bench.Scenarios, ", "))
 	fl.IntSliceVar(&readShards, "read-shards", []int{1, 100, 1000}, "shards of the counters in the read scenarios (live, and folded by GC)")
 	fl.StringSliceVar(&models, "models", bench.Models, "models of the increments scenario: "+strings.Join(bench.Models, ", ")+" (native includes the raw CQL baseline on Cassandra; plain is the plain-insert ceiling)")
 	fl.IntSliceVar(&eventReads, "event-reads", []int{10, 1000, 100000}, "un-rolled events of the counters in the event-reads scenario")
+	fl.IntVar(&agingDays, "aging-days", 30, "simulated days of the aging scenario")
+	fl.IntVar(&agingWriters, "aging-writers", 100, "writer processes started on every simulated day of the aging scenario")
+	fl.DurationVar(&agingReadTime, "aging-read-time", time.Second, "measured reads of each aging row (after a fifth of it as warm-up)")
 	fl.BoolVar(&markdown, "markdown", false, "print the results as a Markdown table")
 	fl.BoolVar(&asJSON, "json", false, "print the results as JSON (durations in nanoseconds)")
 	fl.StringVar(&reportDir, "report", "", "also write report.md, report.json, throughput.png and latency-cdf.png into this directory (created when missing)")

@@ -98,10 +98,13 @@
 // the higher timestamp wins, and on a tie a delete wins. WriteShard is an
 // INSERT ... USING TIMESTAMP with the caller's timestamp. Fold is one
 // unlogged batch on the counter's partition, USING TIMESTAMP the new
-// tally's timestamp, holding a DELETE per folded shard and the UPDATE of
-// the static tally columns; being single-partition it is applied atomically
-// on each replica, and replaying it changes nothing. ReadShards reads the
-// partition unpaged so that a concurrent fold cannot be seen half-applied.
+// tally's timestamp, holding a DELETE per folded shard, an INSERT per shard
+// it writes (the sharded engine's anchor) and the UPDATE of the static
+// tally columns; being single-partition it is applied atomically on each
+// replica, and replaying it changes nothing. ReadShards reads the partition
+// unpaged so that a concurrent fold cannot be seen half-applied; with From
+// it reads the clustering slice shard >= From, which never touches the row
+// tombstones below it, and returns the static tally only if a row matched.
 // WriteLedgerRow is likewise an INSERT ... USING TIMESTAMP of the actor's
 // whole row, and SetActorValue an INSERT ... USING TIMESTAMP of the
 // actor's value with its version as the timestamp; ReadActorValues

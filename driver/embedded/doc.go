@@ -135,7 +135,9 @@
 //
 //   - Tombstones are never removed. Cassandra drops them after
 //     gc_grace_seconds; here every folded shard leaves a small tombstone
-//     behind for good. They cost a few bytes each and are skipped on reads.
+//     behind for good. They cost a few bytes each on disk; reads of the
+//     sharded model seek past them (ReadShardsParams.From), except a
+//     process's first read of a counter, which steps over them.
 //   - An event that arrives after its bucket was deleted, with a time at
 //     or before the delete, is stored but hidden for good; its key stays
 //     until a later delete of the same bucket removes it. Cassandra would

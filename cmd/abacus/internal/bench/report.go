@@ -73,6 +73,13 @@ type Row struct {
 	Shards int `json:"shards,omitempty"`
 	// Events is the number of un-rolled events each read adds (events reads).
 	Events int `json:"events,omitempty"`
+	// Day is the simulated day of an aging row, from 1, and Series the
+	// line of the aging chart it belongs to.
+	Day    int    `json:"day,omitempty"`
+	Series string `json:"series,omitempty"`
+	// StoredBytes is the size of the embedded store's files after an aging
+	// row; 0 on Cassandra.
+	StoredBytes int64 `json:"stored_bytes,omitempty"`
 	// Started is when the run (its warm-up) began, to line rows up with
 	// outside measurements such as the store's own CPU use.
 	Started time.Time `json:"started"`
@@ -240,6 +247,7 @@ func ratios(rows []Row) []Ratio {
 			}
 		}
 	}
+	out = append(out, agingRatios(rows)...)
 	nat := find(rows, "read", ModelNative, "cql", 1)
 	if nat != nil && nat.P50 > 0 {
 		for _, r := range rows {
@@ -260,6 +268,47 @@ func ratios(rows []Row) []Ratio {
 					Value: float64(r.P99) / float64(nat.P99),
 				})
 			}
+		}
+	}
+	return out
+}
+
+// agingRatios compares, for each sharded series of the aging scenario, the
+// read p50 of its last day with its first day's (did reads slow down as
+// folded shards piled up?) and with the native read of the last day.
+func agingRatios(rows []Row) []Ratio {
+	type span struct{ first, last *Row }
+	spans := map[string]*span{}
+	var order []string
+	for i := range rows {
+		r := &rows[i]
+		if r.Kind != "aging_read" || r.P50 <= 0 {
+			continue
+		}
+		sp, ok := spans[r.Series]
+		if !ok {
+			sp = &span{first: r}
+			spans[r.Series] = sp
+			order = append(order, r.Series)
+		}
+		sp.last = r
+	}
+	var out []Ratio
+	nat := spans["native read"]
+	for _, name := range order {
+		sp := spans[name]
+		if sp.first.Model != ModelSharded || sp.first == sp.last {
+			continue
+		}
+		out = append(out, Ratio{
+			Name:  fmt.Sprintf("aging read p50, %s: day %d / day %d", name, sp.last.Day, sp.first.Day),
+			Value: float64(sp.last.P50) / float64(sp.first.P50),
+		})
+		if nat != nil {
+			out = append(out, Ratio{
+				Name:  fmt.Sprintf("aging read p50, %s, day %d / native read", name, sp.last.Day),
+				Value: float64(sp.last.P50) / float64(nat.last.P50),
+			})
 		}
 	}
 	return out

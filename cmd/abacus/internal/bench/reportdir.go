@@ -15,6 +15,7 @@ const (
 	ReportJSON       = "report.json"
 	ThroughputPNG    = "throughput.png"
 	LatencyCDFPNG    = "latency-cdf.png"
+	AgingPNG         = "aging.png"
 	reportDirPerm    = 0o755
 	reportFilePerm   = 0o644
 	reportChartTitle = "increments/s per model"
@@ -53,6 +54,13 @@ func (rep *Report) WriteDir(dir string) error {
 		}
 		charts = append(charts, line)
 	}
+	if ac, ok := rep.agingChart(); ok {
+		line, err := writeChartPNG(dir, AgingPNG, ac.Title, ac.WritePNG)
+		if err != nil {
+			return err
+		}
+		charts = append(charts, line)
+	}
 
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# abacus bench report\n\nStarted %s, finished %s (UTC).\n\n",
@@ -65,7 +73,7 @@ func (rep *Report) WriteDir(dir string) error {
 	}
 	md.WriteString("\n")
 	if len(charts) == 0 {
-		md.WriteString("No charts: the run measured no increments.\n")
+		md.WriteString("No charts: the run measured no increments and no aging.\n")
 	}
 	for _, c := range charts {
 		fmt.Fprintf(&md, "%s\n\n", c)

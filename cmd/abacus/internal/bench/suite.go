@@ -44,10 +44,19 @@ const (
 	// ScenarioEventReads: for each Config.EventReads value n, reads of an
 	// events counter with n un-rolled events, then after a rollup.
 	ScenarioEventReads = "event-reads"
+	// ScenarioAging: Config.AgingDays simulated days of a hot and a cold
+	// sharded counter written by Config.AgingWriters restarting processes,
+	// folded by GC every day and read after it (aging.go). Not run unless
+	// asked for.
+	ScenarioAging = "aging"
 )
 
 // Scenarios lists every scenario group in the order RunSuite runs them.
-var Scenarios = []string{ScenarioIncrements, ScenarioHTTP, ScenarioReads, ScenarioEventReads}
+var Scenarios = []string{ScenarioIncrements, ScenarioHTTP, ScenarioReads, ScenarioEventReads, ScenarioAging}
+
+// DefaultScenarios are the groups run when Config.Scenarios is empty: all
+// but the aging scenario, which takes minutes of its own.
+var DefaultScenarios = []string{ScenarioIncrements, ScenarioHTTP, ScenarioReads, ScenarioEventReads}
 
 // DefaultKeyspace is the keyspace the benchmark uses on Cassandra. It is
 // kept apart from the product's "abacus" so benchmark rows never mix with
@@ -117,6 +126,16 @@ type Config struct {
 	// gives its counters. Default 10, 1000, 100000.
 	EventReads []int
 
+	// AgingDays is how many simulated days the aging scenario runs.
+	// Default 30.
+	AgingDays int
+	// AgingWriters is how many writer processes start on every simulated
+	// day of the aging scenario. Default 100.
+	AgingWriters int
+	// AgingReadTime is how long each aging row reads, after a fifth of it
+	// as warm-up. Default 1s.
+	AgingReadTime time.Duration
+
 	// StorePID, when not 0, is the process id of a Cassandra node on this
 	// machine; its CPU use is recorded per scenario (Linux only), which
 	// gives throughput per store core, a figure that survives a noisy,
@@ -155,7 +174,16 @@ func (c Config) withDefaults() Config {
 		c.Counters = []int{1, 100}
 	}
 	if len(c.Scenarios) == 0 {
-		c.Scenarios = Scenarios
+		c.Scenarios = DefaultScenarios
+	}
+	if c.AgingDays == 0 {
+		c.AgingDays = 30
+	}
+	if c.AgingWriters == 0 {
+		c.AgingWriters = 100
+	}
+	if c.AgingReadTime == 0 {
+		c.AgingReadTime = time.Second
 	}
 	if len(c.ReadShards) == 0 {
 		c.ReadShards = []int{1, 100, 1000}
@@ -212,6 +240,15 @@ func (c Config) validate() error {
 	if !(c.ReadRatio >= 0 && c.ReadRatio < 1) {
 		errs = append(errs, fmt.Errorf("read ratio must be at least 0 and below 1, got %v", c.ReadRatio))
 	}
+	if c.AgingDays < 1 || c.AgingDays > 3650 {
+		errs = append(errs, fmt.Errorf("aging days must be from 1 to 3,650, got %d", c.AgingDays))
+	}
+	if c.AgingWriters < 1 || c.AgingWriters > 10_000 {
+		errs = append(errs, fmt.Errorf("aging writers must be from 1 to 10,000, got %d", c.AgingWriters))
+	}
+	if c.AgingReadTime < 0 {
+		errs = append(errs, fmt.Errorf("aging read time must not be negative, got %v", c.AgingReadTime))
+	}
 	if c.ReplicationFactor < 1 {
 		errs = append(errs, fmt.Errorf("replication factor must be at least 1, got %d", c.ReplicationFactor))
 	}
@@ -236,6 +273,8 @@ type suite struct {
 	plain  Plain   // nil unless ModelPlain is measured
 	runID  string  // makes this run's counter names unique in a reused keyspace
 	tmpDir string  // removed by close
+	// dataDir is the embedded store's directory; empty on Cassandra.
+	dataDir string
 }
 
 // RunSuite opens the store, runs the configured scenarios one after
@@ -335,6 +374,15 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 					return err
 				}
 			}
+		case ScenarioAging:
+			rows, err := s.aging(ctx)
+			rep.Rows = append(rep.Rows, rows...)
+			if err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 	return nil
@@ -384,6 +432,7 @@ func (s *suite) open(ctx context.Context, env *Env) error {
 		s.tmpDir, dir = tmp, tmp
 	}
 	env.DataDir = dir
+	s.dataDir = dir
 	env.NoSync = s.cfg.NoSync
 	d, err := embedded.Open(ctx, embedded.Config{Dir: dir, NoSync: s.cfg.NoSync, Logger: s.log})
 	if err != nil {
@@ -750,6 +799,12 @@ func (s *suite) foldedReads(ctx context.Context, n int) (Row, error) {
 }
 
 func (s *suite) nativeReads(ctx context.Context, v int) (Row, error) {
+	return s.nativeReadsWith(ctx, s.cfg.Options, v)
+}
+
+// nativeReadsWith measures reads of a new native counter holding v, under
+// options o.
+func (s *suite) nativeReadsWith(ctx context.Context, o Options, v int) (Row, error) {
 	k := s.names("nativeread", 1)[0]
 	if err := s.native.Add(ctx, k, int64(v)); err != nil {
 		return Row{}, fmt.Errorf("bench: seeding native counter: %w", err)
@@ -761,7 +816,7 @@ func (s *suite) nativeReads(ctx context.Context, v int) (Row, error) {
 	if got != int64(v) {
 		return Row{}, fmt.Errorf("bench: native counter %s reads %d, want %d", k, got, v)
 	}
-	row := s.measure(ctx, Row{Scenario: "read", Kind: "read", Model: "native", Via: "cql", Counters: 1}, NativeReads(s.native, k))
+	row := s.measureWith(ctx, o, Row{Scenario: "read", Kind: "read", Model: "native", Via: "cql", Counters: 1}, NativeReads(s.native, k))
 	row.Check = fmt.Sprintf("ok: read %d before the run", v)
 	return row, nil
 }

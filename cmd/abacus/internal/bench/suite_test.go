@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,6 +174,50 @@ func TestRunSuiteCassandra(t *testing.T) {
 	}
 }
 
+// The aging scenario: two rows a simulated day, every read checked
+// against the writes, the folded shards' growth visible in the checks,
+// and the ratios and the chart built from the rows.
+func TestAgingScenario(t *testing.T) {
+	t.Parallel()
+	rep, err := RunSuite(context.Background(), Config{
+		DataDir: t.TempDir(), NoSync: true, Options: shortOptions,
+		Scenarios: []string{ScenarioAging}, AgingDays: 5, AgingWriters: 12, AgingReadTime: 60 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, rep, 10) // hot and cold, five days; no native read without Cassandra
+	for _, r := range rep.Rows {
+		if r.Kind != "aging_read" || r.Day < 1 || r.Series == "" || r.StoredBytes <= 0 {
+			t.Errorf("aging row %+v: kind, day, series or stored bytes missing", r)
+		}
+	}
+	// Writers of day d make shards that expire a day later and are final a
+	// day after that, so from day 3 on GC folds a day's writers each day
+	// and the hot counter keeps about two days of live shards.
+	last := rep.Rows[len(rep.Rows)-2]
+	if last.Series != "sharded, hot counter" || last.Shards > 2*12 || !strings.Contains(last.Check, "GC folded 14 shards") {
+		t.Errorf("last hot row: %d live shards, check %q; want at most 24 live and 14 folded (12 hot, 2 cold)", last.Shards, last.Check)
+	}
+	var names []string
+	for _, r := range rep.Ratios {
+		names = append(names, r.Name)
+	}
+	for _, want := range []string{"aging read p50, sharded, hot counter: day 5 / day 1", "aging read p50, sharded, cold counter: day 5 / day 1"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no ratio %q among %q", want, names)
+		}
+	}
+	chart, ok := rep.agingChart()
+	if !ok || len(chart.Lines) != 2 || len(chart.Lines[0].Days) != 5 {
+		t.Fatalf("aging chart: %+v, %v; want two lines of five days", chart, ok)
+	}
+	var png bytes.Buffer
+	if err := chart.WritePNG(&png); err != nil || png.Len() == 0 {
+		t.Fatalf("aging chart PNG: %d bytes, %v", png.Len(), err)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	t.Parallel()
 	for _, c := range []Config{
@@ -189,6 +234,9 @@ func TestConfigValidate(t *testing.T) {
 		{EventReads: []int{0}},
 		{ReplicationFactor: -2},
 		{Consistency: driver.Consistency(200)},
+		{AgingDays: -1},
+		{AgingWriters: 10_001},
+		{AgingReadTime: -time.Second},
 	} {
 		if err := c.withDefaults().validate(); err == nil {
 			t.Errorf("%+v: no error", c)

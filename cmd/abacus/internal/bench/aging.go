@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/clock"
+)
+
+// agingDay is one simulated day of the aging scenario.
+const agingDay = 24 * time.Hour
+
+// agingParallelism bounds the writer processes that run at once within a
+// simulated day: enough to keep the store busy, few enough for two cores.
+const agingParallelism = 8
+
+// aging compresses weeks of sharded counters' lives into minutes. Time is a
+// manual clock that every writer and the reader share, ending near real
+// time (Cassandra keeps real timestamps in order); the library keeps its
+// defaults (24 h mutator lifetime, 24 h GC grace), so shards become final
+// and are folded exactly as in production, only sooner.
+//
+// Every simulated day each of Config.AgingWriters writer processes starts
+// (new mutators), adds 1 to the hot counter, and every tenth also to the
+// cold one, then stops; the day passes; one collection folds what is final;
+// and the reader process, started at the beginning and kept (as a server
+// is), reads each counter for Config.AgingReadTime. The rows show whether a
+// read gets slower as the folded shards pile up. A native counter's read
+// is measured on the first and last day as the baseline on Cassandra.
+func (s *suite) aging(ctx context.Context) ([]Row, error) {
+	days, writers := s.cfg.AgingDays, s.cfg.AgingWriters
+	clk := clock.NewManual(time.Now().Add(-time.Duration(days+3) * agingDay))
+	reader, err := s.agingClient(ctx, clk)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stopClient(reader)
+	hot, cold := s.names("aging-hot", 1)[0], s.names("aging-cold", 1)[0]
+	var hotWant, coldWant int64
+	o := Options{Concurrency: s.cfg.Options.Concurrency, Warmup: s.cfg.AgingReadTime / 5, Duration: s.cfg.AgingReadTime}
+	var rows []Row
+	native := func(day int) error {
+		if s.native == nil {
+			return nil
+		}
+		row, err := s.nativeReadsWith(ctx, o, 1)
+		if err != nil {
+			return err
+		}
+		row.Scenario, row.Kind, row.Day = fmt.Sprintf("aging day %d: native read", day), "aging_read", day
+		row.Series = "native read"
+		rows = append(rows, row)
+		return nil
+	}
+	if err := native(1); err != nil {
+		return rows, err
+	}
+	for day := 1; day <= days; day++ {
+		if err := s.agingWriters(ctx, clk, writers, hot, cold); err != nil {
+			return rows, fmt.Errorf("bench: aging day %d: %w", day, err)
+		}
+		hotWant += int64(writers)
+		coldWant += int64((writers + 9) / 10)
+		clk.Advance(agingDay)
+		folded := 0
+		for _, name := range []string{hot, cold} {
+			res, err := reader.GC(ctx, abacus.DefaultNamespace, name)
+			if err != nil {
+				return rows, err
+			}
+			if res.Skipped {
+				return rows, fmt.Errorf("bench: aging day %d: GC of %s skipped: %v", day, name, res.Err)
+			}
+			folded += res.Folded
+		}
+		for _, c := range []struct {
+			name, label string
+			want        int64
+		}{{hot, "hot", hotWant}, {cold, "cold", coldWant}} {
+			v, err := reader.Get(ctx, abacus.DefaultNamespace, c.name)
+			if err != nil {
+				return rows, err
+			}
+			if v.Value != c.want {
+				return rows, fmt.Errorf("bench: aging day %d: %s counter reads %d, want %d", day, c.label, v.Value, c.want)
+			}
+			row := s.measureWith(ctx, o, Row{
+				Scenario: fmt.Sprintf("aging day %d: %s counter", day, c.label), Kind: "aging_read",
+				Model: "sharded", Via: "library", Counters: 1, Shards: v.Shards, Day: day,
+				Series: "sharded, " + c.label + " counter",
+			}, ShardedReads(reader, abacus.DefaultNamespace, c.name))
+			row.StoredBytes = s.storedBytes()
+			row.Check = fmt.Sprintf("ok: read %d from %d live shards; GC folded %d shards that day", c.want, v.Shards, folded)
+			if row.StoredBytes > 0 {
+				row.Check += fmt.Sprintf("; the store's files hold %d bytes", row.StoredBytes)
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, native(days)
+}
+
+// agingWriters runs one simulated day's writer processes.
+func (s *suite) agingWriters(ctx context.Context, clk clock.Clock, writers int, hot, cold string) error {
+	sem := make(chan struct{}, agingParallelism)
+	errs := make([]error, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			c, err := s.agingClient(ctx, clk)
+			if err != nil {
+				errs[w] = err
+				return
+			}
+			defer s.stopClient(c)
+			if errs[w] = c.Add(ctx, abacus.DefaultNamespace, hot, 1); errs[w] == nil && w%10 == 0 {
+				errs[w] = c.Add(ctx, abacus.DefaultNamespace, cold, 1)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// agingClient is one process of the aging scenario on the simulated clock.
+func (s *suite) agingClient(ctx context.Context, clk clock.Clock) (*abacus.Client, error) {
+	return abacus.NewClient(ctx, abacus.Config{Driver: s.store, Clock: clk, GCInterval: -1, Logger: s.log})
+}
+
+// storedBytes is the size of the embedded store's files, or 0 on Cassandra
+// (where the bench cannot see the nodes' disks).
+func (s *suite) storedBytes() int64 {
+	if s.dataDir == "" {
+		return 0
+	}
+	var total int64
+	_ = filepath.WalkDir(s.dataDir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			total += info.Size()
+		}
+		return nil
+	})
+	return total
+}

@@ -274,40 +274,47 @@ func ratios(rows []Row) []Ratio {
 }
 
 // agingRatios compares, for each sharded series of the aging scenario, the
-// read p50 of its last day with its first day's (did reads slow down as
-// folded shards piled up?) and with the native read of the last day.
+// read p50 of its last day with that of the first day that merged as many
+// live shards (the number grows over the first days, until the first
+// shards are folded), and with the native read of the last day.
 func agingRatios(rows []Row) []Ratio {
-	type span struct{ first, last *Row }
-	spans := map[string]*span{}
+	series := map[string][]*Row{}
 	var order []string
 	for i := range rows {
 		r := &rows[i]
 		if r.Kind != "aging_read" || r.P50 <= 0 {
 			continue
 		}
-		sp, ok := spans[r.Series]
-		if !ok {
-			sp = &span{first: r}
-			spans[r.Series] = sp
+		if _, ok := series[r.Series]; !ok {
 			order = append(order, r.Series)
 		}
-		sp.last = r
+		series[r.Series] = append(series[r.Series], r)
 	}
 	var out []Ratio
-	nat := spans["native read"]
+	nat := series["native read"]
 	for _, name := range order {
-		sp := spans[name]
-		if sp.first.Model != ModelSharded || sp.first == sp.last {
+		rs := series[name]
+		last := rs[len(rs)-1]
+		if last.Model != ModelSharded {
 			continue
 		}
-		out = append(out, Ratio{
-			Name:  fmt.Sprintf("aging read p50, %s: day %d / day %d", name, sp.last.Day, sp.first.Day),
-			Value: float64(sp.last.P50) / float64(sp.first.P50),
-		})
-		if nat != nil {
+		first := last
+		for _, r := range rs {
+			if r.Shards == last.Shards {
+				first = r
+				break
+			}
+		}
+		if first != last {
 			out = append(out, Ratio{
-				Name:  fmt.Sprintf("aging read p50, %s, day %d / native read", name, sp.last.Day),
-				Value: float64(sp.last.P50) / float64(nat.last.P50),
+				Name:  fmt.Sprintf("aging read p50, %s: day %d / day %d (%s each)", name, last.Day, first.Day, plural(last.Shards, "live shard")),
+				Value: float64(last.P50) / float64(first.P50),
+			})
+		}
+		if len(nat) > 0 {
+			out = append(out, Ratio{
+				Name:  fmt.Sprintf("aging read p50, %s, day %d / native read", name, last.Day),
+				Value: float64(last.P50) / float64(nat[len(nat)-1].P50),
 			})
 		}
 	}

@@ -231,7 +231,7 @@ func checkAging(t *testing.T, rep *Report, last Row) {
 	for _, r := range rep.Ratios {
 		names = append(names, r.Name)
 	}
-	for _, want := range []string{"aging read p50, sharded, hot counter: day 5 / day 1", "aging read p50, sharded, cold counter: day 5 / day 1"} {
+	for _, want := range []string{"aging read p50, sharded, hot counter: day 5 / day 2 (24 live shards each)", "aging read p50, sharded, cold counter: day 5 / day 2 (4 live shards each)"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no ratio %q among %q", want, names)
 		}

@@ -110,18 +110,21 @@ func (b *bounds) get(k driver.CounterKey) bound {
 }
 
 // learn records that a read of k found a tally at ts. A whole-partition
-// read (full) replaces what is known, a bounded one only raises it. A
-// counter not known yet is added only if add is set; when the map is full
-// an arbitrary entry makes room, and forgetting a bound costs one
+// read (full) replaces what is known, a bounded one only raises it. When
+// the map is full, a counter not known yet gets in only if evict is set,
+// in place of an arbitrary one; forgetting a bound costs one
 // whole-partition read.
-func (b *bounds) learn(k driver.CounterKey, ts int64, full, add bool) {
+func (b *bounds) learn(k driver.CounterKey, ts int64, full, evict bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	old, ok := b.byCounter[k]
 	switch {
-	case !ok && !add, ok && old.ts == ts, ok && !full && old.ts > ts:
+	case ok && old.ts == ts, ok && !full && old.ts > ts:
 		return
 	case !ok && len(b.byCounter) >= b.max:
+		if !evict {
+			return
+		}
 		for victim := range b.byCounter {
 			delete(b.byCounter, victim)
 			break

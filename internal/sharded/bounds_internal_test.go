@@ -53,16 +53,12 @@ func TestBoundsLearnFromReads(t *testing.T) {
 	var b bounds
 	b.init(3)
 	key := func(i int) driver.CounterKey { return driver.CounterKey{Namespace: "ns", Counter: fmt.Sprint(i)} }
-	b.learn(key(0), 50, false, false)
-	if got := b.get(key(0)).ts; got != 0 {
-		t.Fatalf("a GC read added a counter (bound %d)", got)
-	}
-	b.learn(key(0), 50, true, true)
+	b.learn(key(0), 50, true, false) // GC adds while there is room
 	b.learn(key(0), 40, false, true) // a bounded read may not lower it
 	if got := b.get(key(0)).ts; got != 50 {
 		t.Fatalf("bound after a lower bounded read = %d, want 50", got)
 	}
-	b.learn(key(0), 60, false, false) // GC may raise a known counter
+	b.learn(key(0), 60, false, false)
 	if got := b.get(key(0)); got.ts != 60 || got.from != boundFor(60) {
 		t.Fatalf("bound after a higher read = %+v, want 60", got)
 	}
@@ -70,7 +66,13 @@ func TestBoundsLearnFromReads(t *testing.T) {
 	if got := b.get(key(0)).ts; got != 30 {
 		t.Fatalf("bound after a lower whole-partition read = %d, want 30", got)
 	}
-	for i := 1; i < 10; i++ {
+	b.learn(key(1), 1, true, true)
+	b.learn(key(2), 2, true, true)
+	b.learn(key(3), 3, true, false) // full: GC does not push a bound out
+	if got := b.get(key(3)).ts; got != 0 || len(b.byCounter) != 3 {
+		t.Fatalf("GC added a bound to a full map (%d kept)", len(b.byCounter))
+	}
+	for i := 3; i < 10; i++ {
 		b.learn(key(i), int64(i), true, true)
 		if n := len(b.byCounter); n > 3 {
 			t.Fatalf("%d bounds kept, limit 3", n)

@@ -413,10 +413,10 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 //
 // A bounded read raises the known bound; a whole-partition read sets it
 // to what it found, even lower (a restored backup), so that later reads
-// can trust their results again. Only reads for counting (learn) add
-// counters to the bounds: GC sweeps every counter and would push out the
-// bounds of the counters that are read.
-func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency, learn bool) (*driver.ShardSet, error) {
+// can trust their results again. When the bounds are full, only reads for
+// counting (evict) make room: GC sweeps every counter and would push out
+// the bounds of the counters that are read.
+func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency, evict bool) (*driver.ShardSet, error) {
 	p := &driver.ReadShardsParams{Namespace: k.Namespace, Counter: k.Counter, Consistency: cl}
 	known := e.bounds.get(k)
 	var set *driver.ShardSet
@@ -440,7 +440,7 @@ func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.
 		set = full
 	}
 	if set.Tally != nil {
-		e.bounds.learn(k, set.Tally.Timestamp, p.From == "", learn)
+		e.bounds.learn(k, set.Tally.Timestamp, p.From == "", evict)
 		e.stats.StaleShards.Add(uint64(dropFolded(set)))
 	}
 	withoutAnchor(set)

@@ -38,6 +38,9 @@ func newBenchCmd() *cobra.Command {
 		readShards     []int
 		models         []string
 		eventReads     []int
+		sweep          []int
+		sweepP99       time.Duration
+		sweepGain      float64
 		agingDays      int
 		agingWriters   int
 		agingReadTime  time.Duration
@@ -106,6 +109,14 @@ and every model as a share of the plain-insert ceiling. Without --cassandra
 the raw CQL baseline cannot run; the library's native model on the embedded
 store (an atomic add) is the baseline and no bar applies.
 
+A closed loop of --concurrency callers measures each model at that load,
+which is not what it can sustain: one model saturates at 64 callers,
+another fills its group commits only at 512. With --sweep the increments
+rows are measured at each listed concurrency in turn, until throughput
+rises less than --sweep-gain or the write p99 passes --sweep-p99; the
+level with the most throughput within the limit is marked sustainable, and
+the ratios and charts compare sustainable levels.
+
 While it runs a line per row goes to standard error, redrawn with a progress
 bar when standard error is a terminal. --report DIR also writes DIR/report.md
 (conditions, command line, table, ratios), DIR/report.json,
@@ -122,7 +133,9 @@ nothing talks to a running server.`,
       --keyspace abacus_bench_rf3 --scenarios increments --counters 1,100 --report rf3
   abacus bench --counters 100 --hot-fraction 0.5 --read-ratio 0.2 --models sharded,native,plain
   abacus bench --cassandra 127.0.0.1 --scenarios reads --read-shards 1,10,100 --json
-  abacus bench --scenarios aging --aging-days 30 --aging-writers 100 --report aging`,
+  abacus bench --scenarios aging --aging-days 30 --aging-writers 100 --report aging
+  abacus bench --cassandra 127.0.0.1 --scenarios increments --models sharded,native,events \
+      --counters 1,100 --sweep 16,64,256,1024 --duration 5s --report sweep`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if markdown && asJSON {
@@ -180,6 +193,9 @@ nothing talks to a running server.`,
 				ReadShards:        readShards,
 				Models:            models,
 				EventReads:        eventReads,
+				Sweep:             sweep,
+				SweepP99:          sweepP99,
+				SweepGain:         sweepGain,
 				AgingDays:         agingDays,
 				AgingWriters:      agingWriters,
 				AgingReadTime:     agingReadTime,
@@ -254,6 +270,9 @@ nothing talks to a running server.`,
 	fl.IntSliceVar(&readShards, "read-shards", []int{1, 100, 1000}, "shards of the counters in the read scenarios (live, and folded by GC)")
 	fl.StringSliceVar(&models, "models", bench.Models, "models of the increments scenario: "+strings.Join(bench.Models, ", ")+" (native includes the raw CQL baseline on Cassandra; plain is the plain-insert ceiling)")
 	fl.IntSliceVar(&eventReads, "event-reads", []int{10, 1000, 100000}, "un-rolled events of the counters in the event-reads scenario")
+	fl.IntSliceVar(&sweep, "sweep", nil, "increments: measure each row at each of these ascending concurrencies, stop when throughput rises less than --sweep-gain or p99 passes --sweep-p99, and compare models at their sustainable level (default: every row at --concurrency)")
+	fl.DurationVar(&sweepP99, "sweep-p99", 100*time.Millisecond, "the write p99 a sustainable sweep level must stay within")
+	fl.Float64Var(&sweepGain, "sweep-gain", 0.05, "the least relative rise in throughput that makes a sweep try the next level")
 	fl.IntVar(&agingDays, "aging-days", 30, "simulated days of the aging scenario")
 	fl.IntVar(&agingWriters, "aging-writers", 100, "writer processes started on every simulated day of the aging scenario")
 	fl.DurationVar(&agingReadTime, "aging-read-time", time.Second, "measured reads of each aging row (after a fifth of it as warm-up)")

@@ -73,6 +73,9 @@ type Row struct {
 	Shards int `json:"shards,omitempty"`
 	// Events is the number of un-rolled events each read adds (events reads).
 	Events int `json:"events,omitempty"`
+	// Sweep is SweepStep or SweepSustainable for rows of a concurrency
+	// sweep (Config.Sweep), empty otherwise.
+	Sweep string `json:"sweep,omitempty"`
 	// Day is the simulated day of an aging row, from 1, and Series the
 	// line of the aging chart it belongs to.
 	Day    int    `json:"day,omitempty"`
@@ -177,6 +180,7 @@ func find(rows []Row, kind, model, via string, counters int) *Row {
 // for Cassandra.
 func ratios(rows []Row) []Ratio {
 	out := []Ratio{} // [] rather than null in JSON
+	rows = withoutSweepSteps(rows)
 	var settings []int
 	for _, r := range rows {
 		if r.Kind == "increments" && !slices.Contains(settings, r.Counters) {

@@ -103,7 +103,7 @@ func writeChartPNG(dir, file, title string, writePNG func(io.Writer) error) (str
 func (rep *Report) throughputChart() (BarChart, bool) {
 	var groups []string
 	var settings []int
-	for _, r := range rep.Rows {
+	for _, r := range withoutSweepSteps(rep.Rows) {
 		if r.Kind != "increments" && r.Kind != "http" {
 			continue
 		}
@@ -125,7 +125,7 @@ func (rep *Report) throughputChart() (BarChart, bool) {
 	for g := range values {
 		values[g] = slices.Repeat([]float64{-1}, len(settings))
 	}
-	for _, r := range rep.Rows {
+	for _, r := range withoutSweepSteps(rep.Rows) {
 		if r.Kind != "increments" && r.Kind != "http" {
 			continue
 		}
@@ -154,7 +154,7 @@ func (rep *Report) latencyChart() (CDFChart, bool) {
 		return CDFChart{}, false
 	}
 	c := CDFChart{Title: fmt.Sprintf("write latency, increments over %s (%s)", plural(n, "counter"), rep.Env.Store)}
-	for _, r := range rep.Rows {
+	for _, r := range withoutSweepSteps(rep.Rows) {
 		if r.Kind == "increments" && r.Counters == n && len(r.LatencyCDF) > 0 {
 			c.Lines = append(c.Lines, CDFLine{Name: r.label(), Points: r.LatencyCDF})
 		}

@@ -126,6 +126,20 @@ type Config struct {
 	// gives its counters. Default 10, 1000, 100000.
 	EventReads []int
 
+	// Sweep, when set, measures every increments row at each of these
+	// concurrencies in turn (ascending) and marks the sustainable one: the
+	// highest throughput whose p99 stays within SweepP99. It stops early
+	// once throughput rises less than SweepGain over the best so far, or
+	// p99 passes the limit. Ratios compare sustainable rows. Default: none
+	// (every row at Options.Concurrency).
+	Sweep []int
+	// SweepP99 is the write p99 a sustainable level must stay within.
+	// Default 100ms.
+	SweepP99 time.Duration
+	// SweepGain is the least relative rise in throughput that makes the
+	// sweep try the next level. Default 0.05.
+	SweepGain float64
+
 	// AgingDays is how many simulated days the aging scenario runs.
 	// Default 30.
 	AgingDays int
@@ -175,6 +189,12 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.Scenarios) == 0 {
 		c.Scenarios = DefaultScenarios
+	}
+	if c.SweepP99 == 0 {
+		c.SweepP99 = 100 * time.Millisecond
+	}
+	if c.SweepGain == 0 {
+		c.SweepGain = 0.05
 	}
 	if c.AgingDays == 0 {
 		c.AgingDays = 30
@@ -239,6 +259,15 @@ func (c Config) validate() error {
 	}
 	if !(c.ReadRatio >= 0 && c.ReadRatio < 1) {
 		errs = append(errs, fmt.Errorf("read ratio must be at least 0 and below 1, got %v", c.ReadRatio))
+	}
+	if !slices.IsSorted(c.Sweep) || slices.ContainsFunc(c.Sweep, func(n int) bool { return n < 1 || n > 100_000 }) {
+		errs = append(errs, fmt.Errorf("sweep concurrencies must ascend, each from 1 to 100,000, got %v", c.Sweep))
+	}
+	if c.SweepP99 < 0 {
+		errs = append(errs, fmt.Errorf("sweep p99 limit must not be negative, got %v", c.SweepP99))
+	}
+	if !(c.SweepGain > 0 && c.SweepGain < 10) {
+		errs = append(errs, fmt.Errorf("sweep gain must be above 0 and below 10, got %v", c.SweepGain))
 	}
 	if c.AgingDays < 1 || c.AgingDays > 3650 {
 		errs = append(errs, fmt.Errorf("aging days must be from 1 to 3,650, got %d", c.AgingDays))
@@ -317,24 +346,29 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 			// hits the rows compared with each other alike.
 			for _, n := range s.cfg.Counters {
 				for _, m := range s.cfg.Models {
-					var err error
+					var runs []func() (Row, error)
 					switch m {
 					case ModelPlain:
-						err = add(s.plainIncrements(ctx, n))
+						runs = append(runs, func() (Row, error) { return s.plainIncrements(ctx, n) })
 					case ModelNative:
 						// The raw CQL update first, then the library's
 						// native model built on it.
 						if s.native != nil {
-							err = add(s.nativeIncrements(ctx, n))
+							runs = append(runs, func() (Row, error) { return s.nativeIncrements(ctx, n) })
 						}
-						if err == nil {
-							err = add(s.modelIncrements(ctx, m, n))
-						}
+						runs = append(runs, func() (Row, error) { return s.modelIncrements(ctx, m, n) })
 					default:
-						err = add(s.modelIncrements(ctx, m, n))
+						runs = append(runs, func() (Row, error) { return s.modelIncrements(ctx, m, n) })
 					}
-					if err != nil {
-						return err
+					for _, run := range runs {
+						rows, err := s.swept(run)
+						rep.Rows = append(rep.Rows, rows...)
+						if err != nil {
+							return err
+						}
+						if ctx.Err() != nil {
+							return ctx.Err()
+						}
 					}
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"runtime"
@@ -262,6 +263,10 @@ func TestConfigValidate(t *testing.T) {
 		{EventReads: []int{0}},
 		{ReplicationFactor: -2},
 		{Consistency: driver.Consistency(200)},
+		{Sweep: []int{64, 16}},
+		{Sweep: []int{0, 16}},
+		{SweepGain: -0.5},
+		{SweepP99: -time.Millisecond},
 		{AgingDays: -1},
 		{AgingWriters: 10_001},
 		{AgingReadTime: -time.Second},
@@ -507,5 +512,93 @@ func TestRunSuiteReadMixEmbedded(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// The sweep's choice, on made-up measurements: the most throughput within
+// the p99 limit, stopping once throughput stops rising or p99 passes it.
+func TestSweepChoosesTheSustainableLevel(t *testing.T) {
+	t.Parallel()
+	type level struct {
+		ops float64
+		p99 time.Duration
+	}
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		levels    map[int]level
+		wantRuns  []int // concurrencies measured
+		wantChose int
+	}{
+		{"stops rising", map[int]level{1: {100, ms}, 2: {200, ms}, 4: {205, ms}, 8: {400, ms}}, []int{1, 2, 4}, 4},
+		{"falls back", map[int]level{1: {100, ms}, 2: {200, ms}, 4: {150, ms}, 8: {400, ms}}, []int{1, 2, 4}, 2},
+		{"p99 limit", map[int]level{1: {100, ms}, 2: {200, ms}, 4: {900, time.Second}, 8: {990, time.Second}}, []int{1, 2, 4}, 2},
+		{"rises to the end", map[int]level{1: {100, ms}, 2: {200, ms}, 4: {400, ms}, 8: {800, ms}}, []int{1, 2, 4, 8}, 8},
+		{"never within the limit", map[int]level{1: {100, time.Second}, 2: {200, time.Second}}, []int{1}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &suite{cfg: Config{Sweep: []int{1, 2, 4, 8}}.withDefaults(), runID: "r"}
+			var runs []int
+			rows, err := s.swept(func() (Row, error) {
+				c := s.cfg.Options.Concurrency
+				runs = append(runs, c)
+				if !strings.HasSuffix(s.runID, fmt.Sprintf("-c%d", c)) {
+					t.Errorf("level %d measured under run id %q: its counters would mix with another level's", c, s.runID)
+				}
+				l := tc.levels[c]
+				return Row{Scenario: "increments", Concurrency: c, Result: Result{OpsPerSec: l.ops, P99: l.p99}, Check: "ok"}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(runs, tc.wantRuns) {
+				t.Errorf("measured %v, want %v", runs, tc.wantRuns)
+			}
+			var chose []int
+			for _, r := range rows {
+				if r.Sweep == SweepSustainable {
+					chose = append(chose, r.Concurrency)
+				} else if r.Sweep != SweepStep {
+					t.Errorf("row %q: sweep %q", r.Scenario, r.Sweep)
+				}
+			}
+			if len(chose) != 1 || chose[0] != tc.wantChose {
+				t.Errorf("sustainable %v, want [%d]", chose, tc.wantChose)
+			}
+			if got := len(withoutSweepSteps(rows)); got != 1 {
+				t.Errorf("%d rows left for ratios, want the sustainable one", got)
+			}
+			if s.cfg.Options.Concurrency != DefaultConcurrency || s.runID != "r" {
+				t.Errorf("sweep left concurrency %d and run id %q behind", s.cfg.Options.Concurrency, s.runID)
+			}
+		})
+	}
+}
+
+// A sweep through the real suite: every increments row measured at each
+// level until it stops, one sustainable row per model and setting, and the
+// ratios built from those.
+func TestSweepEmbedded(t *testing.T) {
+	t.Parallel()
+	rep, err := RunSuite(context.Background(), Config{
+		DataDir: t.TempDir(), NoSync: true, Options: shortOptions,
+		Scenarios: []string{ScenarioIncrements}, Models: []string{ModelSharded, ModelNative}, Counters: []int{1},
+		Sweep: []int{2, 8}, SweepGain: 9, // never rises enough: the second level ends each sweep
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReport(t, rep, 4)
+	sustainable := 0
+	for _, r := range rep.Rows {
+		if r.Sweep == SweepSustainable {
+			sustainable++
+		}
+	}
+	if sustainable != 2 {
+		t.Errorf("%d sustainable rows, want one per model", sustainable)
+	}
+	if len(rep.Ratios) == 0 || !strings.Contains(rep.Ratios[0].Name, "sharded (library) / native (library)") {
+		t.Errorf("ratios %+v, want sharded against native at their sustainable levels", rep.Ratios)
 	}
 }

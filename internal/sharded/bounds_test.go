@@ -39,9 +39,7 @@ func TestReadsAfterAFoldSkipFoldedShards(t *testing.T) {
 		folded = append(folded, w.Shard.ID)
 	}
 	h.clk.Advance(lifetime + grace)
-	if res := h.eng.Collect(context.Background(), cKey); res.Folded != 6 {
-		t.Fatalf("collect: %+v", res)
-	}
+	h.collect(t, 6)
 	live := h.add2(t, tg, 100) // a live shard after the fold
 	want += 100
 
@@ -76,6 +74,26 @@ func TestReadsAfterAFoldSkipFoldedShards(t *testing.T) {
 	}
 }
 
+// collect runs one collection of ns/c and fails unless it folds want
+// shards.
+func (h *harness) collect(t *testing.T, want int) {
+	t.Helper()
+	if res := h.eng.Collect(context.Background(), cKey); res.Skipped || res.Folded != want {
+		t.Fatalf("collect: %+v, want %d shards folded", res, want)
+	}
+}
+
+// foldedShards gives tg n shards, lets them become final and folds them;
+// it returns the expected value and every shard write made.
+func (h *harness) foldedShards(t *testing.T, tg sharded.Target, n int) (int64, []driver.WriteShardParams) {
+	t.Helper()
+	want := h.makeShards(t, tg, n)
+	writes := h.store.writeLog()
+	h.clk.Advance(lifetime + grace)
+	h.collect(t, n)
+	return want, writes
+}
+
 // add2 adds delta to tg and returns the id of the shard that holds it.
 func (h *harness) add2(t *testing.T, tg sharded.Target, delta int64) string {
 	t.Helper()
@@ -105,9 +123,7 @@ func TestUntrustedBoundedReadsAreReadAgainInFull(t *testing.T) {
 			tg := target("c", crdt.KindSum)
 			want := h.makeShards(t, tg, 3)
 			h.clk.Advance(lifetime + grace)
-			if res := h.eng.Collect(context.Background(), cKey); res.Folded != 3 {
-				t.Fatalf("collect: %+v", res)
-			}
+			h.collect(t, 3)
 			h.value(t, tg) // learns the bound
 			h.store.set(func(f *faultyStore) { f.bounded = rewrite })
 			before := h.eng.Stats().UnboundedReads.Load()
@@ -238,12 +254,7 @@ func TestRowsOfFoldedShardsAreNotCountedAgain(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	tg := target("c", crdt.KindSum)
-	want := h.makeShards(t, tg, 3)
-	writes := h.store.writeLog()
-	h.clk.Advance(lifetime + grace)
-	if res := h.eng.Collect(context.Background(), cKey); res.Folded != 3 {
-		t.Fatalf("collect: %+v", res)
-	}
+	want, writes := h.foldedShards(t, tg, 3)
 	tally := storedShards(t, h.store.Shards).Tally
 	// The last write of each folded shard comes back live, above the
 	// fold's timestamp, as a row whose tombstone is gone would.

@@ -472,12 +472,7 @@ func TestLateWriteFromDeadMutatorAfterFold(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	tg := target("c", crdt.KindSum)
-	want := h.makeShards(t, tg, 2)
-	writes := h.store.writeLog()
-	h.clk.Advance(lifetime + grace)
-	if res := h.eng.Collect(context.Background(), driver.CounterKey{Namespace: "ns", Counter: "c"}); res.Folded != 2 {
-		t.Fatalf("collect: %+v", res)
-	}
+	want, writes := h.foldedShards(t, tg, 2)
 	// Every write those mutators ever made arrives again, late (a replica
 	// catching up, a delayed retry).
 	for _, w := range writes {

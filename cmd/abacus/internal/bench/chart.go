@@ -154,12 +154,24 @@ type CDFChart struct {
 const cdfMaxNines = 4
 
 // WritePNG renders the chart as a PNG.
-func (c CDFChart) WritePNG(w io.Writer) error {
-	img, err := c.render()
+func (c CDFChart) WritePNG(w io.Writer) error { return encodePNG(w, c.render) }
+
+// encodePNG writes what render draws as a PNG.
+func encodePNG(w io.Writer, render func() (*image.RGBA, error)) error {
+	img, err := render()
 	if err != nil {
 		return err
 	}
 	return png.Encode(w, img)
+}
+
+// logDecades returns the whole decades, at least one, that a logarithmic
+// axis from lo to hi spans, and where a value falls on it (0 at the low
+// end, 1 at the high end).
+func logDecades(lo, hi float64) (dLo, dHi float64, at func(v float64) float64) {
+	dLo = math.Floor(math.Log10(lo))
+	dHi = math.Max(math.Ceil(math.Log10(hi)), dLo+1)
+	return dLo, dHi, func(v float64) float64 { return (math.Log10(v) - dLo) / (dHi - dLo) }
 }
 
 func (c CDFChart) render() (*image.RGBA, error) {
@@ -174,13 +186,11 @@ func (c CDFChart) render() (*image.RGBA, error) {
 	if math.IsInf(lo, 1) {
 		return nil, errors.New("bench: a CDF chart needs at least one point of positive latency")
 	}
-	// Whole decades of latency, at least one.
-	dLo := math.Floor(math.Log10(lo))
-	dHi := math.Max(math.Ceil(math.Log10(hi)), dLo+1)
+	dLo, dHi, at := logDecades(lo, hi)
 	img, plot := canvas(c.Width, c.Height, 900, 480)
 	label(img, c.Title, marginLeft, 16, ink)
 	xOf := func(d float64) int {
-		return plot.Min.X + int(math.Round((math.Log10(d)-dLo)/(dHi-dLo)*float64(plot.Dx())))
+		return plot.Min.X + int(math.Round(at(d)*float64(plot.Dx())))
 	}
 	yOf := func(f float64) int {
 		n := math.Min(Nines(f), cdfMaxNines)

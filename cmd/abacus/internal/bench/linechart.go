@@ -3,7 +3,6 @@ package bench
 import (
 	"errors"
 	"image"
-	"image/png"
 	"io"
 	"math"
 	"strconv"
@@ -28,13 +27,7 @@ type DayChart struct {
 }
 
 // WritePNG renders the chart as a PNG.
-func (c DayChart) WritePNG(w io.Writer) error {
-	img, err := c.render()
-	if err != nil {
-		return err
-	}
-	return png.Encode(w, img)
-}
+func (c DayChart) WritePNG(w io.Writer) error { return encodePNG(w, c.render) }
 
 func (c DayChart) render() (*image.RGBA, error) {
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -53,15 +46,14 @@ func (c DayChart) render() (*image.RGBA, error) {
 	if math.IsInf(lo, 1) {
 		return nil, errors.New("bench: a day chart needs at least one positive latency")
 	}
-	dLo := math.Floor(math.Log10(lo))
-	dHi := math.Max(math.Ceil(math.Log10(hi)), dLo+1)
+	dLo, dHi, at := logDecades(lo, hi)
 	img, plot := canvas(c.Width, c.Height, 900, 480)
 	label(img, c.Title, marginLeft, 16, ink)
 	xOf := func(day int) int {
 		return plot.Min.X + int(math.Round(float64(day)/float64(lastDay)*float64(plot.Dx())))
 	}
 	yOf := func(d float64) int {
-		return plot.Max.Y - int(math.Round((math.Log10(d)-dLo)/(dHi-dLo)*float64(plot.Dy())))
+		return plot.Max.Y - int(math.Round(at(d)*float64(plot.Dy())))
 	}
 	for dec := dLo; dec <= dHi; dec++ {
 		y := yOf(math.Pow(10, dec))

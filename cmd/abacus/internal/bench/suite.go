@@ -338,6 +338,15 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 		rep.Rows = append(rep.Rows, r)
 		return ctx.Err()
 	}
+	// addAll keeps the rows a scenario measured, even when it stopped on
+	// an error.
+	addAll := func(rows []Row, err error) error {
+		rep.Rows = append(rep.Rows, rows...)
+		if err != nil {
+			return err
+		}
+		return ctx.Err()
+	}
 	for _, sc := range s.cfg.Scenarios {
 		switch sc {
 		case ScenarioIncrements:
@@ -361,13 +370,8 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 						runs = append(runs, func() (Row, error) { return s.modelIncrements(ctx, m, n) })
 					}
 					for _, run := range runs {
-						rows, err := s.swept(run)
-						rep.Rows = append(rep.Rows, rows...)
-						if err != nil {
+						if err := addAll(s.swept(run)); err != nil {
 							return err
-						}
-						if ctx.Err() != nil {
-							return ctx.Err()
 						}
 					}
 				}
@@ -396,13 +400,8 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 			}
 		case ScenarioEventReads:
 			for _, n := range s.cfg.EventReads {
-				rows, err := s.eventsReads(ctx, n)
-				if err != nil {
+				if err := addAll(s.eventsReads(ctx, n)); err != nil {
 					return err
-				}
-				rep.Rows = append(rep.Rows, rows...)
-				if ctx.Err() != nil {
-					return ctx.Err()
 				}
 			}
 			if s.native != nil && !slices.Contains(s.cfg.Scenarios, ScenarioReads) {
@@ -411,13 +410,8 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 				}
 			}
 		case ScenarioAging:
-			rows, err := s.aging(ctx)
-			rep.Rows = append(rep.Rows, rows...)
-			if err != nil {
+			if err := addAll(s.aging(ctx)); err != nil {
 				return err
-			}
-			if ctx.Err() != nil {
-				return ctx.Err()
 			}
 		}
 	}

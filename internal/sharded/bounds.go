@@ -63,24 +63,37 @@ func withoutAnchor(set *driver.ShardSet) {
 	}
 }
 
-// dropFolded removes from set the shards that expire before its tally's
-// timestamp and returns how many it removed. The tally holds every shard
-// that expires before its timestamp (docs/architecture.md, invariant I),
-// so a live row of one is a delete that has not reached this replica yet
-// (read repair of a bounded read can bring a replica the new tally without
-// the deletes below the bound) or a row that came back after its tombstone
-// was dropped unrepaired; counting it would count it twice.
-func dropFolded(set *driver.ShardSet) int {
+// dropFolded removes from set the shards of this layout (ShardID) that
+// expire before its tally's timestamp and returns their ids. The tally holds
+// every such shard (docs/architecture.md, invariant I), so a live row of one
+// is a delete that has not reached this replica yet (read repair of a
+// bounded read can bring it the tally without the deletes below the bound)
+// or a row that came back after its tombstone was dropped unrepaired;
+// counting it would count it twice. Shards with ids of earlier releases are
+// kept whatever they expire: a tally written by an earlier release may have
+// skipped one that overflowed it and folded later ones.
+func dropFolded(set *driver.ShardSet) []string {
+	var dropped []string
 	kept := set.Shards[:0]
 	for _, s := range set.Shards {
-		if s.ExpiresAt >= set.Tally.Timestamp {
-			kept = append(kept, s)
+		if s.ExpiresAt < set.Tally.Timestamp && hasExpiryLayout(s.ID) {
+			dropped = append(dropped, s.ID)
+			continue
 		}
+		kept = append(kept, s)
 	}
-	n := len(set.Shards) - len(kept)
 	set.Shards = kept
-	return n
+	return dropped
 }
+
+// hasExpiryLayout reports whether id has ShardID's layout, which only
+// releases that keep invariant I write.
+func hasExpiryLayout(id string) bool {
+	return len(id) == shardIDLen && id[0] == shardIDPrefix && id[17] == '-'
+}
+
+// shardIDLen is the length of every ShardID and boundFor.
+const shardIDLen = 1 + 16 + 1 + 16
 
 // bounds remembers, per counter, the tally timestamp this process last
 // read. Every shard expiring before it is in that tally and in every later
@@ -95,6 +108,9 @@ type bounds struct {
 type bound struct {
 	ts   int64
 	from string
+	// stale is set when a read found live rows the tally already holds,
+	// until a collection that read the whole partition deletes them.
+	stale bool
 }
 
 func (b *bounds) init(max int) {
@@ -130,5 +146,22 @@ func (b *bounds) learn(k driver.CounterKey, ts int64, full, evict bool) {
 			break
 		}
 	}
-	b.byCounter[k] = bound{ts: ts, from: boundFor(ts)}
+	b.byCounter[k] = bound{ts: ts, from: boundFor(ts), stale: old.stale}
+}
+
+// markStale sets or clears k's stale mark, if k is known.
+func (b *bounds) markStale(k driver.CounterKey, stale bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if old, ok := b.byCounter[k]; ok {
+		old.stale = stale
+		b.byCounter[k] = old
+	}
+}
+
+// forget drops what is known of k.
+func (b *bounds) forget(k driver.CounterKey) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.byCounter, k)
 }

@@ -275,4 +275,81 @@ func TestRowsOfFoldedShardsAreNotCountedAgain(t *testing.T) {
 	if n := h.eng.Stats().StaleShards.Load(); n != 3 {
 		t.Fatalf("StaleShards = %d, want 3 (the whole-partition read saw them; the bounded one skipped them)", n)
 	}
+	// The next fold deletes them.
+	h.add(t, tg, 5, "")
+	want += 5
+	h.clk.Advance(lifetime + grace + time.Second)
+	h.collect(t, 1)
+	set := storedShards(t, h.store.Shards)
+	for _, s := range set.Shards {
+		for _, w := range writes {
+			if s.ID == w.Shard.ID {
+				t.Fatalf("stale row %s still stored after the next fold", s.ID)
+			}
+		}
+	}
+	if got, _ := h.value(t, tg); got != want {
+		t.Fatalf("after the next fold: %d, want %d", got, want)
+	}
+}
+
+// A tally written by an earlier release may have skipped a shard that
+// overflowed it and folded later ones, so its timestamp can pass a shard it
+// does not hold. Such shards have ids of the earlier layout: reads keep
+// counting them whatever they expire, and GC folds them.
+func TestShardsAnEarlierTallySkippedAreStillCounted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tg := target("c", crdt.KindSum)
+	ctx := context.Background()
+	state := func(v int64) []byte {
+		s := &crdt.Sum{}
+		if err := s.Apply(crdt.Op{Delta: v}); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := s.MarshalBinary()
+		return raw
+	}
+	e1, e2 := t0.UnixMicro(), t0.Add(time.Minute).UnixMicro()
+	skipped := driver.Shard{ID: randomid.Hex(16), State: state(7), ExpiresAt: e1}
+	if err := h.store.Shards.WriteShard(ctx, &driver.WriteShardParams{Namespace: "ns", Counter: "c", Shard: skipped, Timestamp: e1 - 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The earlier release's fold: a tally of 5 past both, no anchor.
+	if err := h.store.Shards.Fold(ctx, &driver.FoldParams{Namespace: "ns", Counter: "c",
+		Tally: driver.Tally{State: state(5), Timestamp: e2 + 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // whole-partition, then bounded
+		if got, shards := h.value(t, tg); got != 12 || shards != 1 {
+			t.Fatalf("read: %d from %d shards, want 12 from 1", got, shards)
+		}
+	}
+	h.clk.Advance(lifetime + grace)
+	h.collect(t, 1)
+	if got, shards := h.value(t, tg); got != 12 || shards != 0 {
+		t.Fatalf("after GC: %d from %d shards, want 12 from 0", got, shards)
+	}
+}
+
+// A whole-partition read that finds no tally (a store restored from before
+// the counter's first fold) forgets the bound, so later reads do not try a
+// bounded read first every time.
+func TestABoundIsForgottenWhenTheTallyIsGone(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tg := target("c", crdt.KindSum)
+	h.foldedShards(t, tg, 2)
+	h.value(t, tg)
+	h.value(t, tg)
+	if from := h.store.lastFrom(); from == "" {
+		t.Fatal("the second read after the fold was not bounded")
+	}
+	h.store.set(func(f *faultyStore) { f.Shards = newStore(t) }) // the restored, empty store
+	h.value(t, tg)
+	before := h.eng.Stats().UnboundedReads.Load()
+	h.value(t, tg)
+	if from := h.store.lastFrom(); from != "" || h.eng.Stats().UnboundedReads.Load() != before+1 {
+		t.Fatalf("after a read found no tally, the next read still started at %q", from)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -363,7 +364,7 @@ type Reading struct {
 // shard it starts a collection in the background; the read itself never
 // waits for or fails because of GC.
 func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
-	set, err := e.readShards(ctx, t.key(), t.ReadConsistency, true)
+	set, _, err := e.readShards(ctx, t.key(), t.ReadConsistency, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +405,8 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 
 // readShards reads what is stored for counter k at consistency cl and
 // returns the tally and the shards it does not already hold, without the
-// anchor. When this process knows a tally of k, the read starts at the
+// anchor, and the ids of the live rows it left out as already held
+// (dropFolded), which the next fold deletes. When this process knows a tally of k, the read starts at the
 // bound its timestamp gives and so skips the tombstones of every shard
 // folded into it. The result is used only if it carries a tally at least
 // that new, which holds every skipped shard; otherwise (a replica behind,
@@ -416,15 +418,19 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 // can trust their results again. When the bounds are full, only reads for
 // counting (evict) make room: GC sweeps every counter and would push out
 // the bounds of the counters that are read.
-func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency, evict bool) (*driver.ShardSet, error) {
+//
+// A read that finds such rows marks the counter, and its next collection
+// reads the whole partition (whole), so that its fold deletes them all: a
+// bounded read does not see the ones below the bound.
+func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency, evict, whole bool) (_ *driver.ShardSet, stale []string, _ error) {
 	p := &driver.ReadShardsParams{Namespace: k.Namespace, Counter: k.Counter, Consistency: cl}
 	known := e.bounds.get(k)
 	var set *driver.ShardSet
-	if known.ts > 0 {
+	if known.ts > 0 && !whole {
 		p.From = known.from
 		bounded, err := e.cfg.Store.ReadShards(ctx, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if bounded.Tally != nil && bounded.Tally.Timestamp >= known.ts {
 			set = bounded
@@ -435,16 +441,25 @@ func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.
 		e.stats.UnboundedReads.Add(1)
 		full, err := e.cfg.Store.ReadShards(ctx, p)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		set = full
 	}
-	if set.Tally != nil {
+	switch {
+	case set.Tally != nil:
 		e.bounds.learn(k, set.Tally.Timestamp, p.From == "", evict)
-		e.stats.StaleShards.Add(uint64(dropFolded(set)))
+		stale = dropFolded(set)
+		if len(stale) > 0 {
+			e.stats.StaleShards.Add(uint64(len(stale)))
+			e.bounds.markStale(k, true)
+		}
+	case p.From == "":
+		// No tally at all (a store restored from before the first fold):
+		// a remembered bound would only make every read read twice.
+		e.bounds.forget(k)
 	}
 	withoutAnchor(set)
-	return set, nil
+	return set, stale, nil
 }
 
 func (e *Engine) cutoff() int64 {
@@ -482,7 +497,8 @@ func (e *Engine) Collect(ctx context.Context, k driver.CounterKey) GCResult {
 
 func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 	res := GCResult{Key: k}
-	set, err := e.readShards(ctx, k, e.cfg.GCConsistency, false)
+	whole := e.bounds.get(k).stale
+	set, stale, err := e.readShards(ctx, k, e.cfg.GCConsistency, false, whole)
 	if err != nil {
 		res.Skipped, res.Err = true, fmt.Errorf("read at %s: %w", e.cfg.GCConsistency, err)
 		return res
@@ -505,8 +521,15 @@ func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 		res.Skipped, res.Err = true, err
 		return res
 	}
+	// Rows the tally already held are deleted too: the fold's timestamp is
+	// above their expires_at, hence above every write they had.
+	del := plan.Delete
+	if len(stale) > 0 {
+		del = append(slices.Clone(plan.Delete), stale...)
+		slices.Sort(del)
+	}
 	err = e.cfg.Store.Fold(ctx, &driver.FoldParams{
-		Namespace: k.Namespace, Counter: k.Counter, Delete: plan.Delete,
+		Namespace: k.Namespace, Counter: k.Counter, Delete: del,
 		Tally:       driver.Tally{State: tally, Timestamp: plan.Timestamp},
 		Write:       []driver.Shard{anchor},
 		Consistency: e.cfg.FoldConsistency,
@@ -515,6 +538,9 @@ func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 		// The fold may have been applied; replaying it later is harmless.
 		res.Skipped, res.Err = true, fmt.Errorf("fold: %w", err)
 		return res
+	}
+	if whole {
+		e.bounds.markStale(k, false)
 	}
 	res.Folded = len(plan.Delete)
 	return res

@@ -103,7 +103,8 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 			rows = append(rows, row)
 		}
 	}
-	return rows, native(days)
+	err = native(days)
+	return rows, err
 }
 
 // agingWriters runs one simulated day's writer processes.

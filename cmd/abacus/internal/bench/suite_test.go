@@ -264,6 +264,7 @@ func TestConfigValidate(t *testing.T) {
 		{ReplicationFactor: -2},
 		{Consistency: driver.Consistency(200)},
 		{Sweep: []int{64, 16}},
+		{Sweep: []int{16, 64, 64}},
 		{Sweep: []int{0, 16}},
 		{SweepGain: -0.5},
 		{SweepP99: -time.Millisecond},

@@ -99,7 +99,7 @@ const shardIDLen = 1 + 16 + 1 + 16
 // read. Every shard expiring before it is in that tally and in every later
 // one, so a read may start at boundFor(it).
 type bounds struct {
-	mu        sync.Mutex
+	mu        sync.RWMutex // every read looks its counter up
 	byCounter map[driver.CounterKey]bound
 	max       int
 }
@@ -120,8 +120,8 @@ func (b *bounds) init(max int) {
 
 // get returns k's tally timestamp and bound; ts is 0 when none is known.
 func (b *bounds) get(k driver.CounterKey) bound {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	return b.byCounter[k]
 }
 

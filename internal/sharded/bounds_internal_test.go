@@ -34,6 +34,9 @@ func TestShardIDsSortByExpiry(t *testing.T) {
 		if old := randomid.Hex(16); old <= boundFor(b) || old >= anchorID {
 			t.Fatalf("an id of an earlier release, %s, does not sort between every bound and the anchor", old)
 		}
+		if !hasExpiryLayout(idb) || hasExpiryLayout(randomid.Hex(16)) || hasExpiryLayout(anchorID) {
+			t.Fatalf("hasExpiryLayout: %s should have the layout, an old id and the anchor should not", idb)
+		}
 		if len(boundFor(b)) != len(idb) {
 			t.Fatalf("boundFor(%d) = %s is not as long as a shard id (%s)", b, boundFor(b), idb)
 		}

@@ -364,7 +364,7 @@ type Reading struct {
 // shard it starts a collection in the background; the read itself never
 // waits for or fails because of GC.
 func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
-	set, _, err := e.readShards(ctx, t.key(), t.ReadConsistency, true, false)
+	set, _, err := e.readShards(ctx, t.key(), t.ReadConsistency, false)
 	if err != nil {
 		return nil, err
 	}
@@ -406,27 +406,28 @@ func (e *Engine) Read(ctx context.Context, t Target) (*Reading, error) {
 // readShards reads what is stored for counter k at consistency cl and
 // returns the tally and the shards it does not already hold, without the
 // anchor, and the ids of the live rows it left out as already held
-// (dropFolded), which the next fold deletes. When this process knows a tally of k, the read starts at the
-// bound its timestamp gives and so skips the tombstones of every shard
-// folded into it. The result is used only if it carries a tally at least
-// that new, which holds every skipped shard; otherwise (a replica behind,
-// or no row at or above the bound, which in Cassandra also hides the
-// tally) the whole partition is read, as a first read does.
+// (dropFolded), which the next fold deletes. When this process knows a
+// tally of k, the read starts at the bound its timestamp gives and so skips
+// the tombstones of every shard folded into it. The result is used only if
+// it carries a tally at least that new, which holds every skipped shard;
+// otherwise (a replica behind, or no row at or above the bound, which in
+// Cassandra also hides the tally) the whole partition is read, as a first
+// read does.
 //
 // A bounded read raises the known bound; a whole-partition read sets it
 // to what it found, even lower (a restored backup), so that later reads
 // can trust their results again. When the bounds are full, only reads for
-// counting (evict) make room: GC sweeps every counter and would push out
-// the bounds of the counters that are read.
+// counting make room, not GC's (gc): GC sweeps every counter and would
+// push out the bounds of the counters that are read.
 //
-// A read that finds such rows marks the counter, and its next collection
-// reads the whole partition (whole), so that its fold deletes them all: a
-// bounded read does not see the ones below the bound.
-func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency, evict, whole bool) (_ *driver.ShardSet, stale []string, _ error) {
+// A read that finds rows the tally holds marks the counter, and GC's next
+// read of it reads the whole partition, so that its fold deletes them all:
+// a bounded read does not see the ones below the bound.
+func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.Consistency, gc bool) (_ *driver.ShardSet, stale []string, _ error) {
 	p := &driver.ReadShardsParams{Namespace: k.Namespace, Counter: k.Counter, Consistency: cl}
 	known := e.bounds.get(k)
 	var set *driver.ShardSet
-	if known.ts > 0 && !whole {
+	if known.ts > 0 && !(gc && known.stale) {
 		p.From = known.from
 		bounded, err := e.cfg.Store.ReadShards(ctx, p)
 		if err != nil {
@@ -447,7 +448,7 @@ func (e *Engine) readShards(ctx context.Context, k driver.CounterKey, cl driver.
 	}
 	switch {
 	case set.Tally != nil:
-		e.bounds.learn(k, set.Tally.Timestamp, p.From == "", evict)
+		e.bounds.learn(k, set.Tally.Timestamp, p.From == "", !gc)
 		stale = dropFolded(set)
 		if len(stale) > 0 {
 			e.stats.StaleShards.Add(uint64(len(stale)))
@@ -497,8 +498,7 @@ func (e *Engine) Collect(ctx context.Context, k driver.CounterKey) GCResult {
 
 func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 	res := GCResult{Key: k}
-	whole := e.bounds.get(k).stale
-	set, stale, err := e.readShards(ctx, k, e.cfg.GCConsistency, false, whole)
+	set, stale, err := e.readShards(ctx, k, e.cfg.GCConsistency, true)
 	if err != nil {
 		res.Skipped, res.Err = true, fmt.Errorf("read at %s: %w", e.cfg.GCConsistency, err)
 		return res
@@ -539,9 +539,9 @@ func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 		res.Skipped, res.Err = true, fmt.Errorf("fold: %w", err)
 		return res
 	}
-	if whole {
-		e.bounds.markStale(k, false)
-	}
+	// The fold deleted every stale row its read saw (all of them, if the
+	// counter was marked, since the read then covered the whole partition).
+	e.bounds.markStale(k, false)
 	res.Folded = len(plan.Delete)
 	return res
 }

@@ -112,16 +112,27 @@ func TestExpiredClaimsAreSwept(t *testing.T) {
 
 func countClaims(t *testing.T, d *Driver) int {
 	t.Helper()
-	lo := []byte{tableLedgerClaims}
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: prefixEnd(lo)})
+	return countKeys(t, d, []byte{tableLedgerClaims}, func(key []byte) error {
+		_, _, err := decodeKey(key)
+		return err
+	})
+}
+
+// countKeys counts the keys under prefix, failing the test on a key that
+// check (when set) refuses.
+func countKeys(t *testing.T, d *Driver, prefix []byte, check func(key []byte) error) int {
+	t.Helper()
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer it.Close()
 	n := 0
 	for v := it.First(); v; v = it.Next() {
-		if _, _, err := decodeKey(it.Key()); err != nil {
-			t.Fatalf("claim key %x: %v", it.Key(), err)
+		if check != nil {
+			if err := check(it.Key()); err != nil {
+				t.Fatalf("key %x: %v", it.Key(), err)
+			}
 		}
 		n++
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
-	"github.com/cockroachdb/pebble/v2"
 )
 
 // Expired dedup records are deleted by later puts a few at a time, so the
@@ -27,17 +26,7 @@ func TestExpiredDedupRecordsArePurged(t *testing.T) {
 	}
 	records := func() int {
 		t.Helper()
-		prefix := appendComponent([]byte{tableQueueDedup}, "q")
-		it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer it.Close()
-		n := 0
-		for valid := it.First(); valid; valid = it.Next() {
-			n++
-		}
-		return n
+		return countKeys(t, d, appendComponent([]byte{tableQueueDedup}, "q"), nil)
 	}
 	for i := range 20 {
 		put(fmt.Sprintf("short-%02d", i), time.Millisecond)

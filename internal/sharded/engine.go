@@ -498,12 +498,18 @@ func (e *Engine) Collect(ctx context.Context, k driver.CounterKey) GCResult {
 
 func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 	res := GCResult{Key: k}
+	// The cutoff is taken before the read. A shard final at this cutoff
+	// had every write land before the read began, so the read sees its
+	// last state. A cutoff taken after a slow read could make final a
+	// shard whose later writes the read missed; the fold would then
+	// delete them unread.
+	cutoff := e.cutoff()
 	set, stale, err := e.readShards(ctx, k, e.cfg.GCConsistency, true)
 	if err != nil {
 		res.Skipped, res.Err = true, fmt.Errorf("read at %s: %w", e.cfg.GCConsistency, err)
 		return res
 	}
-	plan, err := PlanFold(set, e.cutoff())
+	plan, err := PlanFold(set, cutoff)
 	if err != nil {
 		res.Skipped, res.Err = true, err
 		return res

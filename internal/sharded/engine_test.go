@@ -468,6 +468,33 @@ func TestGCStaleFoldLandsLate(t *testing.T) {
 	}
 }
 
+// A collection decides what is final by the time before its read. Here the
+// read is slow: while it runs, the live shard gets another update and then
+// time passes beyond its death and the grace. Judged by the time after the
+// read, the shard would be final, and the fold would fold the state the read
+// saw and delete the later update with it.
+func TestGCCutoffIsTakenBeforeItsRead(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tg := target("c", crdt.KindSum)
+	h.add(t, tg, 1, "")
+	h.store.set(func(f *faultyStore) {
+		f.afterAll = func() {
+			f.set(func(f *faultyStore) { f.afterAll = nil })
+			h.add(t, tg, 1, "") // lands after the read, in the same shard
+			h.clk.Advance(lifetime + grace + time.Second)
+		}
+	})
+	h.collect(t, 0)
+	if got, _ := h.value(t, tg); got != 2 {
+		t.Fatalf("after a collection whose read was slow: %d, want 2", got)
+	}
+	h.collect(t, 1)
+	if got, shards := h.value(t, tg); got != 2 || shards != 0 {
+		t.Fatalf("after the next collection: %d from %d shards, want 2 from 0", got, shards)
+	}
+}
+
 func TestLateWriteFromDeadMutatorAfterFold(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)

@@ -42,6 +42,7 @@ type faultyStore struct {
 	reads       int
 	froms       []string                                // ReadShardsParams.From of every read
 	bounded     func(*driver.ShardSet) *driver.ShardSet // when set, rewrites what reads with a From return
+	afterAll    func()                                  // when set, runs after a read at ALL has read, before it returns
 }
 
 func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
@@ -85,7 +86,7 @@ func (f *faultyStore) ReadShards(ctx context.Context, p *driver.ReadShardsParams
 	f.mu.Lock()
 	f.reads++
 	f.froms = append(f.froms, p.From)
-	err, bounded := f.allReadsErr, f.bounded
+	err, bounded, afterAll := f.allReadsErr, f.bounded, f.afterAll
 	f.mu.Unlock()
 	if err != nil && p.Consistency == driver.All {
 		return nil, err
@@ -93,6 +94,9 @@ func (f *faultyStore) ReadShards(ctx context.Context, p *driver.ReadShardsParams
 	set, err := f.Shards.ReadShards(ctx, p)
 	if err == nil && p.From != "" && bounded != nil {
 		set = bounded(set)
+	}
+	if err == nil && p.Consistency == driver.All && afterAll != nil {
+		afterAll()
 	}
 	return set, err
 }

@@ -203,7 +203,9 @@ func TestAgingScenario(t *testing.T) {
 			Cassandra: cassandratest.Hosts(t), Keyspace: cassandratest.Keyspace(t),
 			ReplicationFactor: cassandratest.ReplicationFactor(t),
 			Options:           Options{Concurrency: 4, Duration: 300 * time.Millisecond, Warmup: 500 * time.Millisecond},
-			Scenarios:         []string{ScenarioAging}, AgingDays: 5, AgingWriters: 12, AgingReadTime: 100 * time.Millisecond,
+			// A second per row: on a loaded three-node cluster a 100 ms
+			// window once ended with no read done, and no p50 to compare.
+			Scenarios: []string{ScenarioAging}, AgingDays: 5, AgingWriters: 12, AgingReadTime: time.Second,
 		})
 		if err != nil {
 			t.Fatal(err)

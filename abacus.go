@@ -12,6 +12,7 @@ import (
 	"github.com/abacusdb/abacus/internal/background"
 	"github.com/abacusdb/abacus/internal/events"
 	"github.com/abacusdb/abacus/internal/ledger"
+	"github.com/abacusdb/abacus/internal/lifecycle"
 	"github.com/abacusdb/abacus/internal/registry"
 	"github.com/abacusdb/abacus/internal/sharded"
 )
@@ -24,10 +25,15 @@ type Client struct {
 	ledger     *ledger.Engine
 	queues     *Queues
 	namespaces *registry.Registry[driver.Namespace, Namespace]
+	// views holds what this process knows of each namespace's cuts
+	// (lifecycle.go).
+	views *lifecycle.Cache
 	// gcSweeper collects sharded counters and rollupSweeper rolls up
 	// events counters, each every Config.GCInterval (see Start): two
 	// loops, so that a slow collection does not use up the rollups' time.
 	gcSweeper, rollupSweeper background.Sweeper
+	// purgeSweeper purges what deletes and TTLs left behind (PurgeAll).
+	purgeSweeper background.Sweeper
 	// gcComplete and rollupComplete are when the last sweep that reached
 	// every counter without skipping one ended (Unix ns; 0: none yet).
 	gcComplete, rollupComplete atomic.Int64
@@ -115,6 +121,7 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, sharded: eng, ledger: led, queues: qs, namespaces: newNamespaceRegistry(cfg.Driver)}
+	c.views = c.newViews()
 	c.events, err = events.New(events.Config{
 		Store:        cfg.Driver,
 		Clock:        cfg.Clock,
@@ -149,6 +156,11 @@ func (c *Client) Start(ctx context.Context) error {
 		}
 		noteSweep(c, &c.rollupComplete, res, rollupSkipped, err)
 	})
+	c.purgeSweeper.Start(c.cfg.GCInterval, func(ctx context.Context) {
+		if _, err := c.PurgeAll(ctx, ""); err != nil && !stopped(ctx) {
+			c.cfg.Logger.Warn("purge sweep failed", "err", err)
+		}
+	})
 	return nil
 }
 
@@ -163,6 +175,7 @@ func stopped(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Can
 func (c *Client) Stop(ctx context.Context) error {
 	c.gcSweeper.Stop()
 	c.rollupSweeper.Stop()
+	c.purgeSweeper.Stop()
 	return errors.Join(c.sharded.Close(ctx), c.events.Close(ctx), c.ledger.Close(ctx))
 }
 

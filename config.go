@@ -2,6 +2,7 @@ package abacus
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -74,6 +75,22 @@ type Config struct {
 	// before returning ErrUnknownOutcome. Default 2s.
 	LedgerClaimWait time.Duration
 
+	// LifecycleRefresh is how long this process trusts what it read of a
+	// namespace's deletes (its cuts) and its record before reading them
+	// again. Default 5s.
+	LifecycleRefresh time.Duration
+
+	// DeleteDelay is how far in the future a delete or a sharded clear
+	// takes effect (DeleteCounter, DeleteNamespace). Every process must
+	// learn of it first, so it must exceed LifecycleRefresh plus
+	// WriteTimeout (the longest a delete's write may take) plus the
+	// largest disagreement between any two processes' clocks. Default 3m,
+	// which leaves 2m45s for the clocks: twice the server's default
+	// --max-clock-skew, since two servers may each be that far from the
+	// store's clock in opposite directions. One process alone on an
+	// embedded store has no clocks to disagree with.
+	DeleteDelay time.Duration
+
 	// Queues configures the delay queues (Client.Queues). Its Store, Clock
 	// and Logger default to Driver, Clock and Logger; see QueuesConfig for
 	// the rest.
@@ -89,6 +106,15 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
+	if c.LifecycleRefresh == 0 {
+		c.LifecycleRefresh = 5 * time.Second
+	}
+	if c.DeleteDelay == 0 {
+		c.DeleteDelay = 3 * time.Minute
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second // the engines' default too
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -98,6 +124,13 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	if c.Driver == nil {
 		return errors.New("abacus: Config.Driver is required")
+	}
+	if c.LifecycleRefresh < 0 || c.DeleteDelay < 0 || c.WriteTimeout < 0 {
+		return errors.New("abacus: Config.LifecycleRefresh, DeleteDelay and WriteTimeout must not be negative")
+	}
+	if c.DeleteDelay <= c.LifecycleRefresh+c.WriteTimeout {
+		return fmt.Errorf("abacus: Config.DeleteDelay (%v) must exceed LifecycleRefresh (%v) plus WriteTimeout (%v), or a process could miss a delete until after it took effect",
+			c.DeleteDelay, c.LifecycleRefresh, c.WriteTimeout)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/crdt"
 	"github.com/abacusdb/abacus/internal/events"
+	"github.com/abacusdb/abacus/internal/lifecycle"
 	"github.com/abacusdb/abacus/internal/sharded"
 )
 
@@ -47,6 +48,7 @@ func (c *Client) Apply(ctx context.Context, u Update) error {
 	if err != nil {
 		return err
 	}
+	u.Counter = p.stored
 	return p.model.apply(ctx, c, p, u)
 }
 
@@ -61,6 +63,7 @@ func (c *Client) Check(ctx context.Context, u Update) error {
 // prepared is an update checked against its namespace.
 type prepared struct {
 	ns      *Namespace
+	stored  string // the name of the counter's current generation
 	model   counterModel
 	sharded sharded.Target // sharded model only
 	op      crdt.Op        // sharded model only
@@ -69,11 +72,12 @@ type prepared struct {
 }
 
 func (c *Client) prepare(ctx context.Context, u Update) (prepared, error) {
-	ns, err := c.counterNamespace(ctx, u.Namespace, u.Counter)
+	ns, view, err := c.counterNamespace(ctx, u.Namespace, u.Counter)
 	if err != nil {
 		return prepared{}, err
 	}
-	p := prepared{ns: ns}
+	p := prepared{ns: ns, stored: storedName(ns, view, u.Counter, c.cfg.Clock.Now())}
+	u.Counter = p.stored
 	if len(u.RequestID) > MaxNameLen {
 		return p, fmt.Errorf("%w: request id is longer than %d bytes", ErrInvalid, MaxNameLen)
 	}
@@ -95,18 +99,18 @@ func (c *Client) Add(ctx context.Context, namespace, counter string, delta int64
 
 // counterNamespace checks a counter name and finds its namespace, which
 // must hold counters (not ledgers).
-func (c *Client) counterNamespace(ctx context.Context, namespace, counter string) (*Namespace, error) {
+func (c *Client) counterNamespace(ctx context.Context, namespace, counter string) (*Namespace, *lifecycle.View, error) {
 	if err := ValidateName("counter", counter); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ns, err := c.Namespace(ctx, namespace)
+	ns, view, err := c.live(ctx, namespaceOrDefault(namespace))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if ns.Model == ModelLedger {
-		return nil, fmt.Errorf("%w: namespace %q holds ledgers; use the ledger operations (Credit, Debit, LedgerValue)", ErrWrongModel, ns.Name)
+		return nil, nil, fmt.Errorf("%w: namespace %q holds ledgers; use the ledger operations (Credit, Debit, LedgerValue)", ErrWrongModel, ns.Name)
 	}
-	return ns, nil
+	return ns, view, nil
 }
 
 // Value is a counter's value as read.
@@ -139,16 +143,17 @@ type Value struct {
 
 // Get reads a counter. A counter that was never written reads as 0 (Empty).
 func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, error) {
-	ns, err := c.counterNamespace(ctx, namespace, counter)
+	ns, view, err := c.counterNamespace(ctx, namespace, counter)
 	if err != nil {
 		return nil, err
 	}
+	stored := storedName(ns, view, counter, c.cfg.Clock.Now())
 	v := &Value{Namespace: ns.Name, Counter: counter, Type: ns.Type, Model: ns.Model}
 	m, ok := counterModelOf(ns.Model)
 	if !ok {
 		return nil, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)
 	}
-	if err := m.read(ctx, c, ns, counter, v); err != nil {
+	if err := m.read(ctx, c, ns, stored, v); err != nil {
 		return nil, err
 	}
 	return v, nil
@@ -162,25 +167,39 @@ func (v *Value) setTotal(w crdt.Wide) {
 	}
 }
 
-// Clear resets a counter to zero. Only models that can do it safely offer
-// it: events (every increment with an event time at or before the clear's
-// time stops counting; repeating the clear with the same request id is
-// harmless) and cas (a compare-and-set to zero). Other models return
-// ErrWrongModel. requestID may be empty for a clear at the current time.
+// Clear resets a counter to zero (see ClearAt).
 func (c *Client) Clear(ctx context.Context, namespace, counter, requestID string) error {
-	ns, err := c.counterNamespace(ctx, namespace, counter)
+	_, err := c.ClearAt(ctx, namespace, counter, requestID)
+	return err
+}
+
+// ClearAt resets a counter to zero and says when the reset takes effect.
+// Only models that can do it safely offer it: events (every increment
+// with an event time at or before the clear's time stops counting;
+// repeating the clear with the same request id is harmless), cas (a
+// compare-and-set to zero), both at once, and sharded, which is a
+// DeleteCounter: it takes effect Config.DeleteDelay from now, erasing what
+// was counted before then. Other models return ErrWrongModel. requestID
+// may be empty for a clear at the current time.
+func (c *Client) ClearAt(ctx context.Context, namespace, counter, requestID string) (time.Time, error) {
+	ns, view, err := c.counterNamespace(ctx, namespace, counter)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if len(requestID) > MaxNameLen {
-		return fmt.Errorf("%w: request id is longer than %d bytes", ErrInvalid, MaxNameLen)
+		return time.Time{}, fmt.Errorf("%w: request id is longer than %d bytes", ErrInvalid, MaxNameLen)
 	}
 	m, ok := counterModelOf(ns.Model)
 	if !ok {
-		return noClear(ns)
+		return time.Time{}, noClear(ns)
 	}
-	return m.clear(ctx, c, ns, counter, requestID)
+	now := c.cfg.Clock.Now()
+	return m.clear(ctx, c, ns, counterNames{user: counter, stored: storedName(ns, view, counter, now)}, requestID)
 }
+
+// counterNames are a counter's name and the name of its current
+// generation.
+type counterNames struct{ user, stored string }
 
 // ApplyAndGet applies an update and then reads the counter. The read is a
 // separate operation: other updates may land between the two.
@@ -196,15 +215,17 @@ func (c *Client) ApplyAndGet(ctx context.Context, u Update) (*Value, error) {
 // collection that cannot reach every replica is reported as Skipped, not
 // as an error. Other models have nothing to collect.
 func (c *Client) GC(ctx context.Context, namespace, counter string) (GCResult, error) {
-	ns, err := c.counterNamespace(ctx, namespace, counter)
+	ns, view, err := c.counterNamespace(ctx, namespace, counter)
 	if err != nil {
 		return GCResult{}, err
 	}
-	key := driver.CounterKey{Namespace: ns.Name, Counter: counter}
+	key := driver.CounterKey{Namespace: ns.Name, Counter: storedName(ns, view, counter, c.cfg.Clock.Now())}
+	res := GCResult{Key: key}
 	if m, ok := counterModelOf(ns.Model); ok {
-		return m.collect(ctx, c, ns, key), nil
+		res = m.collect(ctx, c, ns, key)
 	}
-	return GCResult{Key: key}, nil
+	res.Key.Counter = counter
+	return res, nil
 }
 
 // GCAll collects every sharded counter and rolls up every events counter,
@@ -228,6 +249,9 @@ func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error
 	}
 	for _, r := range rolled {
 		out = append(out, rollupResult(r))
+	}
+	for i := range out {
+		out[i].Key.Counter = userName(out[i].Key.Counter)
 	}
 	return out, err
 }

@@ -2,17 +2,21 @@ package abacus
 
 import (
 	"context"
+	"slices"
 
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/lifecycle"
 )
 
 // Counters returns the names of the counters stored in the namespace (its
 // ledgers, in a ledger namespace), sorted. A counter is there once any
 // write of it reached the store, including one whose outcome was reported
-// unknown. The store scans every counter of the model to answer
-// (docs/api.md), so this is for consoles and scripts, not for each request.
+// unknown, and leaves when a delete of it takes effect (or its TTL period
+// ends) until it is written again. The store scans every counter of the
+// model to answer (docs/api.md), so this is for consoles and scripts, not
+// for each request.
 func (c *Client) Counters(ctx context.Context, namespace string) ([]string, error) {
-	ns, err := c.Namespace(ctx, namespace)
+	ns, view, err := c.live(ctx, namespaceOrDefault(namespace))
 	if err != nil {
 		return nil, err
 	}
@@ -20,9 +24,22 @@ func (c *Client) Counters(ctx context.Context, namespace string) ([]string, erro
 	if err != nil {
 		return nil, publicError(err)
 	}
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		out[i] = k.Counter
+	now := c.cfg.Clock.Now().UnixMicro()
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		counter, gen, ok := lifecycle.SplitStored(k.Counter)
+		if ok && gen == view.Generation(counter, now, ns.TTL) {
+			out = append(out, counter)
+		}
 	}
-	return out, nil
+	// Stored names sort by the user's name only up to a separator.
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+func namespaceOrDefault(name string) string {
+	if name == "" {
+		return DefaultNamespace
+	}
+	return name
 }

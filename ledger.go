@@ -165,11 +165,11 @@ func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Nam
 	if namespace == "" {
 		namespace = DefaultLedgerNamespace
 	}
-	ns, err := c.Namespace(ctx, namespace)
+	ns, view, err := c.live(ctx, namespace)
 	if errors.Is(err, ErrNamespaceNotFound) && namespace == DefaultLedgerNamespace {
 		_, err = c.CreateNamespace(ctx, NamespaceConfig{Name: DefaultLedgerNamespace, Model: ModelLedger})
 		if err == nil || errors.Is(err, ErrNamespaceExists) {
-			ns, err = c.Namespace(ctx, namespace)
+			ns, view, err = c.live(ctx, namespace)
 		}
 	}
 	if err != nil {
@@ -180,7 +180,7 @@ func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Nam
 	}
 	return ns, ledger.Target{
 		Namespace:        ns.Name,
-		Ledger:           name,
+		Ledger:           storedName(ns, view, name, c.cfg.Clock.Now()),
 		Options:          ns.Ledger.Effective(),
 		ReadConsistency:  ns.ReadConsistency,
 		WriteConsistency: ns.WriteConsistency,

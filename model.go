@@ -3,6 +3,7 @@ package abacus
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 )
@@ -36,8 +37,9 @@ type counterModel interface {
 	apply(ctx context.Context, c *Client, p prepared, u Update) error
 	// read fills in v's value and the model's read statistics.
 	read(ctx context.Context, c *Client, ns *Namespace, counter string, v *Value) error
-	// clear resets a counter, or says why the model cannot.
-	clear(ctx context.Context, c *Client, ns *Namespace, counter, requestID string) error
+	// clear resets a counter, or says why the model cannot, and says when
+	// the reset takes effect.
+	clear(ctx context.Context, c *Client, ns *Namespace, counter counterNames, requestID string) (time.Time, error)
 	// collect folds what the model can fold of one counter.
 	collect(ctx context.Context, c *Client, ns *Namespace, key driver.CounterKey) GCResult
 }
@@ -94,7 +96,7 @@ func numbersOnly(ns *Namespace, u Update) error {
 
 // noClear is the refusal of the models that cannot reset a counter safely.
 func noClear(ns *Namespace) error {
-	return fmt.Errorf("%w: namespace %q is of model %q, which has no clear (only events and cas counters do)", ErrWrongModel, ns.Name, ns.Model)
+	return fmt.Errorf("%w: namespace %q is of model %q, which has no clear (ledgers are credited and debited)", ErrWrongModel, ns.Name, ns.Model)
 }
 
 // noOptions is the options part of the models that have none.

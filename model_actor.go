@@ -2,6 +2,7 @@ package abacus
 
 import (
 	"context"
+	"time"
 	"fmt"
 
 	"github.com/abacusdb/abacus/driver"
@@ -31,8 +32,9 @@ func (actorModel) read(ctx context.Context, c *Client, ns *Namespace, counter st
 	return nil
 }
 
-func (actorModel) clear(context.Context, *Client, *Namespace, string, string) error {
-	return fmt.Errorf("%w: actor counters are reset by setting each actor's value to 0 at a higher version", ErrWrongModel)
+// clear is a delete: actors' values cannot be taken back in place.
+func (actorModel) clear(ctx context.Context, c *Client, ns *Namespace, counter counterNames, _ string) (time.Time, error) {
+	return c.cut(ctx, ns, driver.Cut{Counter: counter.user})
 }
 
 // ActorSet sets one actor's part of a counter of model actor.
@@ -59,10 +61,11 @@ type ActorSet struct {
 // two servers setting one version to different values at the same moment
 // can both succeed, and the greater value then wins on every replica.
 func (c *Client) Set(ctx context.Context, s ActorSet) error {
-	ns, err := c.counterNamespace(ctx, s.Namespace, s.Counter)
+	ns, view, err := c.counterNamespace(ctx, s.Namespace, s.Counter)
 	if err != nil {
 		return err
 	}
+	s.Counter = storedName(ns, view, s.Counter, c.cfg.Clock.Now())
 	if ns.Model != ModelActor {
 		return fmt.Errorf("%w: namespace %q is of model %q; only actor namespaces take a set (use Apply for increments)", ErrWrongModel, ns.Name, ns.Model)
 	}

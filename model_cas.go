@@ -2,6 +2,7 @@ package abacus
 
 import (
 	"context"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/cas"
@@ -32,9 +33,9 @@ func (casModel) read(ctx context.Context, c *Client, ns *Namespace, counter stri
 	return nil
 }
 
-func (casModel) clear(ctx context.Context, c *Client, ns *Namespace, counter, _ string) error {
-	_, err := cas.Set(ctx, c.cfg.Driver, casTarget(ns, counter), 0, cas.Options{})
-	return publicError(err)
+func (casModel) clear(ctx context.Context, c *Client, ns *Namespace, counter counterNames, _ string) (time.Time, error) {
+	_, err := cas.Set(ctx, c.cfg.Driver, casTarget(ns, counter.stored), 0, cas.Options{})
+	return c.cfg.Clock.Now().UTC(), publicError(err)
 }
 
 func casTarget(ns *Namespace, counter string) cas.Target {

@@ -108,9 +108,12 @@ func (eventsModel) read(ctx context.Context, c *Client, ns *Namespace, counter s
 	return nil
 }
 
-func (eventsModel) clear(ctx context.Context, c *Client, ns *Namespace, counter, requestID string) error {
-	_, err := c.events.Clear(ctx, c.eventsTarget(ns, counter), requestID, time.Time{})
-	return publicError(err)
+func (eventsModel) clear(ctx context.Context, c *Client, ns *Namespace, counter counterNames, requestID string) (time.Time, error) {
+	epoch, err := c.events.Clear(ctx, c.eventsTarget(ns, counter.stored), requestID, time.Time{})
+	if err != nil {
+		return time.Time{}, publicError(err)
+	}
+	return time.UnixMicro(epoch).UTC(), nil
 }
 
 func (eventsModel) collect(ctx context.Context, c *Client, ns *Namespace, key driver.CounterKey) GCResult {

@@ -2,7 +2,7 @@ package abacus
 
 import (
 	"context"
-	"fmt"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 )
@@ -33,8 +33,10 @@ func (nativeModel) read(ctx context.Context, c *Client, ns *Namespace, counter s
 	return nil
 }
 
-func (nativeModel) clear(context.Context, *Client, *Namespace, string, string) error {
-	return fmt.Errorf("%w: native counters cannot be reset: a deleted Cassandra counter cannot be written again; use an events or cas namespace", ErrWrongModel)
+// clear is a delete: a deleted Cassandra counter cannot be written again,
+// so the counter moves to a new generation instead.
+func (nativeModel) clear(ctx context.Context, c *Client, ns *Namespace, counter counterNames, _ string) (time.Time, error) {
+	return c.cut(ctx, ns, driver.Cut{Counter: counter.user})
 }
 
 func (nativeModel) list(ctx context.Context, d driver.Driver, p *driver.ListCountersParams) ([]driver.CounterKey, error) {

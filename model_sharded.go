@@ -2,6 +2,7 @@ package abacus
 
 import (
 	"context"
+	"time"
 	"fmt"
 
 	"github.com/abacusdb/abacus/driver"
@@ -51,8 +52,10 @@ func (shardedModel) read(ctx context.Context, c *Client, ns *Namespace, counter 
 	return nil
 }
 
-func (shardedModel) clear(_ context.Context, _ *Client, ns *Namespace, _, _ string) error {
-	return noClear(ns)
+// clear is a delete: a mutator's shard holds everything it counted since
+// it started, so only a new generation starts from zero.
+func (shardedModel) clear(ctx context.Context, c *Client, ns *Namespace, counter counterNames, _ string) (time.Time, error) {
+	return c.cut(ctx, ns, driver.Cut{Counter: counter.user})
 }
 
 func (shardedModel) collect(ctx context.Context, c *Client, _ *Namespace, key driver.CounterKey) GCResult {

@@ -252,6 +252,7 @@ func TestModelMistakesChangeNothing(t *testing.T) {
 		ev := freshNamespace(t, c, abacus.NamespaceConfig{Model: abacus.ModelEvents})
 		ac := freshNamespace(t, c, abacus.NamespaceConfig{Model: abacus.ModelActor})
 		na := freshNamespace(t, c, abacus.NamespaceConfig{Model: abacus.ModelNative})
+		le := freshNamespace(t, c, abacus.NamespaceConfig{Model: abacus.ModelLedger})
 		if err := c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Delta: 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -272,9 +273,12 @@ func TestModelMistakesChangeNothing(t *testing.T) {
 			"missing version":       {c.Set(ctx, abacus.ActorSet{Namespace: ac, Counter: "c", Actor: "a", Value: 99}), abacus.ErrInvalid},
 			"negative version":      {c.Set(ctx, abacus.ActorSet{Namespace: ac, Counter: "c", Actor: "a", Version: -1, Value: 99}), abacus.ErrInvalid},
 			"empty actor":           {c.Set(ctx, abacus.ActorSet{Namespace: ac, Counter: "c", Version: 9, Value: 99}), abacus.ErrInvalid},
-			"clear native":          {c.Clear(ctx, na, "c", ""), abacus.ErrWrongModel},
-			"clear actor":           {c.Clear(ctx, ac, "c", ""), abacus.ErrWrongModel},
-			"clear sharded":         {c.Clear(ctx, "", "c", ""), abacus.ErrWrongModel},
+			"clear of a ledger":     {c.Clear(ctx, le, "c", ""), abacus.ErrWrongModel},
+			"ttl on a ledger":       {createErr(c, abacus.NamespaceConfig{Name: "l-ttl", Model: abacus.ModelLedger, TTL: time.Hour}), abacus.ErrInvalid},
+			"ttl too short":         {createErr(c, abacus.NamespaceConfig{Name: "s-ttl", TTL: 59 * time.Second}), abacus.ErrInvalid},
+			"ttl not in seconds":    {createErr(c, abacus.NamespaceConfig{Name: "s-ttl", TTL: time.Minute + time.Millisecond}), abacus.ErrInvalid},
+			"delete default":        {deleteErr(c, abacus.DefaultNamespace), abacus.ErrInvalid},
+			"delete missing":        {deleteErr(c, "no-such-namespace"), abacus.ErrNamespaceNotFound},
 			"event time on native":  {c.Apply(ctx, abacus.Update{Namespace: na, Counter: "c", Delta: 1, Time: time.Now()}), abacus.ErrWrongModel},
 			"item on events":        {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Item: "x"}), abacus.ErrWrongType},
 			"plain id, no time":     {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Delta: 1, RequestID: "abc"}), abacus.ErrInvalid},
@@ -291,7 +295,7 @@ func TestModelMistakesChangeNothing(t *testing.T) {
 		wantCounter(t, c, ev, "c", 1)
 		wantCounter(t, c, ac, "c", 10)
 		wantCounter(t, c, na, "c", 2)
-		for _, name := range []string{"e-max", "e-bad", "c-bad"} {
+		for _, name := range []string{"e-max", "e-bad", "c-bad", "l-ttl", "s-ttl"} {
 			if _, err := c.Namespace(ctx, name); !errors.Is(err, abacus.ErrNamespaceNotFound) {
 				t.Errorf("refused namespace %s exists: %v", name, err)
 			}
@@ -332,4 +336,9 @@ func TestClockSkew(t *testing.T) {
 			}
 		}
 	})
+}
+
+func deleteErr(c *abacus.Client, name string) error {
+	_, err := c.DeleteNamespace(context.Background(), name)
+	return err
 }

@@ -49,6 +49,10 @@ type Namespace struct {
 	ReadConsistency  driver.Consistency
 	WriteConsistency driver.Consistency
 	CreatedAt        time.Time
+	// TTL, when positive, is the length of the periods counters live in:
+	// at every multiple of it since the Unix epoch (UTC), each counter
+	// starts again from zero, and what it counted before is purged later.
+	TTL time.Duration
 	// Ledger holds the options of a ledger namespace, with every default
 	// filled in; nil for other models.
 	Ledger *LedgerOptions
@@ -72,6 +76,12 @@ type NamespaceConfig struct {
 	// both, the Cassandra driver's default).
 	ReadConsistency  driver.Consistency
 	WriteConsistency driver.Consistency
+	// TTL, when set, makes every counter of the namespace start again
+	// from zero at each multiple of it since the Unix epoch (UTC): a
+	// counter's value covers one period, as in "requests this hour". It
+	// must be a whole number of seconds, at least MinTTL; ledger
+	// namespaces have none. Zero keeps counters until deleted.
+	TTL time.Duration
 	// Ledger sets the options of a ModelLedger namespace; nil takes every
 	// default. It must be nil for other models.
 	Ledger *LedgerOptions
@@ -117,6 +127,13 @@ func (c NamespaceConfig) validate() error {
 	if c.Model != ModelEvents && c.Events != nil {
 		return fmt.Errorf("%w: events options given for a namespace of model %q", ErrInvalid, c.Model)
 	}
+	switch {
+	case c.TTL == 0:
+	case c.Model == ModelLedger:
+		return fmt.Errorf("%w: ledgers cannot have a TTL: a ledger that forgets its balance and its request ids is not a ledger", ErrInvalid)
+	case c.TTL < MinTTL || c.TTL%time.Second != 0:
+		return fmt.Errorf("%w: ttl %v must be a whole number of seconds, at least %v", ErrInvalid, c.TTL, MinTTL)
+	}
 	for _, cl := range []driver.Consistency{c.ReadConsistency, c.WriteConsistency} {
 		if cl > driver.Any {
 			return fmt.Errorf("%w: unknown consistency level %v", ErrInvalid, cl)
@@ -140,6 +157,7 @@ func namespaceFromRecord(r *driver.Namespace) (*Namespace, error) {
 		ReadConsistency:  r.ReadConsistency,
 		WriteConsistency: r.WriteConsistency,
 		CreatedAt:        r.CreatedAt,
+		TTL:              r.Retention,
 	}
 	if m, ok := models[ns.Model]; ok {
 		if err := m.loadOptions(ns, r.Options); err != nil {
@@ -166,6 +184,7 @@ func (c *Client) CreateNamespace(ctx context.Context, nc NamespaceConfig) (*Name
 		ReadConsistency:  nc.ReadConsistency,
 		WriteConsistency: nc.WriteConsistency,
 		CreatedAt:        c.cfg.Clock.Now().UTC().Truncate(time.Millisecond),
+		Retention:        nc.TTL,
 	}
 	rec.Options = models[nc.Model].storedOptions(nc)
 	return c.namespaces.Create(nc.Name, &rec,
@@ -173,13 +192,13 @@ func (c *Client) CreateNamespace(ctx context.Context, nc NamespaceConfig) (*Name
 		publicError)
 }
 
-// Namespace returns the named namespace or ErrNamespaceNotFound. Namespaces
-// never change, so they are cached after the first lookup.
+// Namespace returns the named namespace or ErrNamespaceNotFound, which it
+// also returns once a delete of the namespace has taken effect. Namespaces
+// never change, so they are cached after the first lookup; a cached one is
+// checked against the store with its cuts, every Config.LifecycleRefresh.
 func (c *Client) Namespace(ctx context.Context, name string) (*Namespace, error) {
-	if name == "" {
-		name = DefaultNamespace
-	}
-	return c.namespaces.Lookup(ctx, name)
+	ns, _, err := c.live(ctx, namespaceOrDefault(name))
+	return ns, err
 }
 
 // KnownNamespace returns the named namespace if this client has read or

@@ -126,6 +126,7 @@ type Driver interface {
 	CASCounters
 	Events
 	Ledgers
+	Lifecycle
 	Namespaces
 	NativeCounters
 	Shards

@@ -90,7 +90,6 @@ func TestModelMistakesFromTheCommandLine(t *testing.T) {
 		{[]string{"--ns", "orders", "counter", "set", "q", "a", "1", "1e3"}, 2, "VALUE", false},
 		{[]string{"--ns", "orders", "counter", "add", "q", "1"}, exitRefused, "actor", true},
 		{[]string{"counter", "set", "q", "a", "1", "1"}, exitRefused, "model", true},
-		{[]string{"--ns", "nat", "counter", "clear", "c"}, exitRefused, "cannot be reset", true},
 		{[]string{"counter", "add", "c", "1", "--time", "yesterday"}, 2, "RFC 3339", false},
 		{[]string{"namespace", "create", "x", "--model", "cas", "--bucket", "1m"}, 2, "--model events", false},
 		{[]string{"namespace", "create", "x", "--model", "events", "--bucket", "1500ms"}, 2, "whole number of seconds", false},

@@ -60,6 +60,7 @@ func schemaStatements(cfg Config) []string {
 		fmt.Sprintf(ledgersDDL, cfg.Keyspace),
 		fmt.Sprintf(ledgerClaimsDDL, cfg.Keyspace),
 		fmt.Sprintf(apiKeysDDL, cfg.Keyspace),
+		fmt.Sprintf(counterCutsDDL, cfg.Keyspace),
 	}, append(append(queueSchemaStatements(cfg), eventSchemaStatements(cfg)...), counterSchemaStatements(cfg.Keyspace)...)...)
 }
 
@@ -101,6 +102,8 @@ type statements struct {
 	apiKeys apiKeyStatements
 	// Producer de-duplication of queue puts (queue_dedup.go).
 	dedup dedupStatements
+	// Cuts and purges (lifecycle.go).
+	lifecycle lifecycleStatements
 }
 
 const namespaceColumns = "name, model, type, read_cl, write_cl, retention_ms, options, created_at"
@@ -129,6 +132,7 @@ func newStatements(ks string) statements {
 		counters:        newCounterStatements(ks),
 		apiKeys:         newAPIKeyStatements(ks),
 		dedup:           newDedupStatements(ks),
+		lifecycle:       newLifecycleStatements(ks),
 	}
 	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
 	return q
@@ -161,13 +165,13 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 
 // probe checks that every table can be queried. A keyspace created by an
 // earlier release lacks the newer tables (ledgers, ledger_claims, the queue
-// tables, the events tables, the counter models' tables, api_keys, queue_dedup); their probes
+// tables, the events tables, the counter models' tables, api_keys, queue_dedup, counter_cuts); their probes
 // fail, and prepareSchema then creates them.
 func (d *Driver) probe(ctx context.Context) error {
 	probes := append([]string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims}, d.q.queue.probes()...)
 	probes = append(probes, d.q.events.probes()...)
 	probes = append(probes, d.q.counters.probes()...)
-	probes = append(probes, d.q.apiKeys.probe, d.q.dedup.probe)
+	probes = append(probes, d.q.apiKeys.probe, d.q.dedup.probe, d.q.lifecycle.probe)
 	for _, probe := range probes {
 		// ONE: this only asks whether the table exists.
 		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {

@@ -35,6 +35,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("BoundedReads", func(t *testing.T) { exerciseBoundedReads(t, d) })
 	t.Run("ListCounters", func(t *testing.T) { exerciseListCounters(t, d) })
 	t.Run("ModelLists", func(t *testing.T) { exerciseModelLists(t, d) })
+	t.Run("Lifecycle", func(t *testing.T) { exerciseLifecycle(t, d) })
 	t.Run("Queues", func(t *testing.T) { exerciseQueues(t, d, open) })
 	t.Run("Actors", func(t *testing.T) { exerciseActors(t, d, open) })
 	t.Run("NativeCounters", func(t *testing.T) { exerciseNative(t, d, open) })

@@ -2,6 +2,7 @@ package names
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/abacusdb/abacus/internal/outcome"
@@ -9,6 +10,11 @@ import (
 
 // MaxLen is the longest name, in bytes.
 const MaxLen = 256
+
+// Reserved is refused in every name: U+FFFF, a Unicode noncharacter,
+// which separates a counter's name from its generation in the names
+// counters are stored under (package lifecycle).
+const Reserved = "\uffff"
 
 // Check checks any name; kind ("namespace", "counter", ...) begins its
 // messages. Its errors wrap outcome.ErrInvalid.
@@ -20,6 +26,8 @@ func Check(kind, name string) error {
 		return fmt.Errorf("%w: %s name is %d bytes, the limit is %d", outcome.ErrInvalid, kind, len(name), MaxLen)
 	case !utf8.ValidString(name):
 		return fmt.Errorf("%w: %s name is not valid UTF-8", outcome.ErrInvalid, kind)
+	case strings.Contains(name, Reserved):
+		return fmt.Errorf("%w: %s name holds U+FFFF, which Abacus reserves for the names it stores counters under", outcome.ErrInvalid, kind)
 	}
 	return nil
 }

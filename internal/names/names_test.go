@@ -30,6 +30,8 @@ func TestNames(t *testing.T) {
 		{"zähler", true, false},
 		{"a%2Fb", true, false},
 		{"ann@example.com", true, false},
+		{"a\uffffb", false, false},
+		{"\uffff", false, false},
 	} {
 		if err := Check("counter", tc.name); (err == nil) != tc.any || err != nil && !errors.Is(err, outcome.ErrInvalid) {
 			t.Errorf("Check(%q) = %v, want ok %v", tc.name, err, tc.any)

@@ -90,8 +90,6 @@ func TestModelBadRequestsChangeNothing(t *testing.T) {
 		{"POST", "/v1/namespaces/actor/counters/c/actors/a", `{"version":-4,"value":99}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces/actor/counters/c/actors/a", `{"version":4,"value":99,"x":1}`, 400, api.CodeInvalidJSON},
 		{"POST", "/v1/namespaces/actor/counters/c/actors/a", `{"version":4,"value":1.5}`, 400, api.CodeInvalidArgument},
-		{"POST", "/v1/namespaces/native/counters/c/clear", ``, 400, api.CodeWrongModel},
-		{"POST", "/v1/namespaces/actor/counters/c/clear", ``, 400, api.CodeWrongModel},
 		{"POST", "/v1/namespaces/native/counters/c/updates", `{"delta":1,"time":"2026-11-22T09:30:00Z"}`, 400, api.CodeWrongModel},
 		{"POST", "/v1/namespaces/ev/counters/c/updates", `{"delta":1,"request_id":"plain"}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces/ev/counters/c/updates", `{"delta":1,"request_id":"p","time":"2001-01-01T00:00:00Z"}`, 409, api.CodeTooLate},

@@ -1,0 +1,168 @@
+package cassandra
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// One partition per namespace holds its cuts, so a process learns every cut
+// of a namespace with one read.
+const counterCutsDDL = `CREATE TABLE IF NOT EXISTS %[1]s.counter_cuts (
+	ns text,
+	counter text,
+	at bigint,
+	deletes_namespace boolean,
+	PRIMARY KEY ((ns), counter, at)
+)`
+
+type lifecycleStatements struct {
+	addCut, readCuts, dropCut, probe string
+	deleteNamespace                  string
+	// Purges, one partition delete each.
+	purgeShards, purgeActor, purgeNative, purgeCAS, purgeLedger string
+	purgeEventCounter, purgeEventBucket, readEventBuckets     string
+}
+
+func newLifecycleStatements(ks string) lifecycleStatements {
+	return lifecycleStatements{
+		addCut:            "INSERT INTO " + ks + ".counter_cuts (ns, counter, at, deletes_namespace) VALUES (?, ?, ?, ?)",
+		readCuts:          "SELECT counter, at, deletes_namespace FROM " + ks + ".counter_cuts WHERE ns = ?",
+		dropCut:           "DELETE FROM " + ks + ".counter_cuts WHERE ns = ? AND counter = ? AND at = ?",
+		probe:             "SELECT ns FROM " + ks + ".counter_cuts LIMIT 1",
+		deleteNamespace:   "DELETE FROM " + ks + ".namespaces WHERE name = ?",
+		purgeShards:       "DELETE FROM " + ks + ".shards USING TIMESTAMP ? WHERE ns = ? AND counter = ?",
+		purgeActor:        "DELETE FROM " + ks + ".actor_values USING TIMESTAMP ? WHERE ns = ? AND counter = ?",
+		purgeNative:       "DELETE FROM " + ks + ".native_counters WHERE ns = ? AND counter = ?",
+		purgeCAS:          "DELETE FROM " + ks + ".cas_counters USING TIMESTAMP ? WHERE ns = ? AND counter = ?",
+		purgeLedger:       "DELETE FROM " + ks + ".ledgers USING TIMESTAMP ? WHERE ns = ? AND ledger = ?",
+		purgeEventCounter: "DELETE FROM " + ks + ".event_counters USING TIMESTAMP ? WHERE ns = ? AND counter = ?",
+		purgeEventBucket:  "DELETE FROM " + ks + ".events USING TIMESTAMP ? WHERE ns = ? AND counter = ? AND bucket = ?",
+		readEventBuckets:  "SELECT bucket FROM " + ks + ".event_counters WHERE ns = ? AND counter = ?",
+	}
+}
+
+// AddCut implements driver.Lifecycle, at a quorum at least so that every
+// later read at a quorum sees it.
+func (d *Driver) AddCut(ctx context.Context, p *driver.AddCutParams) error {
+	const op = "add cut"
+	if p.Cut.At <= 0 {
+		return fmt.Errorf("cassandra: %s: time %d is not positive", op, p.Cut.At)
+	}
+	if p.Cut.DeletesNamespace && p.Cut.Counter != "" {
+		return fmt.Errorf("cassandra: %s: only a namespace-wide cut deletes the namespace", op)
+	}
+	return d.execAt(ctx, op, driver.Default, keyLevel(d.cfg.WriteConsistency), d.q.lifecycle.addCut,
+		[]any{p.Namespace, p.Cut.Counter, p.Cut.At, p.Cut.DeletesNamespace}, " of %s/%s", p.Namespace, p.Cut.Counter)
+}
+
+type cutRow struct {
+	Counter *string
+	At      *int64
+	Deletes *bool
+}
+
+func (r *cutRow) dest() []any { return []any{&r.Counter, &r.At, &r.Deletes} }
+
+func cutsFromRows(rows []cutRow) ([]driver.Cut, error) {
+	out := make([]driver.Cut, 0, len(rows))
+	for _, r := range rows {
+		if r.Counter == nil || r.At == nil || *r.At <= 0 {
+			return nil, fmt.Errorf("%w: a cut without a counter or a positive time", errBadRow)
+		}
+		c := driver.Cut{Counter: *r.Counter, At: *r.At, DeletesNamespace: r.Deletes != nil && *r.Deletes}
+		if c.DeletesNamespace && c.Counter != "" {
+			return nil, fmt.Errorf("%w: a counter's cut marked as deleting the namespace", errBadRow)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// ReadCuts implements driver.Lifecycle: the namespace's partition, unpaged
+// (the purge keeps it to about one cut per deleted counter).
+func (d *Driver) ReadCuts(ctx context.Context, p *driver.ReadCutsParams) ([]driver.Cut, error) {
+	const op = "read cuts"
+	cl, err := d.beginAt(ctx, op, driver.Default, keyLevel(d.cfg.ReadConsistency))
+	if err != nil {
+		return nil, err
+	}
+	iter := d.session.Query(d.q.lifecycle.readCuts, p.Namespace).Consistency(cl).IterContext(ctx)
+	return readRows(iter, (*cutRow).dest, cutsFromRows, op, " of %s", p.Namespace)
+}
+
+// DropCuts implements driver.Lifecycle.
+func (d *Driver) DropCuts(ctx context.Context, p *driver.DropCutsParams) error {
+	const op = "drop cuts"
+	cl, err := d.beginAt(ctx, op, driver.Default, keyLevel(d.cfg.WriteConsistency))
+	if err != nil {
+		return err
+	}
+	for _, c := range p.Cuts {
+		if err := d.exec(ctx, cl, d.q.lifecycle.dropCut, []any{p.Namespace, c.Counter, c.At}, op, " of %s/%s", p.Namespace, c.Counter); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PurgeCounter implements driver.Lifecycle with partition deletes. An
+// events counter's bucket partitions are found through its markers and
+// deleted before the markers are. A ledger's request-id claims are left
+// to expire by their TTL.
+func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams) error {
+	const op = "purge counter"
+	cl, err := d.beginAt(ctx, op, driver.Default, d.cfg.WriteConsistency)
+	if err != nil {
+		return err
+	}
+	q := d.q.lifecycle
+	one := func(stmt string, args ...any) error {
+		return d.exec(ctx, cl, stmt, args, op, " %s/%s", p.Namespace, p.Counter)
+	}
+	if p.Timestamp <= 0 {
+		return fmt.Errorf("cassandra: %s: timestamp %d is not positive", op, p.Timestamp)
+	}
+	ts := p.Timestamp
+	switch p.Model {
+	case "sharded":
+		return one(q.purgeShards, ts, p.Namespace, p.Counter)
+	case "actor":
+		return one(q.purgeActor, ts, p.Namespace, p.Counter)
+	case "native":
+		return one(q.purgeNative, p.Namespace, p.Counter)
+	case "cas":
+		return one(q.purgeCAS, ts, p.Namespace, p.Counter)
+	case "ledger":
+		return one(q.purgeLedger, ts, p.Namespace, p.Counter)
+	case "events":
+		rcl, err := level(driver.Default, d.cfg.ReadConsistency)
+		if err != nil {
+			return fmt.Errorf("cassandra: %s: %w", op, err)
+		}
+		buckets, err := readRows(d.session.Query(q.readEventBuckets, p.Namespace, p.Counter).Consistency(rcl).IterContext(ctx),
+			func(b **int64) []any { return []any{b} }, func(rows []*int64) ([]*int64, error) { return rows, nil },
+			op, " %s/%s: buckets", p.Namespace, p.Counter)
+		if err != nil {
+			return err
+		}
+		for _, b := range buckets {
+			if b == nil {
+				continue // the static-only row of a counter without markers
+			}
+			if err := one(q.purgeEventBucket, ts, p.Namespace, p.Counter, *b); err != nil {
+				return err
+			}
+		}
+		return one(q.purgeEventCounter, ts, p.Namespace, p.Counter)
+	}
+	return fmt.Errorf("cassandra: %s: unknown model %q", op, p.Model)
+}
+
+// DeleteNamespace implements driver.Lifecycle.
+func (d *Driver) DeleteNamespace(ctx context.Context, p *driver.DeleteNamespaceParams) error {
+	return d.execAt(ctx, "delete namespace", driver.Default, keyLevel(d.cfg.WriteConsistency),
+		d.q.lifecycle.deleteNamespace, []any{p.Name}, " %s", p.Name)
+}
+

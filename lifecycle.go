@@ -1,0 +1,284 @@
+package abacus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/lifecycle"
+)
+
+// MinTTL is the shortest TTL a namespace may have: every TTL period stores
+// each counter under a new name, and the purge of ended periods runs with
+// the background sweeps.
+const MinTTL = time.Minute
+
+// DeleteCounter deletes a counter (or a ledger) of any model. It takes
+// effect at the time it returns, Config.DeleteDelay from now: every update
+// acknowledged before that time is erased, the counter reads as never
+// written from then on, and updates made from then on count from zero.
+// The erased data is purged in the background later (docs/api.md,
+// "Deleting"). Deleting again, or retrying after ErrUnknownOutcome, is
+// harmless: the later delete wins, and it erases only what the first one
+// would have plus what was counted in between.
+func (c *Client) DeleteCounter(ctx context.Context, namespace, counter string) (time.Time, error) {
+	if err := ValidateName("counter", counter); err != nil {
+		return time.Time{}, err
+	}
+	ns, err := c.Namespace(ctx, namespace)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.cut(ctx, ns, driver.Cut{Counter: counter})
+}
+
+// DeleteNamespace deletes a namespace and every counter in it. Like
+// DeleteCounter it takes effect at the time it returns; from then on the
+// namespace answers ErrNamespaceNotFound everywhere. Its data is purged and
+// its record removed in the background later, after which the name may be
+// used again, for a namespace that starts empty. The default namespaces
+// cannot be deleted.
+func (c *Client) DeleteNamespace(ctx context.Context, name string) (time.Time, error) {
+	if name == "" || name == DefaultNamespace || name == DefaultLedgerNamespace {
+		return time.Time{}, fmt.Errorf("%w: the default namespaces %q and %q cannot be deleted", ErrInvalid, DefaultNamespace, DefaultLedgerNamespace)
+	}
+	ns, err := c.Namespace(ctx, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.cut(ctx, ns, driver.Cut{DeletesNamespace: true})
+}
+
+// cut records a cut Config.DeleteDelay from now. Its write is bounded by
+// WriteTimeout, which DeleteDelay exceeds together with LifecycleRefresh:
+// a process that did not see the cut read its view before the write
+// ended, so it reads again before the cut's time.
+func (c *Client) cut(ctx context.Context, ns *Namespace, cut driver.Cut) (time.Time, error) {
+	at := c.cfg.Clock.Now().Add(c.cfg.DeleteDelay).Truncate(time.Microsecond)
+	cut.At = at.UnixMicro()
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
+	defer cancel()
+	err := c.cfg.Driver.AddCut(wctx, &driver.AddCutParams{Namespace: ns.Name, Cut: cut})
+	c.views.Forget(ns.Name)
+	if err != nil {
+		return time.Time{}, publicError(err)
+	}
+	return at.UTC(), nil
+}
+
+// newViews is the Client's cache of namespaces' cuts.
+func (c *Client) newViews() *lifecycle.Cache {
+	return &lifecycle.Cache{
+		Refresh:     c.cfg.LifecycleRefresh,
+		Clock:       c.cfg.Clock,
+		LoadTimeout: c.cfg.WriteTimeout,
+		Load: func(ctx context.Context, name string, readAt time.Time) (*lifecycle.View, error) {
+			cuts, err := c.cfg.Driver.ReadCuts(ctx, &driver.ReadCutsParams{Namespace: name})
+			if err != nil {
+				return nil, err
+			}
+			var created time.Time
+			rec, err := c.cfg.Driver.GetNamespace(ctx, &driver.GetNamespaceParams{Name: name})
+			switch {
+			case err == nil:
+				created = rec.CreatedAt
+			case !errors.Is(err, driver.ErrNotFound):
+				return nil, err
+			}
+			return lifecycle.NewView(readAt, created, cuts), nil
+		},
+	}
+}
+
+// live returns the namespace with a view of its cuts trusted now, or
+// ErrNamespaceNotFound once a delete of it has taken effect. A namespace
+// record cached here that the view shows deleted and made again (another
+// creation time) is read again.
+func (c *Client) live(ctx context.Context, name string) (*Namespace, *lifecycle.View, error) {
+	ns, err := c.namespaces.Lookup(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := c.views.Get(ctx, name)
+	if err != nil {
+		return nil, nil, publicError(err)
+	}
+	if !v.CreatedAt.Equal(ns.CreatedAt) {
+		// One of the two is older than the other: read both again.
+		c.views.Forget(name)
+		c.namespaces.Forget(name)
+		if v, err = c.views.Get(ctx, name); err != nil {
+			return nil, nil, publicError(err)
+		}
+		if ns, err = c.namespaces.Lookup(ctx, name); err != nil {
+			return nil, nil, err
+		}
+		if !v.CreatedAt.Equal(ns.CreatedAt) {
+			return nil, nil, fmt.Errorf("%w: namespace %q was deleted and made again while it was read; retry", ErrUnavailable, name)
+		}
+	}
+	if v.Deleted(c.cfg.Clock.Now().UnixMicro()) {
+		return nil, nil, fmt.Errorf("%w: %q (deleted)", ErrNamespaceNotFound, name)
+	}
+	return ns, v, nil
+}
+
+// storedName is the name counter is stored under at time now: its own
+// name until its first cut (or TTL period), the generation's name after.
+func storedName(ns *Namespace, v *lifecycle.View, counter string, now time.Time) string {
+	return lifecycle.StoredName(counter, v.Generation(counter, now.UnixMicro(), ns.TTL))
+}
+
+// userName is the name a stored name belongs to.
+func userName(stored string) string {
+	counter, _, ok := lifecycle.SplitStored(stored)
+	if !ok {
+		return stored
+	}
+	return counter
+}
+
+// PurgeResult says what one PurgeAll removed.
+type PurgeResult struct {
+	// Generations is how many stored generations of counters were purged.
+	Generations int
+	// Namespaces is how many deleted namespaces' records were removed.
+	Namespaces int
+	// Cuts is how many cuts were dropped because nothing needs them now.
+	Cuts int
+}
+
+// PurgeAll removes what deletes and TTL periods have made unreachable: the
+// data of every generation of a counter that ended at least twice
+// Config.DeleteDelay ago (by then no process writes it: each stopped at
+// the generation's end by its own clock, and its last write had
+// WriteTimeout to land), the records of namespaces deleted that long ago,
+// and the cuts no process needs any longer. The background sweeper runs it
+// every Config.GCInterval over every namespace; namespace, when not empty,
+// limits it to one. It is safe to run at any time, from any number of
+// processes.
+func (c *Client) PurgeAll(ctx context.Context, namespace string) (PurgeResult, error) {
+	var res PurgeResult
+	recs, err := c.cfg.Driver.ListNamespaces(ctx, &driver.ListNamespacesParams{})
+	if err != nil {
+		return res, publicError(err)
+	}
+	if namespace != "" {
+		recs = slices.DeleteFunc(recs, func(r *driver.Namespace) bool { return r.Name != namespace })
+	}
+	var errs []error
+	// Each model's counters are listed once, for all its namespaces: a
+	// listing scans the model's whole table on Cassandra anyway.
+	listed := map[Model]map[string][]driver.CounterKey{}
+	for _, rec := range recs {
+		ns, err := namespaceFromRecord(rec)
+		if err != nil {
+			continue // a model of a later release: not this one's to purge
+		}
+		m, ok := models[ns.Model]
+		if !ok {
+			continue
+		}
+		v, err := c.views.Get(ctx, ns.Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("namespace %q: %w", ns.Name, err))
+			continue
+		}
+		if len(v.Cuts()) == 0 && ns.TTL == 0 {
+			continue
+		}
+		if listed[ns.Model] == nil {
+			keys, err := m.list(ctx, c.cfg.Driver, &driver.ListCountersParams{})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("list %s counters: %w", ns.Model, err))
+				continue
+			}
+			byNamespace := map[string][]driver.CounterKey{}
+			for _, k := range keys {
+				byNamespace[k.Namespace] = append(byNamespace[k.Namespace], k)
+			}
+			listed[ns.Model] = byNamespace
+		}
+		if err := c.purgeNamespace(ctx, ns, v, listed[ns.Model][ns.Name], &res); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %q: %w", ns.Name, err))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// purgeNamespace purges the ended generations among keys, the namespace's
+// stored counters.
+func (c *Client) purgeNamespace(ctx context.Context, ns *Namespace, v *lifecycle.View, keys []driver.CounterKey, res *PurgeResult) error {
+	cuts := v.Cuts()
+	settled := c.cfg.Clock.Now().Add(-2 * c.cfg.DeleteDelay).UnixMicro()
+	deleted := v.DeletedAt() != 0 && v.DeletedAt() <= settled
+	for _, k := range keys {
+		counter, gen, ok := lifecycle.SplitStored(k.Counter)
+		if !ok {
+			continue
+		}
+		if end := v.End(counter, gen, ns.TTL); !deleted && (end == 0 || end > settled) {
+			continue
+		}
+		if err := c.cfg.Driver.PurgeCounter(ctx, &driver.PurgeCounterParams{Namespace: ns.Name, Counter: k.Counter, Model: string(ns.Model),
+			Timestamp: c.cfg.Clock.Now().UnixMicro()}); err != nil {
+			return err
+		}
+		res.Generations++
+	}
+	if deleted {
+		return c.removeNamespace(ctx, ns.Name, v, res)
+	}
+	drop := lifecycle.Unneeded(cuts, settled)
+	if len(drop) == 0 {
+		return nil
+	}
+	if err := c.cfg.Driver.DropCuts(ctx, &driver.DropCutsParams{Namespace: ns.Name, Cuts: drop}); err != nil {
+		return err
+	}
+	res.Cuts += len(drop)
+	return nil
+}
+
+// removeNamespace removes a deleted namespace whose data is purged: its
+// record first, then every cut but its latest namespace-wide one, which
+// stays, no longer deleting, so that a namespace made again under the name
+// stores its counters under names the old one never used (a deleted
+// Cassandra counter cannot be written again).
+func (c *Client) removeNamespace(ctx context.Context, name string, v *lifecycle.View, res *PurgeResult) error {
+	if err := c.cfg.Driver.DeleteNamespace(ctx, &driver.DeleteNamespaceParams{Name: name}); err != nil {
+		return err
+	}
+	res.Namespaces++
+	cuts := v.Cuts()
+	var last int64
+	for _, cut := range cuts {
+		if cut.Counter == "" {
+			last = max(last, cut.At)
+		}
+	}
+	if err := c.cfg.Driver.AddCut(ctx, &driver.AddCutParams{Namespace: name, Cut: driver.Cut{At: last}}); err != nil {
+		return err
+	}
+	var drop []driver.Cut
+	for _, cut := range cuts {
+		if cut.Counter != "" || cut.At != last {
+			drop = append(drop, cut)
+		}
+	}
+	if len(drop) > 0 {
+		if err := c.cfg.Driver.DropCuts(ctx, &driver.DropCutsParams{Namespace: name, Cuts: drop}); err != nil {
+			return err
+		}
+		res.Cuts += len(drop)
+	}
+	c.views.Forget(name)
+	c.namespaces.Forget(name)
+	return nil
+}

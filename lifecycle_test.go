@@ -1,0 +1,399 @@
+package abacus_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
+)
+
+// lifecycleConfig is the configuration of the tests that delete: a manual
+// clock, and the delays at their defaults, so the tests move time across
+// them as production would.
+func lifecycleClient(t *testing.T, d driver.Driver, clk *clock.Manual) *abacus.Client {
+	t.Helper()
+	return startClient(t, abacus.Config{Driver: d, Clock: clk, GCInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+}
+
+// modelCounter adds to and reads one counter of one model through a
+// client, whatever the model's write operation is.
+type modelCounter struct {
+	model abacus.Model
+	ns    string
+	// version is the actor model's last version; its values are running
+	// totals per counter, set as a whole.
+	version int64
+	total   map[string]int64
+}
+
+func newModelCounter(t *testing.T, c *abacus.Client, m abacus.Model) *modelCounter {
+	return &modelCounter{model: m, ns: freshNamespace(t, c, abacus.NamespaceConfig{Model: m})}
+}
+
+func (mc *modelCounter) add(c *abacus.Client, counter string, n int64) error {
+	ctx := context.Background()
+	switch mc.model {
+	case abacus.ModelLedger:
+		_, err := c.Credit(ctx, mc.ns, counter, n, "")
+		return err
+	case abacus.ModelActor:
+		if mc.total == nil {
+			mc.total = map[string]int64{}
+		}
+		mc.version++
+		mc.total[counter] += n
+		return c.Set(ctx, abacus.ActorSet{Namespace: mc.ns, Counter: counter, Actor: "a", Version: mc.version, Value: mc.total[counter]})
+	}
+	return c.Apply(ctx, abacus.Update{Namespace: mc.ns, Counter: counter, Delta: n})
+}
+
+// restart forgets the actor model's running total of counter "c", as a
+// counter that starts again from zero must.
+func (mc *modelCounter) restart() { delete(mc.total, "c") }
+
+func (mc *modelCounter) value(c *abacus.Client, counter string) (int64, error) {
+	ctx := context.Background()
+	if mc.model == abacus.ModelLedger {
+		v, err := c.LedgerValue(ctx, mc.ns, counter)
+		if err != nil {
+			return 0, err
+		}
+		return v.Value, nil
+	}
+	v, err := c.Get(ctx, mc.ns, counter)
+	if err != nil {
+		return 0, err
+	}
+	return v.Value, nil
+}
+
+func (mc *modelCounter) want(t *testing.T, c *abacus.Client, counter string, want int64, when string) {
+	t.Helper()
+	got, err := mc.value(c, counter)
+	if err != nil {
+		t.Fatalf("%s: %s: read %s: %v", mc.model, when, counter, err)
+	}
+	if got != want {
+		t.Fatalf("%s: %s: %s = %d, want %d", mc.model, when, counter, got, want)
+	}
+}
+
+func (mc *modelCounter) listed(t *testing.T, c *abacus.Client, want ...string) {
+	t.Helper()
+	got, err := c.Counters(context.Background(), mc.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+		t.Fatalf("%s: counters listed %q, want %q", mc.model, got, want)
+	}
+}
+
+var everyModel = []abacus.Model{abacus.ModelSharded, abacus.ModelEvents, abacus.ModelActor, abacus.ModelNative, abacus.ModelCAS, abacus.ModelLedger}
+
+// A delete erases what was counted before it takes effect, including
+// updates made after it was asked for, and nothing after: for every model,
+// with a second process that learned of the counter before the delete.
+func TestDeleteTakesEffectAtItsTime(t *testing.T) {
+	t.Parallel()
+	modelStores(t, func(t *testing.T, d driver.Driver) {
+		for _, m := range everyModel {
+			t.Run(string(m), func(t *testing.T) {
+				clk := clock.NewManual(time.Now())
+				a, b := lifecycleClient(t, d, clk), lifecycleClient(t, d, clk)
+				mc := newModelCounter(t, a, m)
+				if err := mc.add(b, "c", 5); err != nil {
+					t.Fatal(err)
+				}
+				if err := mc.add(a, "other", 1); err != nil {
+					t.Fatal(err)
+				}
+				at, err := a.DeleteCounter(context.Background(), mc.ns, "c")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := clk.Now().Add(3 * time.Minute); !at.Equal(want.Truncate(time.Microsecond)) {
+					t.Fatalf("delete takes effect at %v, want %v (the default DeleteDelay from now)", at, want)
+				}
+				clk.Advance(at.Sub(clk.Now()) - time.Microsecond) // just before
+				if err := mc.add(b, "c", 2); err != nil {         // still the old generation: erased
+					t.Fatal(err)
+				}
+				mc.want(t, a, "c", 7, "just before the delete")
+				mc.listed(t, b, "c", "other")
+				clk.Advance(time.Microsecond)
+				mc.want(t, b, "c", 0, "when the delete takes effect")
+				mc.want(t, a, "c", 0, "when the delete takes effect")
+				mc.want(t, b, "other", 1, "another counter")
+				mc.listed(t, a, "other")
+				mc.restart()
+				if err := mc.add(b, "c", 3); err != nil {
+					t.Fatal(err)
+				}
+				mc.want(t, a, "c", 3, "after the delete")
+				mc.listed(t, a, "c", "other")
+			})
+		}
+	})
+}
+
+// Every clear that is a delete (sharded, actor, native) says when it takes
+// effect, and the counter is zero from then on.
+func TestClearOfAShardedCounterIsADelete(t *testing.T) {
+	t.Parallel()
+	modelStores(t, func(t *testing.T, d driver.Driver) {
+		clk := clock.NewManual(time.Now())
+		c := lifecycleClient(t, d, clk)
+		for _, m := range []abacus.Model{abacus.ModelSharded, abacus.ModelActor, abacus.ModelNative} {
+			mc := newModelCounter(t, c, m)
+			if err := mc.add(c, "c", 4); err != nil {
+				t.Fatal(err)
+			}
+			at, err := c.ClearAt(context.Background(), mc.ns, "c", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !at.After(clk.Now()) {
+				t.Fatalf("%s: clear takes effect at %v, not after now (%v)", m, at, clk.Now())
+			}
+			mc.want(t, c, "c", 4, "before the clear takes effect")
+			clk.Advance(at.Sub(clk.Now()))
+			mc.want(t, c, "c", 0, "once the clear takes effect")
+		}
+	})
+}
+
+// A process that read a namespace's cuts before a delete reads them again
+// in time, however busy it is: here it reads the counter every second of
+// the delay, and its first read at the delete's time sees the counter
+// empty. A cache that kept its view longer than LifecycleRefresh fails.
+func TestEveryProcessLearnsOfADeleteBeforeItTakesEffect(t *testing.T) {
+	t.Parallel()
+	modelStores(t, func(t *testing.T, d driver.Driver) {
+		clk := clock.NewManual(time.Now())
+		a, b := lifecycleClient(t, d, clk), lifecycleClient(t, d, clk)
+		mc := newModelCounter(t, a, abacus.ModelSharded)
+		if err := mc.add(b, "c", 5); err != nil {
+			t.Fatal(err)
+		}
+		mc.want(t, b, "c", 5, "before the delete")
+		at, err := a.DeleteCounter(context.Background(), mc.ns, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for clk.Now().Before(at) {
+			mc.want(t, b, "c", 5, "while the delete is pending")
+			clk.Advance(min(time.Second, at.Sub(clk.Now())))
+		}
+		mc.want(t, b, "c", 0, "at the delete's time")
+	})
+}
+
+// The data of a generation is purged twice DeleteDelay after it ended, not
+// before; later generations and other counters stay; the cuts that decide
+// nothing any longer are dropped, and deleting again still works.
+func TestPurgeRemovesEndedGenerations(t *testing.T) {
+	t.Parallel()
+	modelStores(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		clk := clock.NewManual(time.Now())
+		c := lifecycleClient(t, d, clk)
+		for _, m := range everyModel {
+			mc := newModelCounter(t, c, m)
+			for _, k := range []string{"c", "other"} {
+				if err := mc.add(c, k, 5); err != nil {
+					t.Fatal(err)
+				}
+			}
+			first, err := c.DeleteCounter(ctx, mc.ns, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(first.Sub(clk.Now()))
+			mc.restart()
+			if err := mc.add(c, "c", 2); err != nil {
+				t.Fatal(err)
+			}
+			wantStored(t, d, mc, 3) // c, its new generation, other
+			clk.Advance(6*time.Minute - time.Microsecond)
+			if res, err := c.PurgeAll(ctx, mc.ns); err != nil || res.Generations != 0 {
+				t.Fatalf("%s: purge just before the old generation settled: %+v, %v", m, res, err)
+			}
+			clk.Advance(time.Microsecond)
+			if _, err := c.PurgeAll(ctx, mc.ns); err != nil {
+				t.Fatal(err)
+			}
+			wantStored(t, d, mc, 2)
+			mc.want(t, c, "c", 2, "after the purge")
+			mc.want(t, c, "other", 5, "after the purge")
+
+			second, err := c.DeleteCounter(ctx, mc.ns, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(second.Sub(clk.Now()) + 6*time.Minute)
+			if _, err := c.PurgeAll(ctx, mc.ns); err != nil {
+				t.Fatal(err)
+			}
+			wantStored(t, d, mc, 1)
+			cuts, err := d.ReadCuts(ctx, &driver.ReadCutsParams{Namespace: mc.ns})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cuts) != 1 || cuts[0].At != second.UnixMicro() {
+				t.Fatalf("%s: cuts after the purges %+v, want only the second (%d)", m, cuts, second.UnixMicro())
+			}
+			mc.want(t, c, "c", 0, "after the second delete")
+			mc.restart()
+			if err := mc.add(c, "c", 1); err != nil {
+				t.Fatal(err)
+			}
+			mc.want(t, c, "c", 1, "written after the second delete")
+		}
+	})
+}
+
+// wantStored checks how many stored names (generations) the namespace's
+// model holds, through the driver.
+func wantStored(t *testing.T, d driver.Driver, mc *modelCounter, want int) {
+	t.Helper()
+	lists := map[abacus.Model]func(context.Context, *driver.ListCountersParams) ([]driver.CounterKey, error){
+		abacus.ModelSharded: d.ListCounters, abacus.ModelEvents: d.ListEventCounters, abacus.ModelActor: d.ListActorCounters,
+		abacus.ModelNative: d.ListNativeCounters, abacus.ModelCAS: d.ListCASCounters, abacus.ModelLedger: d.ListLedgers,
+	}
+	keys, err := lists[mc.model](context.Background(), &driver.ListCountersParams{Namespace: mc.ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != want {
+		t.Fatalf("%s: %d stored names %q, want %d", mc.model, len(keys), keys, want)
+	}
+}
+
+// A namespace with a TTL starts every counter again at each period, and
+// the periods that ended are purged.
+func TestTTLPeriods(t *testing.T) {
+	t.Parallel()
+	modelStores(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		start := time.Now().Truncate(time.Hour).Add(time.Hour + time.Second)
+		clk := clock.NewManual(start)
+		c := lifecycleClient(t, d, clk)
+		for _, m := range []abacus.Model{abacus.ModelSharded, abacus.ModelEvents, abacus.ModelActor, abacus.ModelNative, abacus.ModelCAS} {
+			clk.Advance(start.Sub(clk.Now()))
+			ns := freshNamespace(t, c, abacus.NamespaceConfig{Model: m, TTL: time.Hour})
+			mc := &modelCounter{model: m, ns: ns}
+			if got, err := c.Namespace(ctx, ns); err != nil || got.TTL != time.Hour {
+				t.Fatalf("%s: namespace read back with TTL %v, %v", m, got.TTL, err)
+			}
+			if err := mc.add(c, "c", 5); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Hour - 2*time.Second) // the period's last second
+			mc.want(t, c, "c", 5, "in the period")
+			clk.Advance(time.Second)
+			mc.want(t, c, "c", 0, "in the next period")
+			mc.listed(t, c)
+			mc.restart()
+			if err := mc.add(c, "c", 3); err != nil {
+				t.Fatal(err)
+			}
+			mc.want(t, c, "c", 3, "written in the next period")
+			mc.listed(t, c, "c")
+			clk.Advance(6 * time.Minute)
+			if _, err := c.PurgeAll(ctx, mc.ns); err != nil {
+				t.Fatal(err)
+			}
+			wantStored(t, d, mc, 1)
+			mc.want(t, c, "c", 3, "after the purge")
+		}
+	})
+}
+
+// A deleted namespace answers not found from the delete's time on, in
+// every process; its data and record are purged later; the name can then
+// be used again, for a namespace that starts empty, even by a process that
+// had the old one cached.
+func TestDeleteNamespace(t *testing.T) {
+	t.Parallel()
+	modelStores(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		clk := clock.NewManual(time.Now())
+		a, b := lifecycleClient(t, d, clk), lifecycleClient(t, d, clk)
+		mc := newModelCounter(t, a, abacus.ModelNative)
+		if err := mc.add(b, "c", 5); err != nil {
+			t.Fatal(err)
+		}
+		at, err := a.DeleteNamespace(ctx, mc.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(at.Sub(clk.Now()) - time.Microsecond)
+		mc.want(t, b, "c", 5, "just before the delete")
+		clk.Advance(time.Microsecond)
+		for name, err := range map[string]error{
+			"get":       func() error { _, err := b.Get(ctx, mc.ns, "c"); return err }(),
+			"apply":     b.Apply(ctx, abacus.Update{Namespace: mc.ns, Counter: "c", Delta: 1}),
+			"namespace": func() error { _, err := a.Namespace(ctx, mc.ns); return err }(),
+			"list":      func() error { _, err := b.Counters(ctx, mc.ns); return err }(),
+			"delete":    func() error { _, err := b.DeleteNamespace(ctx, mc.ns); return err }(),
+		} {
+			if !errors.Is(err, abacus.ErrNamespaceNotFound) {
+				t.Errorf("%s on a deleted namespace: %v, want ErrNamespaceNotFound", name, err)
+			}
+		}
+		if _, err := a.CreateNamespace(ctx, abacus.NamespaceConfig{Name: mc.ns}); !errors.Is(err, abacus.ErrNamespaceExists) {
+			t.Fatalf("create while the deleted namespace is not yet purged: %v, want ErrNamespaceExists", err)
+		}
+		clk.Advance(6 * time.Minute)
+		res, err := a.PurgeAll(ctx, mc.ns)
+		if err != nil || res.Namespaces != 1 || res.Generations != 1 {
+			t.Fatalf("purge: %+v, %v; want one namespace and one generation", res, err)
+		}
+		if _, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: mc.ns}); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("the record after the purge: %v", err)
+		}
+		wantStored(t, d, mc, 0)
+		// Made again, with another model, by the other process.
+		if _, err := a.CreateNamespace(ctx, abacus.NamespaceConfig{Name: mc.ns, Model: abacus.ModelCAS}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(5 * time.Second) // b's view of the name expires
+		v, err := b.Get(ctx, mc.ns, "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Model != abacus.ModelCAS || !v.Empty {
+			t.Fatalf("the namespace made again reads %+v, want an empty cas counter", v)
+		}
+		again := &modelCounter{model: abacus.ModelCAS, ns: mc.ns}
+		if err := again.add(b, "c", 2); err != nil {
+			t.Fatal(err)
+		}
+		again.want(t, a, "c", 2, "in the namespace made again")
+	})
+}
+
+func TestDeleteDelayMustCoverRefreshAndWrite(t *testing.T) {
+	t.Parallel()
+	d := newClient(t).Driver()
+	for _, cfg := range []abacus.Config{
+		{Driver: d, DeleteDelay: 15 * time.Second},                                    // = 5s refresh + 10s write
+		{Driver: d, DeleteDelay: time.Minute, LifecycleRefresh: time.Minute},          // refresh alone fills it
+		{Driver: d, DeleteDelay: -time.Second},                                        // negative
+		{Driver: d, LifecycleRefresh: 2 * time.Minute, WriteTimeout: 2 * time.Minute}, // the default delay no longer covers them
+	} {
+		if _, err := abacus.NewClient(context.Background(), cfg); err == nil {
+			t.Errorf("NewClient accepted DeleteDelay %v, LifecycleRefresh %v, WriteTimeout %v", cfg.DeleteDelay, cfg.LifecycleRefresh, cfg.WriteTimeout)
+		}
+	}
+	if _, err := abacus.NewClient(context.Background(), abacus.Config{Driver: d, DeleteDelay: 15*time.Second + time.Microsecond}); err != nil {
+		t.Errorf("a delay just over refresh plus write was refused: %v", err)
+	}
+}

@@ -2,8 +2,8 @@ package abacus
 
 import (
 	"context"
-	"time"
 	"fmt"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/actor"

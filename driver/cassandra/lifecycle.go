@@ -22,7 +22,7 @@ type lifecycleStatements struct {
 	deleteNamespace                  string
 	// Purges, one partition delete each.
 	purgeShards, purgeActor, purgeNative, purgeCAS, purgeLedger string
-	purgeEventCounter, purgeEventBucket, readEventBuckets     string
+	purgeEventCounter, purgeEventBucket, readEventBuckets       string
 }
 
 func newLifecycleStatements(ks string) lifecycleStatements {
@@ -165,4 +165,3 @@ func (d *Driver) DeleteNamespace(ctx context.Context, p *driver.DeleteNamespaceP
 	return d.execAt(ctx, "delete namespace", driver.Default, keyLevel(d.cfg.WriteConsistency),
 		d.q.lifecycle.deleteNamespace, []any{p.Name}, " %s", p.Name)
 }
-

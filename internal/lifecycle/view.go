@@ -36,8 +36,10 @@ func NewView(readAt, createdAt time.Time, cuts []driver.Cut) *View {
 		v.counters[c.Counter] = append(v.counters[c.Counter], c.At)
 	}
 	slices.Sort(v.namespace)
-	for _, ts := range v.counters {
+	v.namespace = slices.Compact(v.namespace)
+	for counter, ts := range v.counters {
 		slices.Sort(ts)
+		v.counters[counter] = slices.Compact(ts)
 	}
 	return v
 }
@@ -110,10 +112,7 @@ func earliest(a, b int64) int64 {
 }
 
 func firstAfter(sorted []int64, t int64) int64 {
-	i, found := slices.BinarySearch(sorted, t)
-	if found {
-		i++
-	}
+	i, _ := slices.BinarySearch(sorted, t+1)
 	if i == len(sorted) {
 		return 0
 	}

@@ -1,0 +1,124 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/clock"
+)
+
+type loads struct {
+	n    atomic.Int64
+	fail atomic.Bool
+	gate chan struct{} // when set, each load waits for it
+}
+
+func (l *loads) load(ctx context.Context, _ string, readAt time.Time) (*View, error) {
+	if l.gate != nil {
+		<-l.gate
+	}
+	l.n.Add(1)
+	if l.fail.Load() {
+		return nil, errors.New("store down")
+	}
+	return NewView(readAt, time.Time{}, nil), nil
+}
+
+func TestViewsAreTrustedForOneRefresh(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewManual(time.Unix(1000, 0))
+	l := &loads{}
+	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+	ctx := context.Background()
+	v1, err := c.Get(ctx, "ns")
+	if err != nil || l.n.Load() != 1 {
+		t.Fatalf("first Get: %v, %d loads", err, l.n.Load())
+	}
+	clk.Advance(4 * time.Second)
+	if v, _ := c.Get(ctx, "ns"); v != v1 || l.n.Load() != 1 {
+		t.Fatalf("Get within half a refresh read again (%d loads)", l.n.Load())
+	}
+	// A view too old is never returned, even when reading it again fails.
+	clk.Advance(6 * time.Second)
+	l.fail.Store(true)
+	if v, err := c.Get(ctx, "ns"); err == nil {
+		t.Fatalf("Get at the end of the refresh returned %+v, not the failure of the read", v)
+	}
+	l.fail.Store(false)
+	v2, err := c.Get(ctx, "ns")
+	if err != nil || v2 == v1 || !v2.ReadAt.Equal(clk.Now()) {
+		t.Fatalf("Get after a failed read: %+v, %v", v2, err)
+	}
+}
+
+// Past half the refresh, a Get returns the view it has and reads a new one
+// in the background.
+func TestViewsAreReadAgainInTheBackground(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewManual(time.Unix(1000, 0))
+	l := &loads{}
+	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+	ctx := context.Background()
+	v1, _ := c.Get(ctx, "ns")
+	clk.Advance(6 * time.Second)
+	if v, _ := c.Get(ctx, "ns"); v != v1 {
+		t.Fatal("Get past half the refresh did not return the view it had")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for l.n.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("no background read")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for {
+		if v, _ := c.Get(ctx, "ns"); v != v1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the background read's view was not used")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Many Gets of a namespace without a view share one read.
+func TestConcurrentGetsShareOneRead(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewManual(time.Unix(1000, 0))
+	l := &loads{gate: make(chan struct{})}
+	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := c.Get(context.Background(), "ns"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	time.Sleep(20 * time.Millisecond)
+	close(l.gate)
+	wg.Wait()
+	if n := l.n.Load(); n != 1 {
+		t.Fatalf("%d reads for 20 concurrent Gets, want 1", n)
+	}
+}
+
+func TestForgetReadsAgain(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewManual(time.Unix(1000, 0))
+	l := &loads{}
+	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+	ctx := context.Background()
+	_, _ = c.Get(ctx, "ns")
+	c.Forget("ns")
+	c.Forget("never-read")
+	_, _ = c.Get(ctx, "ns")
+	if n := l.n.Load(); n != 2 {
+		t.Fatalf("%d reads, want 2 (Forget must drop the view)", n)
+	}
+}

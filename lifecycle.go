@@ -16,7 +16,7 @@ import (
 // the background sweeps.
 const MinTTL = time.Minute
 
-// DeleteCounter deletes a counter (or a ledger) of any model. It takes
+// DeleteCounter deletes a counter of any model but ledger. It takes
 // effect at the time it returns, Config.DeleteDelay from now: every update
 // acknowledged before that time is erased, the counter reads as never
 // written from then on, and updates made from then on count from zero.
@@ -25,14 +25,23 @@ const MinTTL = time.Minute
 // harmless: the later delete wins, and it erases only what the first one
 // would have plus what was counted in between.
 func (c *Client) DeleteCounter(ctx context.Context, namespace, counter string) (time.Time, error) {
-	if err := ValidateName("counter", counter); err != nil {
-		return time.Time{}, err
-	}
-	ns, err := c.Namespace(ctx, namespace)
+	ns, _, err := c.counterNamespace(ctx, namespace, counter)
 	if err != nil {
 		return time.Time{}, err
 	}
 	return c.cut(ctx, ns, driver.Cut{Counter: counter})
+}
+
+// DeleteLedger deletes a ledger as DeleteCounter deletes a counter: its
+// balance and the request ids it remembers go at the time it returns. A
+// retry arriving after that of a request made before it is applied again,
+// to the ledger that starts from zero.
+func (c *Client) DeleteLedger(ctx context.Context, namespace, name string) (time.Time, error) {
+	ns, _, err := c.ledgerTarget(ctx, namespace, name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return c.cut(ctx, ns, driver.Cut{Counter: name})
 }
 
 // DeleteNamespace deletes a namespace and every counter in it. Like

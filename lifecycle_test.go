@@ -57,6 +57,13 @@ func (mc *modelCounter) add(c *abacus.Client, counter string, n int64) error {
 // counter that starts again from zero must.
 func (mc *modelCounter) restart() { delete(mc.total, "c") }
 
+func (mc *modelCounter) delete(c *abacus.Client, counter string) (time.Time, error) {
+	if mc.model == abacus.ModelLedger {
+		return c.DeleteLedger(context.Background(), mc.ns, counter)
+	}
+	return c.DeleteCounter(context.Background(), mc.ns, counter)
+}
+
 func (mc *modelCounter) value(c *abacus.Client, counter string) (int64, error) {
 	ctx := context.Background()
 	if mc.model == abacus.ModelLedger {
@@ -114,7 +121,7 @@ func TestDeleteTakesEffectAtItsTime(t *testing.T) {
 				if err := mc.add(a, "other", 1); err != nil {
 					t.Fatal(err)
 				}
-				at, err := a.DeleteCounter(context.Background(), mc.ns, "c")
+				at, err := mc.delete(a, "c")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -183,7 +190,7 @@ func TestEveryProcessLearnsOfADeleteBeforeItTakesEffect(t *testing.T) {
 			t.Fatal(err)
 		}
 		mc.want(t, b, "c", 5, "before the delete")
-		at, err := a.DeleteCounter(context.Background(), mc.ns, "c")
+		at, err := mc.delete(a, "c")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +218,7 @@ func TestPurgeRemovesEndedGenerations(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			first, err := c.DeleteCounter(ctx, mc.ns, "c")
+			first, err := mc.delete(c, "c")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -233,7 +240,7 @@ func TestPurgeRemovesEndedGenerations(t *testing.T) {
 			mc.want(t, c, "c", 2, "after the purge")
 			mc.want(t, c, "other", 5, "after the purge")
 
-			second, err := c.DeleteCounter(ctx, mc.ns, "c")
+			second, err := mc.delete(c, "c")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +292,7 @@ func TestTTLPeriods(t *testing.T) {
 		start := time.Now().Truncate(time.Hour).Add(time.Hour + time.Second)
 		clk := clock.NewManual(start)
 		c := lifecycleClient(t, d, clk)
-		for _, m := range []abacus.Model{abacus.ModelSharded, abacus.ModelEvents, abacus.ModelActor, abacus.ModelNative, abacus.ModelCAS} {
+		for _, m := range everyModel {
 			clk.Advance(start.Sub(clk.Now()))
 			ns := freshNamespace(t, c, abacus.NamespaceConfig{Model: m, TTL: time.Hour})
 			mc := &modelCounter{model: m, ns: ns}

@@ -267,26 +267,28 @@ func TestModelMistakesChangeNothing(t *testing.T) {
 			err  error
 			want error
 		}{
-			"set on events":         {c.Set(ctx, abacus.ActorSet{Namespace: ev, Counter: "c", Actor: "a", Version: 1, Value: 1}), abacus.ErrWrongModel},
-			"set on native":         {c.Set(ctx, abacus.ActorSet{Namespace: na, Counter: "c", Actor: "a", Version: 1, Value: 1}), abacus.ErrWrongModel},
-			"increment of an actor": {c.Apply(ctx, abacus.Update{Namespace: ac, Counter: "c", Delta: 1}), abacus.ErrWrongModel},
-			"missing version":       {c.Set(ctx, abacus.ActorSet{Namespace: ac, Counter: "c", Actor: "a", Value: 99}), abacus.ErrInvalid},
-			"negative version":      {c.Set(ctx, abacus.ActorSet{Namespace: ac, Counter: "c", Actor: "a", Version: -1, Value: 99}), abacus.ErrInvalid},
-			"empty actor":           {c.Set(ctx, abacus.ActorSet{Namespace: ac, Counter: "c", Version: 9, Value: 99}), abacus.ErrInvalid},
-			"clear of a ledger":     {c.Clear(ctx, le, "c", ""), abacus.ErrWrongModel},
-			"ttl on a ledger":       {createErr(c, abacus.NamespaceConfig{Name: "l-ttl", Model: abacus.ModelLedger, TTL: time.Hour}), abacus.ErrInvalid},
-			"ttl too short":         {createErr(c, abacus.NamespaceConfig{Name: "s-ttl", TTL: 59 * time.Second}), abacus.ErrInvalid},
-			"ttl not in seconds":    {createErr(c, abacus.NamespaceConfig{Name: "s-ttl", TTL: time.Minute + time.Millisecond}), abacus.ErrInvalid},
-			"delete default":        {deleteErr(c, abacus.DefaultNamespace), abacus.ErrInvalid},
-			"delete missing":        {deleteErr(c, "no-such-namespace"), abacus.ErrNamespaceNotFound},
-			"event time on native":  {c.Apply(ctx, abacus.Update{Namespace: na, Counter: "c", Delta: 1, Time: time.Now()}), abacus.ErrWrongModel},
-			"item on events":        {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Item: "x"}), abacus.ErrWrongType},
-			"plain id, no time":     {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Delta: 1, RequestID: "abc"}), abacus.ErrInvalid},
-			"too late":              {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Delta: 1, RequestID: "abc", Time: old}), abacus.ErrTooLate},
-			"future event":          {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Delta: 1, RequestID: "abc", Time: time.Now().Add(time.Hour)}), abacus.ErrInvalid},
-			"type max on events":    {createErr(c, abacus.NamespaceConfig{Name: "e-max", Model: abacus.ModelEvents, Type: abacus.TypeMax}), abacus.ErrInvalid},
-			"bad events options":    {createErr(c, abacus.NamespaceConfig{Name: "e-bad", Model: abacus.ModelEvents, Events: &abacus.EventsOptions{Bucket: 1500 * time.Millisecond}}), abacus.ErrInvalid},
-			"events options on cas": {createErr(c, abacus.NamespaceConfig{Name: "c-bad", Model: abacus.ModelCAS, Events: &abacus.EventsOptions{}}), abacus.ErrInvalid},
+			"set on events":                {c.Set(ctx, abacus.ActorSet{Namespace: ev, Counter: "c", Actor: "a", Version: 1, Value: 1}), abacus.ErrWrongModel},
+			"set on native":                {c.Set(ctx, abacus.ActorSet{Namespace: na, Counter: "c", Actor: "a", Version: 1, Value: 1}), abacus.ErrWrongModel},
+			"increment of an actor":        {c.Apply(ctx, abacus.Update{Namespace: ac, Counter: "c", Delta: 1}), abacus.ErrWrongModel},
+			"missing version":              {c.Set(ctx, abacus.ActorSet{Namespace: ac, Counter: "c", Actor: "a", Value: 99}), abacus.ErrInvalid},
+			"negative version":             {c.Set(ctx, abacus.ActorSet{Namespace: ac, Counter: "c", Actor: "a", Version: -1, Value: 99}), abacus.ErrInvalid},
+			"empty actor":                  {c.Set(ctx, abacus.ActorSet{Namespace: ac, Counter: "c", Version: 9, Value: 99}), abacus.ErrInvalid},
+			"clear of a ledger":            {c.Clear(ctx, le, "c", ""), abacus.ErrWrongModel},
+			"ttl too short":                {createErr(c, abacus.NamespaceConfig{Name: "s-ttl", TTL: 59 * time.Second}), abacus.ErrInvalid},
+			"ttl not in seconds":           {createErr(c, abacus.NamespaceConfig{Name: "s-ttl", TTL: time.Minute + time.Millisecond}), abacus.ErrInvalid},
+			"delete default":               {deleteErr(c, abacus.DefaultNamespace), abacus.ErrInvalid},
+			"delete a ledger as a counter": {func() error { _, err := c.DeleteCounter(ctx, le, "c"); return err }(), abacus.ErrWrongModel},
+			"delete a counter as a ledger": {func() error { _, err := c.DeleteLedger(ctx, na, "c"); return err }(), abacus.ErrInvalid},
+			"delete a reserved name":       {func() error { _, err := c.DeleteCounter(ctx, na, "c\uffff0000000000000001"); return err }(), abacus.ErrInvalid},
+			"delete missing":               {deleteErr(c, "no-such-namespace"), abacus.ErrNamespaceNotFound},
+			"event time on native":         {c.Apply(ctx, abacus.Update{Namespace: na, Counter: "c", Delta: 1, Time: time.Now()}), abacus.ErrWrongModel},
+			"item on events":               {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Item: "x"}), abacus.ErrWrongType},
+			"plain id, no time":            {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Delta: 1, RequestID: "abc"}), abacus.ErrInvalid},
+			"too late":                     {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Delta: 1, RequestID: "abc", Time: old}), abacus.ErrTooLate},
+			"future event":                 {c.Apply(ctx, abacus.Update{Namespace: ev, Counter: "c", Delta: 1, RequestID: "abc", Time: time.Now().Add(time.Hour)}), abacus.ErrInvalid},
+			"type max on events":           {createErr(c, abacus.NamespaceConfig{Name: "e-max", Model: abacus.ModelEvents, Type: abacus.TypeMax}), abacus.ErrInvalid},
+			"bad events options":           {createErr(c, abacus.NamespaceConfig{Name: "e-bad", Model: abacus.ModelEvents, Events: &abacus.EventsOptions{Bucket: 1500 * time.Millisecond}}), abacus.ErrInvalid},
+			"events options on cas":        {createErr(c, abacus.NamespaceConfig{Name: "c-bad", Model: abacus.ModelCAS, Events: &abacus.EventsOptions{}}), abacus.ErrInvalid},
 		} {
 			if !errors.Is(c2.err, c2.want) {
 				t.Errorf("%s: got %v, want %v", name, c2.err, c2.want)
@@ -295,7 +297,7 @@ func TestModelMistakesChangeNothing(t *testing.T) {
 		wantCounter(t, c, ev, "c", 1)
 		wantCounter(t, c, ac, "c", 10)
 		wantCounter(t, c, na, "c", 2)
-		for _, name := range []string{"e-max", "e-bad", "c-bad", "l-ttl", "s-ttl"} {
+		for _, name := range []string{"e-max", "e-bad", "c-bad", "s-ttl"} {
 			if _, err := c.Namespace(ctx, name); !errors.Is(err, abacus.ErrNamespaceNotFound) {
 				t.Errorf("refused namespace %s exists: %v", name, err)
 			}

@@ -79,8 +79,10 @@ type NamespaceConfig struct {
 	// TTL, when set, makes every counter of the namespace start again
 	// from zero at each multiple of it since the Unix epoch (UTC): a
 	// counter's value covers one period, as in "requests this hour". It
-	// must be a whole number of seconds, at least MinTTL; ledger
-	// namespaces have none. Zero keeps counters until deleted.
+	// must be a whole number of seconds, at least MinTTL. A ledger with a
+	// TTL forgets its balance and its request ids at each period's end: a
+	// retry arriving in the next period is applied again. Zero keeps
+	// counters until deleted.
 	TTL time.Duration
 	// Ledger sets the options of a ModelLedger namespace; nil takes every
 	// default. It must be nil for other models.
@@ -129,8 +131,6 @@ func (c NamespaceConfig) validate() error {
 	}
 	switch {
 	case c.TTL == 0:
-	case c.Model == ModelLedger:
-		return fmt.Errorf("%w: ledgers cannot have a TTL: a ledger that forgets its balance and its request ids is not a ledger", ErrInvalid)
 	case c.TTL < MinTTL || c.TTL%time.Second != 0:
 		return fmt.Errorf("%w: ttl %v must be a whole number of seconds, at least %v", ErrInvalid, c.TTL, MinTTL)
 	}

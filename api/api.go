@@ -43,6 +43,9 @@ type Namespace struct {
 	ReadConsistency  string    `json:"read_consistency"`
 	WriteConsistency string    `json:"write_consistency"`
 	CreatedAt        time.Time `json:"created_at"`
+	// TTLSeconds is the length of the periods the namespace's counters
+	// live in; absent when they live until deleted.
+	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
 	// Ledger holds the options of a ledger namespace; absent otherwise.
 	Ledger *LedgerOptions `json:"ledger,omitempty"`
 	// Events holds the options of an events namespace; absent otherwise.
@@ -78,6 +81,10 @@ type CreateNamespaceRequest struct {
 	Type             string `json:"type,omitempty"`
 	ReadConsistency  string `json:"read_consistency,omitempty"`
 	WriteConsistency string `json:"write_consistency,omitempty"`
+	// TTLSeconds, when set, makes every counter start again from zero at
+	// each multiple of it since the Unix epoch (UTC); at least 60. Absent
+	// or 0: counters live until deleted.
+	TTLSeconds int64 `json:"ttl_seconds,omitempty"`
 	// Ledger sets the options of a namespace of model "ledger".
 	Ledger *LedgerOptions `json:"ledger,omitempty"`
 	// Events sets the options of a namespace of model "events".
@@ -226,6 +233,21 @@ type ClearResponse struct {
 	Counter      string `json:"counter"`
 	RequestID    string `json:"request_id"`
 	Acknowledged bool   `json:"acknowledged"`
+	// EffectiveAt is when the reset takes effect: the clear's time for
+	// events and cas counters, a moment ahead for the models whose clear
+	// is a delete (sharded, actor, native).
+	EffectiveAt time.Time `json:"effective_at"`
+}
+
+// DeleteResponse is the body of a 202 answer to DELETE of a namespace, a
+// counter or a ledger. The delete takes effect at EffectiveAt: what was
+// counted before then is erased, and what is counted from then on starts
+// from zero (a deleted namespace answers 404 from then on).
+type DeleteResponse struct {
+	Namespace   string    `json:"namespace"`
+	Counter     string    `json:"counter,omitempty"`
+	Ledger      string    `json:"ledger,omitempty"`
+	EffectiveAt time.Time `json:"effective_at"`
 }
 
 // GCResult is the body of POST /v1/namespaces/{ns}/counters/{counter}/gc.

@@ -514,21 +514,33 @@ func (c *Client) Set(ctx context.Context, namespace, counter, actor string, vers
 	})
 }
 
-// Clear resets an events or cas counter to zero and returns the request id
-// it was sent with (a fresh one when requestID is empty); repeating the
-// clear of an events counter with that id is the same clear.
+// Clear resets a counter to zero and returns the request id it was sent
+// with (a fresh one when requestID is empty); repeating the clear of an
+// events counter with that id is the same clear. Sharded, actor and native
+// counters' clears are deletes, taking effect a moment later (ClearAt
+// says when); ledgers have none.
 func (c *Client) Clear(ctx context.Context, namespace, counter, requestID string) (string, error) {
+	res, err := c.ClearAt(ctx, namespace, counter, requestID)
+	return res.RequestID, err
+}
+
+// ClearAt is Clear that returns the whole answer, with the time the reset
+// takes effect (a moment ahead for the models whose clear is a delete).
+// The answer is never nil; on error it holds the request id sent.
+func (c *Client) ClearAt(ctx context.Context, namespace, counter, requestID string) (*api.ClearResponse, error) {
 	if requestID == "" {
 		requestID = NewRequestID()
 	}
+	res := &api.ClearResponse{RequestID: requestID}
 	if err := requireName("counter", counter); err != nil {
-		return requestID, err
+		return res, err
 	}
 	path := counterPath(namespace, counter) + "/clear"
 	err := c.retrying(ctx, func() error {
-		return c.do(ctx, "POST", path, api.ClearRequest{RequestID: requestID}, nil)
+		return c.do(ctx, "POST", path, api.ClearRequest{RequestID: requestID}, res)
 	})
-	return requestID, err
+	res.RequestID = requestID
+	return res, err
 }
 
 // UpdateBatch applies up to api.MaxBatchItems updates and returns one result

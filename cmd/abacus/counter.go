@@ -16,7 +16,7 @@ func (a *app) counterCmd() *cobra.Command {
   abacus --ns orders counter set open-qty order-17 2 1500
   abacus --ns likes counter clear post-9
   abacus --ns likes counter list`)
-	cmd.AddCommand(a.counterAddCmd(), a.counterGetCmd(), a.counterSetCmd(), a.counterClearCmd(), a.counterListCmd())
+	cmd.AddCommand(a.counterAddCmd(), a.counterGetCmd(), a.counterSetCmd(), a.counterClearCmd(), a.counterDeleteCmd(), a.counterListCmd())
 	return cmd
 }
 
@@ -188,13 +188,14 @@ value.`,
 func (a *app) counterClearCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "clear NAME",
-		Short: "Reset an events or cas counter to zero",
+		Short: "Reset a counter to zero",
 		Long: `Reset the counter NAME in the namespace --ns to zero. Events counters
 clear every increment whose time is at or before the clear's time (the
 time in --request-id, or now); repeating the clear with the same
 --request-id is the same clear, and the counter takes increments at once.
-Cas counters are set to zero. Sharded, actor and native counters cannot
-be cleared (a deleted Cassandra counter cannot be written again).`,
+Cas counters are set to zero. Sharded, actor and native counters are
+deleted instead ('abacus counter delete'): the reset takes effect a moment
+later, at the time printed, and erases what was counted before then.`,
 		Example: `  abacus --ns likes counter clear post-9`,
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -202,11 +203,36 @@ be cleared (a deleted Cassandra counter cannot be written again).`,
 			if err != nil {
 				return err
 			}
-			id, err := c.Clear(cmd.Context(), a.g.ns, args[0], a.g.requestID)
+			res, err := c.ClearAt(cmd.Context(), a.g.ns, args[0], a.g.requestID)
 			if err != nil {
-				return a.unknownOutcomeHint(err, id)
+				return a.unknownOutcomeHint(err, res.RequestID)
 			}
-			return a.printIfJSON(api.ClearResponse{Namespace: a.g.ns, Counter: args[0], RequestID: id, Acknowledged: true})
+			return a.printResult(res, "cleared "+args[0]+", from "+res.EffectiveAt.UTC().Format(time.RFC3339Nano))
+		},
+	}
+}
+
+func (a *app) counterDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a counter",
+		Long: `Delete the counter NAME in the namespace --ns, of any model. The delete
+takes effect a moment later, at the time it prints (the server's delete
+delay, 3m by default, so that every server learns of it first): what was
+counted before then is erased, and the counter starts again from zero.
+Deleting again is harmless. The erased data is purged in the background.`,
+		Example: `  abacus --ns likes counter delete post-9`,
+		Args:    exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.clientForName(args[0])
+			if err != nil {
+				return err
+			}
+			res, err := c.DeleteCounter(cmd.Context(), a.g.ns, args[0])
+			if err != nil {
+				return err
+			}
+			return a.printResult(res, deletedLine("counter "+args[0], res))
 		},
 	}
 }

@@ -28,7 +28,7 @@ ledger' (options --mode, --history-length, --retry-count, --claim-ttl).`
 		a.ledgerUpdateCmd("credit", "Add a positive amount to a ledger"),
 		a.ledgerUpdateCmd("debit", "Subtract a positive amount from a ledger"),
 		a.ledgerUpdateCmd("update", "Add a signed amount to a ledger (negative debits)"),
-		a.ledgerGetCmd(), a.ledgerHasCmd(), a.ledgerFindCmd(),
+		a.ledgerGetCmd(), a.ledgerHasCmd(), a.ledgerFindCmd(), a.ledgerDeleteCmd(),
 	)
 	return cmd
 }
@@ -185,6 +185,31 @@ forgotten) and write it back, then print the value.`,
 				return err
 			}
 			return a.printResult(v, v.Value)
+		},
+	}
+}
+
+func (a *app) ledgerDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a ledger",
+		Long: `Delete the ledger NAME: its balance and the request ids it remembers. The
+delete takes effect a moment later, at the time it prints (the server's
+delete delay, 3m by default); from then on the ledger starts from zero,
+and a retry of a request made before then is applied again to it. It
+needs an API key with the admin role on the namespace.`,
+		Example: "  abacus ledger delete alice",
+		Args:    exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.clientForName(args[0])
+			if err != nil {
+				return err
+			}
+			res, err := c.DeleteLedger(cmd.Context(), a.ledgerNS(cmd), args[0])
+			if err != nil {
+				return err
+			}
+			return a.printResult(res, deletedLine("ledger "+args[0], res))
 		},
 	}
 }

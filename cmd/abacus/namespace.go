@@ -11,17 +11,18 @@ import (
 )
 
 func (a *app) namespaceCmd() *cobra.Command {
-	cmd := groupCmd("namespace", "Create and list namespaces", `  abacus namespace create visitors --type distinct
-  abacus namespace list`)
+	cmd := groupCmd("namespace", "Create, list and delete namespaces", `  abacus namespace create visitors --type distinct
+  abacus namespace list
+  abacus namespace delete visitors`)
 	cmd.Aliases = []string{"ns"}
-	cmd.AddCommand(a.namespaceCreateCmd(), a.namespaceGetCmd(), a.namespaceListCmd())
+	cmd.AddCommand(a.namespaceCreateCmd(), a.namespaceGetCmd(), a.namespaceListCmd(), a.namespaceDeleteCmd())
 	return cmd
 }
 
 func (a *app) namespaceCreateCmd() *cobra.Command {
 	var req api.CreateNamespaceRequest
 	var lo api.LedgerOptions
-	var claimTTL time.Duration
+	var claimTTL, ttl time.Duration
 	var eo struct{ bucket, window, delay, future time.Duration }
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -50,16 +51,27 @@ Ledger namespaces (--model ledger) have no type; their options are
 --mode, --history-length, --retry-count and --claim-ttl (see
 'abacus ledger --help').
 Consistency levels (ONE, QUORUM, ALL, LOCAL_QUORUM, ...) apply on Cassandra;
-DEFAULT uses the server's configured level.`,
+DEFAULT uses the server's configured level.
+--ttl makes every counter start again from zero at each multiple of it
+since the Unix epoch (UTC), as in "requests this hour"; what ended is
+purged in the background. A ledger with a TTL forgets its balance and its
+request ids at each period's end.`,
 		Example: `  abacus namespace create visitors --type distinct
   abacus namespace create peaks --type max --write-consistency QUORUM
   abacus namespace create wallets --model ledger --history-length 20
   abacus namespace create likes --model events --accept-window 2h
-  abacus namespace create orders --model actor`,
+  abacus namespace create orders --model actor
+  abacus namespace create hourly-requests --ttl 1h`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Name = args[0]
 			fl := cmd.Flags()
+			if fl.Changed("ttl") {
+				if ttl < time.Minute || ttl%time.Second != 0 {
+					return usagef("--ttl %v must be a whole number of seconds, at least 1m", ttl)
+				}
+				req.TTLSeconds = int64(ttl / time.Second)
+			}
 			if !strings.EqualFold(req.Model, "sharded") && !fl.Changed("type") {
 				req.Type = ""
 			}
@@ -106,8 +118,12 @@ DEFAULT uses the server's configured level.`,
 				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)",
 					ns.Name, ns.Model, secs(o.BucketSeconds), secs(o.AcceptWindowSeconds), secs(o.RollupDelaySeconds), secs(o.FutureLimitSeconds), ns.ReadConsistency, ns.WriteConsistency))
 			}
-			return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, type %s, read %s, write %s)",
-				ns.Name, ns.Model, ns.Type, ns.ReadConsistency, ns.WriteConsistency))
+			ttlNote := ""
+			if ns.TTLSeconds > 0 {
+				ttlNote = fmt.Sprintf(", TTL %v", secs(ns.TTLSeconds))
+			}
+			return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, type %s%s, read %s, write %s)",
+				ns.Name, ns.Model, ns.Type, ttlNote, ns.ReadConsistency, ns.WriteConsistency))
 		},
 	}
 	f := cmd.Flags()
@@ -123,6 +139,7 @@ DEFAULT uses the server's configured level.`,
 	_ = f.MarkDeprecated("strict", "exact is the default mode now; use --mode")
 	f.IntVar(&lo.RetryCount, "retry-count", 10, "ledger: resubmissions of a write with an unknown outcome (-1: none)")
 	f.DurationVar(&claimTTL, "claim-ttl", 24*time.Hour, "ledger: lifetime of an exact-mode claim (whole seconds)")
+	f.DurationVar(&ttl, "ttl", 0, "length of the periods counters live in (whole seconds, at least 1m; 0: until deleted)")
 	f.StringVar(&req.ReadConsistency, "read-consistency", "DEFAULT", "consistency level of reads")
 	f.StringVar(&req.WriteConsistency, "write-consistency", "DEFAULT", "consistency level of writes")
 	return cmd
@@ -189,4 +206,35 @@ func displayName(s string) string {
 		}
 	}
 	return s
+}
+
+func (a *app) namespaceDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a namespace and every counter in it",
+		Long: `Delete the namespace NAME and every counter or ledger in it. The delete
+takes effect a moment later, at the time it prints (the server's delete
+delay, 3m by default, so that every server learns of it first); from
+then on the namespace is not found. Its data is purged in the background
+after that, and then the name may be used again. The default namespaces
+cannot be deleted.`,
+		Example: `  abacus namespace delete visitors`,
+		Args:    exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			res, err := c.DeleteNamespace(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return a.printResult(res, deletedLine("namespace "+res.Namespace, res))
+		},
+	}
+}
+
+// deletedLine is the text answer to a delete.
+func deletedLine(what string, res *api.DeleteResponse) string {
+	return fmt.Sprintf("deleted %s, from %s", what, res.EffectiveAt.UTC().Format(time.RFC3339Nano))
 }

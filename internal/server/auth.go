@@ -90,9 +90,12 @@ var routeAccess = map[string]access{
 	"GET /v1/namespaces":               anyKey, // lists what the key may read
 	"POST /v1/namespaces":              anyKey, // admin on the name in the body
 	"GET /v1/namespaces/{ns}":          onNamespace(apikey.Read),
+	"DELETE /v1/namespaces/{ns}":       onNamespace(apikey.Admin),
 	"GET /v1/namespaces/{ns}/counters": onNamespace(apikey.Read),
 	"POST /v1/namespaces/{ns}/counters/{counter}/updates":            onNamespace(apikey.Write),
 	"GET /v1/namespaces/{ns}/counters/{counter}":                     onNamespace(apikey.Read),
+	"DELETE /v1/namespaces/{ns}/counters/{counter}":                  onNamespace(apikey.Write), // as a clear
+	"DELETE /v1/namespaces/{ns}/ledgers/{ledger}":                    onNamespace(apikey.Admin), // balances and request ids go
 	"POST /v1/namespaces/{ns}/counters/{counter}/gc":                 onNamespace(apikey.Admin),
 	"POST /v1/namespaces/{ns}/counters/{counter}/clear":              onNamespace(apikey.Write),
 	"POST /v1/namespaces/{ns}/counters/{counter}/actors/{actor}":     onNamespace(apikey.Write),

@@ -54,6 +54,7 @@ func namespaceJSON(ns *abacus.Namespace) api.Namespace {
 		ReadConsistency:  ns.ReadConsistency.String(),
 		WriteConsistency: ns.WriteConsistency.String(),
 		CreatedAt:        ns.CreatedAt,
+		TTLSeconds:       int64(ns.TTL / time.Second),
 		Ledger:           ledgerOptionsJSON(ns.Ledger),
 		Events:           eventsOptionsJSON(ns.Events),
 	}
@@ -154,8 +155,12 @@ func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, er
 	if err != nil {
 		return abacus.NamespaceConfig{}, err
 	}
+	if req.TTLSeconds < 0 || req.TTLSeconds > maxTTLSeconds {
+		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"ttl_seconds\": %d is not between 60 and %d", req.TTLSeconds, maxTTLSeconds)
+	}
 	// The library canonicalises model and type spelling itself.
 	return abacus.NamespaceConfig{
+		TTL:              time.Duration(req.TTLSeconds) * time.Second,
 		Name:             req.Name,
 		Model:            abacus.Model(req.Model),
 		Type:             req.Type,
@@ -165,6 +170,10 @@ func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, er
 		Events:           eo,
 	}, nil
 }
+
+// maxTTLSeconds is the longest TTL the API takes: a century, far below
+// where seconds overflow a duration.
+const maxTTLSeconds = 100 * 366 * 24 * 3600
 
 func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 	ns, err := s.client.Namespace(r.Context(), r.PathValue("ns"))

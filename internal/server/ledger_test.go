@@ -104,7 +104,7 @@ func TestLedgerBadRequests(t *testing.T) {
 		{"POST", "/v1/namespaces/default/ledgers/w/credits", `{"amount":1}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces/nope/ledgers/w/credits", `{"amount":1}`, 404, api.CodeNamespaceNotFound},
 		{"GET", "/v1/namespaces/ledgers/counters/w", "", 400, api.CodeWrongModel},
-		{"DELETE", base, "", 405, api.CodeMethodNotAllowed},
+		{"PATCH", base, "", 405, api.CodeMethodNotAllowed},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","type":"sum"}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","ledger":{"strict":true}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"mode":"strict"}}`, 400, api.CodeInvalidArgument},

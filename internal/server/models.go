@@ -103,11 +103,12 @@ func (s *Server) clear(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if err := s.client.Clear(r.Context(), ns, counter, req.RequestID); err != nil {
+	at, err := s.client.ClearAt(r.Context(), ns, counter, req.RequestID)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, api.ClearResponse{
-		Namespace: nsOrDefault(ns), Counter: counter, RequestID: req.RequestID, Acknowledged: true,
+		Namespace: nsOrDefault(ns), Counter: counter, RequestID: req.RequestID, Acknowledged: true, EffectiveAt: at,
 	})
 }

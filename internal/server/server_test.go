@@ -267,7 +267,7 @@ func TestBadInput(t *testing.T) {
 		{name: "text/plain", method: "POST", path: upd, body: `{"delta":1}`, headers: []string{"Content-Type", "text/plain"}, status: 415, code: api.CodeUnsupportedMediaType},
 		{name: "latin-1 charset", method: "POST", path: upd, body: `{"delta":1}`, headers: []string{"Content-Type", "application/json; charset=latin1"}, status: 415, code: api.CodeUnsupportedMediaType},
 		{name: "unknown route", method: "GET", path: "/v2/things", status: 404, code: api.CodeNotFound},
-		{name: "wrong method", method: "DELETE", path: "/v1/namespaces/default", status: 405, code: api.CodeMethodNotAllowed},
+		{name: "wrong method", method: "PUT", path: "/v1/namespaces/default", status: 405, code: api.CodeMethodNotAllowed},
 		{name: "GET on updates", method: "GET", path: upd, status: 405, code: api.CodeMethodNotAllowed},
 		{name: "get unknown namespace", method: "GET", path: "/v1/namespaces/nope/counters/c", status: 404, code: api.CodeNamespaceNotFound},
 		{name: "gc unknown namespace", method: "POST", path: "/v1/namespaces/nope/counters/c/gc", status: 404, code: api.CodeNamespaceNotFound},

@@ -9,7 +9,6 @@ import (
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/crdt"
 	"github.com/abacusdb/abacus/internal/events"
-	"github.com/abacusdb/abacus/internal/lifecycle"
 	"github.com/abacusdb/abacus/internal/sharded"
 )
 
@@ -76,7 +75,7 @@ func (c *Client) prepare(ctx context.Context, u Update) (prepared, error) {
 	if err != nil {
 		return prepared{}, err
 	}
-	p := prepared{ns: ns, stored: storedName(ns, view, u.Counter, c.cfg.Clock.Now())}
+	p := prepared{ns: ns, stored: view.stored(u.Counter)}
 	u.Counter = p.stored
 	if len(u.RequestID) > MaxNameLen {
 		return p, fmt.Errorf("%w: request id is longer than %d bytes", ErrInvalid, MaxNameLen)
@@ -99,16 +98,16 @@ func (c *Client) Add(ctx context.Context, namespace, counter string, delta int64
 
 // counterNamespace checks a counter name and finds its namespace, which
 // must hold counters (not ledgers).
-func (c *Client) counterNamespace(ctx context.Context, namespace, counter string) (*Namespace, *lifecycle.View, error) {
+func (c *Client) counterNamespace(ctx context.Context, namespace, counter string) (*Namespace, liveView, error) {
 	if err := ValidateName("counter", counter); err != nil {
-		return nil, nil, err
+		return nil, liveView{}, err
 	}
 	ns, view, err := c.live(ctx, namespaceOrDefault(namespace))
 	if err != nil {
-		return nil, nil, err
+		return nil, liveView{}, err
 	}
 	if ns.Model == ModelLedger {
-		return nil, nil, fmt.Errorf("%w: namespace %q holds ledgers; use the ledger operations (Credit, Debit, LedgerValue)", ErrWrongModel, ns.Name)
+		return nil, liveView{}, fmt.Errorf("%w: namespace %q holds ledgers; use the ledger operations (Credit, Debit, LedgerValue)", ErrWrongModel, ns.Name)
 	}
 	return ns, view, nil
 }
@@ -147,7 +146,7 @@ func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, er
 	if err != nil {
 		return nil, err
 	}
-	stored := storedName(ns, view, counter, c.cfg.Clock.Now())
+	stored := view.stored(counter)
 	v := &Value{Namespace: ns.Name, Counter: counter, Type: ns.Type, Model: ns.Model}
 	m, ok := counterModelOf(ns.Model)
 	if !ok {
@@ -193,8 +192,7 @@ func (c *Client) ClearAt(ctx context.Context, namespace, counter, requestID stri
 	if !ok {
 		return time.Time{}, noClear(ns)
 	}
-	now := c.cfg.Clock.Now()
-	return m.clear(ctx, c, ns, counterNames{user: counter, stored: storedName(ns, view, counter, now)}, requestID)
+	return m.clear(ctx, c, ns, counterNames{user: counter, stored: view.stored(counter)}, requestID)
 }
 
 // counterNames are a counter's name and the name of its current
@@ -219,7 +217,7 @@ func (c *Client) GC(ctx context.Context, namespace, counter string) (GCResult, e
 	if err != nil {
 		return GCResult{}, err
 	}
-	key := driver.CounterKey{Namespace: ns.Name, Counter: storedName(ns, view, counter, c.cfg.Clock.Now())}
+	key := driver.CounterKey{Namespace: ns.Name, Counter: view.stored(counter)}
 	res := GCResult{Key: key}
 	if m, ok := counterModelOf(ns.Model); ok {
 		res = m.collect(ctx, c, ns, key)

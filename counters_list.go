@@ -24,11 +24,10 @@ func (c *Client) Counters(ctx context.Context, namespace string) ([]string, erro
 	if err != nil {
 		return nil, publicError(err)
 	}
-	now := c.cfg.Clock.Now().UnixMicro()
 	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		counter, gen, ok := lifecycle.SplitStored(k.Counter)
-		if ok && gen == view.Generation(counter, now, ns.TTL) {
+		if ok && gen == view.generation(counter) {
 			out = append(out, counter)
 		}
 	}

@@ -180,7 +180,7 @@ func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Nam
 	}
 	return ns, ledger.Target{
 		Namespace:        ns.Name,
-		Ledger:           storedName(ns, view, name, c.cfg.Clock.Now()),
+		Ledger:           view.stored(name),
 		Options:          ns.Ledger.Effective(),
 		ReadConsistency:  ns.ReadConsistency,
 		WriteConsistency: ns.WriteConsistency,

@@ -102,43 +102,56 @@ func (c *Client) newViews() *lifecycle.Cache {
 	}
 }
 
+// liveView is a namespace's view of its cuts and the instant it is trusted
+// at: every stored name it gives is the generation at that instant.
+type liveView struct {
+	view *lifecycle.View
+	ttl  time.Duration
+	now  time.Time
+}
+
+// generation is counter's generation at the view's instant.
+func (l liveView) generation(counter string) int64 {
+	return l.view.Generation(counter, l.now.UnixMicro(), l.ttl)
+}
+
+// stored is the name counter is stored under at the view's instant: its
+// own name until its first cut (or TTL period), the generation's name after.
+func (l liveView) stored(counter string) string {
+	return lifecycle.StoredName(counter, l.generation(counter))
+}
+
 // live returns the namespace with a view of its cuts trusted now, or
 // ErrNamespaceNotFound once a delete of it has taken effect. A namespace
 // record cached here that the view shows deleted and made again (another
 // creation time) is read again.
-func (c *Client) live(ctx context.Context, name string) (*Namespace, *lifecycle.View, error) {
+func (c *Client) live(ctx context.Context, name string) (*Namespace, liveView, error) {
 	ns, err := c.namespaces.Lookup(ctx, name)
 	if err != nil {
-		return nil, nil, err
+		return nil, liveView{}, err
 	}
-	v, err := c.views.Get(ctx, name)
+	v, now, err := c.views.Get(ctx, name)
 	if err != nil {
-		return nil, nil, publicError(err)
+		return nil, liveView{}, publicError(err)
 	}
 	if !v.CreatedAt.Equal(ns.CreatedAt) {
 		// One of the two is older than the other: read both again.
 		c.views.Forget(name)
 		c.namespaces.Forget(name)
-		if v, err = c.views.Get(ctx, name); err != nil {
-			return nil, nil, publicError(err)
+		if v, now, err = c.views.Get(ctx, name); err != nil {
+			return nil, liveView{}, publicError(err)
 		}
 		if ns, err = c.namespaces.Lookup(ctx, name); err != nil {
-			return nil, nil, err
+			return nil, liveView{}, err
 		}
 		if !v.CreatedAt.Equal(ns.CreatedAt) {
-			return nil, nil, fmt.Errorf("%w: namespace %q was deleted and made again while it was read; retry", ErrUnavailable, name)
+			return nil, liveView{}, fmt.Errorf("%w: namespace %q was deleted and made again while it was read; retry", ErrUnavailable, name)
 		}
 	}
-	if v.Deleted(c.cfg.Clock.Now().UnixMicro()) {
-		return nil, nil, fmt.Errorf("%w: %q (deleted)", ErrNamespaceNotFound, name)
+	if v.Deleted(now.UnixMicro()) {
+		return nil, liveView{}, fmt.Errorf("%w: %q (deleted)", ErrNamespaceNotFound, name)
 	}
-	return ns, v, nil
-}
-
-// storedName is the name counter is stored under at time now: its own
-// name until its first cut (or TTL period), the generation's name after.
-func storedName(ns *Namespace, v *lifecycle.View, counter string, now time.Time) string {
-	return lifecycle.StoredName(counter, v.Generation(counter, now.UnixMicro(), ns.TTL))
+	return ns, liveView{view: v, ttl: ns.TTL, now: now}, nil
 }
 
 // userName is the name a stored name belongs to.
@@ -191,7 +204,7 @@ func (c *Client) PurgeAll(ctx context.Context, namespace string) (PurgeResult, e
 		if !ok {
 			continue
 		}
-		v, err := c.views.Get(ctx, ns.Name)
+		v, _, err := c.views.Get(ctx, ns.Name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("namespace %q: %w", ns.Name, err))
 			continue

@@ -65,7 +65,7 @@ func (c *Client) Set(ctx context.Context, s ActorSet) error {
 	if err != nil {
 		return err
 	}
-	s.Counter = storedName(ns, view, s.Counter, c.cfg.Clock.Now())
+	s.Counter = view.stored(s.Counter)
 	if ns.Model != ModelActor {
 		return fmt.Errorf("%w: namespace %q is of model %q; only actor namespaces take a set (use Apply for increments)", ErrWrongModel, ns.Name, ns.Model)
 	}

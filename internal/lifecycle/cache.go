@@ -36,10 +36,12 @@ type slot struct {
 	err     error         // the last read's error, for those who waited on it
 }
 
-// Get returns a view of namespace trusted at the current time, reading it
-// first if the one held is too old (or absent). A failed read is returned
-// as it is: nothing may be done on the namespace without a trusted view.
-func (c *Cache) Get(ctx context.Context, namespace string) (*View, error) {
+// Get returns a view of namespace and an instant, now, at which the view is
+// trusted, reading it first if the one held is too old (or absent). An
+// operation takes its generations at now, never later: that is what the
+// argument needs. A failed read is returned as it is: nothing may be done
+// on the namespace without a trusted view.
+func (c *Cache) Get(ctx context.Context, namespace string) (*View, time.Time, error) {
 	s := c.slot(namespace)
 	for {
 		now := c.Clock.Now()
@@ -47,7 +49,7 @@ func (c *Cache) Get(ctx context.Context, namespace string) (*View, error) {
 			if !now.Before(v.ReadAt.Add(c.Refresh / 2)) {
 				c.refreshInBackground(namespace, s)
 			}
-			return v, nil
+			return v, now, nil
 		}
 		s.mu.Lock()
 		done := s.loading
@@ -62,16 +64,16 @@ func (c *Cache) Get(ctx context.Context, namespace string) (*View, error) {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, time.Time{}, ctx.Err()
 		}
 		s.mu.Lock()
 		err := s.err
 		s.mu.Unlock()
-		if v := s.view.Load(); v != nil && c.Clock.Now().Before(v.ReadAt.Add(c.Refresh)) {
-			return v, nil
+		if v, now := s.view.Load(), c.Clock.Now(); v != nil && now.Before(v.ReadAt.Add(c.Refresh)) {
+			return v, now, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		// The view read is already too old (a read slower than Refresh):
 		// read again rather than trust it.

@@ -34,22 +34,22 @@ func TestViewsAreTrustedForOneRefresh(t *testing.T) {
 	l := &loads{}
 	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
 	ctx := context.Background()
-	v1, err := c.Get(ctx, "ns")
+	v1, _, err := c.Get(ctx, "ns")
 	if err != nil || l.n.Load() != 1 {
 		t.Fatalf("first Get: %v, %d loads", err, l.n.Load())
 	}
 	clk.Advance(4 * time.Second)
-	if v, _ := c.Get(ctx, "ns"); v != v1 || l.n.Load() != 1 {
+	if v, _, _ := c.Get(ctx, "ns"); v != v1 || l.n.Load() != 1 {
 		t.Fatalf("Get within half a refresh read again (%d loads)", l.n.Load())
 	}
 	// A view too old is never returned, even when reading it again fails.
 	clk.Advance(6 * time.Second)
 	l.fail.Store(true)
-	if v, err := c.Get(ctx, "ns"); err == nil {
+	if v, _, err := c.Get(ctx, "ns"); err == nil {
 		t.Fatalf("Get at the end of the refresh returned %+v, not the failure of the read", v)
 	}
 	l.fail.Store(false)
-	v2, err := c.Get(ctx, "ns")
+	v2, _, err := c.Get(ctx, "ns")
 	if err != nil || v2 == v1 || !v2.ReadAt.Equal(clk.Now()) {
 		t.Fatalf("Get after a failed read: %+v, %v", v2, err)
 	}
@@ -63,9 +63,9 @@ func TestViewsAreReadAgainInTheBackground(t *testing.T) {
 	l := &loads{}
 	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
 	ctx := context.Background()
-	v1, _ := c.Get(ctx, "ns")
+	v1, _, _ := c.Get(ctx, "ns")
 	clk.Advance(6 * time.Second)
-	if v, _ := c.Get(ctx, "ns"); v != v1 {
+	if v, _, _ := c.Get(ctx, "ns"); v != v1 {
 		t.Fatal("Get past half the refresh did not return the view it had")
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -76,7 +76,7 @@ func TestViewsAreReadAgainInTheBackground(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	for {
-		if v, _ := c.Get(ctx, "ns"); v != v1 {
+		if v, _, _ := c.Get(ctx, "ns"); v != v1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -95,7 +95,7 @@ func TestConcurrentGetsShareOneRead(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			if _, err := c.Get(context.Background(), "ns"); err != nil {
+			if _, _, err := c.Get(context.Background(), "ns"); err != nil {
 				t.Error(err)
 			}
 		})
@@ -114,10 +114,10 @@ func TestForgetReadsAgain(t *testing.T) {
 	l := &loads{}
 	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
 	ctx := context.Background()
-	_, _ = c.Get(ctx, "ns")
+	_, _, _ = c.Get(ctx, "ns")
 	c.Forget("ns")
 	c.Forget("never-read")
-	_, _ = c.Get(ctx, "ns")
+	_, _, _ = c.Get(ctx, "ns")
 	if n := l.n.Load(); n != 2 {
 		t.Fatalf("%d reads, want 2 (Forget must drop the view)", n)
 	}

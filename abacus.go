@@ -36,7 +36,7 @@ type Client struct {
 	purgeSweeper background.Sweeper
 	// gcComplete and rollupComplete are when the last sweep that reached
 	// every counter without skipping one ended (Unix ns; 0: none yet).
-	gcComplete, rollupComplete atomic.Int64
+	gcComplete, rollupComplete, purgeComplete atomic.Int64
 }
 
 // SweepStatus says how current the background work is (Client.Sweeps).
@@ -47,6 +47,9 @@ type SweepStatus struct {
 	GCComplete time.Time
 	// RollupComplete is the same for the rollups of events counters.
 	RollupComplete time.Time
+	// PurgeComplete is when the last purge over every namespace (PurgeAll,
+	// by the sweeper or GCAll) ended without an error.
+	PurgeComplete time.Time
 }
 
 // Driver returns the store the client was made with (Config.Driver), for
@@ -64,7 +67,7 @@ func (c *Client) Sweeps() SweepStatus {
 		}
 		return time.Time{}
 	}
-	return SweepStatus{GCComplete: at(&c.gcComplete), RollupComplete: at(&c.rollupComplete)}
+	return SweepStatus{GCComplete: at(&c.gcComplete), RollupComplete: at(&c.rollupComplete), PurgeComplete: at(&c.purgeComplete)}
 }
 
 // noteSweep records a sweep over every namespace that ended without error

@@ -226,8 +226,9 @@ func (c *Client) GC(ctx context.Context, namespace, counter string) (GCResult, e
 	return res, nil
 }
 
-// GCAll collects every sharded counter and rolls up every events counter,
-// or only those of one namespace when namespace is not empty.
+// GCAll collects every sharded counter, rolls up every events counter and
+// purges what deletes and TTLs left behind (PurgeAll), or does so for one
+// namespace when namespace is not empty.
 func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error) {
 	if namespace != "" {
 		if _, err := c.Namespace(ctx, namespace); err != nil {
@@ -251,5 +252,9 @@ func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error
 	for i := range out {
 		out[i].Key.Counter = userName(out[i].Key.Counter)
 	}
+	if err != nil {
+		return out, err
+	}
+	_, err = c.PurgeAll(ctx, namespace)
 	return out, err
 }

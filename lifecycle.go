@@ -231,7 +231,11 @@ func (c *Client) PurgeAll(ctx context.Context, namespace string) (PurgeResult, e
 			break
 		}
 	}
-	return res, errors.Join(errs...)
+	err = errors.Join(errs...)
+	if namespace == "" && err == nil && ctx.Err() == nil {
+		c.purgeComplete.Store(c.cfg.Clock.Now().UnixNano())
+	}
+	return res, err
 }
 
 // purgeNamespace purges the ended generations among keys, the namespace's

@@ -89,6 +89,19 @@
 //	    PRIMARY KEY ((ns, counter, bucket), time, id))
 //	    WITH CLUSTERING ORDER BY (time DESC, id ASC)
 //
+// and the cuts of deletes (lifecycle.go; written and read at a quorum at
+// least, one partition per namespace):
+//
+//	CREATE TABLE counter_cuts (
+//	    ns text,                          -- partition: one namespace
+//	    counter text, at bigint,          -- clustering: "" for the namespace
+//	    deletes_namespace boolean,
+//	    PRIMARY KEY ((ns), counter, at))
+//
+// A purge deletes a generation's partitions USING TIMESTAMP the purging
+// process's clock (native counters: the server's; Cassandra refuses a
+// timestamp on a counter delete).
+//
 // The CQL avoids everything some supported server lacks: no aggregates, no
 // PER PARTITION LIMIT, no SASI or materialized views.
 //

@@ -131,6 +131,17 @@
 // marker tombstone at the timestamp removes the marker unless it was
 // written later.
 //
+// # Cuts and purges
+//
+// The cuts of deletes (package lifecycle) are plain keys (lifecycle.go):
+//
+//	0x50 | ns | counter | at (8 bytes, big-endian) -> flags (1: deletes the namespace)
+//
+// with an empty counter for a namespace-wide cut. PurgeCounter is one batch
+// of range deletes, one per table of the model, over the prefix table | ns
+// | counter; a generation is purged only once no process writes it, so
+// nothing merges into the range after it.
+//
 // # Known limitations
 //
 //   - Tombstones are never removed. Cassandra drops them after

@@ -216,6 +216,10 @@ func registerClient(reg prometheus.Registerer, c *abacus.Client) {
 		Name: "abacus_rollup_last_complete_sweep_timestamp_seconds",
 		Help: "When this process last rolled up every events counter without skipping one (Unix time; 0: not since it started).",
 	}, func() float64 { return unix(c.Sweeps().RollupComplete) }))
+	register(reg, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "abacus_purge_last_complete_sweep_timestamp_seconds",
+		Help: "When this process last purged, without an error, what deletes and TTL periods left behind in every namespace (Unix time; 0: not since it started).",
+	}, func() float64 { return unix(c.Sweeps().PurgeComplete) }))
 	for _, f := range []struct {
 		name, help string
 		get        func() uint64

@@ -558,7 +558,7 @@ func TestMetrics(t *testing.T) {
 	}
 	// The GC of every namespace above was a complete sweep: its time is
 	// set (the env's clock is real, so just after this test started).
-	for _, name := range []string{"abacus_gc_last_complete_sweep_timestamp_seconds", "abacus_rollup_last_complete_sweep_timestamp_seconds"} {
+	for _, name := range []string{"abacus_gc_last_complete_sweep_timestamp_seconds", "abacus_rollup_last_complete_sweep_timestamp_seconds", "abacus_purge_last_complete_sweep_timestamp_seconds"} {
 		_, rest, _ := strings.Cut(text, "\n"+name+" ")
 		line, _, _ := strings.Cut(rest, "\n")
 		v, err := strconv.ParseFloat(line, 64)

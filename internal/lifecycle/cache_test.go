@@ -28,11 +28,17 @@ func (l *loads) load(ctx context.Context, _ string, readAt time.Time) (*View, er
 	return NewView(readAt, time.Time{}, nil), nil
 }
 
+// newTestCache is a cache with a 10 s refresh on a manual clock, reading
+// through l (whose loads wait for gate, when not nil).
+func newTestCache(gate chan struct{}) (*clock.Manual, *loads, *Cache) {
+	clk := clock.NewManual(time.Unix(1000, 0))
+	l := &loads{gate: gate}
+	return clk, l, &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+}
+
 func TestViewsAreTrustedForOneRefresh(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewManual(time.Unix(1000, 0))
-	l := &loads{}
-	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+	clk, l, c := newTestCache(nil)
 	ctx := context.Background()
 	v1, _, err := c.Get(ctx, "ns")
 	if err != nil || l.n.Load() != 1 {
@@ -59,9 +65,7 @@ func TestViewsAreTrustedForOneRefresh(t *testing.T) {
 // in the background.
 func TestViewsAreReadAgainInTheBackground(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewManual(time.Unix(1000, 0))
-	l := &loads{}
-	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+	clk, l, c := newTestCache(nil)
 	ctx := context.Background()
 	v1, _, _ := c.Get(ctx, "ns")
 	clk.Advance(6 * time.Second)
@@ -89,9 +93,7 @@ func TestViewsAreReadAgainInTheBackground(t *testing.T) {
 // Many Gets of a namespace without a view share one read.
 func TestConcurrentGetsShareOneRead(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewManual(time.Unix(1000, 0))
-	l := &loads{gate: make(chan struct{})}
-	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+	_, l, c := newTestCache(make(chan struct{}))
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
@@ -110,9 +112,7 @@ func TestConcurrentGetsShareOneRead(t *testing.T) {
 
 func TestForgetReadsAgain(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewManual(time.Unix(1000, 0))
-	l := &loads{}
-	c := &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+	_, l, c := newTestCache(nil)
 	ctx := context.Background()
 	_, _, _ = c.Get(ctx, "ns")
 	c.Forget("ns")

@@ -48,7 +48,7 @@ type SweepStatus struct {
 	// RollupComplete is the same for the rollups of events counters.
 	RollupComplete time.Time
 	// PurgeComplete is when the last purge over every namespace (PurgeAll,
-	// by the sweeper or GCAll) ended without an error.
+	// by the sweeper or a caller) ended without an error.
 	PurgeComplete time.Time
 }
 

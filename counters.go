@@ -175,11 +175,12 @@ func (c *Client) Clear(ctx context.Context, namespace, counter, requestID string
 // ClearAt resets a counter to zero and says when the reset takes effect.
 // Only models that can do it safely offer it: events (every increment
 // with an event time at or before the clear's time stops counting;
-// repeating the clear with the same request id is harmless), cas (a
-// compare-and-set to zero), both at once, and sharded, which is a
-// DeleteCounter: it takes effect Config.DeleteDelay from now, erasing what
-// was counted before then. Other models return ErrWrongModel. requestID
-// may be empty for a clear at the current time.
+// repeating the clear with the same request id is harmless) and cas (a
+// compare-and-set to zero), both at once; sharded, actor and native
+// counters have no clear in place, and their clear is a DeleteCounter: it
+// takes effect Config.DeleteDelay from now, erasing what was counted
+// before then. Ledgers return ErrWrongModel. requestID may be empty for a
+// clear at the current time.
 func (c *Client) ClearAt(ctx context.Context, namespace, counter, requestID string) (time.Time, error) {
 	ns, view, err := c.counterNamespace(ctx, namespace, counter)
 	if err != nil {
@@ -226,9 +227,8 @@ func (c *Client) GC(ctx context.Context, namespace, counter string) (GCResult, e
 	return res, nil
 }
 
-// GCAll collects every sharded counter, rolls up every events counter and
-// purges what deletes and TTLs left behind (PurgeAll), or does so for one
-// namespace when namespace is not empty.
+// GCAll collects every sharded counter and rolls up every events counter,
+// or only those of one namespace when namespace is not empty.
 func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error) {
 	if namespace != "" {
 		if _, err := c.Namespace(ctx, namespace); err != nil {
@@ -252,9 +252,5 @@ func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error
 	for i := range out {
 		out[i].Key.Counter = userName(out[i].Key.Counter)
 	}
-	if err != nil {
-		return out, err
-	}
-	_, err = c.PurgeAll(ctx, namespace)
 	return out, err
 }

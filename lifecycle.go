@@ -18,12 +18,16 @@ const MinTTL = time.Minute
 
 // DeleteCounter deletes a counter of any model but ledger. It takes
 // effect at the time it returns, Config.DeleteDelay from now: every update
-// acknowledged before that time is erased, the counter reads as never
-// written from then on, and updates made from then on count from zero.
+// a process started before that time (by its clock) is erased — also one
+// acknowledged after DeleteCounter returned — the counter reads as never
+// written from then on, and updates started from then on count from zero.
 // The erased data is purged in the background later (docs/api.md,
-// "Deleting"). Deleting again, or retrying after ErrUnknownOutcome, is
-// harmless: the later delete wins, and it erases only what the first one
-// would have plus what was counted in between.
+// "Deleting, clearing and TTLs"). Deleting again is harmless: the later
+// delete wins, and it erases only what the first one would have plus what
+// was counted in between. ErrNotApplied means nothing was deleted;
+// ErrUnknownOutcome (the delete's write failed, and so did taking it back)
+// that it may still take effect, at the time the error names or, if its
+// write spreads late, later: delete again to be sure of a time.
 func (c *Client) DeleteCounter(ctx context.Context, namespace, counter string) (time.Time, error) {
 	ns, _, err := c.counterNamespace(ctx, namespace, counter)
 	if err != nil {
@@ -65,6 +69,12 @@ func (c *Client) DeleteNamespace(ctx context.Context, name string) (time.Time, e
 // WriteTimeout, which DeleteDelay exceeds together with LifecycleRefresh:
 // a process that did not see the cut read its view before the write
 // ended, so it reads again before the cut's time.
+//
+// A write that failed may still have reached a replica and spread later,
+// after its time: processes would then move to the new generation late,
+// erasing updates acknowledged in between. So a failed cut is taken back
+// (a delete written after it wins over it wherever it lands), and only if
+// that fails too is the outcome unknown.
 func (c *Client) cut(ctx context.Context, ns *Namespace, cut driver.Cut) (time.Time, error) {
 	at := c.cfg.Clock.Now().Add(c.cfg.DeleteDelay).Truncate(time.Microsecond)
 	cut.At = at.UnixMicro()
@@ -72,10 +82,16 @@ func (c *Client) cut(ctx context.Context, ns *Namespace, cut driver.Cut) (time.T
 	defer cancel()
 	err := c.cfg.Driver.AddCut(wctx, &driver.AddCutParams{Namespace: ns.Name, Cut: cut})
 	c.views.Forget(ns.Name)
-	if err != nil {
-		return time.Time{}, publicError(err)
+	if err == nil {
+		return at.UTC(), nil
 	}
-	return at.UTC(), nil
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WriteTimeout)
+	defer cancel()
+	if uerr := c.cfg.Driver.DropCuts(uctx, &driver.DropCutsParams{Namespace: ns.Name, Cuts: []driver.Cut{cut}}); uerr != nil {
+		return time.Time{}, fmt.Errorf("%w: the delete may take effect at %s, or later (its write failed: %v; taking it back failed: %v)",
+			ErrUnknownOutcome, at.UTC().Format(time.RFC3339Nano), err, uerr)
+	}
+	return time.Time{}, fmt.Errorf("%w: the delete's write failed and was taken back; nothing is deleted: %w", ErrNotApplied, publicError(err))
 }
 
 // newViews is the Client's cache of namespaces' cuts.
@@ -212,6 +228,16 @@ func (c *Client) PurgeAll(ctx context.Context, namespace string) (PurgeResult, e
 		if len(v.Cuts()) == 0 && ns.TTL == 0 {
 			continue
 		}
+		// What is purged is decided on a view read now, not one a
+		// refresh old, and only for the incarnation the listing found:
+		// a namespace made again since is another's to purge.
+		if v, err = c.views.Load(ctx, ns.Name, c.cfg.Clock.Now()); err != nil {
+			errs = append(errs, fmt.Errorf("namespace %q: %w", ns.Name, err))
+			continue
+		}
+		if !v.CreatedAt.Equal(ns.CreatedAt) {
+			continue
+		}
 		if listed[ns.Model] == nil {
 			keys, err := m.list(ctx, c.cfg.Driver, &driver.ListCountersParams{})
 			if err != nil {
@@ -239,29 +265,46 @@ func (c *Client) PurgeAll(ctx context.Context, namespace string) (PurgeResult, e
 }
 
 // purgeNamespace purges the ended generations among keys, the namespace's
-// stored counters.
+// stored counters. A namespace whose delete is settled has every stored
+// name of that incarnation purged (generations before its delete: a
+// namespace made again under the name writes only later ones), and then
+// its record, if it is still the same incarnation's.
 func (c *Client) purgeNamespace(ctx context.Context, ns *Namespace, v *lifecycle.View, keys []driver.CounterKey, res *PurgeResult) error {
-	cuts := v.Cuts()
 	settled := c.cfg.Clock.Now().Add(-2 * c.cfg.DeleteDelay).UnixMicro()
-	deleted := v.DeletedAt() != 0 && v.DeletedAt() <= settled
+	deletedAt := v.DeletedAt()
+	deleted := deletedAt != 0 && deletedAt <= settled
 	for _, k := range keys {
 		counter, gen, ok := lifecycle.SplitStored(k.Counter)
 		if !ok {
 			continue
 		}
-		if end := v.End(counter, gen, ns.TTL); !deleted && (end == 0 || end > settled) {
+		if deleted {
+			if gen >= deletedAt {
+				continue
+			}
+		} else if end := v.End(counter, gen, ns.TTL); end == 0 || end > settled {
 			continue
 		}
-		if err := c.cfg.Driver.PurgeCounter(ctx, &driver.PurgeCounterParams{Namespace: ns.Name, Counter: k.Counter, Model: string(ns.Model),
-			Timestamp: c.cfg.Clock.Now().UnixMicro()}); err != nil {
+		if err := c.cfg.Driver.PurgeCounter(ctx, &driver.PurgeCounterParams{Namespace: ns.Name, Counter: k.Counter, Model: string(ns.Model)}); err != nil {
 			return err
 		}
 		res.Generations++
 	}
 	if deleted {
-		return c.removeNamespace(ctx, ns.Name, v, res)
+		err := c.cfg.Driver.DeleteNamespace(ctx, &driver.DeleteNamespaceParams{Name: ns.Name, CreatedAt: ns.CreatedAt})
+		switch {
+		case err == nil:
+			res.Namespaces++
+		case !errors.Is(err, driver.ErrNotFound): // gone already, or made again
+			return err
+		}
+		c.views.Forget(ns.Name)
+		c.namespaces.Forget(ns.Name)
 	}
-	drop := lifecycle.Unneeded(cuts, settled)
+	// Deleting cuts are never dropped (they say which incarnation they
+	// delete): a cut the namespace's deleting cut makes unneeded goes, the
+	// deleting cut stays.
+	drop := slices.DeleteFunc(lifecycle.Unneeded(v.Cuts(), settled), func(c driver.Cut) bool { return c.DeletesNamespace })
 	if len(drop) == 0 {
 		return nil
 	}
@@ -269,42 +312,5 @@ func (c *Client) purgeNamespace(ctx context.Context, ns *Namespace, v *lifecycle
 		return err
 	}
 	res.Cuts += len(drop)
-	return nil
-}
-
-// removeNamespace removes a deleted namespace whose data is purged: its
-// record first, then every cut but its latest namespace-wide one, which
-// stays, no longer deleting, so that a namespace made again under the name
-// stores its counters under names the old one never used (a deleted
-// Cassandra counter cannot be written again).
-func (c *Client) removeNamespace(ctx context.Context, name string, v *lifecycle.View, res *PurgeResult) error {
-	if err := c.cfg.Driver.DeleteNamespace(ctx, &driver.DeleteNamespaceParams{Name: name}); err != nil {
-		return err
-	}
-	res.Namespaces++
-	cuts := v.Cuts()
-	var last int64
-	for _, cut := range cuts {
-		if cut.Counter == "" {
-			last = max(last, cut.At)
-		}
-	}
-	if err := c.cfg.Driver.AddCut(ctx, &driver.AddCutParams{Namespace: name, Cut: driver.Cut{At: last}}); err != nil {
-		return err
-	}
-	var drop []driver.Cut
-	for _, cut := range cuts {
-		if cut.Counter != "" || cut.At != last {
-			drop = append(drop, cut)
-		}
-	}
-	if len(drop) > 0 {
-		if err := c.cfg.Driver.DropCuts(ctx, &driver.DropCutsParams{Namespace: name, Cuts: drop}); err != nil {
-			return err
-		}
-		res.Cuts += len(drop)
-	}
-	c.views.Forget(name)
-	c.namespaces.Forget(name)
 	return nil
 }

@@ -3,6 +3,7 @@ package abacus_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -403,4 +404,160 @@ func TestDeleteDelayMustCoverRefreshAndWrite(t *testing.T) {
 	if _, err := abacus.NewClient(context.Background(), abacus.Config{Driver: d, DeleteDelay: 15*time.Second + time.Microsecond}); err != nil {
 		t.Errorf("a delay just over refresh plus write was refused: %v", err)
 	}
+}
+
+// A retry of an update made before a delete, arriving after it, counts
+// once in the new generation: not zero times (the old generation's
+// de-duplication does not follow it) and not twice.
+func TestRetriesAfterADeleteCountOnceInTheNewGeneration(t *testing.T) {
+	t.Parallel()
+	modelStores(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		clk := clock.NewManual(time.Now())
+		c := lifecycleClient(t, d, clk)
+		for _, m := range []abacus.Model{abacus.ModelSharded, abacus.ModelEvents} {
+			mc := newModelCounter(t, c, m)
+			id := abacus.NewRequestID()
+			u := abacus.Update{Namespace: mc.ns, Counter: "c", Delta: 5, RequestID: id}
+			if m == abacus.ModelEvents {
+				u.Time = clk.Now() // the event time stays inside the accept window
+			}
+			for range 2 {
+				if err := c.Apply(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mc.want(t, c, "c", 5, "before the delete")
+			at, err := mc.delete(c, "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(at.Sub(clk.Now()))
+			mc.want(t, c, "c", 0, "at the delete")
+			for range 2 {
+				if err := c.Apply(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mc.want(t, c, "c", 5, "after two retries past the delete")
+		}
+		led := newModelCounter(t, c, abacus.ModelLedger)
+		for range 2 {
+			if _, err := c.Credit(ctx, led.ns, "w", 7, "order-1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		at, err := c.DeleteLedger(ctx, led.ns, "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(at.Sub(clk.Now()))
+		for range 2 {
+			if _, err := c.Credit(ctx, led.ns, "w", 7, "order-1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		led.want(t, c, "w", 7, "a ledger after two retries past its delete")
+	})
+}
+
+// A purge decides on what it reads as it purges and only for the
+// incarnation it listed: a process whose view of a deleted namespace is
+// stale, purging after the name was made again, leaves the new one and its
+// counters alone.
+func TestAPurgeLeavesANamespaceMadeAgainAlone(t *testing.T) {
+	t.Parallel()
+	modelStores(t, func(t *testing.T, d driver.Driver) {
+		ctx := context.Background()
+		clk := clock.NewManual(time.Now())
+		a, b := lifecycleClient(t, d, clk), lifecycleClient(t, d, clk)
+		mc := newModelCounter(t, a, abacus.ModelNative)
+		if err := mc.add(a, "c", 5); err != nil {
+			t.Fatal(err)
+		}
+		at, err := a.DeleteNamespace(ctx, mc.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(at.Sub(clk.Now()) + 6*time.Minute)
+		// a looks at the deleted namespace: its view of it is cached now.
+		if _, err := a.Get(ctx, mc.ns, "c"); !errors.Is(err, abacus.ErrNamespaceNotFound) {
+			t.Fatalf("get in the deleted namespace: %v", err)
+		}
+		if res, err := b.PurgeAll(ctx, mc.ns); err != nil || res.Namespaces != 1 {
+			t.Fatalf("b's purge: %+v, %v", res, err)
+		}
+		clk.Advance(time.Millisecond) // the new record's creation time differs
+		if _, err := b.CreateNamespace(ctx, abacus.NamespaceConfig{Name: mc.ns, Model: abacus.ModelNative}); err != nil {
+			t.Fatal(err)
+		}
+		if err := mc.add(b, "c", 7); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := a.PurgeAll(ctx, mc.ns); err != nil || res.Namespaces != 0 {
+			t.Fatalf("a's purge after the name was made again: %+v, %v", res, err)
+		}
+		mc.want(t, b, "c", 7, "in the namespace made again, after a's purge")
+		clk.Advance(5 * time.Second)
+		mc.want(t, a, "c", 7, "read by a")
+		// Deleted again, it is deleted: the old deleting cut does not hide
+		// the new one.
+		at, err = b.DeleteNamespace(ctx, mc.ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(at.Sub(clk.Now()))
+		if _, err := a.Get(ctx, mc.ns, "c"); !errors.Is(err, abacus.ErrNamespaceNotFound) {
+			t.Fatalf("get after the second delete: %v", err)
+		}
+	})
+}
+
+// cutFaults is a real store whose cut writes land and then report a
+// timeout (the write reached the store, the answer did not), and whose
+// drops of cuts fail when failDrops is set.
+type cutFaults struct {
+	driver.Driver
+	failDrops bool
+}
+
+func (f *cutFaults) AddCut(ctx context.Context, p *driver.AddCutParams) error {
+	if err := f.Driver.AddCut(ctx, p); err != nil {
+		return err
+	}
+	return fmt.Errorf("injected timeout: %w", driver.ErrUnknownOutcome)
+}
+
+func (f *cutFaults) DropCuts(ctx context.Context, p *driver.DropCutsParams) error {
+	if f.failDrops {
+		return fmt.Errorf("injected: %w", driver.ErrUnavailable)
+	}
+	return f.Driver.DropCuts(ctx, p)
+}
+
+// A delete whose write failed is taken back, so it never takes effect
+// later than it said; when taking it back fails too, the caller is told
+// the outcome is unknown.
+func TestAFailedDeleteIsTakenBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Now())
+	faults := &cutFaults{Driver: newClient(t).Driver()}
+	c := lifecycleClient(t, faults, clk)
+	mc := newModelCounter(t, c, abacus.ModelSharded)
+	if err := mc.add(c, "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteCounter(ctx, mc.ns, "c"); !errors.Is(err, abacus.ErrNotApplied) {
+		t.Fatalf("a delete whose write failed: %v, want ErrNotApplied", err)
+	}
+	if cuts, err := faults.ReadCuts(ctx, &driver.ReadCutsParams{Namespace: mc.ns}); err != nil || len(cuts) != 0 {
+		t.Fatalf("cuts after the delete was taken back: %+v, %v", cuts, err)
+	}
+	faults.failDrops = true
+	if _, err := c.DeleteCounter(ctx, mc.ns, "c"); !errors.Is(err, abacus.ErrUnknownOutcome) {
+		t.Fatalf("a delete that could not be taken back: %v, want ErrUnknownOutcome", err)
+	}
+	clk.Advance(3 * time.Minute)
+	mc.want(t, c, "c", 0, "once the delete that could not be taken back took effect")
 }

@@ -1,6 +1,9 @@
 package driver
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Cut is a recorded cut of a counter, or of every counter of a namespace
 // (Counter empty): from At on, the counter is stored under a new
@@ -38,16 +41,14 @@ type PurgeCounterParams struct {
 	Counter string
 	// Model is the namespace's model, which says which tables hold it.
 	Model string
-	// Timestamp is the deletes' write timestamp (µs): the purging
-	// process's clock, as every write of the generation carried its
-	// writer's. Native counters' deletes take the store's own (Cassandra
-	// refuses a timestamp on them).
-	Timestamp int64
 }
 
 // DeleteNamespaceParams are the parameters of Lifecycle.DeleteNamespace.
 type DeleteNamespaceParams struct {
 	Name string
+	// CreatedAt is the creation time of the record to remove: a record
+	// of the name made at another time (the namespace made again) stays.
+	CreatedAt time.Time
 }
 
 // Lifecycle stores cuts and removes what they have made unreachable.
@@ -65,12 +66,15 @@ type Lifecycle interface {
 	DropCuts(ctx context.Context, p *DropCutsParams) error
 
 	// PurgeCounter deletes everything stored under one stored counter
-	// name of the model, leaving other counters alone. Purging a name that
-	// holds nothing is harmless. It must only be called for a generation
-	// no process writes any longer: a write that lands after it survives.
+	// name of the model, for good, leaving other counters alone: the name
+	// is never written again (a generation that ended), so the deletes may
+	// shadow any write to it, at any timestamp — an actor's version or an
+	// event's time may be anything. Purging a name that holds nothing is
+	// harmless.
 	PurgeCounter(ctx context.Context, p *PurgeCounterParams) error
 
-	// DeleteNamespace removes a namespace's record, not its counters or its
-	// cuts; removing one that is absent is harmless.
+	// DeleteNamespace removes a namespace's record if it is the one made at
+	// p.CreatedAt, not its counters or its cuts, and returns ErrNotFound if
+	// there is no such record (none, or one made at another time).
 	DeleteNamespace(ctx context.Context, p *DeleteNamespaceParams) error
 }

@@ -41,7 +41,7 @@ Models:
            set'); the counter is the sum of the latest values
   ledger   credits and debits with per-actor request history ('abacus ledger')
   native   a Cassandra counter column (an atomic add on the embedded store):
-           the baseline; a retried add may count twice; cannot be cleared
+           the baseline; a retried add may count twice
   cas      read then compare-and-set (a lightweight transaction): the other
            baseline; a retried add may count twice
 Types (sharded only; the other counter models are sums): sum (a signed

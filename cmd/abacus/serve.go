@@ -123,7 +123,7 @@ over the file.`,
 	fl.DurationVar(&f.lifetime, "mutator-lifetime", 24*time.Hour, "sharded: how long one server writes one shard of a counter before starting a new one")
 	fl.DurationVar(&f.refusalMargin, "refusal-margin", time.Hour, "sharded: a shard stops taking updates this long before its end (below --mutator-lifetime)")
 	fl.DurationVar(&f.gcGrace, "gc-grace", 24*time.Hour, "sharded: how long after its end a shard may be folded; must exceed the worst clock skew between servers plus the store's hint window")
-	fl.DurationVar(&f.deleteDelay, "delete-delay", 0, "how far ahead a delete (or a sharded clear) takes effect, so that every server learns of it first; must exceed 15s plus the largest disagreement between two servers' clocks; give every server the same (default: 3m on Cassandra, 20s on the embedded store, where one server has no clock to disagree with)")
+	fl.DurationVar(&f.deleteDelay, "delete-delay", 0, "how far ahead a delete (or a sharded clear) takes effect, so that every server learns of it first; must exceed 15s plus, on Cassandra, twice --max-clock-skew; give every server the same (default: 3m on Cassandra, or more with a larger --max-clock-skew; 20s on the embedded store, where one server has no clock to disagree with)")
 	fl.DurationVar(&f.dedupWindow, "queue-dedup-window", queue.DefaultDedupWindow, "how long a message's dedup_id keeps later puts of the id from storing another message (1s to 1h; on Cassandra at most the queue tables' gc_grace_seconds); give every server the same")
 	fl.DurationVar(&f.maxClockSkew, "max-clock-skew", time.Minute, "largest difference from the store's clock (Cassandra) at which this server takes writes; keep it below the events rollup delay and --gc-grace; 0 or negative disables the check")
 	fl.DurationVar(&f.clockCheck, "clock-check-interval", 30*time.Second, "how often the clock is compared with the store's")
@@ -215,6 +215,10 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if maxSkew == 0 {
 		maxSkew = -1 // the server reads 0 as "its default"; here 0 disables, as the help says
 	}
+	delDelay, err := deleteDelay(f)
+	if err != nil {
+		return err
+	}
 	var clk clock.Clock = clock.Real{}
 	if f.clockOffset != 0 {
 		clk = clock.Offset{Base: clock.Real{}, By: f.clockOffset}
@@ -263,7 +267,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		MutatorLifetime: f.lifetime,
 		RefusalMargin:   f.refusalMargin,
 		GCGrace:         f.gcGrace,
-		DeleteDelay:     deleteDelay(f),
+		DeleteDelay:     delDelay,
 		Clock:           clk,
 		Queues:          abacus.QueuesConfig{DedupWindow: f.dedupWindow},
 	})
@@ -503,15 +507,26 @@ func secret(value, valueFlag, file, fileFlag string) (string, error) {
 	return first, nil
 }
 
-// deleteDelay is --delete-delay, or its default for the store: one
-// embedded server has no other clock to disagree with, so it needs only
-// the library's refresh (5s) and write timeout (10s), with a margin.
-func deleteDelay(f serveFlags) time.Duration {
-	switch {
-	case f.deleteDelay != 0:
-		return f.deleteDelay
-	case f.cassandra == "":
-		return 20 * time.Second
+// deleteDelay is --delete-delay, or its default for the store. It must
+// cover the library's refresh (5s) and write timeout (10s) and, on
+// Cassandra, the largest disagreement between two servers' clocks, which
+// --max-clock-skew bounds at twice itself (each server within it of the
+// store's clock). One embedded server has no other clock to disagree with.
+func deleteDelay(f serveFlags) (time.Duration, error) {
+	const refreshAndWrite = 15 * time.Second
+	var skew time.Duration
+	if f.cassandra != "" && f.maxClockSkew > 0 {
+		skew = 2 * f.maxClockSkew
 	}
-	return 0 // the library's default, 3m
+	switch {
+	case f.deleteDelay < 0:
+		return 0, usagef("--delete-delay %v is negative", f.deleteDelay)
+	case f.deleteDelay != 0 && f.deleteDelay <= refreshAndWrite+skew:
+		return 0, usagef("--delete-delay %v must exceed %v plus twice --max-clock-skew on Cassandra (%v)", f.deleteDelay, refreshAndWrite, skew)
+	case f.deleteDelay != 0:
+		return f.deleteDelay, nil
+	case f.cassandra == "":
+		return refreshAndWrite + 5*time.Second, nil
+	}
+	return max(3*time.Minute, refreshAndWrite+skew+15*time.Second), nil
 }

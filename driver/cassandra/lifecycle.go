@@ -2,7 +2,9 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 
 	"github.com/abacusdb/abacus/driver"
 )
@@ -31,7 +33,7 @@ func newLifecycleStatements(ks string) lifecycleStatements {
 		readCuts:          "SELECT counter, at, deletes_namespace FROM " + ks + ".counter_cuts WHERE ns = ?",
 		dropCut:           "DELETE FROM " + ks + ".counter_cuts WHERE ns = ? AND counter = ? AND at = ?",
 		probe:             "SELECT ns FROM " + ks + ".counter_cuts LIMIT 1",
-		deleteNamespace:   "DELETE FROM " + ks + ".namespaces WHERE name = ?",
+		deleteNamespace:   "DELETE FROM " + ks + ".namespaces WHERE name = ? IF created_at = ?",
 		purgeShards:       "DELETE FROM " + ks + ".shards USING TIMESTAMP ? WHERE ns = ? AND counter = ?",
 		purgeActor:        "DELETE FROM " + ks + ".actor_values USING TIMESTAMP ? WHERE ns = ? AND counter = ?",
 		purgeNative:       "DELETE FROM " + ks + ".native_counters WHERE ns = ? AND counter = ?",
@@ -41,6 +43,16 @@ func newLifecycleStatements(ks string) lifecycleStatements {
 		purgeEventBucket:  "DELETE FROM " + ks + ".events USING TIMESTAMP ? WHERE ns = ? AND counter = ? AND bucket = ?",
 		readEventBuckets:  "SELECT bucket FROM " + ks + ".event_counters WHERE ns = ? AND counter = ?",
 	}
+}
+
+// cutWriteLevel is the level cuts are written at: a quorum at least, and
+// a quorum in every data center when the configured level is local, so
+// that a read at LOCAL_QUORUM in any data center sees every cut.
+func cutWriteLevel(configured driver.Consistency) driver.Consistency {
+	if configured == driver.LocalQuorum {
+		return driver.EachQuorum
+	}
+	return keyLevel(configured)
 }
 
 // AddCut implements driver.Lifecycle, at a quorum at least so that every
@@ -53,7 +65,7 @@ func (d *Driver) AddCut(ctx context.Context, p *driver.AddCutParams) error {
 	if p.Cut.DeletesNamespace && p.Cut.Counter != "" {
 		return fmt.Errorf("cassandra: %s: only a namespace-wide cut deletes the namespace", op)
 	}
-	return d.execAt(ctx, op, driver.Default, keyLevel(d.cfg.WriteConsistency), d.q.lifecycle.addCut,
+	return d.execAt(ctx, op, driver.Default, cutWriteLevel(d.cfg.WriteConsistency), d.q.lifecycle.addCut,
 		[]any{p.Namespace, p.Cut.Counter, p.Cut.At, p.Cut.DeletesNamespace}, " of %s/%s", p.Namespace, p.Cut.Counter)
 }
 
@@ -95,7 +107,7 @@ func (d *Driver) ReadCuts(ctx context.Context, p *driver.ReadCutsParams) ([]driv
 // DropCuts implements driver.Lifecycle.
 func (d *Driver) DropCuts(ctx context.Context, p *driver.DropCutsParams) error {
 	const op = "drop cuts"
-	cl, err := d.beginAt(ctx, op, driver.Default, keyLevel(d.cfg.WriteConsistency))
+	cl, err := d.beginAt(ctx, op, driver.Default, cutWriteLevel(d.cfg.WriteConsistency))
 	if err != nil {
 		return err
 	}
@@ -106,6 +118,11 @@ func (d *Driver) DropCuts(ctx context.Context, p *driver.DropCutsParams) error {
 	}
 	return nil
 }
+
+// purgeTimestamp is the timestamp of a purge's deletes: above every
+// timestamp a write can carry (an actor's version may be anything), so
+// nothing stored under the purged name survives, nor any late write to it.
+const purgeTimestamp int64 = math.MaxInt64 - 1
 
 // PurgeCounter implements driver.Lifecycle with partition deletes. An
 // events counter's bucket partitions are found through its markers and
@@ -121,10 +138,7 @@ func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams)
 	one := func(stmt string, args ...any) error {
 		return d.exec(ctx, cl, stmt, args, op, " %s/%s", p.Namespace, p.Counter)
 	}
-	if p.Timestamp <= 0 {
-		return fmt.Errorf("cassandra: %s: timestamp %d is not positive", op, p.Timestamp)
-	}
-	ts := p.Timestamp
+	const ts = purgeTimestamp
 	switch p.Model {
 	case "sharded":
 		return one(q.purgeShards, ts, p.Namespace, p.Counter)
@@ -160,8 +174,40 @@ func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams)
 	return fmt.Errorf("cassandra: %s: unknown model %q", op, p.Model)
 }
 
-// DeleteNamespace implements driver.Lifecycle.
+// DeleteNamespace implements driver.Lifecycle with a lightweight
+// transaction on the record's creation time, resubmitted after an unknown
+// outcome (a resubmission that finds the record gone means an earlier
+// attempt removed it).
 func (d *Driver) DeleteNamespace(ctx context.Context, p *driver.DeleteNamespaceParams) error {
-	return d.execAt(ctx, "delete namespace", driver.Default, keyLevel(d.cfg.WriteConsistency),
-		d.q.lifecycle.deleteNamespace, []any{p.Name}, " %s", p.Name)
+	const op = "delete namespace"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	configured := keyLevel(d.cfg.WriteConsistency)
+	cl, err := level(driver.Default, configured)
+	if err != nil {
+		return fmt.Errorf("cassandra: %s %q: %w", op, p.Name, err)
+	}
+	var lastErr error
+	for attempt := range lwtAttempts {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, lwtBackoff(attempt)); err != nil {
+				break
+			}
+		}
+		applied, err := d.session.Query(d.q.lifecycle.deleteNamespace, p.Name, p.CreatedAt).
+			Consistency(cl).SerialConsistency(serialFor(configured)).
+			MapScanCASContext(ctx, map[string]any{})
+		if err == nil {
+			if applied || attempt > 0 {
+				return nil
+			}
+			return fmt.Errorf("cassandra: namespace %q made at %v: %w", p.Name, p.CreatedAt, driver.ErrNotFound)
+		}
+		lastErr = mapError(opWrite, err)
+		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("cassandra: %s %q: %w", op, p.Name, lastErr)
 }

@@ -3,6 +3,7 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -60,10 +61,18 @@ func exerciseLifecycle(t *testing.T, d driver.Driver) {
 		if err := d.CreateNamespace(c, &driver.CreateNamespaceParams{Namespace: ns}); err != nil {
 			t.Fatal(err)
 		}
-		for range 2 { // the second delete finds nothing, harmlessly
-			if err := d.DeleteNamespace(c, &driver.DeleteNamespaceParams{Name: name}); err != nil {
-				t.Fatal(err)
-			}
+		other := ns.CreatedAt.Add(time.Millisecond) // another incarnation's
+		if err := d.DeleteNamespace(c, &driver.DeleteNamespaceParams{Name: name, CreatedAt: other}); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("DeleteNamespace of another creation time = %v, want ErrNotFound", err)
+		}
+		if _, err := d.GetNamespace(c, &driver.GetNamespaceParams{Name: name}); err != nil {
+			t.Fatalf("the record after a refused delete: %v", err)
+		}
+		if err := d.DeleteNamespace(c, &driver.DeleteNamespaceParams{Name: name, CreatedAt: ns.CreatedAt}); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.DeleteNamespace(c, &driver.DeleteNamespaceParams{Name: name, CreatedAt: ns.CreatedAt}); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("a second DeleteNamespace = %v, want ErrNotFound", err)
 		}
 		if _, err := d.GetNamespace(c, &driver.GetNamespaceParams{Name: name}); !errors.Is(err, driver.ErrNotFound) {
 			t.Fatalf("GetNamespace after DeleteNamespace = %v, want ErrNotFound", err)
@@ -142,7 +151,8 @@ func exercisePurge(t *testing.T, d driver.Driver) {
 			return ec.Rollup != nil || len(ec.Buckets) > 0 || len(evs) > 0, err
 		}, d.ListEventCounters},
 		{"actor", func(k string) error {
-			return d.SetActorValue(c, &driver.SetActorValueParams{Namespace: ns, Counter: k, Actor: "p", Value: 1, Version: 1})
+			// A version far above any clock: the purge must still win.
+			return d.SetActorValue(c, &driver.SetActorValueParams{Namespace: ns, Counter: k, Actor: "p", Value: 1, Version: math.MaxInt64 - 2})
 		}, func(k string) (bool, error) {
 			vs, err := d.ReadActorValues(c, &driver.ReadActorValuesParams{Namespace: ns, Counter: k})
 			return len(vs) > 0, err
@@ -174,7 +184,7 @@ func exercisePurge(t *testing.T, d driver.Driver) {
 			}
 		}
 		for range 2 { // a second purge finds nothing, harmlessly
-			if err := d.PurgeCounter(c, &driver.PurgeCounterParams{Namespace: ns, Counter: purged, Model: m.name, Timestamp: time.Now().UnixMicro()}); err != nil {
+			if err := d.PurgeCounter(c, &driver.PurgeCounterParams{Namespace: ns, Counter: purged, Model: m.name}); err != nil {
 				t.Fatalf("%s: purge: %v", m.name, err)
 			}
 		}
@@ -197,7 +207,7 @@ func exercisePurge(t *testing.T, d driver.Driver) {
 			t.Errorf("%s: listed after the purge: %v, want %v", m.name, keys, want)
 		}
 	}
-	if err := d.PurgeCounter(c, &driver.PurgeCounterParams{Namespace: ns, Counter: purged, Model: "nosuch", Timestamp: 1}); err == nil {
+	if err := d.PurgeCounter(c, &driver.PurgeCounterParams{Namespace: ns, Counter: purged, Model: "nosuch"}); err == nil {
 		t.Error("PurgeCounter of an unknown model accepted")
 	}
 }

@@ -118,10 +118,18 @@ func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams)
 	}, " %s/%s", p.Namespace, p.Counter)
 }
 
-// DeleteNamespace implements driver.Lifecycle.
+// DeleteNamespace implements driver.Lifecycle: the check and the delete
+// under the namespaces' mutex, as CreateNamespace's.
 func (d *Driver) DeleteNamespace(ctx context.Context, p *driver.DeleteNamespaceParams) error {
 	d.nsMu.Lock()
 	defer d.nsMu.Unlock()
+	ns, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: p.Name})
+	if err != nil {
+		return err
+	}
+	if !ns.CreatedAt.Equal(p.CreatedAt) {
+		return fmt.Errorf("embedded: namespace %q made at %v, not %v: %w", p.Name, ns.CreatedAt, p.CreatedAt, driver.ErrNotFound)
+	}
 	return d.writeBatch(ctx, "delete namespace", func(b *pebble.Batch) error {
 		return b.Delete(namespaceKey(p.Name), nil)
 	}, " %s", p.Name)

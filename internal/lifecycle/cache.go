@@ -22,7 +22,9 @@ type Cache struct {
 	Clock   clock.Clock
 	// Load reads a namespace's view; readAt is when the read started.
 	Load func(ctx context.Context, namespace string, readAt time.Time) (*View, error)
-	// LoadTimeout bounds a background read.
+	// LoadTimeout bounds each read. A read is shared by every operation
+	// waiting for it, so it runs on its own deadline, never on the context
+	// of the operation that happened to start it.
 	LoadTimeout time.Duration
 
 	slots sync.Map // namespace -> *slot
@@ -57,7 +59,7 @@ func (c *Cache) Get(ctx context.Context, namespace string) (*View, time.Time, er
 			done = make(chan struct{})
 			s.loading = done
 			s.mu.Unlock()
-			c.load(ctx, namespace, s, done)
+			go c.load(context.WithoutCancel(ctx), namespace, s, done)
 		} else {
 			s.mu.Unlock()
 		}
@@ -106,20 +108,17 @@ func (c *Cache) refreshInBackground(namespace string, s *slot) {
 	done := make(chan struct{})
 	s.loading = done
 	s.mu.Unlock()
-	go func() {
-		ctx := context.Background()
-		if c.LoadTimeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, c.LoadTimeout)
-			defer cancel()
-		}
-		c.load(ctx, namespace, s, done)
-	}()
+	go c.load(context.Background(), namespace, s, done)
 }
 
-// load reads the view and publishes it unless a view read later is
-// already there.
+// load reads the view, within LoadTimeout, and publishes it unless a view
+// read later is already there.
 func (c *Cache) load(ctx context.Context, namespace string, s *slot, done chan struct{}) {
+	if c.LoadTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.LoadTimeout)
+		defer cancel()
+	}
 	readAt := c.Clock.Now()
 	v, err := c.Load(ctx, namespace, readAt)
 	if err == nil {

@@ -19,7 +19,11 @@ type loads struct {
 
 func (l *loads) load(ctx context.Context, _ string, readAt time.Time) (*View, error) {
 	if l.gate != nil {
-		<-l.gate
+		select {
+		case <-l.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	l.n.Add(1)
 	if l.fail.Load() {
@@ -120,5 +124,26 @@ func TestForgetReadsAgain(t *testing.T) {
 	_, _, _ = c.Get(ctx, "ns")
 	if n := l.n.Load(); n != 2 {
 		t.Fatalf("%d reads, want 2 (Forget must drop the view)", n)
+	}
+}
+
+// A read is shared: the caller that started it going away does not fail
+// the others waiting for it.
+func TestACancelledCallerDoesNotFailTheRead(t *testing.T) {
+	t.Parallel()
+	_, l, c := newTestCache(make(chan struct{}))
+	first, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 2)
+	go func() { _, _, err := c.Get(first, "ns"); errs <- err }()
+	time.Sleep(20 * time.Millisecond) // the first Get starts the read
+	go func() { _, _, err := c.Get(context.Background(), "ns"); errs <- err }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled caller got %v", err)
+	}
+	close(l.gate)
+	if err := <-errs; err != nil {
+		t.Fatalf("the caller still waiting got %v, want the view", err)
 	}
 }

@@ -19,17 +19,30 @@ type View struct {
 
 	counters  map[string][]int64 // sorted cut times per counter
 	namespace []int64            // sorted namespace-wide cut times
-	deletedAt int64              // earliest namespace-deleting cut; 0 for none
+	deletes   map[int64]bool     // the namespace-wide cuts that delete it
+	deletedAt int64              // when this incarnation is deleted; 0: never
 }
 
-// NewView builds a view from a namespace's cuts in any order.
+// NewView builds a view from a namespace's cuts in any order. A deleting
+// cut deletes the incarnation of the namespace made before it: the earliest
+// one after createdAt is when the namespace read is deleted. Deleting cuts
+// stay flagged for good; a namespace made again under the name (which the
+// purge allows only long after the cut) was created after them, so they
+// do not delete it.
 func NewView(readAt, createdAt time.Time, cuts []driver.Cut) *View {
-	v := &View{ReadAt: readAt, CreatedAt: createdAt, counters: map[string][]int64{}}
+	v := &View{ReadAt: readAt, CreatedAt: createdAt, counters: map[string][]int64{}, deletes: map[int64]bool{}}
+	born := createdAt.UnixMicro()
+	if createdAt.IsZero() {
+		born = 0
+	}
 	for _, c := range cuts {
 		if c.Counter == "" {
 			v.namespace = append(v.namespace, c.At)
-			if c.DeletesNamespace && (v.deletedAt == 0 || c.At < v.deletedAt) {
-				v.deletedAt = c.At
+			if c.DeletesNamespace {
+				v.deletes[c.At] = true
+				if c.At > born && (v.deletedAt == 0 || c.At < v.deletedAt) {
+					v.deletedAt = c.At
+				}
 			}
 			continue
 		}
@@ -56,19 +69,20 @@ func (v *View) Generation(counter string, t int64, ttl time.Duration) int64 {
 	return gen
 }
 
-// Deleted reports whether the namespace is deleted at time t.
+// Deleted reports whether the namespace, as created at CreatedAt, is
+// deleted at time t.
 func (v *View) Deleted(t int64) bool { return v.deletedAt != 0 && t >= v.deletedAt }
 
-// DeletedAt is when a recorded delete of the namespace takes effect; 0 when
-// none is recorded.
+// DeletedAt is when a recorded delete of the namespace created at
+// CreatedAt takes effect; 0 when none is recorded.
 func (v *View) DeletedAt() int64 { return v.deletedAt }
 
 // Cuts returns every cut in the view, counters' and the namespace's, with
-// the namespace's deleting flag on the deleting cut.
+// their flags.
 func (v *View) Cuts() []driver.Cut {
 	var out []driver.Cut
 	for _, at := range v.namespace {
-		out = append(out, driver.Cut{At: at, DeletesNamespace: at == v.deletedAt})
+		out = append(out, driver.Cut{At: at, DeletesNamespace: v.deletes[at]})
 	}
 	for counter, ts := range v.counters {
 		for _, at := range ts {

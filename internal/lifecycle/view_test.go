@@ -95,3 +95,24 @@ func TestNamespaceDeletes(t *testing.T) {
 		t.Fatal("a namespace-wide cut without the flag deleted the namespace")
 	}
 }
+
+// A deleting cut deletes only the incarnation made before it: a namespace
+// made again after it is not deleted by it, and is by a later one.
+func TestDeletesBelongToAnIncarnation(t *testing.T) {
+	t.Parallel()
+	cuts := []driver.Cut{{At: 100, DeletesNamespace: true}, {At: 500, DeletesNamespace: true}}
+	first := NewView(time.Time{}, time.UnixMicro(10), cuts)
+	if first.DeletedAt() != 100 {
+		t.Fatalf("the first incarnation is deleted at %d, want 100", first.DeletedAt())
+	}
+	again := NewView(time.Time{}, time.UnixMicro(300), cuts)
+	if again.Deleted(300) || again.Deleted(499) || !again.Deleted(500) {
+		t.Fatalf("the incarnation made at 300: deleted at %d, want 500", again.DeletedAt())
+	}
+	if NewView(time.Time{}, time.UnixMicro(600), cuts).Deleted(1_000) {
+		t.Fatal("an incarnation made after every deleting cut is deleted")
+	}
+	if c := again.Cuts(); len(c) != 2 || !c[0].DeletesNamespace || !c[1].DeletesNamespace {
+		t.Fatalf("the cuts come back as %+v, flags lost", c)
+	}
+}

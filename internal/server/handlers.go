@@ -156,7 +156,7 @@ func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, er
 		return abacus.NamespaceConfig{}, err
 	}
 	if req.TTLSeconds < 0 || req.TTLSeconds > maxTTLSeconds {
-		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"ttl_seconds\": %d is not between 60 and %d", req.TTLSeconds, maxTTLSeconds)
+		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"ttl_seconds\": %d is neither 0 nor between 60 and %d", req.TTLSeconds, maxTTLSeconds)
 	}
 	// The library canonicalises model and type spelling itself.
 	return abacus.NamespaceConfig{

@@ -82,10 +82,11 @@ type Config struct {
 
 	// DeleteDelay is how far in the future a delete or a sharded clear
 	// takes effect (DeleteCounter, DeleteNamespace). Every process must
-	// learn of it first, so it must exceed LifecycleRefresh plus
-	// WriteTimeout (the longest a delete's write may take) plus the
-	// largest disagreement between any two processes' clocks. Default 3m,
-	// which leaves 2m45s for the clocks: twice the server's default
+	// learn of it first, so it must exceed LifecycleRefresh plus twice
+	// WriteTimeout (the longest a delete's write may take, and then the
+	// longest taking back a failed one may take) plus the largest
+	// disagreement between any two processes' clocks. Default 3m, which
+	// leaves 2m35s for the clocks: more than twice the server's default
 	// --max-clock-skew, since two servers may each be that far from the
 	// store's clock in opposite directions. One process alone on an
 	// embedded store has no clocks to disagree with.
@@ -128,8 +129,8 @@ func (c Config) validate() error {
 	if c.LifecycleRefresh < 0 || c.DeleteDelay < 0 || c.WriteTimeout < 0 {
 		return errors.New("abacus: Config.LifecycleRefresh, DeleteDelay and WriteTimeout must not be negative")
 	}
-	if c.DeleteDelay <= c.LifecycleRefresh+c.WriteTimeout {
-		return fmt.Errorf("abacus: Config.DeleteDelay (%v) must exceed LifecycleRefresh (%v) plus WriteTimeout (%v), or a process could miss a delete until after it took effect",
+	if c.DeleteDelay <= c.LifecycleRefresh+2*c.WriteTimeout {
+		return fmt.Errorf("abacus: Config.DeleteDelay (%v) must exceed LifecycleRefresh (%v) plus twice WriteTimeout (%v), or a process could learn of a delete, or of its being taken back, only after its time",
 			c.DeleteDelay, c.LifecycleRefresh, c.WriteTimeout)
 	}
 	return nil

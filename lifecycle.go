@@ -62,7 +62,10 @@ func (c *Client) DeleteNamespace(ctx context.Context, name string) (time.Time, e
 	if err != nil {
 		return time.Time{}, err
 	}
-	return c.cut(ctx, ns, driver.Cut{DeletesNamespace: true})
+	// The cut must come after the record's creation time, which another
+	// process's clock wrote: a cut before it would not delete this
+	// incarnation (lifecycle.NewView) and would only reset its counters.
+	return c.cut(ctx, ns, driver.Cut{DeletesNamespace: true, At: ns.CreatedAt.Add(c.cfg.DeleteDelay).UnixMicro()})
 }
 
 // cut records a cut Config.DeleteDelay from now. Its write is bounded by
@@ -75,8 +78,13 @@ func (c *Client) DeleteNamespace(ctx context.Context, name string) (time.Time, e
 // erasing updates acknowledged in between. So a failed cut is taken back
 // (a delete written after it wins over it wherever it lands), and only if
 // that fails too is the outcome unknown.
+//
+// cut.At, when set, is the earliest time the cut may have.
 func (c *Client) cut(ctx context.Context, ns *Namespace, cut driver.Cut) (time.Time, error) {
 	at := c.cfg.Clock.Now().Add(c.cfg.DeleteDelay).Truncate(time.Microsecond)
+	if earliest := time.UnixMicro(cut.At); at.Before(earliest) {
+		at = earliest
+	}
 	cut.At = at.UnixMicro()
 	wctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
 	defer cancel()
@@ -91,7 +99,7 @@ func (c *Client) cut(ctx context.Context, ns *Namespace, cut driver.Cut) (time.T
 		return time.Time{}, fmt.Errorf("%w: the delete may take effect at %s, or later (its write failed: %v; taking it back failed: %v)",
 			ErrUnknownOutcome, at.UTC().Format(time.RFC3339Nano), err, uerr)
 	}
-	return time.Time{}, fmt.Errorf("%w: the delete's write failed and was taken back; nothing is deleted: %w", ErrNotApplied, publicError(err))
+	return time.Time{}, fmt.Errorf("%w: the delete's write failed and was taken back; nothing is deleted (%v)", ErrNotApplied, err)
 }
 
 // newViews is the Client's cache of namespaces' cuts.
@@ -208,6 +216,10 @@ func (c *Client) PurgeAll(ctx context.Context, namespace string) (PurgeResult, e
 		recs = slices.DeleteFunc(recs, func(r *driver.Namespace) bool { return r.Name != namespace })
 	}
 	var errs []error
+	// settled is taken before any listing: a generation that ended by then
+	// has had its last write land before the listing, so the listing holds
+	// it, however long the sweep then takes.
+	settled := c.cfg.Clock.Now().Add(-2 * c.cfg.DeleteDelay).UnixMicro()
 	// Each model's counters are listed once, for all its namespaces: a
 	// listing scans the model's whole table on Cassandra anyway.
 	listed := map[Model]map[string][]driver.CounterKey{}
@@ -250,7 +262,7 @@ func (c *Client) PurgeAll(ctx context.Context, namespace string) (PurgeResult, e
 			}
 			listed[ns.Model] = byNamespace
 		}
-		if err := c.purgeNamespace(ctx, ns, v, listed[ns.Model][ns.Name], &res); err != nil {
+		if err := c.purgeNamespace(ctx, ns, v, listed[ns.Model][ns.Name], settled, &res); err != nil {
 			errs = append(errs, fmt.Errorf("namespace %q: %w", ns.Name, err))
 		}
 		if ctx.Err() != nil {
@@ -269,8 +281,7 @@ func (c *Client) PurgeAll(ctx context.Context, namespace string) (PurgeResult, e
 // name of that incarnation purged (generations before its delete: a
 // namespace made again under the name writes only later ones), and then
 // its record, if it is still the same incarnation's.
-func (c *Client) purgeNamespace(ctx context.Context, ns *Namespace, v *lifecycle.View, keys []driver.CounterKey, res *PurgeResult) error {
-	settled := c.cfg.Clock.Now().Add(-2 * c.cfg.DeleteDelay).UnixMicro()
+func (c *Client) purgeNamespace(ctx context.Context, ns *Namespace, v *lifecycle.View, keys []driver.CounterKey, settled int64, res *PurgeResult) error {
 	deletedAt := v.DeletedAt()
 	deleted := deletedAt != 0 && deletedAt <= settled
 	for _, k := range keys {

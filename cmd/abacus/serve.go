@@ -123,7 +123,7 @@ over the file.`,
 	fl.DurationVar(&f.lifetime, "mutator-lifetime", 24*time.Hour, "sharded: how long one server writes one shard of a counter before starting a new one")
 	fl.DurationVar(&f.refusalMargin, "refusal-margin", time.Hour, "sharded: a shard stops taking updates this long before its end (below --mutator-lifetime)")
 	fl.DurationVar(&f.gcGrace, "gc-grace", 24*time.Hour, "sharded: how long after its end a shard may be folded; must exceed the worst clock skew between servers plus the store's hint window")
-	fl.DurationVar(&f.deleteDelay, "delete-delay", 0, "how far ahead a delete (or a sharded clear) takes effect, so that every server learns of it first; must exceed 15s plus, on Cassandra, twice --max-clock-skew; give every server the same (default: 3m on Cassandra, or more with a larger --max-clock-skew; 20s on the embedded store, where one server has no clock to disagree with)")
+	fl.DurationVar(&f.deleteDelay, "delete-delay", 0, "how far ahead a delete (or a sharded clear) takes effect, so that every server learns of it first; must exceed 25s plus, on Cassandra, twice --max-clock-skew; give every server the same (default: 3m on Cassandra, or more with a larger --max-clock-skew; 30s on the embedded store, where one server has no clock to disagree with)")
 	fl.DurationVar(&f.dedupWindow, "queue-dedup-window", queue.DefaultDedupWindow, "how long a message's dedup_id keeps later puts of the id from storing another message (1s to 1h; on Cassandra at most the queue tables' gc_grace_seconds); give every server the same")
 	fl.DurationVar(&f.maxClockSkew, "max-clock-skew", time.Minute, "largest difference from the store's clock (Cassandra) at which this server takes writes; keep it below the events rollup delay and --gc-grace; 0 or negative disables the check")
 	fl.DurationVar(&f.clockCheck, "clock-check-interval", 30*time.Second, "how often the clock is compared with the store's")
@@ -513,7 +513,7 @@ func secret(value, valueFlag, file, fileFlag string) (string, error) {
 // --max-clock-skew bounds at twice itself (each server within it of the
 // store's clock). One embedded server has no other clock to disagree with.
 func deleteDelay(f serveFlags) (time.Duration, error) {
-	const refreshAndWrite = 15 * time.Second
+	const refreshAndWrite = 25 * time.Second // refresh, and a write and its taking back
 	var skew time.Duration
 	if f.cassandra != "" && f.maxClockSkew > 0 {
 		skew = 2 * f.maxClockSkew

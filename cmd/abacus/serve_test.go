@@ -181,14 +181,14 @@ func TestDeleteDelayCoversTheClocks(t *testing.T) {
 		f    serveFlags
 		want time.Duration // 0: refused
 	}{
-		{serveFlags{}, 20 * time.Second},
+		{serveFlags{}, 30 * time.Second},
 		{serveFlags{cassandra: "h", maxClockSkew: time.Minute}, 3 * time.Minute},
-		{serveFlags{cassandra: "h", maxClockSkew: 2 * time.Minute}, 4*time.Minute + 30*time.Second},
-		{serveFlags{cassandra: "h", maxClockSkew: time.Minute, deleteDelay: 2*time.Minute + 16*time.Second}, 2*time.Minute + 16*time.Second},
-		{serveFlags{cassandra: "h", maxClockSkew: time.Minute, deleteDelay: 2*time.Minute + 15*time.Second}, 0},
-		{serveFlags{deleteDelay: 15 * time.Second}, 0},
+		{serveFlags{cassandra: "h", maxClockSkew: 2 * time.Minute}, 4*time.Minute + 40*time.Second},
+		{serveFlags{cassandra: "h", maxClockSkew: time.Minute, deleteDelay: 2*time.Minute + 26*time.Second}, 2*time.Minute + 26*time.Second},
+		{serveFlags{cassandra: "h", maxClockSkew: time.Minute, deleteDelay: 2*time.Minute + 25*time.Second}, 0},
+		{serveFlags{deleteDelay: 25 * time.Second}, 0},
 		{serveFlags{deleteDelay: -time.Second}, 0},
-		{serveFlags{cassandra: "h", maxClockSkew: -1, deleteDelay: 16 * time.Second}, 16 * time.Second},
+		{serveFlags{cassandra: "h", maxClockSkew: -1, deleteDelay: 26 * time.Second}, 26 * time.Second},
 	} {
 		got, err := deleteDelay(c.f)
 		if c.want == 0 && err == nil || c.want != 0 && (err != nil || got != c.want) {

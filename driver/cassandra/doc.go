@@ -98,9 +98,10 @@
 //	    deletes_namespace boolean,
 //	    PRIMARY KEY ((ns), counter, at))
 //
-// A purge deletes a generation's partitions USING TIMESTAMP the purging
-// process's clock (native counters: the server's; Cassandra refuses a
-// timestamp on a counter delete).
+// A purge deletes a generation's partitions USING TIMESTAMP the highest
+// timestamp (a purged name is never written again, and an actor's version
+// or an event's time may be anything); native counters' deletes take the
+// server's, since Cassandra refuses a timestamp on a counter delete.
 //
 // The CQL avoids everything some supported server lacks: no aggregates, no
 // PER PARTITION LIMIT, no SASI or materialized views.

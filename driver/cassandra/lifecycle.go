@@ -46,13 +46,14 @@ func newLifecycleStatements(ks string) lifecycleStatements {
 }
 
 // cutWriteLevel is the level cuts are written at: a quorum at least, and
-// a quorum in every data center when the configured level is local, so
-// that a read at LOCAL_QUORUM in any data center sees every cut.
-func cutWriteLevel(configured driver.Consistency) driver.Consistency {
-	if configured == driver.LocalQuorum {
+// a quorum in every data center when cuts are read at LOCAL_QUORUM (or
+// written at it), so that a read at LOCAL_QUORUM in any data center sees
+// every cut.
+func (d *Driver) cutWriteLevel() driver.Consistency {
+	if d.cfg.ReadConsistency == driver.LocalQuorum || d.cfg.WriteConsistency == driver.LocalQuorum {
 		return driver.EachQuorum
 	}
-	return keyLevel(configured)
+	return keyLevel(d.cfg.WriteConsistency)
 }
 
 // AddCut implements driver.Lifecycle, at a quorum at least so that every
@@ -65,7 +66,7 @@ func (d *Driver) AddCut(ctx context.Context, p *driver.AddCutParams) error {
 	if p.Cut.DeletesNamespace && p.Cut.Counter != "" {
 		return fmt.Errorf("cassandra: %s: only a namespace-wide cut deletes the namespace", op)
 	}
-	return d.execAt(ctx, op, driver.Default, cutWriteLevel(d.cfg.WriteConsistency), d.q.lifecycle.addCut,
+	return d.execAt(ctx, op, driver.Default, d.cutWriteLevel(), d.q.lifecycle.addCut,
 		[]any{p.Namespace, p.Cut.Counter, p.Cut.At, p.Cut.DeletesNamespace}, " of %s/%s", p.Namespace, p.Cut.Counter)
 }
 
@@ -107,7 +108,7 @@ func (d *Driver) ReadCuts(ctx context.Context, p *driver.ReadCutsParams) ([]driv
 // DropCuts implements driver.Lifecycle.
 func (d *Driver) DropCuts(ctx context.Context, p *driver.DropCutsParams) error {
 	const op = "drop cuts"
-	cl, err := d.beginAt(ctx, op, driver.Default, cutWriteLevel(d.cfg.WriteConsistency))
+	cl, err := d.beginAt(ctx, op, driver.Default, d.cutWriteLevel())
 	if err != nil {
 		return err
 	}

@@ -33,9 +33,18 @@ type Cache struct {
 type slot struct {
 	view atomic.Pointer[View]
 
-	mu      sync.Mutex
-	loading chan struct{} // closed when the read in progress ends; nil when none is
-	err     error         // the last read's error, for those who waited on it
+	mu sync.Mutex
+	// epoch counts Forgets: a read started before one is neither published
+	// nor joined after it.
+	epoch   uint64
+	loading *load // the read in progress of the current epoch; nil when none is
+}
+
+// load is one read of a view, shared by the operations waiting for it.
+type load struct {
+	epoch uint64
+	done  chan struct{} // closed when the read ends
+	err   error         // set before done is closed
 }
 
 // Get returns a view of namespace and an instant, now, at which the view is
@@ -49,46 +58,42 @@ func (c *Cache) Get(ctx context.Context, namespace string) (*View, time.Time, er
 		now := c.Clock.Now()
 		if v := s.view.Load(); v != nil && now.Before(v.ReadAt.Add(c.Refresh)) {
 			if !now.Before(v.ReadAt.Add(c.Refresh / 2)) {
-				c.refreshInBackground(namespace, s)
+				c.start(context.Background(), namespace, s)
 			}
 			return v, now, nil
 		}
-		s.mu.Lock()
-		done := s.loading
-		if done == nil {
-			done = make(chan struct{})
-			s.loading = done
-			s.mu.Unlock()
-			go c.load(context.WithoutCancel(ctx), namespace, s, done)
-		} else {
-			s.mu.Unlock()
-		}
+		l := c.start(ctx, namespace, s)
 		select {
-		case <-done:
+		case <-l.done:
 		case <-ctx.Done():
 			return nil, time.Time{}, ctx.Err()
 		}
-		s.mu.Lock()
-		err := s.err
-		s.mu.Unlock()
 		if v, now := s.view.Load(), c.Clock.Now(); v != nil && now.Before(v.ReadAt.Add(c.Refresh)) {
 			return v, now, nil
 		}
-		if err != nil {
-			return nil, time.Time{}, err
+		if l.err != nil {
+			return nil, time.Time{}, l.err
 		}
-		// The view read is already too old (a read slower than Refresh):
-		// read again rather than trust it.
+		// The view read is already too old (a read slower than Refresh),
+		// or was forgotten meanwhile: read again rather than trust it.
 	}
 }
 
 // Forget drops what is known of namespace, so its next operation reads
 // the view again; a process calls it after it records a cut itself, and
-// when the namespace record it holds turns out to be stale.
+// when the namespace record it holds turns out to be stale. A read
+// already under way is then neither used nor waited for.
 func (c *Cache) Forget(namespace string) {
-	if s, ok := c.slots.Load(namespace); ok {
-		s.(*slot).view.Store(nil)
+	v, ok := c.slots.Load(namespace)
+	if !ok {
+		return
 	}
+	s := v.(*slot)
+	s.mu.Lock()
+	s.epoch++
+	s.loading = nil
+	s.view.Store(nil)
+	s.mu.Unlock()
 }
 
 func (c *Cache) slot(namespace string) *slot {
@@ -99,21 +104,24 @@ func (c *Cache) slot(namespace string) *slot {
 	return s.(*slot)
 }
 
-func (c *Cache) refreshInBackground(namespace string, s *slot) {
+// start returns the read of the current epoch in progress, starting one
+// if there is none.
+func (c *Cache) start(ctx context.Context, namespace string, s *slot) *load {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.loading != nil {
-		s.mu.Unlock()
-		return
+		return s.loading
 	}
-	done := make(chan struct{})
-	s.loading = done
-	s.mu.Unlock()
-	go c.load(context.Background(), namespace, s, done)
+	l := &load{epoch: s.epoch, done: make(chan struct{})}
+	s.loading = l
+	go c.read(context.WithoutCancel(ctx), namespace, s, l)
+	return l
 }
 
-// load reads the view, within LoadTimeout, and publishes it unless a view
-// read later is already there.
-func (c *Cache) load(ctx context.Context, namespace string, s *slot, done chan struct{}) {
+// read reads the view, within LoadTimeout, and publishes it unless the
+// slot was forgotten since the read began or a view read later is already
+// there.
+func (c *Cache) read(ctx context.Context, namespace string, s *slot, l *load) {
 	if c.LoadTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.LoadTimeout)
@@ -121,18 +129,17 @@ func (c *Cache) load(ctx context.Context, namespace string, s *slot, done chan s
 	}
 	readAt := c.Clock.Now()
 	v, err := c.Load(ctx, namespace, readAt)
-	if err == nil {
+	s.mu.Lock()
+	if err == nil && s.epoch == l.epoch {
 		v.ReadAt = readAt
-		for {
-			old := s.view.Load()
-			if old != nil && old.ReadAt.After(readAt) || s.view.CompareAndSwap(old, v) {
-				break
-			}
+		if old := s.view.Load(); old == nil || !old.ReadAt.After(readAt) {
+			s.view.Store(v)
 		}
 	}
-	s.mu.Lock()
-	s.err = err
-	s.loading = nil
+	if s.loading == l {
+		s.loading = nil
+	}
+	l.err = err
 	s.mu.Unlock()
-	close(done)
+	close(l.done)
 }

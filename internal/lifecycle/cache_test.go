@@ -147,3 +147,26 @@ func TestACancelledCallerDoesNotFailTheRead(t *testing.T) {
 		t.Fatalf("the caller still waiting got %v, want the view", err)
 	}
 }
+
+// A read under way when the view is forgotten is neither used nor waited
+// for: the next Get reads again, and gets that read's view.
+func TestForgetOutlivesAReadUnderWay(t *testing.T) {
+	t.Parallel()
+	clk, l, c := newTestCache(make(chan struct{}))
+	ctx := context.Background()
+	first := make(chan *View, 1)
+	go func() { v, _, _ := c.Get(ctx, "ns"); first <- v }()
+	time.Sleep(20 * time.Millisecond) // the first read is under way, at the gate
+	clk.Advance(time.Second)
+	c.Forget("ns")
+	second := make(chan *View, 1)
+	go func() { v, _, _ := c.Get(ctx, "ns"); second <- v }()
+	time.Sleep(20 * time.Millisecond)
+	close(l.gate)
+	if v := <-second; v == nil || !v.ReadAt.Equal(clk.Now()) {
+		t.Fatalf("the Get after Forget got a view read at %v, want one read after the Forget (%v)", v.ReadAt, clk.Now())
+	}
+	if v := <-first; v == nil || !v.ReadAt.Equal(clk.Now()) {
+		t.Fatalf("the Get before Forget got a view read at %v; the forgotten read's view must not be used", v.ReadAt)
+	}
+}

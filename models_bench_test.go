@@ -35,3 +35,29 @@ func BenchmarkApplyEvents(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNamespaceLookup measures what every operation pays to find its
+// namespace: a cached record and, since deletes, a view of its cuts
+// trusted now.
+func BenchmarkNamespaceLookup(b *testing.B) {
+	ctx := context.Background()
+	d, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), NoSync: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, GCInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Namespace(ctx, abacus.DefaultNamespace); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

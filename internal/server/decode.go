@@ -298,10 +298,10 @@ func nullPath(data []byte) string {
 	return walk(v)
 }
 
-// refuseEmpty refuses a time or duration field of the object data (at
-// where) sent as "": it would read as "not given" and take the default
-// (for a put, "now"), and an empty value is a mistake — a script's unset
-// variable — not a request for the default.
+// refuseEmpty refuses a field of the object data (at where) sent as "":
+// it would read as "not given" and take the default (for a put's time,
+// "now"; for a consistency level, DEFAULT), and an empty value is a
+// mistake — a script's unset variable — not a request for the default.
 func refuseEmpty(data []byte, where string, fields ...string) error {
 	for _, f := range fields {
 		if emptyString(data, f) {
@@ -375,6 +375,18 @@ func decodeNamespaceCreate(data []byte) (api.CreateNamespaceRequest, error) {
 	var req api.CreateNamespaceRequest
 	if err := decodeStrict(data, &req, ""); err != nil {
 		return api.CreateNamespaceRequest{}, err
+	}
+	// "" would read as the default, which no enum of the contract holds.
+	if err := refuseEmpty(data, "", "read_consistency", "write_consistency", "model", "type"); err != nil {
+		return api.CreateNamespaceRequest{}, err
+	}
+	if req.Ledger != nil {
+		var raw struct{ Ledger json.RawMessage }
+		if err := json.Unmarshal(data, &raw); err == nil {
+			if err := refuseEmpty(raw.Ledger, "ledger", "mode"); err != nil {
+				return api.CreateNamespaceRequest{}, err
+			}
+		}
 	}
 	return req, nil
 }

@@ -103,6 +103,12 @@ func TestModelBadRequestsChangeNothing(t *testing.T) {
 		{"POST", "/v1/namespaces", `{"name":"x","model":"events","events":{"bucket_seconds":-1}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"cas","events":{}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"counter"}`, 400, api.CodeInvalidArgument},
+		// Found by the API fuzzer: "" read as DEFAULT, outside the contract's enum.
+		{"POST", "/v1/namespaces", `{"name":"x","read_consistency":""}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","write_consistency":""}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":""}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","type":""}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"mode":""}}`, 400, api.CodeInvalidArgument},
 	} {
 		r := e.do(c.method, c.path, c.body)
 		if r.status != c.status || r.apiError().Code != c.code {

@@ -2,7 +2,6 @@ package cassandra
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -87,41 +86,9 @@ func (d *Driver) ListAPIKeys(ctx context.Context, _ *driver.ListAPIKeysParams) (
 }
 
 // DeleteAPIKey deletes the key with a lightweight transaction (DELETE ...
-// IF EXISTS), so that "not found" is a fact and not a guess. An attempt
-// whose outcome is unknown is resolved as insertRecord does: by trying
-// again, where "not applied" on a retry means an earlier attempt deleted it.
+// IF EXISTS; deleteRecord).
 func (d *Driver) DeleteAPIKey(ctx context.Context, p *driver.DeleteAPIKeyParams) error {
-	const op = "delete API key"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	configured := keyLevel(d.cfg.WriteConsistency)
-	cl, err := level(driver.Default, configured)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %q: %w", op, p.ID, err)
-	}
-	var lastErr error
-	for attempt := range lwtAttempts {
-		if attempt > 0 {
-			if err := sleepCtx(ctx, lwtBackoff(attempt)); err != nil {
-				break
-			}
-		}
-		applied, err := d.session.Query(d.q.apiKeys.delete, p.ID).
-			Consistency(cl).SerialConsistency(serialFor(configured)).
-			MapScanCASContext(ctx, map[string]any{})
-		if err == nil {
-			if applied || attempt > 0 {
-				return nil
-			}
-			return fmt.Errorf("cassandra: API key %q: %w", p.ID, driver.ErrNotFound)
-		}
-		lastErr = mapError(opWrite, err)
-		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
-			break
-		}
-	}
-	return fmt.Errorf("cassandra: %s %q: %w", op, p.ID, lastErr)
+	return d.deleteRecord(ctx, "delete API key", "API key", p.ID, d.q.apiKeys.delete, p.ID)
 }
 
 // apiKeyRow is one scanned row of api_keys; pointers are nil where the

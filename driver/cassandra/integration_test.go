@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -904,5 +905,33 @@ func TestOpenWaitsForSchemaLock(t *testing.T) {
 				t.Fatalf("the dropped table was not created again: %v", err)
 			}
 		})
+	}
+}
+
+// A purge on Cassandra deletes at the highest timestamp, so a write that
+// reaches a purged generation late (beyond the clock assumption) stays
+// hidden, whatever timestamp it carries (docs/architecture.md, "Purge").
+func TestPurgeHidesLateWrites(t *testing.T) {
+	t.Parallel()
+	d := sharedDriver(t)
+	ctx := context.Background()
+	ns := "purge-late-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	set := func(version int64) {
+		t.Helper()
+		if err := d.SetActorValue(ctx, &driver.SetActorValueParams{Namespace: ns, Counter: "c", Actor: "p", Value: 1, Version: version}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(time.Now().UnixMicro())
+	if err := d.PurgeCounter(ctx, &driver.PurgeCounterParams{Namespace: ns, Counter: "c", Model: "actor"}); err != nil {
+		t.Fatal(err)
+	}
+	set(math.MaxInt64 - 3) // late, and with a version far above any clock
+	vals, err := d.ReadActorValues(ctx, &driver.ReadActorValuesParams{Namespace: ns, Counter: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vals) != 0 {
+		t.Fatalf("a write after the purge is visible: %+v", vals)
 	}
 }

@@ -2,7 +2,6 @@ package cassandra
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 
@@ -49,11 +48,11 @@ func newLifecycleStatements(ks string) lifecycleStatements {
 // a quorum in every data center when cuts are read at LOCAL_QUORUM (or
 // written at it), so that a read at LOCAL_QUORUM in any data center sees
 // every cut.
-func (d *Driver) cutWriteLevel() driver.Consistency {
-	if d.cfg.ReadConsistency == driver.LocalQuorum || d.cfg.WriteConsistency == driver.LocalQuorum {
+func cutWriteLevel(read, write driver.Consistency) driver.Consistency {
+	if keyLevel(read) == driver.LocalQuorum || write == driver.LocalQuorum {
 		return driver.EachQuorum
 	}
-	return keyLevel(d.cfg.WriteConsistency)
+	return keyLevel(write)
 }
 
 // AddCut implements driver.Lifecycle, at a quorum at least so that every
@@ -66,7 +65,7 @@ func (d *Driver) AddCut(ctx context.Context, p *driver.AddCutParams) error {
 	if p.Cut.DeletesNamespace && p.Cut.Counter != "" {
 		return fmt.Errorf("cassandra: %s: only a namespace-wide cut deletes the namespace", op)
 	}
-	return d.execAt(ctx, op, driver.Default, d.cutWriteLevel(), d.q.lifecycle.addCut,
+	return d.execAt(ctx, op, driver.Default, cutWriteLevel(d.cfg.ReadConsistency, d.cfg.WriteConsistency), d.q.lifecycle.addCut,
 		[]any{p.Namespace, p.Cut.Counter, p.Cut.At, p.Cut.DeletesNamespace}, " of %s/%s", p.Namespace, p.Cut.Counter)
 }
 
@@ -108,7 +107,7 @@ func (d *Driver) ReadCuts(ctx context.Context, p *driver.ReadCutsParams) ([]driv
 // DropCuts implements driver.Lifecycle.
 func (d *Driver) DropCuts(ctx context.Context, p *driver.DropCutsParams) error {
 	const op = "drop cuts"
-	cl, err := d.beginAt(ctx, op, driver.Default, d.cutWriteLevel())
+	cl, err := d.beginAt(ctx, op, driver.Default, cutWriteLevel(d.cfg.ReadConsistency, d.cfg.WriteConsistency))
 	if err != nil {
 		return err
 	}
@@ -176,39 +175,7 @@ func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams)
 }
 
 // DeleteNamespace implements driver.Lifecycle with a lightweight
-// transaction on the record's creation time, resubmitted after an unknown
-// outcome (a resubmission that finds the record gone means an earlier
-// attempt removed it).
+// transaction on the record's creation time (deleteRecord).
 func (d *Driver) DeleteNamespace(ctx context.Context, p *driver.DeleteNamespaceParams) error {
-	const op = "delete namespace"
-	if err := d.begin(ctx, op); err != nil {
-		return err
-	}
-	configured := keyLevel(d.cfg.WriteConsistency)
-	cl, err := level(driver.Default, configured)
-	if err != nil {
-		return fmt.Errorf("cassandra: %s %q: %w", op, p.Name, err)
-	}
-	var lastErr error
-	for attempt := range lwtAttempts {
-		if attempt > 0 {
-			if err := sleepCtx(ctx, lwtBackoff(attempt)); err != nil {
-				break
-			}
-		}
-		applied, err := d.session.Query(d.q.lifecycle.deleteNamespace, p.Name, p.CreatedAt).
-			Consistency(cl).SerialConsistency(serialFor(configured)).
-			MapScanCASContext(ctx, map[string]any{})
-		if err == nil {
-			if applied || attempt > 0 {
-				return nil
-			}
-			return fmt.Errorf("cassandra: namespace %q made at %v: %w", p.Name, p.CreatedAt, driver.ErrNotFound)
-		}
-		lastErr = mapError(opWrite, err)
-		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
-			break
-		}
-	}
-	return fmt.Errorf("cassandra: %s %q: %w", op, p.Name, lastErr)
+	return d.deleteRecord(ctx, "delete namespace", "namespace", p.Name, d.q.lifecycle.deleteNamespace, p.Name, p.CreatedAt)
 }

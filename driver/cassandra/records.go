@@ -174,3 +174,42 @@ func listRecords[T any, R any, PR interface {
 	sort.Slice(out, func(i, j int) bool { return name(out[i]) < name(out[j]) })
 	return out, nil
 }
+
+// deleteRecord deletes a named record with a lightweight transaction
+// (DELETE ... IF ...), at a quorum at least, so that "not found" is a fact
+// and not a guess: a delete that does not apply returns driver.ErrNotFound.
+// An attempt whose outcome is unknown is resolved as insertRecord does, by
+// trying again, where "not applied" on a retry means an earlier attempt
+// deleted it.
+func (d *Driver) deleteRecord(ctx context.Context, op, kind, name, stmt string, vals ...any) error {
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	configured := keyLevel(d.cfg.WriteConsistency)
+	cl, err := level(driver.Default, configured)
+	if err != nil {
+		return fmt.Errorf("cassandra: %s %q: %w", op, name, err)
+	}
+	var lastErr error
+	for attempt := range lwtAttempts {
+		if attempt > 0 {
+			if err := sleepCtx(ctx, lwtBackoff(attempt)); err != nil {
+				break
+			}
+		}
+		applied, err := d.session.Query(stmt, vals...).
+			Consistency(cl).SerialConsistency(serialFor(configured)).
+			MapScanCASContext(ctx, map[string]any{})
+		if err == nil {
+			if applied || attempt > 0 {
+				return nil
+			}
+			return fmt.Errorf("cassandra: %s %q: %w", kind, name, driver.ErrNotFound)
+		}
+		lastErr = mapError(opWrite, err)
+		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
+			break
+		}
+	}
+	return fmt.Errorf("cassandra: %s %q: %w", op, name, lastErr)
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/internal/cassandratest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,7 @@ func openCassandra(t *testing.T, ctx context.Context) *cassandra.Driver {
 func TestClockSkewRefusesWrites(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	started := time.Now()
 	d := openCassandra(t, ctx)
 	offset := &clock.Offset{Base: clock.Real{}, By: 3 * time.Minute}
 	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, Clock: offset, GCInterval: -1, Logger: quietLogger()})
@@ -57,10 +59,27 @@ func TestClockSkewRefusesWrites(t *testing.T) {
 	e := &testEnv{t: t, srv: srv, ts: ts, client: c}
 
 	srv.checkClock(ctx)
-	for _, path := range []string{"/v1/namespaces/default/counters/c/updates", "/v1/namespaces"} {
-		r := e.do("POST", path, `{"delta":1,"name":"x"}`)
+	for _, req := range []struct{ method, path string }{
+		{"POST", "/v1/namespaces/default/counters/c/updates"},
+		{"POST", "/v1/namespaces"},
+		{"DELETE", "/v1/namespaces/default/counters/c"}, // its effective time comes from the clock
+	} {
+		body := `{"delta":1,"name":"x"}`
+		if req.method == "DELETE" {
+			body = ""
+		}
+		r := e.do(req.method, req.path, body)
 		if r.status != 503 || r.apiError().Code != api.CodeUnavailable || !strings.Contains(r.apiError().Message, "clock skew") {
-			t.Fatalf("POST %s with a 3m skew: %d %s", path, r.status, r.body)
+			t.Fatalf("%s %s with a 3m skew: %d %s", req.method, req.path, r.status, r.body)
+		}
+	}
+	cuts, err := d.ReadCuts(ctx, &driver.ReadCutsParams{Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range cuts {
+		if cut.Counter == "c" && cut.At > started.UnixMicro() {
+			t.Fatalf("a refused delete left a cut: %+v", cut)
 		}
 	}
 	if r := e.do("GET", "/readyz", ""); r.status != 503 || !strings.Contains(string(r.body), "clock skew") {

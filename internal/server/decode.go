@@ -312,38 +312,36 @@ func refuseEmpty(data []byte, where string, fields ...string) error {
 }
 
 // emptyString reports whether the JSON object data has the field name
-// (matched as present matches it) with the value "".
+// (matched as member matches it) with the value "".
 func emptyString(data []byte, name string) bool {
 	if !bytes.Contains(data, []byte(`""`)) {
 		return false // the common case, without a parse
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return false
-	}
-	for k, v := range m {
-		if strings.EqualFold(k, name) && string(v) == `""` {
-			return true
-		}
-	}
-	return false
+	v, ok := member(data, name)
+	return ok && string(v) == `""`
 }
 
-// present reports whether the JSON object data has the field name (matched
-// as encoding/json matches fields, ignoring case). Decoders use it where an
-// explicit value must be checked against a minimum that the default, taken
-// when the field is absent, would hide.
+// present reports whether the JSON object data has the field name.
+// Decoders use it where an explicit value must be checked against a
+// minimum that the default, taken when the field is absent, would hide.
 func present(data []byte, name string) bool {
+	_, ok := member(data, name)
+	return ok
+}
+
+// member returns the raw value of the field name of the JSON object data,
+// matched as encoding/json matches fields, ignoring case.
+func member(data []byte, name string) (json.RawMessage, bool) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(data, &m) != nil {
-		return false
+		return nil, false
 	}
-	for k := range m {
+	for k, v := range m {
 		if strings.EqualFold(k, name) {
-			return true
+			return v, true
 		}
 	}
-	return false
+	return nil, false
 }
 
 func decodeUpdate(data []byte) (api.UpdateRequest, error) {
@@ -380,12 +378,9 @@ func decodeNamespaceCreate(data []byte) (api.CreateNamespaceRequest, error) {
 	if err := refuseEmpty(data, "", "read_consistency", "write_consistency", "model", "type"); err != nil {
 		return api.CreateNamespaceRequest{}, err
 	}
-	if req.Ledger != nil {
-		var raw struct{ Ledger json.RawMessage }
-		if err := json.Unmarshal(data, &raw); err == nil {
-			if err := refuseEmpty(raw.Ledger, "ledger", "mode"); err != nil {
-				return api.CreateNamespaceRequest{}, err
-			}
+	if ledger, ok := member(data, "ledger"); ok {
+		if err := refuseEmpty(ledger, "ledger", "mode"); err != nil {
+			return api.CreateNamespaceRequest{}, err
 		}
 	}
 	return req, nil

@@ -155,8 +155,10 @@ func namespaceConfig(req api.CreateNamespaceRequest) (abacus.NamespaceConfig, er
 	if err != nil {
 		return abacus.NamespaceConfig{}, err
 	}
-	if req.TTLSeconds < 0 || req.TTLSeconds > maxTTLSeconds {
-		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"ttl_seconds\": %d is neither 0 nor between 60 and %d", req.TTLSeconds, maxTTLSeconds)
+	// The library owns the TTL's rules (abacus.MinTTL); this only keeps
+	// seconds from overflowing a duration on the way there.
+	if req.TTLSeconds > maxTTLSeconds {
+		return abacus.NamespaceConfig{}, errorf(api.CodeInvalidArgument, "field \"ttl_seconds\": %d is more than %d", req.TTLSeconds, maxTTLSeconds)
 	}
 	// The library canonicalises model and type spelling itself.
 	return abacus.NamespaceConfig{

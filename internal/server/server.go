@@ -206,11 +206,13 @@ func (s *Server) routesMux() *http.ServeMux {
 	methods := map[string][]string{} // path -> methods, for 405 answers
 	register := func(method, path string, h http.HandlerFunc, takesKey bool) {
 		pattern := method + " " + path
-		if method == "POST" {
+		if method == "POST" || method == "DELETE" {
+			// Every change is stamped by this server's clock (a delete's
+			// effective time too).
 			h = s.refuseWhenSkewed(h)
-			if !takesKey {
-				h = refuseIdempotencyKey(path, h)
-			}
+		}
+		if method == "POST" && !takesKey {
+			h = refuseIdempotencyKey(path, h)
 		}
 		a, ok := routeAccess[pattern]
 		if !ok {
@@ -232,11 +234,11 @@ func (s *Server) routesMux() *http.ServeMux {
 	handle("GET", "/v1/namespaces", s.listNamespaces)
 	handle("POST", "/v1/namespaces", s.createNamespace)
 	handle("GET", "/v1/namespaces/{ns}", s.getNamespace)
-	handle("DELETE", "/v1/namespaces/{ns}", s.refuseWhenSkewed(s.deleteNamespace))
+	handle("DELETE", "/v1/namespaces/{ns}", s.deleteNamespace)
 	handle("GET", "/v1/namespaces/{ns}/counters", s.listCounters)
 	handleRequest("/v1/namespaces/{ns}/counters/{counter}/updates", s.update)
 	handle("GET", "/v1/namespaces/{ns}/counters/{counter}", s.get)
-	handle("DELETE", "/v1/namespaces/{ns}/counters/{counter}", s.refuseWhenSkewed(s.deleteCounter))
+	handle("DELETE", "/v1/namespaces/{ns}/counters/{counter}", s.deleteCounter)
 	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/gc", s.gc)
 	handleRequest("/v1/namespaces/{ns}/counters/{counter}/clear", s.clear)
 	handle("POST", "/v1/namespaces/{ns}/counters/{counter}/actors/{actor}", s.setActor)
@@ -244,7 +246,7 @@ func (s *Server) routesMux() *http.ServeMux {
 	handleRequest("/v1/namespaces/{ns}/ledgers/{ledger}/debits", s.ledgerUpdate(opDebit))
 	handleRequest("/v1/namespaces/{ns}/ledgers/{ledger}/updates", s.ledgerUpdate(opUpdate))
 	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}", s.ledgerValue)
-	handle("DELETE", "/v1/namespaces/{ns}/ledgers/{ledger}", s.refuseWhenSkewed(s.deleteLedger))
+	handle("DELETE", "/v1/namespaces/{ns}/ledgers/{ledger}", s.deleteLedger)
 	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/find", s.ledgerFind)
 	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}/requests/{request_id}", s.ledgerHasRequest)
 	handle("POST", "/v1/updates", s.batch)

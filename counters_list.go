@@ -31,9 +31,11 @@ func (c *Client) Counters(ctx context.Context, namespace string) ([]string, erro
 			out = append(out, counter)
 		}
 	}
-	// Stored names sort by the user's name only up to a separator.
+	// Stored names sort by the user's name only up to a separator
+	// ("a" U+FFFF… after "a0"); each name is there once, at its current
+	// generation.
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return out, nil
 }
 
 func namespaceOrDefault(name string) string {

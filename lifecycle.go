@@ -232,22 +232,15 @@ func (c *Client) PurgeAll(ctx context.Context, namespace string) (PurgeResult, e
 		if !ok {
 			continue
 		}
-		v, _, err := c.views.Get(ctx, ns.Name)
+		// What is purged is decided on a view read now, not one a
+		// refresh old, and only for the incarnation the listing found:
+		// a namespace made again since is another's to purge.
+		v, err := c.views.Load(ctx, ns.Name, c.cfg.Clock.Now())
 		if err != nil {
 			errs = append(errs, fmt.Errorf("namespace %q: %w", ns.Name, err))
 			continue
 		}
-		if len(v.Cuts()) == 0 && ns.TTL == 0 {
-			continue
-		}
-		// What is purged is decided on a view read now, not one a
-		// refresh old, and only for the incarnation the listing found:
-		// a namespace made again since is another's to purge.
-		if v, err = c.views.Load(ctx, ns.Name, c.cfg.Clock.Now()); err != nil {
-			errs = append(errs, fmt.Errorf("namespace %q: %w", ns.Name, err))
-			continue
-		}
-		if !v.CreatedAt.Equal(ns.CreatedAt) {
+		if !v.CreatedAt.Equal(ns.CreatedAt) || len(v.Cuts()) == 0 && ns.TTL == 0 {
 			continue
 		}
 		if listed[ns.Model] == nil {

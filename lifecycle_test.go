@@ -324,6 +324,24 @@ func TestTTLPeriods(t *testing.T) {
 	})
 }
 
+// deletedNamespace is a native namespace whose counter "c" holds 5,
+// written by b, deleted by a (the delete taking effect at at), both on
+// one manual clock.
+func deletedNamespace(t *testing.T, d driver.Driver) (clk *clock.Manual, a, b *abacus.Client, mc *modelCounter, at time.Time) {
+	t.Helper()
+	clk = clock.NewManual(time.Now())
+	a, b = lifecycleClient(t, d, clk), lifecycleClient(t, d, clk)
+	mc = newModelCounter(t, a, abacus.ModelNative)
+	if err := mc.add(b, "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	at, err := a.DeleteNamespace(context.Background(), mc.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clk, a, b, mc, at
+}
+
 // A deleted namespace answers not found from the delete's time on, in
 // every process; its data and record are purged later; the name can then
 // be used again, for a namespace that starts empty, even by a process that
@@ -332,16 +350,7 @@ func TestDeleteNamespace(t *testing.T) {
 	t.Parallel()
 	modelStores(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
-		clk := clock.NewManual(time.Now())
-		a, b := lifecycleClient(t, d, clk), lifecycleClient(t, d, clk)
-		mc := newModelCounter(t, a, abacus.ModelNative)
-		if err := mc.add(b, "c", 5); err != nil {
-			t.Fatal(err)
-		}
-		at, err := a.DeleteNamespace(ctx, mc.ns)
-		if err != nil {
-			t.Fatal(err)
-		}
+		clk, a, b, mc, at := deletedNamespace(t, d)
 		clk.Advance(at.Sub(clk.Now()) - time.Microsecond)
 		mc.want(t, b, "c", 5, "just before the delete")
 		clk.Advance(time.Microsecond)
@@ -359,6 +368,9 @@ func TestDeleteNamespace(t *testing.T) {
 		if _, err := a.CreateNamespace(ctx, abacus.NamespaceConfig{Name: mc.ns}); !errors.Is(err, abacus.ErrNamespaceExists) {
 			t.Fatalf("create while the deleted namespace is not yet purged: %v, want ErrNamespaceExists", err)
 		}
+		if !listsNamespace(t, a, mc.ns) {
+			t.Fatal("a deleted namespace left the list before its purge (docs/api.md says it stays)")
+		}
 		clk.Advance(6 * time.Minute)
 		res, err := a.PurgeAll(ctx, mc.ns)
 		if err != nil || res.Namespaces != 1 || res.Generations != 1 {
@@ -368,6 +380,9 @@ func TestDeleteNamespace(t *testing.T) {
 			t.Fatalf("the record after the purge: %v", err)
 		}
 		wantStored(t, d, mc, 0)
+		if listsNamespace(t, a, mc.ns) {
+			t.Fatal("a purged namespace is still listed")
+		}
 		// Made again, with another model, by the other process.
 		if _, err := a.CreateNamespace(ctx, abacus.NamespaceConfig{Name: mc.ns, Model: abacus.ModelCAS}); err != nil {
 			t.Fatal(err)
@@ -469,16 +484,7 @@ func TestAPurgeLeavesANamespaceMadeAgainAlone(t *testing.T) {
 	t.Parallel()
 	modelStores(t, func(t *testing.T, d driver.Driver) {
 		ctx := context.Background()
-		clk := clock.NewManual(time.Now())
-		a, b := lifecycleClient(t, d, clk), lifecycleClient(t, d, clk)
-		mc := newModelCounter(t, a, abacus.ModelNative)
-		if err := mc.add(a, "c", 5); err != nil {
-			t.Fatal(err)
-		}
-		at, err := a.DeleteNamespace(ctx, mc.ns)
-		if err != nil {
-			t.Fatal(err)
-		}
+		clk, a, b, mc, at := deletedNamespace(t, d)
 		clk.Advance(at.Sub(clk.Now()) + 6*time.Minute)
 		// a looks at the deleted namespace: its view of it is cached now.
 		if _, err := a.Get(ctx, mc.ns, "c"); !errors.Is(err, abacus.ErrNamespaceNotFound) {
@@ -502,11 +508,11 @@ func TestAPurgeLeavesANamespaceMadeAgainAlone(t *testing.T) {
 		mc.want(t, a, "c", 7, "read by a")
 		// Deleted again, it is deleted: the old deleting cut does not hide
 		// the new one.
-		at, err = b.DeleteNamespace(ctx, mc.ns)
+		again, err := b.DeleteNamespace(ctx, mc.ns)
 		if err != nil {
 			t.Fatal(err)
 		}
-		clk.Advance(at.Sub(clk.Now()))
+		clk.Advance(again.Sub(clk.Now()))
 		if _, err := a.Get(ctx, mc.ns, "c"); !errors.Is(err, abacus.ErrNamespaceNotFound) {
 			t.Fatalf("get after the second delete: %v", err)
 		}
@@ -560,4 +566,13 @@ func TestAFailedDeleteIsTakenBack(t *testing.T) {
 	}
 	clk.Advance(3 * time.Minute)
 	mc.want(t, c, "c", 0, "once the delete that could not be taken back took effect")
+}
+
+func listsNamespace(t *testing.T, c *abacus.Client, name string) bool {
+	t.Helper()
+	all, err := c.Namespaces(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(all, func(ns *abacus.Namespace) bool { return ns.Name == name })
 }

@@ -15,16 +15,7 @@ import (
 // without fsync, where the store costs least.
 func BenchmarkApplyEvents(b *testing.B) {
 	ctx := context.Background()
-	d, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), NoSync: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, GCInterval: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Stop(ctx)
+	c := benchClient(b)
 	if _, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "ev", Model: abacus.ModelEvents}); err != nil {
 		b.Fatal(err)
 	}
@@ -41,16 +32,7 @@ func BenchmarkApplyEvents(b *testing.B) {
 // trusted now.
 func BenchmarkNamespaceLookup(b *testing.B) {
 	ctx := context.Background()
-	d, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), NoSync: true, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, GCInterval: -1, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Stop(ctx)
+	c := benchClient(b)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -60,4 +42,24 @@ func BenchmarkNamespaceLookup(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchClient is a client on an in-memory embedded store without fsync,
+// where the store costs least, closed when the benchmark ends.
+func benchClient(b *testing.B) *abacus.Client {
+	ctx := context.Background()
+	d, err := embedded.Open(ctx, embedded.Config{FS: vfs.NewMem(), NoSync: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := abacus.NewClient(ctx, abacus.Config{Driver: d, GCInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		_ = d.Close()
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = c.Stop(ctx)
+		_ = d.Close()
+	})
+	return c
 }

@@ -205,10 +205,7 @@ func (c *Client) Namespace(ctx context.Context, name string) (*Namespace, error)
 // created it before, without asking the store: for callers, such as
 // metrics, that must not turn a request into another store read.
 func (c *Client) KnownNamespace(name string) (*Namespace, bool) {
-	if name == "" {
-		name = DefaultNamespace
-	}
-	return c.namespaces.Cached(name)
+	return c.namespaces.Cached(namespaceOrDefault(name))
 }
 
 // newNamespaceRegistry is the Client's cache of namespaces (they never

@@ -17,9 +17,9 @@ type View struct {
 	// cuts; a different one means the namespace was deleted and made again.
 	CreatedAt time.Time
 
+	cuts      []driver.Cut       // as read
 	counters  map[string][]int64 // sorted cut times per counter
 	namespace []int64            // sorted namespace-wide cut times
-	deletes   map[int64]bool     // the namespace-wide cuts that delete it
 	deletedAt int64              // when this incarnation is deleted; 0: never
 }
 
@@ -30,7 +30,7 @@ type View struct {
 // purge allows only long after the cut) was created after them, so they
 // do not delete it.
 func NewView(readAt, createdAt time.Time, cuts []driver.Cut) *View {
-	v := &View{ReadAt: readAt, CreatedAt: createdAt, counters: map[string][]int64{}, deletes: map[int64]bool{}}
+	v := &View{ReadAt: readAt, CreatedAt: createdAt, cuts: cuts, counters: map[string][]int64{}}
 	born := createdAt.UnixMicro()
 	if createdAt.IsZero() {
 		born = 0
@@ -38,11 +38,8 @@ func NewView(readAt, createdAt time.Time, cuts []driver.Cut) *View {
 	for _, c := range cuts {
 		if c.Counter == "" {
 			v.namespace = append(v.namespace, c.At)
-			if c.DeletesNamespace {
-				v.deletes[c.At] = true
-				if c.At > born && (v.deletedAt == 0 || c.At < v.deletedAt) {
-					v.deletedAt = c.At
-				}
+			if c.DeletesNamespace && c.At > born && (v.deletedAt == 0 || c.At < v.deletedAt) {
+				v.deletedAt = c.At
 			}
 			continue
 		}
@@ -77,20 +74,8 @@ func (v *View) Deleted(t int64) bool { return v.deletedAt != 0 && t >= v.deleted
 // CreatedAt takes effect; 0 when none is recorded.
 func (v *View) DeletedAt() int64 { return v.deletedAt }
 
-// Cuts returns every cut in the view, counters' and the namespace's, with
-// their flags.
-func (v *View) Cuts() []driver.Cut {
-	var out []driver.Cut
-	for _, at := range v.namespace {
-		out = append(out, driver.Cut{At: at, DeletesNamespace: v.deletes[at]})
-	}
-	for counter, ts := range v.counters {
-		for _, at := range ts {
-			out = append(out, driver.Cut{Counter: counter, At: at})
-		}
-	}
-	return out
-}
+// Cuts returns the cuts the view was built from.
+func (v *View) Cuts() []driver.Cut { return slices.Clone(v.cuts) }
 
 func latestAtOrBefore(sorted []int64, t int64) int64 {
 	i, found := slices.BinarySearch(sorted, t)

@@ -170,3 +170,26 @@ func TestForgetOutlivesAReadUnderWay(t *testing.T) {
 		t.Fatalf("the Get before Forget got a view read at %v; the forgotten read's view must not be used", v.ReadAt)
 	}
 }
+
+// BenchmarkGetWhileRefreshing measures Get on a view past half its
+// refresh while its background read is under way (the store is slow): the
+// state every busy namespace passes through every LifecycleRefresh/2.
+func BenchmarkGetWhileRefreshing(b *testing.B) {
+	clk, l, c := newTestCache(nil)
+	ctx := context.Background()
+	if _, _, err := c.Get(ctx, "ns"); err != nil {
+		b.Fatal(err)
+	}
+	l.gate = make(chan struct{}) // the next read waits
+	defer close(l.gate)
+	clk.Advance(6 * time.Second)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, _, err := c.Get(ctx, "ns"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

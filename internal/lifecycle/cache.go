@@ -36,8 +36,11 @@ type slot struct {
 	mu sync.Mutex
 	// epoch counts Forgets: a read started before one is neither published
 	// nor joined after it.
-	epoch   uint64
-	loading *load // the read in progress of the current epoch; nil when none is
+	epoch uint64
+	// loading is the read in progress of the current epoch, nil when none
+	// is; written under mu, read without it by Get's fast path, so that
+	// operations arriving while a background read runs take no lock.
+	loading atomic.Pointer[load]
 }
 
 // load is one read of a view, shared by the operations waiting for it.
@@ -57,7 +60,7 @@ func (c *Cache) Get(ctx context.Context, namespace string) (*View, time.Time, er
 	for {
 		now := c.Clock.Now()
 		if v := s.view.Load(); v != nil && now.Before(v.ReadAt.Add(c.Refresh)) {
-			if !now.Before(v.ReadAt.Add(c.Refresh / 2)) {
+			if !now.Before(v.ReadAt.Add(c.Refresh/2)) && s.loading.Load() == nil {
 				c.start(context.Background(), namespace, s)
 			}
 			return v, now, nil
@@ -91,7 +94,7 @@ func (c *Cache) Forget(namespace string) {
 	s := v.(*slot)
 	s.mu.Lock()
 	s.epoch++
-	s.loading = nil
+	s.loading.Store(nil)
 	s.view.Store(nil)
 	s.mu.Unlock()
 }
@@ -109,11 +112,11 @@ func (c *Cache) slot(namespace string) *slot {
 func (c *Cache) start(ctx context.Context, namespace string, s *slot) *load {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.loading != nil {
-		return s.loading
+	if l := s.loading.Load(); l != nil {
+		return l
 	}
 	l := &load{epoch: s.epoch, done: make(chan struct{})}
-	s.loading = l
+	s.loading.Store(l)
 	go c.read(context.WithoutCancel(ctx), namespace, s, l)
 	return l
 }
@@ -136,9 +139,7 @@ func (c *Cache) read(ctx context.Context, namespace string, s *slot, l *load) {
 			s.view.Store(v)
 		}
 	}
-	if s.loading == l {
-		s.loading = nil
-	}
+	s.loading.CompareAndSwap(l, nil)
 	l.err = err
 	s.mu.Unlock()
 	close(l.done)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/client"
 	"github.com/spf13/cobra"
 )
 
@@ -213,8 +215,7 @@ later, at the time printed, and erases what was counted before then.`,
 }
 
 func (a *app) counterDeleteCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete NAME",
+	return a.deleteCmd(&cobra.Command{
 		Short: "Delete a counter",
 		Long: `Delete the counter NAME in the namespace --ns, of any model. The delete
 takes effect a moment later, at the time it prints (the server's delete
@@ -222,19 +223,9 @@ delay, 3m by default, so that every server learns of it first): what was
 counted before then is erased, and the counter starts again from zero.
 Deleting again is harmless. The erased data is purged in the background.`,
 		Example: `  abacus --ns likes counter delete post-9`,
-		Args:    exactArgs(1, "NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.clientForName(args[0])
-			if err != nil {
-				return err
-			}
-			res, err := c.DeleteCounter(cmd.Context(), a.g.ns, args[0])
-			if err != nil {
-				return err
-			}
-			return a.printResult(res, deletedLine("counter "+args[0], res))
-		},
-	}
+	}, "counter", func(ctx context.Context, c *client.Client, name string) (*api.DeleteResponse, error) {
+		return c.DeleteCounter(ctx, a.g.ns, name)
+	})
 }
 
 // parseDelta checks DELTA before anything is sent.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -190,8 +191,8 @@ forgotten) and write it back, then print the value.`,
 }
 
 func (a *app) ledgerDeleteCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete NAME",
+	var cmd *cobra.Command
+	cmd = a.deleteCmd(&cobra.Command{
 		Short: "Delete a ledger",
 		Long: `Delete the ledger NAME: its balance and the request ids it remembers. The
 delete takes effect a moment later, at the time it prints (the server's
@@ -199,17 +200,8 @@ delete delay, 3m by default); from then on the ledger starts from zero,
 and a retry of a request made before then is applied again to it. It
 needs an API key with the admin role on the namespace.`,
 		Example: "  abacus ledger delete alice",
-		Args:    exactArgs(1, "NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.clientForName(args[0])
-			if err != nil {
-				return err
-			}
-			res, err := c.DeleteLedger(cmd.Context(), a.ledgerNS(cmd), args[0])
-			if err != nil {
-				return err
-			}
-			return a.printResult(res, deletedLine("ledger "+args[0], res))
-		},
-	}
+	}, "ledger", func(ctx context.Context, c *client.Client, name string) (*api.DeleteResponse, error) {
+		return c.DeleteLedger(ctx, a.ledgerNS(cmd), name)
+	})
+	return cmd
 }

@@ -150,3 +150,38 @@ func TestSaturatedCounterPrintsExactSum(t *testing.T) {
 		t.Fatalf("get past the edge: %+v", r)
 	}
 }
+
+// The delete commands print when the delete takes effect, as text and as
+// JSON; refusals exit with their class.
+func TestDeletesFromTheCommandLine(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t)
+	s.cli("namespace", "create", "nat", "--model", "native")
+	s.cli("namespace", "create", "wallets", "--model", "ledger")
+	for _, args := range [][]string{
+		{"--ns", "nat", "counter", "delete", "c"},
+		{"--ns", "wallets", "ledger", "delete", "w"},
+		{"namespace", "delete", "nat"},
+	} {
+		r := s.cli(args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "deleted ") || !strings.Contains(r.stdout, ", from 20") {
+			t.Errorf("%v: %+v, want a line saying from when", args, r)
+		}
+		var res api.DeleteResponse
+		if r := s.cli(append([]string{"-o", "json"}, args...)...); r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.EffectiveAt.IsZero() {
+			t.Errorf("%v -o json: %+v", args, r)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"namespace", "delete", "default"}, exitRefused},
+		{[]string{"namespace", "delete", "nope"}, exitNotFound},
+		{[]string{"counter", "delete"}, exitUsage},
+	} {
+		if r := s.cli(c.args...); r.code != c.code {
+			t.Errorf("%v: %+v, want exit %d", c.args, r, c.code)
+		}
+	}
+}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/client"
 	"github.com/spf13/cobra"
 )
 
@@ -209,8 +211,7 @@ func displayName(s string) string {
 }
 
 func (a *app) namespaceDeleteCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete NAME",
+	return a.deleteCmd(&cobra.Command{
 		Short: "Delete a namespace and every counter in it",
 		Long: `Delete the namespace NAME and every counter or ledger in it. The delete
 takes effect a moment later, at the time it prints (the server's delete
@@ -219,22 +220,26 @@ then on the namespace is not found. Its data is purged in the background
 after that, and then the name may be used again. The default namespaces
 cannot be deleted.`,
 		Example: `  abacus namespace delete visitors`,
-		Args:    exactArgs(1, "NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			res, err := c.DeleteNamespace(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.printResult(res, deletedLine("namespace "+res.Namespace, res))
-		},
-	}
+	}, "namespace", func(ctx context.Context, c *client.Client, name string) (*api.DeleteResponse, error) {
+		return c.DeleteNamespace(ctx, name)
+	})
 }
 
-// deletedLine is the text answer to a delete.
-func deletedLine(what string, res *api.DeleteResponse) string {
-	return fmt.Sprintf("deleted %s, from %s", what, res.EffectiveAt.UTC().Format(time.RFC3339Nano))
+// deleteCmd completes cmd as "delete NAME": what (a namespace, counter or
+// ledger) named NAME is deleted by del, and the answer says from when.
+func (a *app) deleteCmd(cmd *cobra.Command, what string, del func(context.Context, *client.Client, string) (*api.DeleteResponse, error)) *cobra.Command {
+	cmd.Use = "delete NAME"
+	cmd.Args = exactArgs(1, "NAME")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		c, err := a.clientForName(args[0])
+		if err != nil {
+			return err
+		}
+		res, err := del(cmd.Context(), c, args[0])
+		if err != nil {
+			return err
+		}
+		return a.printResult(res, fmt.Sprintf("deleted %s %s, from %s", what, args[0], res.EffectiveAt.UTC().Format(time.RFC3339Nano)))
+	}
+	return cmd
 }

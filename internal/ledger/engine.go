@@ -196,6 +196,8 @@ type slotKey struct{ ns, ledger string }
 // slot is this process's actor for one ledger. sem serialises everything
 // the actor does: one read-merge-write at a time, so its writes carry
 // increasing timestamps and each extends the state the previous one wrote.
+// Requests wait in queue until the goroutine serving the slot takes them
+// into a batch (group.go).
 type slot struct {
 	key   slotKey
 	actor string
@@ -204,6 +206,11 @@ type slot struct {
 	own     *Actor // everything this actor has written; never ahead of a successful write
 	lastTS  int64
 	retired bool // no longer in the engine's map; callers must fetch a new slot
+
+	mu      sync.Mutex
+	queue   []*request // guarded by mu
+	serving bool       // guarded by mu: a goroutine runs the queue's batches
+	closed  bool       // guarded by mu: retired or evicted; submit elsewhere
 }
 
 func (s *slot) unlock() { <-s.sem }
@@ -281,20 +288,37 @@ func (e *Engine) slotFor(k slotKey) *slot {
 	e.slots[k] = e.lru.PushFront(s)
 	// Drop idle slots beyond the bound. A slot in use is skipped, so the
 	// bound can be exceeded while many ledgers are busy at once.
-	for el := e.lru.Back(); el != nil && e.lru.Len() > e.cfg.MaxActors; {
+	for el := e.lru.Back(); el != nil && el != e.lru.Front() && e.lru.Len() > e.cfg.MaxActors; {
 		prev := el.Prev()
 		old := el.Value.(*slot)
-		select {
-		case old.sem <- struct{}{}:
+		if old.evict() {
 			e.lru.Remove(el)
 			delete(e.slots, old.key)
-			old.retired = true
-			old.unlock()
-		default:
 		}
 		el = prev
 	}
 	return s
+}
+
+// evict closes the slot if it is idle: nothing running, nothing queued.
+// It only tries the slot's locks, since the caller holds e.mu, which a
+// slot's holder may be waiting for.
+func (s *slot) evict() bool {
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return false
+	}
+	defer s.unlock()
+	if !s.mu.TryLock() {
+		return false
+	}
+	defer s.mu.Unlock()
+	if s.serving || len(s.queue) > 0 {
+		return false
+	}
+	s.retired, s.closed = true, true
+	return true
 }
 
 // retire abandons the slot's actor: after a write or claim that may or may
@@ -370,118 +394,203 @@ func (e *Engine) readMerged(ctx context.Context, t Target, s *slot) (*State, err
 	return st, nil
 }
 
-// Update applies a signed amount (positive: a credit, negative: a debit)
-// under a request id, once. It reads the ledger; if any actor's history
-// holds the request id it returns Applied false and writes nothing;
-// otherwise it appends the request to this process's actor and writes that
-// actor's row (claiming the id first in strict mode).
-func (e *Engine) Update(ctx context.Context, t Target, amount int64, requestID string) (Result, error) {
-	if err := ValidateRequestID(requestID); err != nil {
-		return Result{}, err
-	}
-	switch {
-	case amount == 0:
-		return Result{}, fmt.Errorf("%w: amount is zero", ErrInvalidEntry)
-	case amount == math.MinInt64:
-		return Result{}, fmt.Errorf("%w: amount %d has no positive counterpart in int64", ErrOverflow, amount)
-	}
-	t.Options = t.Options.WithDefaults()
-	if err := t.Options.Validate(); err != nil {
-		return Result{}, err
-	}
-	s, err := e.lock(ctx, slotKey{t.Namespace, t.Ledger})
-	if err != nil {
-		return Result{}, err
-	}
-	defer s.unlock()
-	r, err := e.apply(ctx, t, s, amount, requestID)
-	switch {
-	case err == nil && r.Applied:
-		e.stats.Applied.Add(1)
-	case err == nil:
-		e.stats.Duplicates.Add(1)
-	case errors.Is(err, ErrUnknownOutcome):
-		e.stats.Unknown.Add(1)
-	}
-	return r, err
-}
-
-func (e *Engine) apply(ctx context.Context, t Target, s *slot, amount int64, id string) (Result, error) {
+// applyBatch carries a batch through one read-merge-write, with s.sem
+// held. Every request of the batch is finished when it returns, except
+// those whose id another actor claimed: goroutines it starts finish them.
+// It runs on its own context: its callers may give up, the write goes on
+// (bounded by WriteTimeout and RetryCount) for the others.
+func (e *Engine) applyBatch(s *slot, batch []*request) {
+	ctx := context.Background()
+	t := batch[0].t
 	st, err := e.readMerged(ctx, t, s)
 	if err != nil {
-		if errors.Is(err, ErrActorConflict) {
-			// Someone else writes under this actor id: stop writing it.
-			e.retire(s)
-			return Result{}, err
+		switch {
+		case errors.Is(err, ErrActorConflict):
+			e.retire(s) // someone else writes under this actor id: stop writing it
+		case errors.Is(err, ErrCorrupt):
+			// retrying will not help
+		default:
+			err = fmt.Errorf("%w: reading the ledger: %w", ErrNotApplied, err) // nothing claimed or written yet
 		}
-		if errors.Is(err, ErrCorrupt) {
-			return Result{}, err // retrying will not help
-		}
-		// Nothing has been claimed or written yet.
-		return Result{}, fmt.Errorf("%w: reading the ledger: %w", ErrNotApplied, err)
+		finishAll(batch, err)
+		return
 	}
 	if e.afterRead != nil {
-		e.afterRead(t, id)
+		for _, r := range batch {
+			e.afterRead(t, r.id)
+		}
 	}
-	if f, ok := st.Lookup(id); ok {
-		return duplicate(id, f.Actor, f.Amount, amount)
-	}
-	neg, abs := amount < 0, amount
-	if neg {
-		abs = -amount
-	}
-	p, n, err := st.Totals()
+	fresh, err := checkBatch(st, batch)
 	if err != nil {
-		return Result{}, err
+		finishAll(batch, err)
+		return
 	}
-	side := p
-	if neg {
-		side = n
-	}
-	if side > math.MaxInt64-abs {
-		return Result{}, fmt.Errorf("%w: the ledger's %s total %d cannot take %d more", ErrOverflow, sideName(neg), side, abs)
+	if len(fresh) == 0 {
+		return
 	}
 
-	sec := s.own.Section(neg)
-	// The overflow rule runs on merge, before the append: so the row a
-	// write leaves holds history_length+1 entries, and the next merge (a
-	// write or a find) folds the oldest. This is the design's behaviour.
-	sec.Compact(t.Options.HistoryLength)
-	mine := driver.Claim{Actor: s.actor, Negative: neg, Seq: sec.Seq() + 1, Amount: amount}
-
-	// Background settling must stop well before the claim can expire; the
-	// claim is at most as old as this moment.
-	claimed := e.cfg.Clock.Now()
-	if t.Options.Mode.claims() {
-		won, cur, err := e.claim(ctx, t, s, id, mine, claimed)
-		if err != nil {
-			return Result{}, err
-		}
-		if !won {
-			e.stats.ClaimsLost.Add(1)
-			return e.lostClaim(ctx, t, s, id, amount, cur)
-		}
-	}
-	if _, err := sec.Append(Entry{RequestID: id, Amount: abs}); err != nil {
-		return Result{}, err // checked above; the section alone cannot overflow
-	}
-	if err := e.writeOwn(ctx, t, s); err != nil {
-		e.retire(s)
-		if t.Options.Mode.claims() {
-			if errors.Is(err, ErrNotApplied) {
-				// Nothing landed and the actor is gone: withdraw the claim.
-				e.releaseOrSettle(t, id, mine, claimed)
-			} else {
-				// The claim keeps other actors from applying the request,
-				// so this actor may finish its own write late. Until it
-				// does, retries anywhere answer "unknown".
-				e.settleWrite(t, s, id, claimed)
-				err = fmt.Errorf("%w (this process keeps resubmitting the write in the background while the claim lives)", err)
+	// The overflow rule runs on merge, before the appends: so the row a
+	// write leaves holds history_length entries plus the batch's in a
+	// section, and the next merge (a write or a find) folds the oldest.
+	// With a batch of one this is the design's behaviour.
+	next := [2]uint64{}
+	for _, neg := range []bool{false, true} {
+		sec := s.own.Section(neg)
+		for _, r := range fresh {
+			if r.neg == neg {
+				sec.Compact(t.Options.HistoryLength)
+				break
 			}
 		}
-		return Result{}, err
+		next[side(neg)] = sec.Seq()
 	}
-	return Result{Applied: true, Actor: s.actor}, nil
+	// Each request's entry number, if every request before it is written.
+	// A request written after another one is not gets a lower number than
+	// this; never a higher one, which is what claims rely on.
+	for _, r := range fresh {
+		next[side(r.neg)]++
+		r.claim = claimOutcome{mine: driver.Claim{Actor: s.actor, Negative: r.neg, Seq: next[side(r.neg)], Amount: r.amount}}
+	}
+
+	write, lost, retire := fresh, []*request(nil), false
+	// Background settling must stop well before a claim can expire; the
+	// claims are at most as old as this moment.
+	claimed := e.cfg.Clock.Now()
+	if t.Options.Mode.claims() {
+		write, lost, retire = e.claimBatch(t, fresh, claimed)
+	}
+	if len(write) > 0 {
+		for _, r := range write {
+			if _, err := s.own.Section(r.neg).Append(Entry{RequestID: r.id, Amount: r.abs}); err != nil {
+				panic(err) // checkBatch bounded the totals, so no section can overflow
+			}
+		}
+		if err := e.writeOwn(ctx, t, s); err != nil {
+			e.retire(s)
+			if t.Options.Mode.claims() {
+				if errors.Is(err, ErrNotApplied) {
+					// Nothing landed and the actor is gone: withdraw the claims.
+					for _, r := range write {
+						e.releaseOrSettle(t, r.id, r.claim.mine, claimed)
+					}
+				} else {
+					// The claims keep other actors from applying the
+					// requests, so this actor may finish its write late.
+					// Until it does, retries anywhere answer "unknown".
+					e.settleWrite(t, s, requestIDs(write), claimed)
+					err = fmt.Errorf("%w (this process keeps resubmitting the write in the background while the claim lives)", err)
+				}
+			}
+			finishAll(write, err)
+		} else {
+			for _, r := range write {
+				r.finish(Result{Applied: true, Actor: s.actor}, nil)
+			}
+		}
+	}
+	if retire && !s.retired {
+		e.retire(s)
+	}
+	for _, r := range lost {
+		go func() { r.finish(e.lostClaim(ctx, t, r.id, r.amount, r.claim.cur)) }()
+	}
+}
+
+// checkBatch answers the batch's retries and refuses requests that would
+// take a side's total past int64, and returns the rest, each with its
+// side and absolute amount set.
+func checkBatch(st *State, batch []*request) ([]*request, error) {
+	p, n, err := st.Totals()
+	if err != nil {
+		return nil, err
+	}
+	var fresh []*request
+	for _, r := range batch {
+		if f, ok := st.Lookup(r.id); ok {
+			r.finish(duplicate(r.id, f.Actor, f.Amount, r.amount))
+			continue
+		}
+		r.neg, r.abs = r.amount < 0, r.amount
+		total := &p
+		if r.neg {
+			r.abs, total = -r.amount, &n
+		}
+		if *total > math.MaxInt64-r.abs {
+			r.finish(Result{}, fmt.Errorf("%w: the ledger's %s total %d cannot take %d more", ErrOverflow, sideName(r.neg), *total, r.abs))
+			continue
+		}
+		*total += r.abs
+		fresh = append(fresh, r)
+	}
+	return fresh, nil
+}
+
+// claimBatch claims the requests' ids, all at once, and sorts them: the
+// requests to write, those whose id another actor holds (to be answered
+// by lostClaim), and whether the actor must be retired after this batch.
+// It finishes the requests it will not write.
+//
+// A claim whose outcome stays unknown may be stored, naming its entry
+// number; if this actor ever wrote that entry without the request, a
+// retry elsewhere would take the request for applied. So such a claim
+// retires the actor, and of the batch only the requests numbered below it
+// are written (their entries stay below it); the others' claims are
+// withdrawn and they are answered "not applied".
+func (e *Engine) claimBatch(t Target, fresh []*request, claimed time.Time) (write, lost []*request, retire bool) {
+	if len(fresh) == 1 {
+		e.claim(t, fresh[0], claimed)
+	} else {
+		var wg sync.WaitGroup
+		for _, r := range fresh {
+			wg.Go(func() { e.claim(t, r, claimed) })
+		}
+		wg.Wait()
+	}
+	below := [2]uint64{math.MaxUint64, math.MaxUint64}
+	for _, r := range fresh {
+		if r.claim.unsure {
+			below[side(r.neg)] = min(below[side(r.neg)], r.claim.mine.Seq)
+			retire = true
+		}
+	}
+	for _, r := range fresh {
+		c := r.claim
+		switch {
+		case c.err != nil:
+			r.finish(Result{}, c.err)
+		case !c.won:
+			e.stats.ClaimsLost.Add(1)
+			lost = append(lost, r)
+		case c.mine.Seq >= below[side(r.neg)]:
+			e.releaseOrSettle(t, r.id, c.mine, claimed)
+			r.finish(Result{}, fmt.Errorf("%w: a claim of the same write (entry %d) has an unknown outcome, so this actor writes nothing from there on", ErrNotApplied, below[side(r.neg)]))
+		default:
+			write = append(write, r)
+		}
+	}
+	return write, lost, retire
+}
+
+func finishAll(rs []*request, err error) {
+	for _, r := range rs {
+		r.finish(Result{}, err)
+	}
+}
+
+func requestIDs(rs []*request) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.id
+	}
+	return ids
+}
+
+// side indexes per-section arrays: 0 credits, 1 debits.
+func side(neg bool) int {
+	if neg {
+		return 1
+	}
+	return 0
 }
 
 func sideName(neg bool) string {
@@ -566,16 +675,27 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// claim claims the request id for mine, repeating after an unknown
-// outcome (a repeat that finds mine stored means the earlier attempt won).
-// If it cannot tell whether the claim was stored it withdraws it and
-// retires the actor, since the entry number it names must not be reused.
-func (e *Engine) claim(ctx context.Context, t Target, s *slot, id string, mine driver.Claim, claimed time.Time) (bool, driver.Claim, error) {
+// claimOutcome is what claiming a request's id found.
+type claimOutcome struct {
+	mine driver.Claim // the claim made: this actor, the request's entry number
+	won  bool         // mine is stored (now or by an earlier attempt)
+	cur  driver.Claim // the stored claim when another actor holds it
+	err  error
+	// unsure: the claim may be stored although the claim failed, so
+	// this actor must never write entry mine.Seq without the request.
+	unsure bool
+}
+
+// claim claims the request's id, repeating after an unknown outcome (a
+// repeat that finds the claim stored means the earlier attempt won). If it
+// cannot tell whether the claim was stored it withdraws it.
+func (e *Engine) claim(t Target, r *request, claimed time.Time) {
+	c := &r.claim
 	var res driver.ClaimResult
-	err := e.attempts(ctx, t.Options.RetryCount, "claim", func(ctx context.Context) error {
+	err := e.attempts(context.Background(), t.Options.RetryCount, "claim", func(ctx context.Context) error {
 		var err error
 		res, err = e.cfg.Store.ClaimRequest(ctx, &driver.ClaimRequestParams{
-			Namespace: t.Namespace, Ledger: t.Ledger, RequestID: id, Claim: mine,
+			Namespace: t.Namespace, Ledger: t.Ledger, RequestID: r.id, Claim: c.mine,
 			TTL: t.Options.ClaimTTL, Now: driver.Micros(e.cfg.Clock.Now()),
 			Consistency: t.WriteConsistency,
 		})
@@ -583,17 +703,18 @@ func (e *Engine) claim(ctx context.Context, t Target, s *slot, id string, mine d
 	})
 	if err != nil {
 		if errors.Is(err, ErrUnknownOutcome) {
-			e.retire(s)
-			if e.releaseOrSettle(t, id, mine, claimed) {
+			c.unsure = true
+			if e.releaseOrSettle(t, r.id, c.mine, claimed) {
 				// The claim is gone, so the request was not applied: the
 				// attempts' unknown outcome is told (%v), not wrapped, or the
 				// error would match both outcomes.
-				return false, driver.Claim{}, fmt.Errorf("%w: the claim was withdrawn after: %v", ErrNotApplied, err)
+				err = fmt.Errorf("%w: the claim was withdrawn after: %v", ErrNotApplied, err)
 			}
 		}
-		return false, driver.Claim{}, err
+		c.err = err
+		return
 	}
-	return res.Won || res.Current == mine, res.Current, nil
+	c.won, c.cur = res.Won || res.Current == c.mine, res.Current
 }
 
 // lostClaim answers a strict-mode request whose id another actor claimed.
@@ -606,13 +727,16 @@ func (e *Engine) claim(ctx context.Context, t Target, s *slot, id string, mine d
 //     entry can only be this request;
 //   - otherwise the claimant's write has not landed (or is still under
 //     way): wait up to ClaimWait for it, then report ErrUnknownOutcome.
-func (e *Engine) lostClaim(ctx context.Context, t Target, s *slot, id string, amount int64, cur driver.Claim) (Result, error) {
+func (e *Engine) lostClaim(ctx context.Context, t Target, id string, amount int64, cur driver.Claim) (Result, error) {
 	if cur.Amount != amount {
 		return Result{}, conflict(fmt.Errorf("request id %q is claimed with amount %d, not %d", id, cur.Amount, amount))
 	}
 	deadline := time.Now().Add(e.cfg.ClaimWait)
 	for n := 0; ; n++ {
-		st, err := e.readMerged(ctx, t, s)
+		// A plain read: this actor's own state cannot hold the id, which
+		// another actor claimed, and the batch that lost the claim has
+		// let go of the actor.
+		st, err := e.read(ctx, t)
 		if err != nil {
 			return Result{}, fmt.Errorf("%w: request id %q is claimed by actor %s and reading the ledger failed: %w", ErrUnknownOutcome, id, cur.Actor, err)
 		}

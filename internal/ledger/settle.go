@@ -85,7 +85,7 @@ func (e *Engine) retryUntil(stop <-chan struct{}, deadline time.Time, op func(co
 
 // settleWrite finishes a retired actor's write in the background. The
 // slot is retired, so nothing else touches its state.
-func (e *Engine) settleWrite(t Target, s *slot, id string, claimed time.Time) {
+func (e *Engine) settleWrite(t Target, s *slot, ids []string, claimed time.Time) {
 	state, actor, last := EncodeActor(s.own), s.actor, s.lastTS
 	deadline := claimed.Add(t.Options.ClaimTTL / 2)
 	started := e.goSettle(func(stop <-chan struct{}) {
@@ -101,12 +101,12 @@ func (e *Engine) settleWrite(t Target, s *slot, id string, claimed time.Time) {
 		})
 		if err != nil {
 			e.cfg.Logger.Warn("ledger: could not finish a strict-mode write; retries of the request answer unknown until its claim expires",
-				"namespace", t.Namespace, "ledger", t.Ledger, "request_id", id, "actor", actor, "err", err)
+				"namespace", t.Namespace, "ledger", t.Ledger, "request_ids", ids, "actor", actor, "err", err)
 		}
 	})
 	if !started {
 		e.cfg.Logger.Warn("ledger: not finishing a strict-mode write in the background (closed or too many pending)",
-			"namespace", t.Namespace, "ledger", t.Ledger, "request_id", id)
+			"namespace", t.Namespace, "ledger", t.Ledger, "request_ids", ids)
 	}
 }
 

@@ -1,0 +1,244 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+)
+
+// Group commit.
+//
+// An actor does one read-merge-write at a time, so a hot ledger used to
+// run at one request per round trip while its callers queued. Now callers
+// queue their requests in the slot, and whoever serves the slot takes
+// every queued request (up to MaxBatch) into one read-merge-write: one
+// read, the claims of the batch's ids at once, one write of the actor's
+// row carrying every entry. Each request is still acknowledged only after
+// the write that holds it succeeded, and still recognised or refused by
+// its own request id; the argument is in docs/ledger.md, "Group commit".
+
+// MaxBatch bounds the requests one read-merge-write carries. A write's
+// row holds history_length entries per section plus the batch's, so the
+// bound also bounds a row's size.
+const MaxBatch = 128
+
+// Change is one request of a batch: a signed amount under a request id.
+type Change struct {
+	Amount    int64
+	RequestID string
+}
+
+// Outcome is what became of one Change: the Result, or an error with the
+// same meaning as Update's.
+type Outcome struct {
+	Result
+	Err error
+}
+
+// Request states. A queued request may still be withdrawn by its caller;
+// once a batch has taken it, only the batch finishes it.
+const (
+	queued int32 = iota
+	taken
+	withdrawn
+)
+
+// request is one Update waiting for, or carried by, a batch.
+type request struct {
+	t      Target
+	amount int64
+	id     string
+	state  atomic.Int32
+	done   chan struct{}
+	out    Outcome
+
+	// Set by the batch that carries it:
+	neg   bool  // a debit
+	abs   int64 // |amount|
+	claim claimOutcome
+}
+
+func (r *request) finish(res Result, err error) {
+	r.out = Outcome{Result: res, Err: err}
+	close(r.done)
+}
+
+// Update applies a signed amount (positive: a credit, negative: a debit)
+// under a request id, once. It reads the ledger; if any actor's history
+// holds the request id it returns Applied false and writes nothing;
+// otherwise it appends the request to this process's actor and writes that
+// actor's row (claiming the id first in exact mode). Requests for one
+// ledger that arrive while a write is under way share the next write.
+func (e *Engine) Update(ctx context.Context, t Target, amount int64, requestID string) (Result, error) {
+	out := e.UpdateBatch(ctx, t, []Change{{Amount: amount, RequestID: requestID}})
+	return out[0].Result, out[0].Err
+}
+
+// UpdateBatch applies every change to one ledger, each once under its own
+// request id, and returns their outcomes in order. The changes are
+// queued together, so they share read-merge-writes (one per MaxBatch
+// changes unless other callers' requests come between them); each outcome
+// means what Update's would. A request id that appears twice is carried
+// by two writes, one after the other, so the second answers Applied false
+// (or ErrRequestConflict for another amount).
+func (e *Engine) UpdateBatch(ctx context.Context, t Target, changes []Change) []Outcome {
+	outs := make([]Outcome, len(changes))
+	t.Options = t.Options.WithDefaults()
+	optErr := t.Options.Validate()
+	reqs := make([]*request, 0, len(changes))
+	index := make([]int, 0, len(changes))
+	for i, c := range changes {
+		if err := checkChange(c, optErr); err != nil {
+			outs[i].Err = err
+			continue
+		}
+		reqs = append(reqs, &request{t: t, amount: c.Amount, id: c.RequestID, done: make(chan struct{})})
+		index = append(index, i)
+	}
+	if len(reqs) == 0 {
+		return outs
+	}
+	e.submit(reqs)
+	for j, r := range reqs {
+		outs[index[j]] = e.wait(ctx, r)
+	}
+	return outs
+}
+
+func checkChange(c Change, optErr error) error {
+	if optErr != nil {
+		return optErr
+	}
+	if err := ValidateRequestID(c.RequestID); err != nil {
+		return err
+	}
+	switch {
+	case c.Amount == 0:
+		return fmt.Errorf("%w: amount is zero", ErrInvalidEntry)
+	case c.Amount == math.MinInt64:
+		return fmt.Errorf("%w: amount %d has no positive counterpart in int64", ErrOverflow, c.Amount)
+	}
+	return nil
+}
+
+// wait returns the request's outcome. A caller that gives up while the
+// request is queued withdraws it (not applied); once a batch carries it,
+// the outcome is not known to the caller, who may retry with the same id.
+func (e *Engine) wait(ctx context.Context, r *request) Outcome {
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(queued, withdrawn) {
+			return Outcome{Err: fmt.Errorf("%w: waiting for this process's actor of ledger %s/%s: %w",
+				ErrNotApplied, r.t.Namespace, r.t.Ledger, ctx.Err())}
+		}
+		select {
+		case <-r.done:
+		default:
+			e.stats.Unknown.Add(1)
+			return Outcome{Err: fmt.Errorf("%w: the caller gave up (%w) while the write carrying request %q was under way; retry with the same request id",
+				ErrUnknownOutcome, ctx.Err(), r.id)}
+		}
+	}
+	switch err := r.out.Err; {
+	case err == nil && r.out.Applied:
+		e.stats.Applied.Add(1)
+	case err == nil:
+		e.stats.Duplicates.Add(1)
+	case errors.Is(err, ErrUnknownOutcome):
+		e.stats.Unknown.Add(1)
+	}
+	return r.out
+}
+
+// submit queues requests of one ledger in its slot and makes sure a
+// goroutine serves the slot.
+func (e *Engine) submit(reqs []*request) {
+	k := slotKey{reqs[0].t.Namespace, reqs[0].t.Ledger}
+	for {
+		s := e.slotFor(k)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			continue // retired or evicted since slotFor found it
+		}
+		s.queue = append(s.queue, reqs...)
+		start := !s.serving
+		s.serving = true
+		s.mu.Unlock()
+		if start {
+			go e.serve(s)
+		}
+		return
+	}
+}
+
+// serve runs batches of the slot's queue until it is empty. If the slot's
+// actor is retired, the requests still queued move to the ledger's next
+// slot.
+func (e *Engine) serve(s *slot) {
+	for {
+		s.sem <- struct{}{}
+		if s.retired {
+			s.unlock()
+			e.close(s)
+			return
+		}
+		batch := s.take()
+		if len(batch) == 0 {
+			s.unlock()
+			return
+		}
+		e.applyBatch(s, batch)
+		s.unlock()
+	}
+}
+
+// take removes the next batch from the queue: queued requests with the
+// first one's target, up to MaxBatch, stopping before a request id the
+// batch already carries. With nothing left it marks the slot not served.
+// Called with s.sem held.
+func (s *slot) take() []*request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var (
+		batch []*request
+		ids   = map[string]bool{}
+		i     int
+	)
+	for i = 0; i < len(s.queue) && len(batch) < MaxBatch; i++ {
+		r := s.queue[i]
+		if len(batch) > 0 && (r.t != batch[0].t || ids[r.id]) {
+			break
+		}
+		if !r.state.CompareAndSwap(queued, taken) {
+			continue // withdrawn by its caller
+		}
+		ids[r.id] = true
+		batch = append(batch, r)
+	}
+	s.queue = s.queue[i:]
+	if len(s.queue) == 0 {
+		s.queue = nil
+	}
+	if len(batch) == 0 {
+		s.serving = false
+	}
+	return batch
+}
+
+// close closes a retired slot to new requests and moves its queue to the
+// ledger's next slot.
+func (e *Engine) close(s *slot) {
+	s.mu.Lock()
+	s.closed = true
+	left := s.queue
+	s.queue = nil
+	s.serving = false
+	s.mu.Unlock()
+	if len(left) > 0 {
+		e.submit(left)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/abacusdb/abacus/internal/ledger"
 	"github.com/abacusdb/abacus/internal/randomid"
@@ -85,13 +86,7 @@ func (c *Client) UpdateLedger(ctx context.Context, u LedgerUpdate) (*LedgerResul
 		u.RequestID = newRequestID()
 	}
 	res := &LedgerResult{Namespace: u.Namespace, Ledger: u.Ledger, RequestID: u.RequestID}
-	if u.Amount == 0 {
-		return res, fmt.Errorf("%w: a ledger update's amount must not be zero", ErrInvalid)
-	}
-	if err := ledger.ValidateRequestID(u.RequestID); err != nil {
-		return res, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	ns, t, err := c.ledgerTarget(ctx, u.Namespace, u.Ledger)
+	ns, t, err := c.checkLedgerUpdate(ctx, u)
 	if err != nil {
 		return res, err
 	}
@@ -102,6 +97,88 @@ func (c *Client) UpdateLedger(ctx context.Context, u LedgerUpdate) (*LedgerResul
 	}
 	res.Applied = r.Applied
 	return res, nil
+}
+
+// CheckLedgerUpdate makes the checks UpdateLedger makes before it applies
+// anything (the amount, the request id, the ledger's name and namespace),
+// so that a batch can be refused as a whole. An empty request id passes:
+// UpdateLedger would generate one.
+func (c *Client) CheckLedgerUpdate(ctx context.Context, u LedgerUpdate) error {
+	if u.RequestID == "" {
+		u.RequestID = "unset" // UpdateLedger would generate a valid one
+	}
+	_, _, err := c.checkLedgerUpdate(ctx, u)
+	return err
+}
+
+func (c *Client) checkLedgerUpdate(ctx context.Context, u LedgerUpdate) (*Namespace, ledger.Target, error) {
+	if u.Amount == 0 {
+		return nil, ledger.Target{}, fmt.Errorf("%w: a ledger update's amount must not be zero", ErrInvalid)
+	}
+	if err := ledger.ValidateRequestID(u.RequestID); err != nil {
+		return nil, ledger.Target{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return c.ledgerTarget(ctx, u.Namespace, u.Ledger)
+}
+
+// LedgerBatchResult is the outcome of one update of UpdateLedgers: the
+// result, and the error UpdateLedger would have returned for it.
+type LedgerBatchResult struct {
+	LedgerResult
+	Err error
+}
+
+// UpdateLedgers applies many ledger updates, each once per its own request
+// id, and returns their outcomes in order. Each outcome means what
+// UpdateLedger's would (see there for the errors). Updates of one ledger
+// are queued together, so they share read-merge-writes (and, in exact
+// mode, their claims run at once); updates of different ledgers run
+// concurrently. An update without a request id gets a fresh one, reported
+// in its result. A request id given twice for one ledger is recognised as
+// a retry the second time.
+func (c *Client) UpdateLedgers(ctx context.Context, updates []LedgerUpdate) []LedgerBatchResult {
+	out := make([]LedgerBatchResult, len(updates))
+	type group struct {
+		t       ledger.Target
+		index   []int
+		changes []ledger.Change
+	}
+	groups := map[ledger.Target]*group{}
+	var order []*group
+	for i, u := range updates {
+		if u.RequestID == "" {
+			u.RequestID = newRequestID()
+		}
+		out[i].LedgerResult = LedgerResult{Namespace: u.Namespace, Ledger: u.Ledger, RequestID: u.RequestID}
+		ns, t, err := c.checkLedgerUpdate(ctx, u)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].Namespace = ns.Name
+		g := groups[t]
+		if g == nil {
+			g = &group{t: t}
+			groups[t] = g
+			order = append(order, g)
+		}
+		g.index = append(g.index, i)
+		g.changes = append(g.changes, ledger.Change{Amount: u.Amount, RequestID: u.RequestID})
+	}
+	var wg sync.WaitGroup
+	for _, g := range order {
+		wg.Go(func() {
+			for j, o := range c.ledger.UpdateBatch(ctx, g.t, g.changes) {
+				r := &out[g.index[j]]
+				r.Applied = o.Applied
+				if o.Err != nil {
+					r.Err = publicError(o.Err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // LedgerValue reads a ledger (namespace "" means DefaultLedgerNamespace).

@@ -80,3 +80,37 @@ type RequestIDStatus struct {
 	// when a retry of it would be recognised.
 	Known bool `json:"known"`
 }
+
+// LedgerBatchRequest is the body of POST /v1/ledger-updates: up to
+// MaxBatchItems ledger updates.
+type LedgerBatchRequest struct {
+	Updates []LedgerBatchUpdate `json:"updates"`
+}
+
+// LedgerBatchUpdate is one update of a ledger batch: a signed, non-zero
+// amount (positive credits, negative debits) under a request id.
+type LedgerBatchUpdate struct {
+	// Namespace defaults to DefaultLedgerNamespace.
+	Namespace string `json:"namespace,omitempty"`
+	Ledger    string `json:"ledger"`
+	Amount    int64  `json:"amount"`
+	// RequestID defaults to a fresh id, returned in the result.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// LedgerBatchResponse is the body of a POST /v1/ledger-updates that
+// passed validation: one result per update, in order.
+type LedgerBatchResponse struct {
+	Results []LedgerBatchResult `json:"results"`
+}
+
+// LedgerBatchResult is the outcome of one update of a ledger batch: Applied
+// as in LedgerUpdateResponse, or Error, the error that update alone got
+// (for example unknown_outcome: retry it with its request id).
+type LedgerBatchResult struct {
+	Namespace string `json:"namespace"`
+	Ledger    string `json:"ledger"`
+	RequestID string `json:"request_id"`
+	Applied   bool   `json:"applied"`
+	Error     *Error `json:"error,omitempty"`
+}

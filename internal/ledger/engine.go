@@ -425,6 +425,17 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 		finishAll(batch, err)
 		return
 	}
+	// From here on the batch claims and writes: a caller that gave up
+	// before this point has withdrawn its request.
+	committed := fresh[:0]
+	for _, r := range fresh {
+		if r.state.CompareAndSwap(taken, committing) {
+			committed = append(committed, r)
+		} else {
+			r.finish(Result{}, fmt.Errorf("%w: withdrawn by its caller", ErrNotApplied))
+		}
+	}
+	fresh = committed
 	if len(fresh) == 0 {
 		return
 	}
@@ -457,7 +468,7 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 	// claims are at most as old as this moment.
 	claimed := e.cfg.Clock.Now()
 	if t.Options.Mode.claims() {
-		write, lost, retire = e.claimBatch(t, fresh, claimed)
+		write, lost, retire = e.claimBatch(s, t, fresh, claimed)
 	}
 	if len(write) > 0 {
 		for _, r := range write {
@@ -492,7 +503,14 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 		e.retire(s)
 	}
 	for _, r := range lost {
-		go func() { r.finish(e.lostClaim(ctx, t, r.id, r.amount, r.claim.cur)) }()
+		go func() {
+			defer func() {
+				if p := recover(); p != nil && !r.finished() {
+					r.finish(Result{}, fmt.Errorf("%w: internal error while waiting for the claimant: %v", ErrUnknownOutcome, p))
+				}
+			}()
+			r.finish(e.lostClaim(ctx, t, r.id, r.amount, r.claim.cur))
+		}()
 	}
 }
 
@@ -528,47 +546,86 @@ func checkBatch(st *State, batch []*request) ([]*request, error) {
 // claimBatch claims the requests' ids, all at once, and sorts them: the
 // requests to write, those whose id another actor holds (to be answered
 // by lostClaim), and whether the actor must be retired after this batch.
-// It finishes the requests it will not write.
+// It finishes or requeues the requests it will not write.
 //
-// A claim whose outcome stays unknown may be stored, naming its entry
-// number; if this actor ever wrote that entry without the request, a
-// retry elsewhere would take the request for applied. So such a claim
-// retires the actor, and of the batch only the requests numbered below it
-// are written (their entries stay below it); the others' claims are
-// withdrawn and they are answered "not applied".
-func (e *Engine) claimBatch(t Target, fresh []*request, claimed time.Time) (write, lost []*request, retire bool) {
+// A claim names the entry number its request gets if every request
+// before it is written. Other actors read "the claimant's section reached
+// that number without the id" as "applied, then folded", so a request
+// must never sit below the number its claim names (a retry would wait on
+// an entry that may never come) nor above it (a retry would be told
+// "applied" for a request that is not). So on each side only the won
+// requests numbered below the first request that is not written (a lost
+// or failed claim) are written: their numbers are exact. The won ones
+// after that gap have their claims withdrawn and go back to the queue, to
+// be claimed again under the numbers the next batch gives them.
+//
+// A claim whose outcome stays unknown, or a withdrawal that fails, may
+// leave a claim stored that names a number this actor would otherwise
+// reach without its request; such a claim retires the actor after this
+// batch, so no later write reaches it.
+func (e *Engine) claimBatch(s *slot, t Target, fresh []*request, claimed time.Time) (write, lost []*request, retire bool) {
+	claim := func(r *request) {
+		defer func() {
+			if p := recover(); p != nil {
+				// Whatever the store did is unknown: treat it as a claim
+				// that may be stored.
+				r.claim.err = fmt.Errorf("%w: internal error while claiming: %v", ErrUnknownOutcome, p)
+				r.claim.unsure = true
+			}
+		}()
+		e.claim(t, r, claimed)
+	}
 	if len(fresh) == 1 {
-		e.claim(t, fresh[0], claimed)
+		claim(fresh[0])
 	} else {
 		var wg sync.WaitGroup
 		for _, r := range fresh {
-			wg.Go(func() { e.claim(t, r, claimed) })
+			wg.Go(func() { claim(r) })
 		}
 		wg.Wait()
 	}
-	below := [2]uint64{math.MaxUint64, math.MaxUint64}
+	gap := [2]uint64{math.MaxUint64, math.MaxUint64}
 	for _, r := range fresh {
-		if r.claim.unsure {
-			below[side(r.neg)] = min(below[side(r.neg)], r.claim.mine.Seq)
-			retire = true
+		if c := r.claim; c.err != nil || !c.won {
+			gap[side(r.neg)] = min(gap[side(r.neg)], c.mine.Seq)
 		}
 	}
+	var again []*request
 	for _, r := range fresh {
 		c := r.claim
 		switch {
 		case c.err != nil:
+			retire = retire || c.unsure
 			r.finish(Result{}, c.err)
 		case !c.won:
 			e.stats.ClaimsLost.Add(1)
 			lost = append(lost, r)
-		case c.mine.Seq >= below[side(r.neg)]:
-			e.releaseOrSettle(t, r.id, c.mine, claimed)
-			r.finish(Result{}, fmt.Errorf("%w: a claim of the same write (entry %d) has an unknown outcome, so this actor writes nothing from there on", ErrNotApplied, below[side(r.neg)]))
-		default:
+		case c.mine.Seq < gap[side(r.neg)]:
 			write = append(write, r)
+		case e.release(t, r.id, c.mine):
+			again = append(again, r)
+		default:
+			// The claim may stay, naming a number this actor must not reach.
+			retire = true
+			e.releaseOrSettle(t, r.id, c.mine, claimed)
+			r.finish(Result{}, fmt.Errorf("%w: its claim named entry %d, which a request before it in the same write left unused, and withdrawing the claim failed", ErrNotApplied, c.mine.Seq))
 		}
 	}
+	if len(again) > 0 {
+		s.requeue(again)
+	}
 	return write, lost, retire
+}
+
+// release withdraws a claim this actor won and reports whether it is
+// known to be gone.
+func (e *Engine) release(t Target, id string, c driver.Claim) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
+	defer cancel()
+	removed, err := e.cfg.Store.ReleaseClaim(ctx, &driver.ReleaseClaimParams{
+		Namespace: t.Namespace, Ledger: t.Ledger, RequestID: id, Expect: c, Consistency: t.WriteConsistency,
+	})
+	return err == nil && removed
 }
 
 func finishAll(rs []*request, err error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"sync/atomic"
 )
 
@@ -37,11 +38,14 @@ type Outcome struct {
 	Err error
 }
 
-// Request states. A queued request may still be withdrawn by its caller;
-// once a batch has taken it, only the batch finishes it.
+// Request states. A request queued, or taken by a batch that is still
+// reading, may be withdrawn by its caller: it is then never claimed nor
+// written. Once the batch commits it (claims or writes), only the batch
+// decides its outcome.
 const (
 	queued int32 = iota
 	taken
+	committing
 	withdrawn
 )
 
@@ -53,6 +57,7 @@ type request struct {
 	state  atomic.Int32
 	done   chan struct{}
 	out    Outcome
+	stats  *Stats
 
 	// Set by the batch that carries it:
 	neg   bool  // a debit
@@ -60,9 +65,27 @@ type request struct {
 	claim claimOutcome
 }
 
+// finish records the request's outcome. What the process added to a
+// ledger is counted here, even when the caller has stopped waiting.
 func (r *request) finish(res Result, err error) {
 	r.out = Outcome{Result: res, Err: err}
+	switch {
+	case err == nil && res.Applied:
+		r.stats.Applied.Add(1)
+	case err == nil:
+		r.stats.Duplicates.Add(1)
+	}
 	close(r.done)
+}
+
+// finished reports whether the request has its outcome.
+func (r *request) finished() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // Update applies a signed amount (positive: a credit, negative: a debit)
@@ -94,7 +117,7 @@ func (e *Engine) UpdateBatch(ctx context.Context, t Target, changes []Change) []
 			outs[i].Err = err
 			continue
 		}
-		reqs = append(reqs, &request{t: t, amount: c.Amount, id: c.RequestID, done: make(chan struct{})})
+		reqs = append(reqs, &request{t: t, amount: c.Amount, id: c.RequestID, done: make(chan struct{}), stats: &e.stats})
 		index = append(index, i)
 	}
 	if len(reqs) == 0 {
@@ -123,31 +146,24 @@ func checkChange(c Change, optErr error) error {
 	return nil
 }
 
-// wait returns the request's outcome. A caller that gives up while the
-// request is queued withdraws it (not applied); once a batch carries it,
-// the outcome is not known to the caller, who may retry with the same id.
+// wait returns the request's outcome. A caller that gives up before a
+// batch commits its request withdraws it (not applied); after that, the
+// outcome is not known to the caller, who may retry with the same id.
 func (e *Engine) wait(ctx context.Context, r *request) Outcome {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		if r.state.CompareAndSwap(queued, withdrawn) {
+		if r.state.CompareAndSwap(queued, withdrawn) || r.state.CompareAndSwap(taken, withdrawn) {
 			return Outcome{Err: fmt.Errorf("%w: waiting for this process's actor of ledger %s/%s: %w",
 				ErrNotApplied, r.t.Namespace, r.t.Ledger, ctx.Err())}
 		}
-		select {
-		case <-r.done:
-		default:
+		if !r.finished() {
 			e.stats.Unknown.Add(1)
 			return Outcome{Err: fmt.Errorf("%w: the caller gave up (%w) while the write carrying request %q was under way; retry with the same request id",
 				ErrUnknownOutcome, ctx.Err(), r.id)}
 		}
 	}
-	switch err := r.out.Err; {
-	case err == nil && r.out.Applied:
-		e.stats.Applied.Add(1)
-	case err == nil:
-		e.stats.Duplicates.Add(1)
-	case errors.Is(err, ErrUnknownOutcome):
+	if errors.Is(r.out.Err, ErrUnknownOutcome) {
 		e.stats.Unknown.Add(1)
 	}
 	return r.out
@@ -191,9 +207,33 @@ func (e *Engine) serve(s *slot) {
 			s.unlock()
 			return
 		}
-		e.applyBatch(s, batch)
+		e.applyGuarded(s, batch)
 		s.unlock()
 	}
+}
+
+// applyGuarded runs a batch, and if it panics answers the batch's
+// unanswered requests "unknown" (a write may have landed) and retires the
+// actor, instead of taking the process down from a goroutine no handler
+// can recover.
+func (e *Engine) applyGuarded(s *slot, batch []*request) {
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		e.cfg.Logger.Error("ledger: a batch panicked; its requests answer unknown_outcome",
+			"namespace", s.key.ns, "ledger", s.key.ledger, "panic", p, "stack", string(debug.Stack()))
+		if !s.retired {
+			e.retire(s)
+		}
+		for _, r := range batch {
+			if !r.finished() {
+				r.finish(Result{}, fmt.Errorf("%w: internal error while applying the request: %v", ErrUnknownOutcome, p))
+			}
+		}
+	}()
+	e.applyBatch(s, batch)
 }
 
 // take removes the next batch from the queue: queued requests with the
@@ -227,6 +267,18 @@ func (s *slot) take() []*request {
 		s.serving = false
 	}
 	return batch
+}
+
+// requeue puts requests a batch took back at the head of the queue, in
+// order, for the next batch. Called with s.sem held, by the batch.
+func (s *slot) requeue(rs []*request) {
+	for _, r := range rs {
+		r.claim = claimOutcome{}
+		r.state.Store(queued)
+	}
+	s.mu.Lock()
+	s.queue = append(rs, s.queue...)
+	s.mu.Unlock()
 }
 
 // close closes a retired slot to new requests and moves its queue to the

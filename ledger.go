@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/abacusdb/abacus/internal/ledger"
@@ -112,8 +113,11 @@ func (c *Client) CheckLedgerUpdate(ctx context.Context, u LedgerUpdate) error {
 }
 
 func (c *Client) checkLedgerUpdate(ctx context.Context, u LedgerUpdate) (*Namespace, ledger.Target, error) {
-	if u.Amount == 0 {
+	switch u.Amount {
+	case 0:
 		return nil, ledger.Target{}, fmt.Errorf("%w: a ledger update's amount must not be zero", ErrInvalid)
+	case math.MinInt64:
+		return nil, ledger.Target{}, fmt.Errorf("%w: amount %d has no positive counterpart in int64; the lowest amount is %d", ErrOverflow, u.Amount, math.MinInt64+1)
 	}
 	if err := ledger.ValidateRequestID(u.RequestID); err != nil {
 		return nil, ledger.Target{}, fmt.Errorf("%w: %v", ErrInvalid, err)

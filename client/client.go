@@ -553,24 +553,63 @@ func (c *Client) ClearAt(ctx context.Context, namespace, counter, requestID stri
 // update's last outcome; an update whose last attempt got no answer at all is
 // reported as unknown_outcome.
 func (c *Client) UpdateBatch(ctx context.Context, updates []api.BatchUpdate) ([]api.BatchResult, error) {
-	items := append([]api.BatchUpdate(nil), updates...)
-	results := make([]api.BatchResult, len(items))
+	return sendBatch(ctx, c, counterBatch, updates)
+}
+
+var counterBatch = batchKind[api.BatchUpdate, api.BatchResult]{
+	path:      "/v1/updates",
+	requestID: func(u *api.BatchUpdate) *string { return &u.RequestID },
+	unanswered: func(u api.BatchUpdate) api.BatchResult {
+		return api.BatchResult{RequestID: u.RequestID}
+	},
+	fields: func(r *api.BatchResult) (*string, **api.Error) { return &r.RequestID, &r.Error },
+}
+
+// batchKind tells sendBatch where a kind of batch goes and where its
+// updates and results keep the fields it handles.
+type batchKind[U, R any] struct {
+	path string
+	// requestID points at an update's request id.
+	requestID func(*U) *string
+	// unanswered is the result of an update before any answer: it echoes
+	// the update and has no error yet.
+	unanswered func(U) R
+	// fields points at a result's request id and error.
+	fields func(*R) (requestID *string, err **api.Error)
+}
+
+// The bodies of every batch endpoint, whatever their items.
+type (
+	batchRequest[U any] struct {
+		Updates []U `json:"updates"`
+	}
+	batchResponse[R any] struct {
+		Results []R `json:"results"`
+	}
+)
+
+// sendBatch does UpdateBatch (see there) for any kind of batch: the ids are
+// fixed before the first attempt, so that a retry of an update whose
+// outcome is unknown carries the id that settles it.
+func sendBatch[U, R any](ctx context.Context, c *Client, kind batchKind[U, R], updates []U) ([]R, error) {
+	items := append([]U(nil), updates...)
+	results := make([]R, len(items))
 	pending := make([]int, len(items))
 	for i := range items {
-		if items[i].RequestID == "" {
-			items[i].RequestID = NewRequestID()
+		if id := kind.requestID(&items[i]); *id == "" {
+			*id = NewRequestID()
 		}
-		results[i].RequestID = items[i].RequestID
+		results[i] = kind.unanswered(items[i])
 		pending[i] = i
 	}
 	answered := false
 	err := c.retrying(ctx, func() error {
-		req := api.BatchRequest{Updates: make([]api.BatchUpdate, len(pending))}
+		req := batchRequest[U]{Updates: make([]U, len(pending))}
 		for j, i := range pending {
 			req.Updates[j] = items[i]
 		}
-		var resp api.BatchResponse
-		if err := c.do(ctx, "POST", "/v1/updates", req, &resp); err != nil {
+		var resp batchResponse[R]
+		if err := c.do(ctx, "POST", kind.path, req, &resp); err != nil {
 			return err
 		}
 		if len(resp.Results) != len(pending) {
@@ -581,8 +620,9 @@ func (c *Client) UpdateBatch(ctx context.Context, updates []api.BatchUpdate) ([]
 		var itemErr error
 		for j, i := range pending {
 			results[i] = resp.Results[j]
-			results[i].RequestID = items[i].RequestID
-			if e := resp.Results[j].Error; e != nil && api.Retryable(e.Code) {
+			id, errp := kind.fields(&results[i])
+			*id = *kind.requestID(&items[i])
+			if e := *errp; e != nil && api.Retryable(e.Code) {
 				again = append(again, i)
 				itemErr = &itemsError{&Error{Status: api.Status(e.Code), Code: e.Code, Message: e.Message}}
 			}
@@ -599,8 +639,9 @@ func (c *Client) UpdateBatch(ctx context.Context, updates []api.BatchUpdate) ([]
 		// An earlier attempt was answered, so some results are final; the
 		// updates still pending got no answer to their last attempt.
 		for _, i := range pending {
-			results[i].Acknowledged = false
-			results[i].Error = asAPIError(err)
+			results[i] = kind.unanswered(items[i])
+			_, errp := kind.fields(&results[i])
+			*errp = asAPIError(err)
 		}
 		return results, nil
 	}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/abacusdb/abacus/api"
@@ -58,6 +59,31 @@ func (c *Client) ledgerUpdate(ctx context.Context, namespace, ledger, kind strin
 		return c.do(ctx, "POST", path, req, out)
 	})
 	return out, err
+}
+
+// UpdateLedgers applies up to api.MaxBatchItems ledger updates, each once
+// per its request id, and returns one result per update, in order: Applied,
+// not Applied (a recognised retry), or the update's own Error. If any update
+// is invalid the server refuses the whole batch, applies nothing, and
+// UpdateLedgers returns its error. Updates of one ledger share their
+// writes on the server, so a batch is much cheaper than its updates sent
+// one by one.
+//
+// Updates without a request id get one here, before the first attempt, and
+// retries behave as in UpdateBatch: with retries, updates whose result is
+// retryable are sent again with their ids; an update whose last attempt got
+// no answer is reported as unknown_outcome, to be sent again with its id.
+func (c *Client) UpdateLedgers(ctx context.Context, updates []api.LedgerBatchUpdate) ([]api.LedgerBatchResult, error) {
+	return sendBatch(ctx, c, ledgerBatch, updates)
+}
+
+var ledgerBatch = batchKind[api.LedgerBatchUpdate, api.LedgerBatchResult]{
+	path:      "/v1/ledger-updates",
+	requestID: func(u *api.LedgerBatchUpdate) *string { return &u.RequestID },
+	unanswered: func(u api.LedgerBatchUpdate) api.LedgerBatchResult {
+		return api.LedgerBatchResult{Namespace: cmp.Or(u.Namespace, api.DefaultLedgerNamespace), Ledger: u.Ledger, RequestID: u.RequestID}
+	},
+	fields: func(r *api.LedgerBatchResult) (*string, **api.Error) { return &r.RequestID, &r.Error },
 }
 
 // LedgerValue reads a ledger.

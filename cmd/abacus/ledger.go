@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strconv"
+	"strings"
+	"unicode/utf8"
 
+	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/client"
 	"github.com/spf13/cobra"
@@ -29,7 +35,7 @@ ledger' (options --mode, --history-length, --retry-count, --claim-ttl).`
 		a.ledgerUpdateCmd("credit", "Add a positive amount to a ledger"),
 		a.ledgerUpdateCmd("debit", "Subtract a positive amount from a ledger"),
 		a.ledgerUpdateCmd("update", "Add a signed amount to a ledger (negative debits)"),
-		a.ledgerGetCmd(), a.ledgerHasCmd(), a.ledgerFindCmd(), a.ledgerDeleteCmd(),
+		a.ledgerBatchCmd(), a.ledgerGetCmd(), a.ledgerHasCmd(), a.ledgerFindCmd(), a.ledgerDeleteCmd(),
 	)
 	return cmd
 }
@@ -114,6 +120,253 @@ func parseAmount(s, kind string) (int64, error) {
 		return 0, usagef("AMOUNT must not be zero")
 	}
 	return v, nil
+}
+
+func (a *app) ledgerBatchCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "batch [FILE]",
+		Short: "Apply many ledger updates, one a line of FILE or standard input",
+		Long: `Apply the ledger updates in FILE, or in standard input when FILE is absent
+or "-", each once per its request id. Each line is one update:
+
+  LEDGER AMOUNT [REQUEST_ID]
+
+AMOUNT is a signed whole number, not zero; negative amounts are debits.
+Fields are separated by spaces or tabs, so LEDGER and REQUEST_ID hold none;
+empty lines and lines starting with # are skipped. Every ledger is in --ns
+(without --ns, in the namespace "ledgers"). A line without REQUEST_ID gets
+a new random id, which is printed.
+
+Every line is checked before anything is sent: a bad line stops the command
+with its line number, and nothing is applied. The updates go in requests of
+up to 1000, each checked by the server as a whole: if one of its updates is
+invalid (a missing namespace, say), none of them is applied and the command
+stops there. Updates of one ledger share their writes, so a batch costs far
+less than as many 'abacus ledger update' commands.
+
+One line is printed per update, in order:
+
+  applied LEDGER AMOUNT REQUEST_ID
+  already-applied LEDGER AMOUNT REQUEST_ID
+  error LEDGER AMOUNT REQUEST_ID CODE: MESSAGE
+
+already-applied is a retry: the request id was applied before and nothing
+changed. Fields 2 to 4 are the update as an input line, so failed updates
+can be sent again: one whose outcome is unknown (error unknown_outcome) is
+applied at most once when sent again with its request id (--retries does
+that for you). With -o json the results are printed as a JSON array. If any
+update failed, the exit status is that of the first failure.`,
+		Example: `  abacus ledger batch transfers.txt
+  printf 'alice -20 t-77-out\nbob 20 t-77-in\n' | abacus ledger batch
+  abacus --ns wallets ledger batch payouts.txt -o json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("%s takes at most one FILE, got %d arguments; see '%s --help'", cmd.CommandPath(), len(args), cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if a.g.requestID != "" {
+				return usagef("--request-id does not apply to a batch: give each line its REQUEST_ID")
+			}
+			in, name := cmd.InOrStdin(), "standard input"
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return usagef("cannot read the updates: %v", err)
+				}
+				defer f.Close()
+				in, name = f, args[0]
+			}
+			lines, err := parseLedgerBatch(in, name, a.ledgerNS(cmd))
+			if err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			results := make([]api.LedgerBatchResult, 0, len(lines))
+			for start := 0; start < len(lines); start += api.MaxBatchItems {
+				chunk := lines[start:min(start+api.MaxBatchItems, len(lines))]
+				updates := make([]api.LedgerBatchUpdate, len(chunk))
+				for i, l := range chunk {
+					updates[i] = l.update
+				}
+				res, err := c.UpdateLedgers(cmd.Context(), updates)
+				if err != nil {
+					return a.ledgerBatchStopped(err, lines, results, chunk)
+				}
+				results = append(results, res...)
+			}
+			if err := a.printLedgerBatch(lines, results); err != nil {
+				return err
+			}
+			return ledgerBatchFailures(lines, results)
+		},
+	}
+}
+
+// batchLine is an update of 'ledger batch' and the number of its line.
+type batchLine struct {
+	n      int
+	update api.LedgerBatchUpdate
+}
+
+// parseLedgerBatch reads every line before anything is sent, so that a bad
+// line refuses the whole input rather than a part of it after the rest
+// was applied. Lines without a request id get one here, so that the output
+// can tell which id to send again with.
+func parseLedgerBatch(r io.Reader, name, ns string) ([]batchLine, error) {
+	var out []batchLine
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		if !utf8.ValidString(text) {
+			return nil, usagef("line %d is not valid UTF-8", n)
+		}
+		f := strings.Fields(text)
+		if len(f) < 2 || len(f) > 3 {
+			return nil, usagef("line %d has %d field(s); want LEDGER AMOUNT [REQUEST_ID]", n, len(f))
+		}
+		if err := abacus.ValidateName("ledger", f[0]); err != nil {
+			return nil, usagef("line %d: %v", n, err)
+		}
+		amount, err := parseAmount(f[1], "update")
+		if err != nil {
+			return nil, usagef("line %d: %v", n, err)
+		}
+		u := api.LedgerBatchUpdate{Namespace: ns, Ledger: f[0], Amount: amount, RequestID: client.NewRequestID()}
+		if len(f) == 3 {
+			if len(f[2]) > api.MaxNameLen {
+				return nil, usagef("line %d: REQUEST_ID is %d bytes, the limit is %d", n, len(f[2]), api.MaxNameLen)
+			}
+			u.RequestID = f[2]
+		}
+		out = append(out, batchLine{n, u})
+	}
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return nil, usagef("line %d of %s is longer than %d bytes", n+1, name, bufio.MaxScanTokenSize)
+	case err != nil:
+		return nil, usagef("reading the updates from %s: %v", name, err)
+	}
+	return out, nil
+}
+
+func (a *app) printLedgerBatch(lines []batchLine, results []api.LedgerBatchResult) error {
+	return a.printJSONOr(results, func() error {
+		for i, r := range results {
+			u := lines[i].update
+			line := fmt.Sprintf("%s %d %s", u.Ledger, u.Amount, r.RequestID)
+			switch {
+			case r.Error != nil:
+				line = fmt.Sprintf("error %s %s: %s", line, r.Error.Code, oneLine(r.Error.Message))
+			case r.Applied:
+				line = "applied " + line
+			default:
+				line = "already-applied " + line
+			}
+			if _, err := fmt.Fprintln(a.stdout, line); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ledgerBatchFailures is the error of a batch whose updates were all
+// answered: it exits as the first failed update would have alone.
+func ledgerBatchFailures(lines []batchLine, results []api.LedgerBatchResult) error {
+	failed, first := 0, -1
+	for i, r := range results {
+		if r.Error != nil {
+			failed++
+			if first < 0 {
+				first = i
+			}
+		}
+	}
+	if failed == 0 {
+		return nil
+	}
+	e := results[first].Error
+	return &client.Error{Status: api.Status(e.Code), Code: e.Code, Message: fmt.Sprintf(
+		"%d of %d updates failed (the error lines); the first, line %d: %s: %s", failed, len(results), lines[first].n, e.Code, e.Message)}
+}
+
+// ledgerBatchStopped reports a request of a batch that failed as a whole:
+// the updates of the requests before it are printed, since they were
+// applied, and none after it was sent.
+func (a *app) ledgerBatchStopped(err error, lines []batchLine, done []api.LedgerBatchResult, chunk []batchLine) error {
+	first, last := chunk[0].n, chunk[len(chunk)-1].n
+	var notSent string
+	if len(done)+len(chunk) < len(lines) {
+		notSent = fmt.Sprintf("; the lines after line %d were not sent", last)
+	}
+	// unknownOutcomeHint tells, as for a single update, whether the request
+	// may have been applied; its advice on --request-id does not fit here.
+	var uo *unknownOutcomeError
+	if errors.As(a.unknownOutcomeHint(err, ""), &uo) {
+		// The request may have been applied in part or in whole; each of
+		// its updates is settled by sending it again with its request id,
+		// so print them with their ids.
+		msg := a.describe(err)
+		for _, l := range chunk {
+			u := l.update
+			done = append(done, api.LedgerBatchResult{Namespace: u.Namespace, Ledger: u.Ledger, RequestID: u.RequestID,
+				Error: &api.Error{Code: api.CodeUnknownOutcome, Message: msg}})
+		}
+		if perr := a.printLedgerBatch(lines, done); perr != nil {
+			return perr
+		}
+		return &unknownOutcomeError{fmt.Sprintf("%s; the updates of lines %d to %d may or may not have been applied: send them again as printed, with their request ids, to apply each at most once%s",
+			msg, first, last, notSent)}
+	}
+	if len(done) > 0 {
+		if perr := a.printLedgerBatch(lines, done); perr != nil {
+			return perr
+		}
+	}
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Code == "" {
+		if len(done) == 0 {
+			return err // nothing was applied: the error as any command reports it
+		}
+		// The applied updates are printed above; the exit status must
+		// still say that nothing more was sent, so retrying is safe.
+		ce = &client.Error{Status: api.Status(api.CodeUnavailable), Code: api.CodeUnavailable, Message: a.describe(err)}
+	}
+	// The server names the offending update by its index in the request;
+	// the user knows it by its line.
+	refused := *ce
+	if i, rest, ok := batchIndex(refused.Message); ok && i < len(chunk) {
+		refused.Message = fmt.Sprintf("line %d: %s", chunk[i].n, rest)
+	}
+	if len(done) > 0 {
+		refused.Message += fmt.Sprintf("; nothing from line %d on was applied, the updates printed were", first)
+	}
+	return &refused
+}
+
+// batchIndex splits a batch refusal's message, "updates[3]: ...", into the
+// index and the rest.
+func batchIndex(msg string) (int, string, bool) {
+	rest, ok := strings.CutPrefix(msg, "updates[")
+	if !ok {
+		return 0, "", false
+	}
+	num, rest, ok := strings.Cut(rest, "]: ")
+	i, err := strconv.Atoi(num)
+	if !ok || err != nil {
+		return 0, "", false
+	}
+	return i, rest, true
 }
 
 func (a *app) ledgerGetCmd() *cobra.Command {

@@ -106,6 +106,7 @@ var routeAccess = map[string]access{
 	"POST /v1/namespaces/{ns}/ledgers/{ledger}/find":                 onNamespace(apikey.Read),
 	"GET /v1/namespaces/{ns}/ledgers/{ledger}/requests/{request_id}": onNamespace(apikey.Read),
 	"POST /v1/updates":                     anyKey, // write on each item's namespace
+	"POST /v1/ledger-updates":              anyKey, // write on each item's namespace
 	"POST /v1/gc":                          globalAdmin,
 	"GET /v1/queues":                       anyKey, // lists what the key may read
 	"POST /v1/queues":                      anyKey, // admin on the name in the body

@@ -161,6 +161,9 @@ func TestServerEnforcesTheContract(t *testing.T) {
 		{method: "POST", path: fixed("/v1/updates"), body: func(n string) map[string]any {
 			return map[string]any{"updates": []any{map[string]any{"counter": "b" + n, "delta": 2}}}
 		}},
+		{method: "POST", path: fixed("/v1/ledger-updates"), body: func(n string) map[string]any {
+			return map[string]any{"updates": []any{map[string]any{"namespace": "led", "ledger": "b" + n, "amount": 2}}}
+		}},
 		{method: "POST", path: fixed("/v1/gc"), body: func(string) map[string]any { return map[string]any{"namespace": "default"} }},
 		{method: "POST", path: ledger("/credits"), body: func(string) map[string]any { return map[string]any{"amount": 5, "request_id": "r"} }},
 		{method: "POST", path: ledger("/debits"), body: func(string) map[string]any { return map[string]any{"amount": 5} }},

@@ -408,25 +408,16 @@ func decodeGCAll(data []byte) (api.GCAllRequest, error) {
 // decodeBatch decodes the envelope first and each item on its own, so every
 // message can name the index of the offending item.
 func decodeBatch(data []byte) (api.BatchRequest, error) {
-	var env struct {
-		Updates []json.RawMessage `json:"updates"`
-	}
-	if err := decodeStrict(data, &env, ""); err != nil {
+	updates, err := decodeUpdates[api.BatchUpdate](data)
+	if err != nil {
 		return api.BatchRequest{}, err
 	}
-	if len(env.Updates) > api.MaxBatchItems {
-		return api.BatchRequest{}, errorf(api.CodeInvalidArgument, "updates: %d items, the limit is %d", len(env.Updates), api.MaxBatchItems)
-	}
-	req := api.BatchRequest{Updates: make([]api.BatchUpdate, len(env.Updates))}
-	for i, raw := range env.Updates {
-		if err := decodeStrict(raw, &req.Updates[i], fmt.Sprintf("updates[%d]", i)); err != nil {
-			return api.BatchRequest{}, err
-		}
-		if err := normalizeTime(&req.Updates[i].Time, fmt.Sprintf("updates[%d].time", i)); err != nil {
+	for i := range updates {
+		if err := normalizeTime(&updates[i].Time, fmt.Sprintf("updates[%d].time", i)); err != nil {
 			return api.BatchRequest{}, err
 		}
 	}
-	return req, nil
+	return api.BatchRequest{Updates: updates}, nil
 }
 
 // decodeRequest reads a request's body and decodes it with decode. On

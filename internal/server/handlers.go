@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -293,28 +292,15 @@ func (s *Server) batch(w http.ResponseWriter, r *http.Request) {
 	// All or nothing for caller mistakes: check every item before applying
 	// any, so a client that fixes its request does not double-count the
 	// items that happened to be fine the first time.
-	bad, first := 0, error(nil)
-	for i, u := range req.Updates {
-		err := error(nil)
+	err := firstInvalid(len(req.Updates), func(i int) error {
+		u := req.Updates[i]
 		if ns := nsOrDefault(u.Namespace); !s.allowed(r, apikey.KindNamespace, ns, apikey.Write) {
-			err = forbidden(r, apikey.KindNamespace, ns, apikey.Write)
-		} else {
-			err = s.checkUpdate(r.Context(), u)
+			return forbidden(r, apikey.KindNamespace, ns, apikey.Write)
 		}
-		if err != nil {
-			if bad == 0 {
-				code, msg := errorCode(err)
-				first = errorf(code, "updates[%d]: %s", i, msg)
-			}
-			bad++
-		}
-	}
-	if first != nil {
-		if bad > 1 {
-			he := first.(*httpError)
-			he.msg += fmt.Sprintf(" (and %d more invalid updates)", bad-1)
-		}
-		writeError(w, r, first)
+		return s.checkUpdate(r.Context(), u)
+	})
+	if err != nil {
+		writeError(w, r, err)
 		return
 	}
 

@@ -250,6 +250,7 @@ func (s *Server) routesMux() *http.ServeMux {
 	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/find", s.ledgerFind)
 	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}/requests/{request_id}", s.ledgerHasRequest)
 	handle("POST", "/v1/updates", s.batch)
+	handle("POST", "/v1/ledger-updates", s.ledgerBatch)
 	handle("POST", "/v1/gc", s.gcAll)
 	s.queueRoutes(handle)
 	handle("GET", "/v1/keys", s.listKeys)

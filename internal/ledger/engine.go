@@ -225,6 +225,8 @@ type Engine struct {
 	slots map[slotKey]*list.Element // of *slot, most recent first
 	lru   *list.List
 
+	idle chan *slot // to a worker waiting for a slot to serve (group.go)
+
 	// Background settling of strict-mode requests (settle.go).
 	bg struct {
 		sync.Mutex
@@ -245,7 +247,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, slots: map[slotKey]*list.Element{}, lru: list.New()}
+	e := &Engine{cfg: cfg, slots: map[slotKey]*list.Element{}, lru: list.New(), idle: make(chan *slot)}
 	e.bg.stop = make(chan struct{})
 	return e, nil
 }

@@ -234,10 +234,7 @@ func TestPurgeRemovesEndedGenerations(t *testing.T) {
 				t.Fatalf("%s: purge just before the old generation settled: %+v, %v", m, res, err)
 			}
 			clk.Advance(time.Microsecond)
-			if _, err := c.PurgeAll(ctx, mc.ns); err != nil {
-				t.Fatal(err)
-			}
-			wantStored(t, d, mc, 2)
+			purgeToStored(t, c, d, mc, 2)
 			mc.want(t, c, "c", 2, "after the purge")
 			mc.want(t, c, "other", 5, "after the purge")
 
@@ -246,10 +243,7 @@ func TestPurgeRemovesEndedGenerations(t *testing.T) {
 				t.Fatal(err)
 			}
 			clk.Advance(second.Sub(clk.Now()) + 6*time.Minute)
-			if _, err := c.PurgeAll(ctx, mc.ns); err != nil {
-				t.Fatal(err)
-			}
-			wantStored(t, d, mc, 1)
+			purgeToStored(t, c, d, mc, 1)
 			cuts, err := d.ReadCuts(ctx, &driver.ReadCutsParams{Namespace: mc.ns})
 			if err != nil {
 				t.Fatal(err)
@@ -269,19 +263,45 @@ func TestPurgeRemovesEndedGenerations(t *testing.T) {
 
 // wantStored checks how many stored names (generations) the namespace's
 // model holds, through the driver.
-func wantStored(t *testing.T, d driver.Driver, mc *modelCounter, want int) {
-	t.Helper()
+func storedNames(d driver.Driver, mc *modelCounter) ([]driver.CounterKey, error) {
 	lists := map[abacus.Model]func(context.Context, *driver.ListCountersParams) ([]driver.CounterKey, error){
 		abacus.ModelSharded: d.ListCounters, abacus.ModelEvents: d.ListEventCounters, abacus.ModelActor: d.ListActorCounters,
 		abacus.ModelNative: d.ListNativeCounters, abacus.ModelCAS: d.ListCASCounters, abacus.ModelLedger: d.ListLedgers,
 	}
-	keys, err := lists[mc.model](context.Background(), &driver.ListCountersParams{Namespace: mc.ns})
+	return lists[mc.model](context.Background(), &driver.ListCountersParams{Namespace: mc.ns})
+}
+
+func wantStored(t *testing.T, d driver.Driver, mc *modelCounter, want int) {
+	t.Helper()
+	keys, err := storedNames(d, mc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(keys) != want {
 		t.Fatalf("%s: %d stored names %q, want %d", mc.model, len(keys), keys, want)
 	}
+}
+
+// purgeToStored purges the namespace until want stored names are left,
+// for a few seconds at most. One purge is not always enough on an events
+// namespace: a read of an ended generation may have started a background
+// rollup that writes the generation's rollup row after the purge removed
+// it; the next purge sweep removes it again (docs/architecture.md).
+func purgeToStored(t *testing.T, c *abacus.Client, d driver.Driver, mc *modelCounter, want int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := c.PurgeAll(context.Background(), mc.ns); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := storedNames(d, mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) == want || time.Now().After(deadline) {
+			break
+		}
+	}
+	wantStored(t, d, mc, want)
 }
 
 // A namespace with a TTL starts every counter again at each period, and
@@ -315,10 +335,7 @@ func TestTTLPeriods(t *testing.T) {
 			mc.want(t, c, "c", 3, "written in the next period")
 			mc.listed(t, c, "c")
 			clk.Advance(6 * time.Minute)
-			if _, err := c.PurgeAll(ctx, mc.ns); err != nil {
-				t.Fatal(err)
-			}
-			wantStored(t, d, mc, 1)
+			purgeToStored(t, c, d, mc, 1)
 			mc.want(t, c, "c", 3, "after the purge")
 		}
 	})

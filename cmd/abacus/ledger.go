@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -118,6 +119,8 @@ func parseAmount(s, kind string) (int64, error) {
 		return 0, usagef("AMOUNT of a %s must be positive, got %d (use 'abacus ledger update' for signed amounts)", kind, v)
 	case v == 0:
 		return 0, usagef("AMOUNT must not be zero")
+	case v == math.MinInt64:
+		return 0, usagef("AMOUNT %d has no positive counterpart in a signed 64-bit integer; the lowest amount is %d", v, math.MinInt64+1)
 	}
 	return v, nil
 }

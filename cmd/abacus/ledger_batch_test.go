@@ -131,6 +131,7 @@ func TestLedgerBatchBadLines(t *testing.T) {
 		{"a 1 r extra\n", "line 1 has 4 field(s)"},
 		{"a x\n", `line 1: AMOUNT "x" is not a whole number`},
 		{"a 9223372036854775808\n", "line 1: AMOUNT 9223372036854775808 is out of range"},
+		{strings.Repeat("a 1\n", 1000) + "b -9223372036854775808\n", "line 1001: AMOUNT -9223372036854775808 has no positive counterpart"},
 		{"a 1 " + strings.Repeat("r", 257) + "\n", "line 1: REQUEST_ID is 257 bytes, the limit is 256"},
 		{strings.Repeat("l", 257) + " 1\n", "line 1: invalid argument: ledger name is 257 bytes"},
 		{"a 1\nb\xff 1\n", "line 2 is not valid UTF-8"},

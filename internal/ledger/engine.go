@@ -230,6 +230,8 @@ type Engine struct {
 	// Background settling of strict-mode requests (settle.go).
 	bg struct {
 		sync.Mutex
+		closing bool           // Close has begun: batches from now on are not waited for
+		batches sync.WaitGroup // batches under way when Close began
 		closed  bool
 		pending int
 		stop    chan struct{}
@@ -465,12 +467,12 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 		r.claim = claimOutcome{mine: driver.Claim{Actor: s.actor, Negative: r.neg, Seq: next[side(r.neg)], Amount: r.amount}}
 	}
 
-	write, lost, retire := fresh, []*request(nil), false
+	write, lost, again, retire := fresh, []*request(nil), []*request(nil), false
 	// Background settling must stop well before a claim can expire; the
 	// claims are at most as old as this moment.
 	claimed := e.cfg.Clock.Now()
 	if t.Options.Mode.claims() {
-		write, lost, retire = e.claimBatch(s, t, fresh, claimed)
+		write, lost, again, retire = e.claimBatch(t, fresh, claimed)
 	}
 	if len(write) > 0 {
 		for _, r := range write {
@@ -514,6 +516,9 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 			r.finish(e.lostClaim(ctx, t, r.id, r.amount, r.claim.cur))
 		}()
 	}
+	if len(again) > 0 {
+		s.requeue(again) // last: from here on the queue owns them
+	}
 }
 
 // checkBatch answers the batch's retries and refuses requests that would
@@ -547,8 +552,8 @@ func checkBatch(st *State, batch []*request) ([]*request, error) {
 
 // claimBatch claims the requests' ids, all at once, and sorts them: the
 // requests to write, those whose id another actor holds (to be answered
-// by lostClaim), and whether the actor must be retired after this batch.
-// It finishes or requeues the requests it will not write.
+// by lostClaim), those to claim again in the next batch, and whether the
+// actor must be retired after this batch. It finishes the others.
 //
 // A claim names the entry number its request gets if every request
 // before it is written. Other actors read "the claimant's section reached
@@ -565,7 +570,7 @@ func checkBatch(st *State, batch []*request) ([]*request, error) {
 // leave a claim stored that names a number this actor would otherwise
 // reach without its request; such a claim retires the actor after this
 // batch, so no later write reaches it.
-func (e *Engine) claimBatch(s *slot, t Target, fresh []*request, claimed time.Time) (write, lost []*request, retire bool) {
+func (e *Engine) claimBatch(t Target, fresh []*request, claimed time.Time) (write, lost, again []*request, retire bool) {
 	claim := func(r *request) {
 		defer func() {
 			if p := recover(); p != nil {
@@ -592,7 +597,7 @@ func (e *Engine) claimBatch(s *slot, t Target, fresh []*request, claimed time.Ti
 			gap[side(r.neg)] = min(gap[side(r.neg)], c.mine.Seq)
 		}
 	}
-	var again []*request
+	var withdraw []*request
 	for _, r := range fresh {
 		c := r.claim
 		switch {
@@ -604,19 +609,36 @@ func (e *Engine) claimBatch(s *slot, t Target, fresh []*request, claimed time.Ti
 			lost = append(lost, r)
 		case c.mine.Seq < gap[side(r.neg)]:
 			write = append(write, r)
-		case e.release(t, r.id, c.mine):
-			again = append(again, r)
 		default:
-			// The claim may stay, naming a number this actor must not reach.
-			retire = true
-			e.releaseOrSettle(t, r.id, c.mine, claimed)
-			r.finish(Result{}, fmt.Errorf("%w: its claim named entry %d, which a request before it in the same write left unused, and withdrawing the claim failed", ErrNotApplied, c.mine.Seq))
+			withdraw = append(withdraw, r)
 		}
 	}
-	if len(again) > 0 {
-		s.requeue(again)
+	// The won claims after a gap are withdrawn, all at once. A claim won
+	// on a resubmission is not: the attempt that timed out may still be
+	// running on the store and store the claim again after the withdrawal,
+	// naming a number this actor would reach without the request.
+	gone := make([]bool, len(withdraw))
+	var wg sync.WaitGroup
+	for i, r := range withdraw {
+		if !r.claim.resubmitted {
+			wg.Go(func() { gone[i] = e.release(t, r.id, r.claim.mine) })
+		}
 	}
-	return write, lost, retire
+	wg.Wait()
+	for i, r := range withdraw {
+		if gone[i] {
+			again = append(again, r)
+			continue
+		}
+		// The claim may stay, or come back: never reach its number.
+		retire = true
+		e.releaseOrSettle(t, r.id, r.claim.mine, claimed)
+		if r.claim.resubmitted {
+			e.releaseLateClaim(t, r.id, e.releaser(t, r.id, r.claim.mine))
+		}
+		r.finish(Result{}, fmt.Errorf("%w: its claim named entry %d, which a request before it in the same write left unused, and the claim could not be withdrawn for certain", ErrNotApplied, r.claim.mine.Seq))
+	}
+	return write, lost, again, retire
 }
 
 // release withdraws a claim this actor won and reports whether it is
@@ -624,9 +646,7 @@ func (e *Engine) claimBatch(s *slot, t Target, fresh []*request, claimed time.Ti
 func (e *Engine) release(t Target, id string, c driver.Claim) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
 	defer cancel()
-	removed, err := e.cfg.Store.ReleaseClaim(ctx, &driver.ReleaseClaimParams{
-		Namespace: t.Namespace, Ledger: t.Ledger, RequestID: id, Expect: c, Consistency: t.WriteConsistency,
-	})
+	removed, err := e.releaser(t, id, c)(ctx)
 	return err == nil && removed
 }
 
@@ -743,6 +763,9 @@ type claimOutcome struct {
 	// unsure: the claim may be stored although the claim failed, so
 	// this actor must never write entry mine.Seq without the request.
 	unsure bool
+	// resubmitted: an attempt's outcome was unknown before the claim was
+	// won, so that attempt may still store the claim later.
+	resubmitted bool
 }
 
 // claim claims the request's id, repeating after an unknown outcome (a
@@ -758,6 +781,9 @@ func (e *Engine) claim(t Target, r *request, claimed time.Time) {
 			TTL: t.Options.ClaimTTL, Now: driver.Micros(e.cfg.Clock.Now()),
 			Consistency: t.WriteConsistency,
 		})
+		if errors.Is(err, driver.ErrUnknownOutcome) {
+			c.resubmitted = true
+		}
 		return err
 	})
 	if err != nil {

@@ -154,6 +154,9 @@ func (e *Engine) wait(ctx context.Context, r *request) Outcome {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
+		if r.finished() {
+			break // answered as the caller gave up: the answer stands
+		}
 		if r.state.CompareAndSwap(queued, withdrawn) || r.state.CompareAndSwap(taken, withdrawn) {
 			return Outcome{Err: fmt.Errorf("%w: waiting for this process's actor of ledger %s/%s: %w",
 				ErrNotApplied, r.t.Namespace, r.t.Ledger, ctx.Err())}
@@ -219,6 +222,8 @@ func (e *Engine) worker(s *slot) {
 		case s = <-e.idle:
 		case <-t.C:
 			return
+		case <-e.bg.stop:
+			return
 		}
 	}
 }
@@ -249,6 +254,16 @@ func (e *Engine) serve(s *slot) {
 // actor, instead of taking the process down from a goroutine no handler
 // can recover.
 func (e *Engine) applyGuarded(s *slot, batch []*request) {
+	// Close waits for batches under way (their writes may need settling).
+	e.bg.Lock()
+	tracked := !e.bg.closing
+	if tracked {
+		e.bg.batches.Add(1)
+	}
+	e.bg.Unlock()
+	if tracked {
+		defer e.bg.batches.Done()
+	}
 	defer func() {
 		p := recover()
 		if p == nil {
@@ -260,7 +275,8 @@ func (e *Engine) applyGuarded(s *slot, batch []*request) {
 			e.retire(s)
 		}
 		for _, r := range batch {
-			if !r.finished() {
+			// Requests requeued or withdrawn are not the batch's to answer.
+			if st := r.state.Load(); (st == taken || st == committing) && !r.finished() {
 				r.finish(Result{}, fmt.Errorf("%w: internal error while applying the request: %v", ErrUnknownOutcome, p))
 			}
 		}

@@ -560,3 +560,119 @@ func TestGivingUpWhileTheBatchReads(t *testing.T) {
 		wantValue(t, e, tg, 1)
 	})
 }
+
+// lateClaimStore times out the first claim of one request id while keeping
+// it "in flight", and lands it after that id's first withdrawal, as a
+// Paxos round whose caller timed out can on Cassandra.
+type lateClaimStore struct {
+	driver.Ledgers
+	id       string
+	mu       sync.Mutex
+	inFlight *driver.ClaimRequestParams
+	landed   bool
+}
+
+func (l *lateClaimStore) ClaimRequest(ctx context.Context, p *driver.ClaimRequestParams) (driver.ClaimResult, error) {
+	l.mu.Lock()
+	first := p.RequestID == l.id && l.inFlight == nil
+	if first {
+		cp := *p
+		l.inFlight = &cp
+	}
+	l.mu.Unlock()
+	if first {
+		return driver.ClaimResult{}, fmt.Errorf("injected timeout, still in flight: %w", driver.ErrUnknownOutcome)
+	}
+	return l.Ledgers.ClaimRequest(ctx, p)
+}
+
+func (l *lateClaimStore) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams) (bool, error) {
+	removed, err := l.Ledgers.ReleaseClaim(ctx, p)
+	l.mu.Lock()
+	land := p.RequestID == l.id && !l.landed && l.inFlight != nil
+	l.landed = l.landed || land
+	l.mu.Unlock()
+	if land {
+		if _, err := l.Ledgers.ClaimRequest(ctx, l.inFlight); err != nil {
+			return removed, err
+		}
+	}
+	return removed, err
+}
+
+// A claim won on a resubmission may be stored again by the attempt that
+// timed out, after the claim is withdrawn. Such a claim, after a gap in
+// its batch, must not be withdrawn and claimed again as if it were gone:
+// the actor retires, so it never reaches the number the claim names, and
+// the late claim is withdrawn in the background. The request is then
+// applied once, never answered "already applied" while it is not.
+func TestAClaimThatMayLandLateIsNotClaimedAgain(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		ls := &lateClaimStore{Ledgers: h.store, id: "r"}
+		e := h.engine(func(c *Config) {
+			c.Store = ls
+			c.WriteTimeout = 500 * time.Millisecond
+			c.ClaimWait = 100 * time.Millisecond
+		})
+		tg := h.target("late-claim", Options{Mode: ModeExact})
+		if _, err := h.store.ClaimRequest(ctxT(t), &driver.ClaimRequestParams{
+			Namespace: tg.Namespace, Ledger: tg.Ledger, RequestID: "l1",
+			Claim: driver.Claim{Actor: "elsewhere", Seq: 1, Amount: 1},
+			TTL:   tg.Options.ClaimTTL, Now: driver.Micros(h.clk.Now()),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		outs := e.UpdateBatch(ctxT(t), tg, []Change{{1, "l1"}, {100, "r"}})
+		if o := outs[1]; o.Err == nil {
+			t.Fatalf("r: %+v; want an error (it was not written)", o)
+		}
+		mustUpdate(t, e, tg, 1, "x")
+		mustUpdate(t, e, tg, 1, "y")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, err := e.Update(ctxT(t), tg, 100, "r")
+			if err == nil {
+				if !r.Applied {
+					t.Fatal("r answered as already applied, but no actor wrote it")
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("retry of r: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		wantValue(t, e, tg, 102)
+	})
+}
+
+// A batch that panics after it withdrew claims to claim them again
+// answers each request once: none is both answered and requeued.
+func TestAPanicAfterAGapAnswersEachRequestOnce(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		ps := &panickyStore{Ledgers: h.store}
+		e := h.engine(func(c *Config) { c.Store = ps; c.ClaimWait = 100 * time.Millisecond })
+		tg := h.target("panic-gap", Options{Mode: ModeExact})
+		if _, err := h.store.ClaimRequest(ctxT(t), &driver.ClaimRequestParams{
+			Namespace: tg.Namespace, Ledger: tg.Ledger, RequestID: "l1",
+			Claim: driver.Claim{Actor: "elsewhere", Seq: 1, Amount: 1},
+			TTL:   tg.Options.ClaimTTL, Now: driver.Micros(h.clk.Now()),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		ps.panics.Store(true)
+		outs := e.UpdateBatch(ctxT(t), tg, []Change{{1, "c1"}, {1, "l1"}, {1, "c2"}})
+		ps.panics.Store(false)
+		for i, o := range outs {
+			if o.Err == nil {
+				t.Fatalf("change %d: %+v, want an error", i, o)
+			}
+		}
+		if n := e.Stats().Retired.Load(); n != 1 {
+			t.Fatalf("retired %d actors, want 1 (a second means a request was answered twice)", n)
+		}
+		if st := mustRead(t, e, tg); st.Has("c2") {
+			t.Fatal("c2 was written after its caller was answered")
+		}
+	})
+}

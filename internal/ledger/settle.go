@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
@@ -123,11 +124,7 @@ func (e *Engine) settleWrite(t Target, s *slot, ids []string, claimed time.Time)
 // expires. So the withdrawal is repeated in the background for a while,
 // long enough for any such transaction to have finished.
 func (e *Engine) releaseOrSettle(t Target, id string, c driver.Claim, claimed time.Time) bool {
-	release := func(ctx context.Context) (bool, error) {
-		return e.cfg.Store.ReleaseClaim(ctx, &driver.ReleaseClaimParams{
-			Namespace: t.Namespace, Ledger: t.Ledger, RequestID: id, Expect: c, Consistency: t.WriteConsistency,
-		})
-	}
+	release := e.releaser(t, id, c)
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
 	removed, err := release(ctx)
 	cancel()
@@ -149,6 +146,16 @@ func (e *Engine) releaseOrSettle(t Target, id string, c driver.Claim, claimed ti
 		}
 	})
 	return false
+}
+
+// releaser returns a withdrawal of the claim c of the request id: it
+// removes the claim if it is exactly c, and reports whether it did.
+func (e *Engine) releaser(t Target, id string, c driver.Claim) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		return e.cfg.Store.ReleaseClaim(ctx, &driver.ReleaseClaimParams{
+			Namespace: t.Namespace, Ledger: t.Ledger, RequestID: id, Expect: c, Consistency: t.WriteConsistency,
+		})
+	}
 }
 
 // releaseLateClaim repeats a withdrawal that found nothing, for twice the
@@ -183,21 +190,37 @@ func (e *Engine) releaseLateClaim(t Target, id string, release func(context.Cont
 // Close stops background settling and waits for it, or for ctx. Requests
 // it had not settled stay "unknown" until their claims expire.
 func (e *Engine) Close(ctx context.Context) error {
+	// First the batches under way, whose failed writes may still hand
+	// work to the background; then the background.
+	e.bg.Lock()
+	e.bg.closing = true
+	e.bg.Unlock()
+	batchErr := waitFor(ctx, &e.bg.batches)
 	e.bg.Lock()
 	if !e.bg.closed {
 		e.bg.closed = true
 		close(e.bg.stop)
 	}
 	e.bg.Unlock()
+	if batchErr != nil {
+		return fmt.Errorf("ledger: waiting for batches under way: %w", batchErr)
+	}
+	if err := waitFor(ctx, &e.bg.wg); err != nil {
+		return fmt.Errorf("ledger: waiting for background settling: %w", err)
+	}
+	return nil
+}
+
+func waitFor(ctx context.Context, wg *sync.WaitGroup) error {
 	done := make(chan struct{})
 	go func() {
-		e.bg.wg.Wait()
+		wg.Wait()
 		close(done)
 	}()
 	select {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("ledger: waiting for background settling: %w", ctx.Err())
+		return ctx.Err()
 	}
 }

@@ -486,7 +486,7 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 				if errors.Is(err, ErrNotApplied) {
 					// Nothing landed and the actor is gone: withdraw the claims.
 					for _, r := range write {
-						e.releaseOrSettle(t, r.id, r.claim.mine, claimed)
+						e.releaseOrSettle(t, r.id, r.claim.mine, claimed, r.claim.resubmitted)
 					}
 				} else {
 					// The claims keep other actors from applying the
@@ -632,10 +632,7 @@ func (e *Engine) claimBatch(t Target, fresh []*request, claimed time.Time) (writ
 		}
 		// The claim may stay, or come back: never reach its number.
 		retire = true
-		e.releaseOrSettle(t, r.id, r.claim.mine, claimed)
-		if r.claim.resubmitted {
-			e.releaseLateClaim(t, r.id, e.releaser(t, r.id, r.claim.mine))
-		}
+		e.releaseOrSettle(t, r.id, r.claim.mine, claimed, r.claim.resubmitted)
 		r.finish(Result{}, fmt.Errorf("%w: its claim named entry %d, which a request before it in the same write left unused, and the claim could not be withdrawn for certain", ErrNotApplied, r.claim.mine.Seq))
 	}
 	return write, lost, again, retire
@@ -789,7 +786,7 @@ func (e *Engine) claim(t Target, r *request, claimed time.Time) {
 	if err != nil {
 		if errors.Is(err, ErrUnknownOutcome) {
 			c.unsure = true
-			if e.releaseOrSettle(t, r.id, c.mine, claimed) {
+			if e.releaseOrSettle(t, r.id, c.mine, claimed, c.resubmitted) {
 				// The claim is gone, so the request was not applied: the
 				// attempts' unknown outcome is told (%v), not wrapped, or the
 				// error would match both outcomes.

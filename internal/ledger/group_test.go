@@ -52,6 +52,21 @@ func waitQueued(t *testing.T, e *Engine, tg Target, n int) {
 	}
 }
 
+// claimElsewhere stores claims of the ids by another actor, whose write
+// is not seen yet: requests for them lose their claims.
+func claimElsewhere(t *testing.T, h *harness, tg Target, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := h.store.ClaimRequest(ctxT(t), &driver.ClaimRequestParams{
+			Namespace: tg.Namespace, Ledger: tg.Ledger, RequestID: id,
+			Claim: driver.Claim{Actor: "elsewhere", Seq: 1, Amount: 1},
+			TTL:   tg.Options.ClaimTTL, Now: driver.Micros(h.clk.Now()),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func (f *faultyStore) writeCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -236,16 +251,7 @@ func TestBatchRequestAfterLostClaimsKeepsItsClaimedEntry(t *testing.T) {
 		short := func(c *Config) { c.ClaimWait = 100 * time.Millisecond }
 		e := h.engine(short)
 		tg := h.target("gap", Options{Mode: ModeExact, HistoryLength: 1})
-		for _, id := range []string{"l1", "l2", "l3"} {
-			// Another actor holds these ids; its write is not seen yet.
-			if _, err := h.store.ClaimRequest(ctxT(t), &driver.ClaimRequestParams{
-				Namespace: tg.Namespace, Ledger: tg.Ledger, RequestID: id,
-				Claim: driver.Claim{Actor: "elsewhere", Seq: 1, Amount: 1},
-				TTL:   tg.Options.ClaimTTL, Now: driver.Micros(h.clk.Now()),
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		claimElsewhere(t, h, tg, "l1", "l2", "l3")
 		outs := e.UpdateBatch(ctxT(t), tg, []Change{{1, "l1"}, {1, "l2"}, {1, "l3"}, {5, "w"}})
 		if o := outs[3]; o.Err != nil || !o.Applied {
 			t.Fatalf("w: %+v", o)
@@ -566,10 +572,12 @@ func TestGivingUpWhileTheBatchReads(t *testing.T) {
 // Paxos round whose caller timed out can on Cassandra.
 type lateClaimStore struct {
 	driver.Ledgers
-	id       string
-	mu       sync.Mutex
-	inFlight *driver.ClaimRequestParams
-	landed   bool
+	id string
+	// laterUnknown: the id's later claims land and then time out too.
+	laterUnknown bool
+	mu           sync.Mutex
+	inFlight     *driver.ClaimRequestParams
+	landed       bool
 }
 
 func (l *lateClaimStore) ClaimRequest(ctx context.Context, p *driver.ClaimRequestParams) (driver.ClaimResult, error) {
@@ -583,7 +591,11 @@ func (l *lateClaimStore) ClaimRequest(ctx context.Context, p *driver.ClaimReques
 	if first {
 		return driver.ClaimResult{}, fmt.Errorf("injected timeout, still in flight: %w", driver.ErrUnknownOutcome)
 	}
-	return l.Ledgers.ClaimRequest(ctx, p)
+	res, err := l.Ledgers.ClaimRequest(ctx, p)
+	if err == nil && p.RequestID == l.id && l.laterUnknown {
+		return driver.ClaimResult{}, fmt.Errorf("injected timeout after the claim landed: %w", driver.ErrUnknownOutcome)
+	}
+	return res, err
 }
 
 func (l *lateClaimStore) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams) (bool, error) {
@@ -615,13 +627,7 @@ func TestAClaimThatMayLandLateIsNotClaimedAgain(t *testing.T) {
 			c.ClaimWait = 100 * time.Millisecond
 		})
 		tg := h.target("late-claim", Options{Mode: ModeExact})
-		if _, err := h.store.ClaimRequest(ctxT(t), &driver.ClaimRequestParams{
-			Namespace: tg.Namespace, Ledger: tg.Ledger, RequestID: "l1",
-			Claim: driver.Claim{Actor: "elsewhere", Seq: 1, Amount: 1},
-			TTL:   tg.Options.ClaimTTL, Now: driver.Micros(h.clk.Now()),
-		}); err != nil {
-			t.Fatal(err)
-		}
+		claimElsewhere(t, h, tg, "l1")
 		outs := e.UpdateBatch(ctxT(t), tg, []Change{{1, "l1"}, {100, "r"}})
 		if o := outs[1]; o.Err == nil {
 			t.Fatalf("r: %+v; want an error (it was not written)", o)
@@ -646,6 +652,45 @@ func TestAClaimThatMayLandLateIsNotClaimedAgain(t *testing.T) {
 	})
 }
 
+// A lone request whose claim attempts all time out, one still in flight:
+// the withdrawal removes the claim one attempt stored, and the attempt in
+// flight stores it again afterwards. It is withdrawn again in the
+// background, so a retry is applied soon, not answered "unknown" for as
+// long as the claim would live.
+func TestAClaimStoredAgainAfterItsWithdrawalIsWithdrawnAgain(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		ls := &lateClaimStore{Ledgers: h.store, id: "r", laterUnknown: true}
+		e := h.engine(func(c *Config) {
+			c.Store = ls
+			c.WriteTimeout = 500 * time.Millisecond
+			c.ClaimWait = 100 * time.Millisecond
+		})
+		tg := h.target("stored-again", Options{Mode: ModeExact, RetryCount: 1})
+		if _, err := e.Update(ctxT(t), tg, 7, "r"); !errors.Is(err, ErrNotApplied) {
+			t.Fatalf("r: %v, want ErrNotApplied (its claim was withdrawn)", err)
+		}
+		ls.mu.Lock()
+		landed := ls.landed
+		ls.mu.Unlock()
+		if !landed {
+			t.Fatal("the attempt in flight never stored the claim again; the test proves nothing")
+		}
+		other := h.engine(func(c *Config) { c.ClaimWait = 100 * time.Millisecond })
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, err := other.Update(ctxT(t), tg, 7, "r")
+			if err == nil && r.Applied {
+				break
+			}
+			if err == nil || !isUnknown(err) || time.Now().After(deadline) {
+				t.Fatalf("retry of r: %+v, %v; want it applied once the late claim is withdrawn", r, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		wantValue(t, e, tg, 7)
+	})
+}
+
 // A batch that panics after it withdrew claims to claim them again
 // answers each request once: none is both answered and requeued.
 func TestAPanicAfterAGapAnswersEachRequestOnce(t *testing.T) {
@@ -653,13 +698,7 @@ func TestAPanicAfterAGapAnswersEachRequestOnce(t *testing.T) {
 		ps := &panickyStore{Ledgers: h.store}
 		e := h.engine(func(c *Config) { c.Store = ps; c.ClaimWait = 100 * time.Millisecond })
 		tg := h.target("panic-gap", Options{Mode: ModeExact})
-		if _, err := h.store.ClaimRequest(ctxT(t), &driver.ClaimRequestParams{
-			Namespace: tg.Namespace, Ledger: tg.Ledger, RequestID: "l1",
-			Claim: driver.Claim{Actor: "elsewhere", Seq: 1, Amount: 1},
-			TTL:   tg.Options.ClaimTTL, Now: driver.Micros(h.clk.Now()),
-		}); err != nil {
-			t.Fatal(err)
-		}
+		claimElsewhere(t, h, tg, "l1")
 		ps.panics.Store(true)
 		outs := e.UpdateBatch(ctxT(t), tg, []Change{{1, "c1"}, {1, "l1"}, {1, "c2"}})
 		ps.panics.Store(false)
@@ -673,6 +712,35 @@ func TestAPanicAfterAGapAnswersEachRequestOnce(t *testing.T) {
 		}
 		if st := mustRead(t, e, tg); st.Has("c2") {
 			t.Fatal("c2 was written after its caller was answered")
+		}
+	})
+}
+
+// Close waits for a batch under way before it stops the background work
+// that would settle the batch's failed write.
+func TestCloseWaitsForABatchUnderWay(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		fs := &faultyStore{Ledgers: h.store}
+		e := h.engine(func(c *Config) { c.Store = fs })
+		tg := h.target("close", Options{})
+		arrived, release := gateFirstWrite(fs)
+		defer release()
+		done := make(chan error, 1)
+		go func() { _, err := e.Update(ctxT(t), tg, 1, "r"); done <- err }()
+		<-arrived
+		closed := make(chan error, 1)
+		go func() { closed <- e.Close(ctxT(t)) }()
+		select {
+		case err := <-closed:
+			t.Fatalf("Close returned (%v) while a batch was writing", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		release()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-closed; err != nil {
+			t.Fatal(err)
 		}
 	})
 }

@@ -123,13 +123,17 @@ func (e *Engine) settleWrite(t Target, s *slot, ids []string, claimed time.Time)
 // make every retry of the request answer "unknown" until the claim
 // expires. So the withdrawal is repeated in the background for a while,
 // long enough for any such transaction to have finished.
-func (e *Engine) releaseOrSettle(t Target, id string, c driver.Claim, claimed time.Time) bool {
+//
+// mayLandLate says an attempt to store the claim had an unknown outcome:
+// that attempt may store it again even after a withdrawal that removed
+// it, so the withdrawal is repeated in the background in that case too.
+func (e *Engine) releaseOrSettle(t Target, id string, c driver.Claim, claimed time.Time, mayLandLate bool) bool {
 	release := e.releaser(t, id, c)
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
 	removed, err := release(ctx)
 	cancel()
 	if err == nil {
-		if !removed {
+		if !removed || mayLandLate {
 			e.releaseLateClaim(t, id, release)
 		}
 		return true

@@ -83,21 +83,8 @@ func (c *Client) Debit(ctx context.Context, namespace, name string, amount int64
 //     Retry with the same request id: within the window it is recognised.
 //   - ErrNotApplied, ErrUnavailable: not applied; retrying is safe.
 func (c *Client) UpdateLedger(ctx context.Context, u LedgerUpdate) (*LedgerResult, error) {
-	if u.RequestID == "" {
-		u.RequestID = newRequestID()
-	}
-	res := &LedgerResult{Namespace: u.Namespace, Ledger: u.Ledger, RequestID: u.RequestID}
-	ns, t, err := c.checkLedgerUpdate(ctx, u)
-	if err != nil {
-		return res, err
-	}
-	res.Namespace = ns.Name
-	r, err := c.ledger.Update(ctx, t, u.Amount, u.RequestID)
-	if err != nil {
-		return res, publicError(err)
-	}
-	res.Applied = r.Applied
-	return res, nil
+	r := c.UpdateLedgers(ctx, []LedgerUpdate{u})[0]
+	return &r.LedgerResult, r.Err
 }
 
 // CheckLedgerUpdate makes the checks UpdateLedger makes before it applies
@@ -147,7 +134,10 @@ func (c *Client) UpdateLedgers(ctx context.Context, updates []LedgerUpdate) []Le
 		index   []int
 		changes []ledger.Change
 	}
-	groups := map[ledger.Target]*group{}
+	var groups map[ledger.Target]*group // nil for a single update (UpdateLedger's)
+	if len(updates) > 1 {
+		groups = make(map[ledger.Target]*group)
+	}
 	var order []*group
 	for i, u := range updates {
 		if u.RequestID == "" {
@@ -163,23 +153,30 @@ func (c *Client) UpdateLedgers(ctx context.Context, updates []LedgerUpdate) []Le
 		g := groups[t]
 		if g == nil {
 			g = &group{t: t}
-			groups[t] = g
+			if groups != nil {
+				groups[t] = g
+			}
 			order = append(order, g)
 		}
 		g.index = append(g.index, i)
 		g.changes = append(g.changes, ledger.Change{Amount: u.Amount, RequestID: u.RequestID})
 	}
+	apply := func(g *group) {
+		for j, o := range c.ledger.UpdateBatch(ctx, g.t, g.changes) {
+			r := &out[g.index[j]]
+			r.Applied = o.Applied
+			if o.Err != nil {
+				r.Err = publicError(o.Err)
+			}
+		}
+	}
+	if len(order) == 1 {
+		apply(order[0]) // the common case, UpdateLedger's: no goroutine to start
+		return out
+	}
 	var wg sync.WaitGroup
 	for _, g := range order {
-		wg.Go(func() {
-			for j, o := range c.ledger.UpdateBatch(ctx, g.t, g.changes) {
-				r := &out[g.index[j]]
-				r.Applied = o.Applied
-				if o.Err != nil {
-					r.Err = publicError(o.Err)
-				}
-			}
-		})
+		wg.Go(func() { apply(g) })
 	}
 	wg.Wait()
 	return out

@@ -623,7 +623,7 @@ func TestAClaimThatMayLandLateIsNotClaimedAgain(t *testing.T) {
 		ls := &lateClaimStore{Ledgers: h.store, id: "r"}
 		e := h.engine(func(c *Config) {
 			c.Store = ls
-			c.WriteTimeout = 500 * time.Millisecond
+			c.WriteTimeout = 2 * time.Second
 			c.ClaimWait = 100 * time.Millisecond
 		})
 		tg := h.target("late-claim", Options{Mode: ModeExact})
@@ -662,7 +662,7 @@ func TestAClaimStoredAgainAfterItsWithdrawalIsWithdrawnAgain(t *testing.T) {
 		ls := &lateClaimStore{Ledgers: h.store, id: "r", laterUnknown: true}
 		e := h.engine(func(c *Config) {
 			c.Store = ls
-			c.WriteTimeout = 500 * time.Millisecond
+			c.WriteTimeout = 2 * time.Second
 			c.ClaimWait = 100 * time.Millisecond
 		})
 		tg := h.target("stored-again", Options{Mode: ModeExact, RetryCount: 1})

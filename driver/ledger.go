@@ -91,6 +91,18 @@ type ReleaseClaimParams struct {
 	Consistency Consistency
 }
 
+// ReadClaimParams are the parameters of Ledgers.ReadClaim.
+type ReadClaimParams struct {
+	Namespace string
+	Ledger    string
+	RequestID string
+	// Now is the caller's clock in microseconds (see ClaimRequestParams).
+	Now int64
+	// Consistency picks the Paxos level of the read: SERIAL, or
+	// LOCAL_SERIAL for local levels.
+	Consistency Consistency
+}
+
 // Ledgers stores the ledger model: one row per (namespace, ledger, actor),
 // and, for strict-mode ledgers, one claim per request id.
 type Ledgers interface {
@@ -118,6 +130,13 @@ type Ledgers interface {
 	// p.Expect, atomically with the check; otherwise it does nothing. It
 	// reports whether it removed the claim.
 	ReleaseClaim(ctx context.Context, p *ReleaseClaimParams) (bool, error)
+
+	// ReadClaim returns the unexpired claim stored for the request id, and
+	// false when there is none. It reads linearizably with ClaimRequest and
+	// ReleaseClaim: a claim they stored or removed before the call began is
+	// seen so, and a lightweight transaction still under way is finished
+	// first (Cassandra reads at SERIAL).
+	ReadClaim(ctx context.Context, p *ReadClaimParams) (Claim, bool, error)
 
 	// ListLedgers returns the ledgers with at least one actor row, in
 	// namespace p.Namespace (every namespace when empty), sorted; a

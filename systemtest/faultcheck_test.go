@@ -465,7 +465,29 @@ type faultRow struct {
 var (
 	reportMu   sync.Mutex
 	reportRows []faultRow
+	// reportProblems repeats every failure of a fault test after the
+	// table: on failure each server's log tail is printed after the
+	// test's own messages, and CI shows only the end of the output.
+	reportProblems []string
 )
+
+// problemf fails the test, saying why, and keeps the reason for the
+// summary at the end of the run.
+func problemf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	reportMu.Lock()
+	reportProblems = append(reportProblems, t.Name()+": "+msg)
+	reportMu.Unlock()
+	t.Error(msg)
+}
+
+// fatalProblemf is problemf that stops the test.
+func fatalProblemf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	problemf(t, format, args...)
+	t.FailNow()
+}
 
 // checkFault reads every counter of every model through every reader,
 // compares the values with the record, prints the table lines, fails the
@@ -492,18 +514,7 @@ func checkFault(t *testing.T, fault string, l *faultLedger, cfg loadConfig, read
 		for c := range cfg.counters {
 			name := fmt.Sprintf("c%d", c)
 			r.unknown += int(hi[name] - lo[name])
-			var first int64
-			for i, s := range readers {
-				v, err := readValue(ctx, s, m, name)
-				if err != nil {
-					t.Fatalf("%s: read %s/%s through %s: %v", fault, m.ns, name, s.Name, err)
-				}
-				if i == 0 {
-					first = v
-				} else if v != first {
-					t.Errorf("%s: %s %s reads %d through %s but %d through %s", fault, m.name, name, v, s.Name, first, readers[0].Name)
-				}
-			}
+			first := settledValue(t, ctx, fault, m, name, readers)
 			r.value += first
 			r.drift += first - lo[name]
 			if first < lo[name] {
@@ -529,10 +540,10 @@ func checkFault(t *testing.T, fault string, l *faultLedger, cfg loadConfig, read
 			t.Logf("  %s: first errors: %s", m.name, strings.Join(l.errs[m.name], " | "))
 		}
 		if r.lost != 0 {
-			t.Errorf("%s: %s lost %d acknowledged effects", fault, m.name, r.lost)
+			problemf(t, "%s: %s lost %d acknowledged effects", fault, m.name, r.lost)
 		}
 		if r.double != 0 {
-			t.Errorf("%s: %s double-applied %d effects (beyond acknowledged + unknown)", fault, m.name, r.double)
+			problemf(t, "%s: %s double-applied %d effects (beyond acknowledged + unknown)", fault, m.name, r.double)
 		}
 	}
 	reportMu.Lock()
@@ -542,6 +553,46 @@ func checkFault(t *testing.T, fault string, l *faultLedger, cfg loadConfig, read
 	reportMu.Unlock()
 	return rows
 }
+
+// settledValue reads one counter through every reader until all of them
+// agree. A write whose caller gave up goes on inside the server, so it can
+// land between two readers' reads; a disagreement that outlasts
+// readerAgreement is a fault of the readers and fails the test.
+func settledValue(t *testing.T, ctx context.Context, fault string, m faultModel, name string, readers []*server) int64 {
+	t.Helper()
+	deadline := time.Now().Add(readerAgreement)
+	for round := 1; ; round++ {
+		values := make([]int64, len(readers))
+		agree := true
+		for i, s := range readers {
+			v, err := readValue(ctx, s, m, name)
+			if err != nil {
+				fatalProblemf(t, "%s: read %s/%s through %s: %v", fault, m.ns, name, s.Name, err)
+			}
+			values[i] = v
+			agree = agree && v == values[0]
+		}
+		if agree {
+			if round > 1 {
+				t.Logf("%s: %s %s: the readers agreed on round %d", fault, m.name, name, round)
+			}
+			return values[0]
+		}
+		if time.Now().After(deadline) {
+			var names []string
+			for _, s := range readers {
+				names = append(names, s.Name)
+			}
+			problemf(t, "%s: %s %s still reads %v through %v after %v", fault, m.name, name, values, names, readerAgreement)
+			return values[0]
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// readerAgreement bounds how long settledValue waits for writes still under
+// way in a server (a ledger batch carries on for up to its write timeout).
+const readerAgreement = 20 * time.Second
 
 const tableHeader = "fault                 model     ops  acked  unknown  failed  retries   value  lost  double  drift"
 
@@ -557,12 +608,19 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	reportMu.Lock()
 	rows := append([]faultRow(nil), reportRows...)
+	problems := append([]string(nil), reportProblems...)
 	reportMu.Unlock()
 	if len(rows) > 0 {
 		fmt.Println("\n== fault suite: per fault and model (lost and double must be 0; drift = value − acknowledged)")
 		fmt.Println(tableHeader)
 		for _, r := range rows {
 			fmt.Println(formatRow(r))
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Println("\n== fault suite: what failed")
+		for _, p := range problems {
+			fmt.Println(p)
 		}
 	}
 	os.Exit(code)

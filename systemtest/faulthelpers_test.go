@@ -102,7 +102,7 @@ func readAll(t *testing.T, s *server, models []faultModel, counters int) map[str
 			name := fmt.Sprintf("c%d", c)
 			v, err := readValue(ctx, s, m, name)
 			if err != nil {
-				t.Fatalf("read %s/%s through %s: %v", m.ns, name, s.Name, err)
+				fatalProblemf(t, "read %s/%s through %s: %v", m.ns, name, s.Name, err)
 			}
 			out[m.ns+"/"+name] = v
 		}

@@ -63,11 +63,11 @@ func TestFaultClientTimeoutRetries(t *testing.T) {
 		t.Logf("%s: %d operations retried after a client timeout", m.name, l.retriedAfterTimeout[m.name])
 	}
 	if retried == 0 {
-		t.Fatal("no request timed out client-side: the fault was not injected (the cluster answered every write within 15 ms)")
+		fatalProblemf(t, "no request timed out client-side: the fault was not injected (the cluster answered every write within 15 ms)")
 	}
 	for _, name := range []string{"sharded", "events", "actor"} {
 		if r := rows[name]; r.unknown != 0 {
-			t.Errorf("%s: %d operations still unknown after %d attempts each; every retry should have been answered", name, r.unknown, cfg.maxAttempts)
+			problemf(t, "%s: %d operations still unknown after %d attempts each; every retry should have been answered", name, r.unknown, cfg.maxAttempts)
 		}
 	}
 	// Not asserted for the ledger: an exact-mode claim whose lightweight
@@ -81,7 +81,7 @@ func TestFaultClientTimeoutRetries(t *testing.T) {
 	nat := rows["native"]
 	t.Logf("native drift %+d after %d timed-out operations were retried; cas drift %+d after %d", nat.drift, l.retriedAfterTimeout["native"], rows["cas"].drift, l.retriedAfterTimeout["cas"])
 	if l.retriedAfterTimeout["native"] > 0 && nat.drift <= 0 {
-		t.Errorf("native: %d timed-out adds were sent again, yet no drift (%+d): the retries were not counted again, which contradicts the model", l.retriedAfterTimeout["native"], nat.drift)
+		problemf(t, "native: %d timed-out adds were sent again, yet no drift (%+d): the retries were not counted again, which contradicts the model", l.retriedAfterTimeout["native"], nat.drift)
 	}
 }
 
@@ -112,12 +112,12 @@ func TestFaultServerKill(t *testing.T) {
 	}
 	l := runFaultLoad(t, cfg)
 	if killedAt.Load() == 0 {
-		t.Fatal("the kill never happened")
+		fatalProblemf(t, "the kill never happened")
 	}
 	rows := checkFault(t, "server-sigkill", l, cfg, servers[0], servers[2])
 	for _, m := range models {
 		if r := rows[m.name]; r.acked < ops/2 {
-			t.Errorf("%s: only %d of %d acknowledged; the survivors should have carried the load", m.name, r.acked, ops)
+			problemf(t, "%s: only %d of %d acknowledged; the survivors should have carried the load", m.name, r.acked, ops)
 		}
 	}
 }
@@ -155,9 +155,9 @@ func TestFaultCassandraNodeStopped(t *testing.T) {
 		r, err := gcAll(servers[0], ns)
 		t.Logf("GC of %s with node 3 down: %+v, %v", ns, r, err)
 		if err != nil {
-			t.Errorf("GC of %s with a node down failed instead of being skipped: %v", ns, err)
+			problemf(t, "GC of %s with a node down failed instead of being skipped: %v", ns, err)
 		} else if r.Skipped == 0 || r.Folded != 0 {
-			t.Errorf("GC of %s with a node down: %+v; want skipped counters and nothing folded", ns, r)
+			problemf(t, "GC of %s with a node down: %+v; want skipped counters and nothing folded", ns, r)
 		}
 	}
 	// Reads work at QUORUM. (They would also start background collections
@@ -177,7 +177,7 @@ func TestFaultCassandraNodeStopped(t *testing.T) {
 		for _, ns := range []string{"sh", "ev"} {
 			r, err := gcAll(servers[2], ns)
 			if err != nil {
-				t.Fatalf("GC after the node came back: %v", err)
+				fatalProblemf(t, "GC after the node came back: %v", err)
 			}
 			folded[ns] += r.Folded
 			skipped += r.Skipped
@@ -186,7 +186,7 @@ func TestFaultCassandraNodeStopped(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("GC did not complete within 2 minutes of the node's restart: last round skipped %d, folded in all %v", skipped, folded)
+			fatalProblemf(t, "GC did not complete within 2 minutes of the node's restart: last round skipped %d, folded in all %v", skipped, folded)
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -194,7 +194,7 @@ func TestFaultCassandraNodeStopped(t *testing.T) {
 	after := readAll(t, servers[0], models, cfg.counters)
 	for k, v := range before {
 		if after[k] != v {
-			t.Errorf("%s moved from %d to %d across the restart and GC", k, v, after[k])
+			problemf(t, "%s moved from %d to %d across the restart and GC", k, v, after[k])
 		}
 	}
 	checkFault(t, "cassandra-node-down", l, cfg, servers...)
@@ -223,10 +223,10 @@ func TestFaultRacingGC(t *testing.T) {
 	l, racer := raceGCUnderLoad(t, cfg, 200*time.Millisecond, 12*time.Second)
 	t.Logf("%d GC rounds of 5 racing collectors: folded %v, skipped %v; errors %v", racer.rounds, racer.folded, racer.skipped, racer.errs)
 	if len(racer.errs) > 0 {
-		t.Errorf("GC requests failed: %v", racer.errs)
+		problemf(t, "GC requests failed: %v", racer.errs)
 	}
 	if racer.folded["sh"] == 0 || racer.folded["ev"] == 0 {
-		t.Errorf("the racing collections folded %v: nothing to race over", racer.folded)
+		problemf(t, "the racing collections folded %v: nothing to race over", racer.folded)
 	}
 	checkFault(t, "racing-gc-x5", l, cfg, servers...)
 	// Everything was final at the last rounds, so they left nothing behind.
@@ -234,14 +234,14 @@ func TestFaultRacingGC(t *testing.T) {
 		name := fmt.Sprintf("c%d", c)
 		sh, err := readDetail(servers[0], "sh", name)
 		if err != nil {
-			t.Fatal(err)
+			fatalProblemf(t, "%v", err)
 		}
 		ev, err := readDetail(servers[0], "ev", name)
 		if err != nil {
-			t.Fatal(err)
+			fatalProblemf(t, "%v", err)
 		}
 		if sh.Shards != 0 || ev.Events != 0 {
-			t.Errorf("%s after the last GC round: %d live shards, %d events not rolled up; want 0", name, sh.Shards, ev.Events)
+			problemf(t, "%s after the last GC round: %d live shards, %d events not rolled up; want 0", name, sh.Shards, ev.Events)
 		}
 	}
 }
@@ -263,9 +263,9 @@ func TestFaultClockSkewWithinMargin(t *testing.T) {
 	}, nil)
 	skewed := servers[2]
 	if skew, err := metric(skewed, "abacus_clock_skew_seconds"); err != nil {
-		t.Fatal(err)
+		fatalProblemf(t, "%v", err)
 	} else if math.Abs(math.Abs(skew)-offset.Seconds()) > 1 {
-		t.Fatalf("%s reports a clock skew of %.2fs; want about %v: --clock-offset did not take effect", skewed.Name, skew, offset)
+		fatalProblemf(t, "%s reports a clock skew of %.2fs; want about %v: --clock-offset did not take effect", skewed.Name, skew, offset)
 	} else {
 		t.Logf("%s reports abacus_clock_skew_seconds %.2f", skewed.Name, skew)
 	}
@@ -281,11 +281,11 @@ func TestFaultClockSkewWithinMargin(t *testing.T) {
 	l, racer := raceGCUnderLoad(t, cfg, 300*time.Millisecond, 16*time.Second)
 	t.Logf("%d GC rounds: folded %v, skipped %v; errors %v", racer.rounds, racer.folded, racer.skipped, racer.errs)
 	if racer.folded["sh"] == 0 || racer.folded["ev"] == 0 {
-		t.Errorf("the collections folded %v: the skew was never put to the test", racer.folded)
+		problemf(t, "the collections folded %v: the skew was never put to the test", racer.folded)
 	}
 	for _, m := range models {
 		if n := l.refusals(m.name, "unavailable"); n > 0 {
-			t.Errorf("%s: %d writes refused as unavailable with a skew inside the margin", m.name, n)
+			problemf(t, "%s: %d writes refused as unavailable with a skew inside the margin", m.name, n)
 		}
 	}
 	checkFault(t, "clock-skew-3s", l, cfg, servers...)
@@ -308,13 +308,13 @@ func TestFaultClockSkewBeyondMargin(t *testing.T) {
 	skewed := servers[2]
 	status, body, err := getText(skewed, "/readyz")
 	if err != nil || status != 503 || !strings.Contains(body, "clock skew") {
-		t.Fatalf("/readyz of the skewed server: %d %q, %v; want 503 naming the clock skew", status, body, err)
+		fatalProblemf(t, "/readyz of the skewed server: %d %q, %v; want 503 naming the clock skew", status, body, err)
 	}
 	t.Logf("/readyz of %s: %d %s", skewed.Name, status, strings.TrimSpace(body))
 	if skew, err := metric(skewed, "abacus_clock_skew_seconds"); err != nil {
-		t.Fatal(err)
+		fatalProblemf(t, "%v", err)
 	} else if math.Abs(math.Abs(skew)-offset.Seconds()) > 2 {
-		t.Errorf("abacus_clock_skew_seconds of %s = %.2f; want about %v", skewed.Name, skew, offset)
+		problemf(t, "abacus_clock_skew_seconds of %s = %.2f; want about %v", skewed.Name, skew, offset)
 	}
 	models := faultModels(eventsOptions{bucket: 60, accept: 60, delay: 20, future: 10}, false)
 	createModels(t, servers[0], models)
@@ -324,16 +324,16 @@ func TestFaultClockSkewBeyondMargin(t *testing.T) {
 		o := &op{counter: "skewed-only", actor: "a", amount: 1, id: fmt.Sprintf("probe-%s", m.name)}
 		a := send(skewed, m, o, 10*time.Second)
 		if a.out != failed || a.code != "unavailable" || !strings.Contains(a.err.Error(), "clock skew") {
-			t.Errorf("%s write to the skewed server: %v (code %q); want 503 unavailable naming the clock skew", m.name, a.err, a.code)
+			problemf(t, "%s write to the skewed server: %v (code %q); want 503 unavailable naming the clock skew", m.name, a.err, a.code)
 		}
 	}
 	if a, _ := postJSON(skewed.Base, "/v1/gc", map[string]any{}, 10*time.Second); a.code != "unavailable" {
-		t.Errorf("GC on the skewed server: %v; want refused as unavailable", a.err)
+		problemf(t, "GC on the skewed server: %v; want refused as unavailable", a.err)
 	}
 	for _, m := range models {
 		v, err := readValue(t.Context(), servers[0], m, "skewed-only")
 		if err != nil || v != 0 {
-			t.Errorf("%s: the skewed server's refused write reads %d, %v; want 0", m.name, v, err)
+			problemf(t, "%s: the skewed server's refused write reads %d, %v; want 0", m.name, v, err)
 		}
 	}
 
@@ -344,7 +344,7 @@ func TestFaultClockSkewBeyondMargin(t *testing.T) {
 	l := runFaultLoad(t, cfg)
 	for _, m := range models {
 		if n := l.refusals(m.name, "unavailable"); n == 0 {
-			t.Errorf("%s: no write was refused, although a third of them went to the skewed server", m.name)
+			problemf(t, "%s: no write was refused, although a third of them went to the skewed server", m.name)
 		}
 	}
 	checkFault(t, "clock-skew-2m", l, cfg, servers[0], servers[1])

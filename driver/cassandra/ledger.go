@@ -2,10 +2,12 @@ package cassandra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
 	"github.com/abacusdb/abacus/driver"
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
 // Ledger tables (the ledger model, “riak-ruby-ledger: Implementation”). %[1]s is the keyspace.
@@ -40,13 +42,14 @@ const (
 
 // ledgerStatements returns the CQL of the ledger operations and the probes
 // that check the ledger tables exist.
-func ledgerStatements(ks string) (writeRow, readRows, claim, release, probeRows, probeClaims string) {
+func ledgerStatements(ks string) (writeRow, readRows, claim, release, readClaim, probeRows, probeClaims string) {
 	writeRow = "INSERT INTO " + ks + ".ledgers (ns, ledger, actor, state) VALUES (?, ?, ?, ?) USING TIMESTAMP ?"
 	readRows = "SELECT actor, state, WRITETIME(state) FROM " + ks + ".ledgers WHERE ns = ? AND ledger = ?"
 	claim = "INSERT INTO " + ks + ".ledger_claims (ns, ledger, request_id, actor, negative, seq, amount)" +
 		" VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?"
 	release = "DELETE FROM " + ks + ".ledger_claims WHERE ns = ? AND ledger = ? AND request_id = ?" +
 		" IF actor = ? AND negative = ? AND seq = ? AND amount = ?"
+	readClaim = "SELECT actor, negative, seq, amount FROM " + ks + ".ledger_claims WHERE ns = ? AND ledger = ? AND request_id = ?"
 	probeRows = "SELECT ns FROM " + ks + ".ledgers LIMIT 1"
 	probeClaims = "SELECT ns FROM " + ks + ".ledger_claims LIMIT 1"
 	return
@@ -164,6 +167,32 @@ func (d *Driver) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams)
 		return false, fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Ledger, p.RequestID, mapError(opWrite, err))
 	}
 	return applied, nil
+}
+
+// ReadClaim implements driver.Ledgers with a read at SERIAL (LOCAL_SERIAL
+// for local levels): Cassandra finishes any Paxos round under way on the
+// partition before it answers, so a claim a timed-out ClaimRequest may
+// still store is settled one way or the other.
+func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driver.Claim, bool, error) {
+	const op = "read claim"
+	if err := d.begin(ctx, op); err != nil {
+		return driver.Claim{}, false, err
+	}
+	m := map[string]any{}
+	err := d.session.Query(d.q.readClaim, p.Namespace, p.Ledger, p.RequestID).
+		Consistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency))).
+		MapScanContext(ctx, m)
+	if errors.Is(err, gocql.ErrNotFound) {
+		return driver.Claim{}, false, nil
+	}
+	if err != nil {
+		return driver.Claim{}, false, fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Ledger, p.RequestID, mapError(opRead, err))
+	}
+	c, err := claimFromMap(m)
+	if err != nil {
+		return driver.Claim{}, false, fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Ledger, p.RequestID, err)
+	}
+	return c, true, nil
 }
 
 func consistencyOr(c, configured driver.Consistency) driver.Consistency {

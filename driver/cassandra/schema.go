@@ -86,6 +86,7 @@ type statements struct {
 	readLedgerRows    string
 	claimRequest      string
 	releaseClaim      string
+	readClaim         string
 	probeLedgers      string
 	probeLedgerClaims string
 
@@ -134,7 +135,7 @@ func newStatements(ks string) statements {
 		dedup:           newDedupStatements(ks),
 		lifecycle:       newLifecycleStatements(ks),
 	}
-	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
+	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.readClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
 	return q
 }
 

@@ -174,6 +174,26 @@ func exerciseLedgers(t *testing.T, d driver.Driver, open Opener) {
 		}
 	})
 
+	t.Run("ReadClaimSeesStoresAndRemovals", func(t *testing.T) {
+		t.Parallel()
+		ns := unique("ns-readclaim")
+		if c, ok := readClaim(t, d, ns, "l", "req"); ok {
+			t.Fatalf("ReadClaim of a request never claimed = %+v", c)
+		}
+		c := driver.Claim{Actor: "a1", Negative: true, Seq: 7, Amount: -3}
+		claimRequest(t, d, ns, "l", "req", c, time.Hour)
+		if got, ok := readClaim(t, d, ns, "l", "req"); !ok || got != c {
+			t.Fatalf("ReadClaim after ClaimRequest = %+v, %v; want %+v", got, ok, c)
+		}
+		if got, ok := readClaim(t, d, ns, "l2", "req"); ok {
+			t.Fatalf("ReadClaim in another ledger = %+v; claims are per ledger", got)
+		}
+		releaseClaim(t, d, ns, "l", "req", c)
+		if got, ok := readClaim(t, d, ns, "l", "req"); ok {
+			t.Fatalf("ReadClaim after ReleaseClaim = %+v; want none", got)
+		}
+	})
+
 	t.Run("ClaimsExpire", func(t *testing.T) {
 		t.Parallel()
 		ns := unique("ns-ttl")
@@ -186,6 +206,9 @@ func exerciseLedgers(t *testing.T, d driver.Driver, open Opener) {
 		// Cassandra counts TTLs in whole seconds on its own clock; the
 		// embedded store on the Now given. Both have passed after 3s.
 		time.Sleep(3*time.Second - time.Since(start))
+		if c, ok := readClaim(t, d, ns, "l", "req"); ok {
+			t.Fatalf("ReadClaim of an expired claim = %+v", c)
+		}
 		if r := claimRequest(t, d, ns, "l", "req", claim("a2", 2), time.Second); !r.Won {
 			t.Fatalf("claim after expiry lost to %+v", r.Current)
 		}
@@ -209,6 +232,10 @@ func exerciseLedgers(t *testing.T, d driver.Driver, open Opener) {
 		_, err = d2.ReleaseClaim(c, &driver.ReleaseClaimParams{Namespace: "x", Ledger: "y", RequestID: "r", Expect: claim("a", 1)})
 		if !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("ReleaseClaim after Close: got %v, want ErrClosed", err)
+		}
+		_, _, err = d2.ReadClaim(c, &driver.ReadClaimParams{Namespace: "x", Ledger: "y", RequestID: "r"})
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("ReadClaim after Close: got %v, want ErrClosed", err)
 		}
 	})
 }
@@ -258,4 +285,13 @@ func releaseClaim(t *testing.T, d driver.Driver, ns, ledger, id string, c driver
 		t.Fatalf("ReleaseClaim(%s/%s/%s): %v", ns, ledger, id, err)
 	}
 	return ok
+}
+
+func readClaim(t *testing.T, d driver.Driver, ns, ledger, id string) (driver.Claim, bool) {
+	t.Helper()
+	c, ok, err := d.ReadClaim(ctx(t), &driver.ReadClaimParams{Namespace: ns, Ledger: ledger, RequestID: id, Now: driver.Micros(time.Now())})
+	if err != nil {
+		t.Fatalf("ReadClaim(%s/%s/%s): %v", ns, ledger, id, err)
+	}
+	return c, ok
 }

@@ -167,6 +167,22 @@ func (d *Driver) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams)
 	return true, nil
 }
 
+// ReadClaim implements driver.Ledgers under d.claims.mu, the lock every
+// change of a claim takes.
+func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driver.Claim, bool, error) {
+	if err := d.acquire(ctx, "read claim"); err != nil {
+		return driver.Claim{}, false, err
+	}
+	defer d.mu.RUnlock()
+	d.claims.mu.Lock()
+	defer d.claims.mu.Unlock()
+	c, ok, err := d.getClaim(claimKey(p.Namespace, p.Ledger, p.RequestID), p.Now)
+	if err != nil {
+		return driver.Claim{}, false, fmt.Errorf("embedded: read claim %s/%s/%s: %w", p.Namespace, p.Ledger, p.RequestID, err)
+	}
+	return c, ok, nil
+}
+
 const minInt64 = -1 << 63
 
 // getClaim returns the claim stored under key unless it has expired by now.

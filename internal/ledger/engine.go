@@ -803,10 +803,14 @@ func (e *Engine) claim(t Target, r *request, claimed time.Time) {
 // The claim names the entry the other actor gives the request, so:
 //
 //   - the request id is in a history: it was applied (Applied false);
-//   - the claimant's section has reached the claimed entry number but no
-//     longer holds the id: it was applied and has since been folded out of
-//     the history (Applied false) — actor ids are never reused, so that
-//     entry can only be this request;
+//   - the claimant's section has reached the claimed entry number, no
+//     longer holds the id, and the claim, read again, still names that
+//     entry: it was applied and has since been folded out of the history
+//     (Applied false). An actor writes an entry only for the request whose
+//     claim names it, and gives a withdrawn claim's number to another
+//     request only after the withdrawal is certain (otherwise it retires),
+//     so a claim that still stands after its entry was written can only be
+//     that entry's;
 //   - otherwise the claimant's write has not landed (or is still under
 //     way): wait up to ClaimWait for it, then report ErrUnknownOutcome.
 func (e *Engine) lostClaim(ctx context.Context, t Target, id string, amount int64, cur driver.Claim) (Result, error) {
@@ -826,7 +830,24 @@ func (e *Engine) lostClaim(ctx context.Context, t Target, id string, amount int6
 			return duplicate(id, f.Actor, f.Amount, amount)
 		}
 		if a := st.Actor(cur.Actor); a != nil && a.Section(cur.Negative).Seq() >= cur.Seq {
-			return Result{Applied: false, Actor: cur.Actor}, nil
+			// The entry exists, but it is this request's only if the claim
+			// still names it: a claim withdrawn (its batch stopped at a
+			// gap, or its caller gave up) leaves its number to another
+			// request of the same actor.
+			stored, ok, err := e.cfg.Store.ReadClaim(ctx, &driver.ReadClaimParams{
+				Namespace: t.Namespace, Ledger: t.Ledger, RequestID: id,
+				Now: driver.Micros(e.cfg.Clock.Now()), Consistency: t.WriteConsistency,
+			})
+			switch {
+			case err != nil:
+				return Result{}, fmt.Errorf("%w: request id %q was claimed by actor %s and reading its claim failed: %w", ErrUnknownOutcome, id, cur.Actor, err)
+			case ok && stored == cur:
+				return Result{Applied: false, Actor: cur.Actor}, nil
+			case ok && stored.Amount != amount:
+				return Result{}, conflict(fmt.Errorf("request id %q is claimed with amount %d, not %d", id, stored.Amount, amount))
+			case ok:
+				cur = stored // claimed again, at another entry: wait for that one
+			}
 		}
 		left := time.Until(deadline)
 		if left <= 0 {

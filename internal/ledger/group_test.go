@@ -744,3 +744,53 @@ func TestCloseWaitsForABatchUnderWay(t *testing.T) {
 		}
 	})
 }
+
+// A loser that saw another actor's claim must not take that actor's entry
+// at the claimed number for its request once the claim is withdrawn: a
+// batch withdraws the won claims after a gap and numbers those requests
+// anew, so the number may go to another request, and the withdrawn one may
+// never be written (its caller gave up). Found by the fault suite's client
+// timeouts, where such a retry was acknowledged as applied and the credit
+// was missing from the ledger.
+func TestAWithdrawnClaimDoesNotVouchForItsEntry(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		a := h.engine()
+		b := h.engine(func(c *Config) { c.ClaimWait = 300 * time.Millisecond })
+		tg := h.target("withdrawn-claim", Options{Mode: ModeExact})
+		var actor string
+		for _, id := range []string{"a1", "a2", "a3"} {
+			actor = mustUpdate(t, a, tg, 1, id).Actor
+		}
+		// b saw y claimed by a at entry 2 before the claim was withdrawn;
+		// a's entries 1–3 belong to a1–a3.
+		seen := driver.Claim{Actor: actor, Seq: 2, Amount: 1}
+		r, err := b.lostClaim(ctxT(t), tg, "y", 1, seen)
+		if !errors.Is(err, ErrUnknownOutcome) {
+			t.Fatalf("claim withdrawn: %+v, %v; want ErrUnknownOutcome (y was never written)", r, err)
+		}
+		// Claimed again, at an entry a has not reached: still unknown.
+		moved := driver.Claim{Actor: actor, Seq: 5, Amount: 1}
+		if _, err := h.store.ClaimRequest(ctxT(t), &driver.ClaimRequestParams{
+			Namespace: tg.Namespace, Ledger: tg.Ledger, RequestID: "y", Claim: moved,
+			TTL: tg.Options.ClaimTTL, Now: driver.Micros(h.clk.Now()),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		r, err = b.lostClaim(ctxT(t), tg, "y", 1, seen)
+		if !errors.Is(err, ErrUnknownOutcome) {
+			t.Fatalf("claim moved to entry 5: %+v, %v; want ErrUnknownOutcome", r, err)
+		}
+		// The claim that still names an entry written and folded away
+		// does vouch for it: a3's entry, after enough credits to fold it.
+		for i := range tg.Options.HistoryLength + 1 {
+			mustUpdate(t, a, tg, 1, fmt.Sprint("later-", i))
+		}
+		if st := mustRead(t, b, tg); st.Has("a3") {
+			t.Fatal("a3 is still in the history; the test needs it folded")
+		}
+		r, err = b.lostClaim(ctxT(t), tg, "a3", 1, driver.Claim{Actor: actor, Seq: 3, Amount: 1})
+		if err != nil || r.Applied {
+			t.Fatalf("a3, folded out, its claim standing: %+v, %v; want recognised as applied", r, err)
+		}
+	})
+}

@@ -749,9 +749,9 @@ func TestCloseWaitsForABatchUnderWay(t *testing.T) {
 // at the claimed number for its request once the claim is withdrawn: a
 // batch withdraws the won claims after a gap and numbers those requests
 // anew, so the number may go to another request, and the withdrawn one may
-// never be written (its caller gave up). Found by the fault suite's client
-// timeouts, where such a retry was acknowledged as applied and the credit
-// was missing from the ledger.
+// never be written (its caller gave up). Found while tracing a failure of the
+// fault suite's client timeouts: such a retry could be acknowledged as
+// applied while its credit was missing from the ledger.
 func TestAWithdrawnClaimDoesNotVouchForItsEntry(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		a := h.engine()

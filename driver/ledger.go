@@ -132,10 +132,10 @@ type Ledgers interface {
 	ReleaseClaim(ctx context.Context, p *ReleaseClaimParams) (bool, error)
 
 	// ReadClaim returns the unexpired claim stored for the request id, and
-	// false when there is none. It reads linearizably with ClaimRequest and
-	// ReleaseClaim: a claim they stored or removed before the call began is
-	// seen so, and a lightweight transaction still under way is finished
-	// first (Cassandra reads at SERIAL).
+	// false when there is none. A ClaimRequest or ReleaseClaim that
+	// returned before the call began is seen (Cassandra reads at SERIAL,
+	// which also finishes a Paxos round a replica has accepted). A call
+	// whose outcome was unknown may still change the claim afterwards.
 	ReadClaim(ctx context.Context, p *ReadClaimParams) (Claim, bool, error)
 
 	// ListLedgers returns the ledgers with at least one actor row, in

@@ -495,7 +495,8 @@ func fatalProblemf(t testing.TB, format string, args ...any) {
 // returns the rows.
 func checkFault(t *testing.T, fault string, l *faultLedger, cfg loadConfig, readers ...*server) map[string]faultRow {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// Room for settledValue's wait on every counter of every model.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rows := map[string]faultRow{}
 	for _, m := range cfg.models {
@@ -592,7 +593,7 @@ func settledValue(t *testing.T, ctx context.Context, fault string, m faultModel,
 
 // readerAgreement bounds how long settledValue waits for writes still under
 // way in a server (a ledger batch carries on for up to its write timeout).
-const readerAgreement = 20 * time.Second
+const readerAgreement = 10 * time.Second
 
 const tableHeader = "fault                 model     ops  acked  unknown  failed  retries   value  lost  double  drift"
 

@@ -170,9 +170,9 @@ func (d *Driver) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams)
 }
 
 // ReadClaim implements driver.Ledgers with a read at SERIAL (LOCAL_SERIAL
-// for local levels): Cassandra finishes any Paxos round under way on the
-// partition before it answers, so a claim a timed-out ClaimRequest may
-// still store is settled one way or the other.
+// for local levels): it sees every lightweight transaction that returned,
+// and finishes one a replica has accepted; one whose coordinator has not
+// yet begun can still land afterwards.
 func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driver.Claim, bool, error) {
 	const op = "read claim"
 	if err := d.begin(ctx, op); err != nil {

@@ -606,6 +606,14 @@ func (e *Engine) claimBatch(t Target, fresh []*request, claimed time.Time) (writ
 			r.finish(Result{}, c.err)
 		case !c.won:
 			e.stats.ClaimsLost.Add(1)
+			if c.resubmitted {
+				// An attempt that timed out may still store this actor's
+				// claim, after the winner withdraws its own: a claim naming
+				// a number this actor would give another request. Never
+				// reach that number, and withdraw the claim if it lands.
+				retire = true
+				e.releaseLateClaim(t, r.id, e.releaser(t, r.id, c.mine))
+			}
 			lost = append(lost, r)
 		case c.mine.Seq < gap[side(r.neg)]:
 			write = append(write, r)
@@ -807,10 +815,11 @@ func (e *Engine) claim(t Target, r *request, claimed time.Time) {
 //     longer holds the id, and the claim, read again, still names that
 //     entry: it was applied and has since been folded out of the history
 //     (Applied false). An actor writes an entry only for the request whose
-//     claim names it, and gives a withdrawn claim's number to another
-//     request only after the withdrawal is certain (otherwise it retires),
-//     so a claim that still stands after its entry was written can only be
-//     that entry's;
+//     claim names it, and gives a number to another request only once no
+//     claim naming it for this one can be stored any more: after a certain
+//     withdrawal, else never (it retires, also when an attempt to claim
+//     timed out), so a claim that still stands after its entry was written
+//     can only be that entry's;
 //   - otherwise the claimant's write has not landed (or is still under
 //     way): wait up to ClaimWait for it, then report ErrUnknownOutcome.
 func (e *Engine) lostClaim(ctx context.Context, t Target, id string, amount int64, cur driver.Claim) (Result, error) {

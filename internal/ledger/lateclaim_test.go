@@ -57,3 +57,70 @@ func TestLateClaimIsWithdrawn(t *testing.T) {
 		wantValue(t, other, tg, 10)
 	})
 }
+
+// A claim this actor lost, after an attempt of unknown outcome, may still
+// be stored by that attempt once the winner withdraws its own, naming a
+// number the actor would give another request; a retry elsewhere would
+// then take that request's entry for this one. So the actor retires (it
+// never reaches the number) and withdraws the late claim.
+func TestALostClaimThatMayLandLateRetiresTheActor(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		d := h.store
+		fs := &faultyStore{Ledgers: d}
+		tg := h.target("lost-late", Options{Mode: ModeExact})
+		winner := driver.Claim{Actor: "elsewhere", Seq: 1, Amount: 5}
+		if _, err := d.ClaimRequest(ctxT(t), &driver.ClaimRequestParams{
+			Namespace: tg.Namespace, Ledger: tg.Ledger, RequestID: "r", Claim: winner,
+			TTL: tg.Options.ClaimTTL, Now: driver.Micros(h.clk.Now()),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var sent *driver.ClaimRequestParams
+		fs.setClaimFault(func(p *driver.ClaimRequestParams) fault {
+			mu.Lock()
+			defer mu.Unlock()
+			if p.RequestID == "r" && sent == nil {
+				cp := *p
+				sent = &cp
+				return unknownNoLand // the resubmission then loses to the winner
+			}
+			return pass
+		})
+		a := h.engine(func(c *Config) { c.Store = fs; c.ClaimWait = 100 * time.Millisecond; c.WriteTimeout = time.Second })
+		if _, err := a.Update(ctxT(t), tg, 5, "r"); !errors.Is(err, ErrUnknownOutcome) {
+			t.Fatalf("r, claimed elsewhere, never written there: %v; want ErrUnknownOutcome", err)
+		}
+		// The winner withdraws; a's first attempt lands after all.
+		if ok, err := d.ReleaseClaim(ctxT(t), &driver.ReleaseClaimParams{Namespace: tg.Namespace, Ledger: tg.Ledger, RequestID: "r", Expect: winner}); err != nil || !ok {
+			t.Fatalf("withdrawing the winner's claim: %v, %v", ok, err)
+		}
+		mu.Lock()
+		late := *sent
+		mu.Unlock()
+		if res, err := d.ClaimRequest(ctxT(t), &late); err != nil || !res.Won {
+			t.Fatalf("landing a's late claim: %+v, %v", res, err)
+		}
+		if r2 := mustUpdate(t, a, tg, 5, "r2"); r2.Actor == late.Claim.Actor {
+			t.Fatalf("r2 went to actor %s, which a late claim of r names at entry %d: the actor was not retired", r2.Actor, late.Claim.Seq)
+		}
+		// Retries elsewhere never take r2's entry for r, and once the late
+		// claim is withdrawn r is applied.
+		other := h.engine(func(c *Config) { c.ClaimWait = 100 * time.Millisecond })
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			res, err := other.Update(ctxT(t), tg, 5, "r")
+			if err == nil {
+				if !res.Applied {
+					t.Fatalf("retry of r answered 'already applied' (actor %s), but r was never written", res.Actor)
+				}
+				break
+			}
+			if !errors.Is(err, ErrUnknownOutcome) || time.Now().After(deadline) {
+				t.Fatalf("retry of r: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		wantValue(t, other, tg, 10)
+	})
+}

@@ -295,6 +295,26 @@ type DeleteDeadParams struct {
 	IDs   []MessageID
 }
 
+// QueuePause is whether a queue is paused, and since when.
+type QueuePause struct {
+	Paused bool
+	// Since is when the pause or resume that set Paused was made
+	// (millisecond precision); zero for a queue never paused.
+	Since time.Time
+}
+
+// SetQueuePauseParams are the parameters of Queues.SetQueuePause.
+type SetQueuePauseParams struct {
+	Queue string
+	// Pause is the state to record; Pause.Since orders racing calls.
+	Pause QueuePause
+}
+
+// GetQueuePauseParams are the parameters of Queues.GetQueuePause.
+type GetQueuePauseParams struct {
+	Queue string
+}
+
 // Queues stores the time-sharded delay queue of “cassandra-ruby-queue”: a partition per
 // (queue, shard) holding messages ordered by due time and id, with the
 // shard's consumer lease and read floor in static columns; plus the queue
@@ -313,6 +333,15 @@ type Queues interface {
 
 	// ListQueues returns every queue record sorted by name.
 	ListQueues(ctx context.Context, p *ListQueuesParams) ([]*Queue, error)
+
+	// SetQueuePause records whether the queue is paused. Of two calls the
+	// one with the later Pause.Since wins, whatever order they land in.
+	// It does not check that the queue exists.
+	SetQueuePause(ctx context.Context, p *SetQueuePauseParams) error
+
+	// GetQueuePause returns the queue's pause state: not paused, with a
+	// zero Since, when none was ever recorded.
+	GetQueuePause(ctx context.Context, p *GetQueuePauseParams) (QueuePause, error)
 
 	// PutMessages writes the messages. Writing the same message again is
 	// harmless.

@@ -57,6 +57,9 @@
 //	    body blob, enqueued_at timestamp, deliveries int, last_error text,
 //	    died_at timestamp, PRIMARY KEY (queue, id))
 //
+//	CREATE TABLE queue_pauses (queue text PRIMARY KEY, paused boolean,
+//	    since timestamp)                  -- written USING TIMESTAMP since
+//
 // and the tables of the actor, native and cas counter models (counters.go;
 // “Highly Available Counters Using Cassandra” and the “Counters” design notes):
 //

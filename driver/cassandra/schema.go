@@ -61,7 +61,8 @@ func schemaStatements(cfg Config) []string {
 		fmt.Sprintf(ledgerClaimsDDL, cfg.Keyspace),
 		fmt.Sprintf(apiKeysDDL, cfg.Keyspace),
 		fmt.Sprintf(counterCutsDDL, cfg.Keyspace),
-	}, append(append(queueSchemaStatements(cfg), eventSchemaStatements(cfg)...), counterSchemaStatements(cfg.Keyspace)...)...)
+	}, append(append(append(queueSchemaStatements(cfg), eventSchemaStatements(cfg)...), counterSchemaStatements(cfg.Keyspace)...),
+		fmt.Sprintf(queuePausesDDL, cfg.Keyspace))...)
 }
 
 // statements holds the CQL of every operation, with the keyspace filled in
@@ -105,6 +106,8 @@ type statements struct {
 	dedup dedupStatements
 	// Cuts and purges (lifecycle.go).
 	lifecycle lifecycleStatements
+	// Paused queues (queue_pause.go).
+	pause pauseStatements
 }
 
 const namespaceColumns = "name, model, type, read_cl, write_cl, retention_ms, options, created_at"
@@ -134,6 +137,7 @@ func newStatements(ks string) statements {
 		apiKeys:         newAPIKeyStatements(ks),
 		dedup:           newDedupStatements(ks),
 		lifecycle:       newLifecycleStatements(ks),
+		pause:           newPauseStatements(ks),
 	}
 	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.readClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
 	return q
@@ -172,7 +176,7 @@ func (d *Driver) probe(ctx context.Context) error {
 	probes := append([]string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims}, d.q.queue.probes()...)
 	probes = append(probes, d.q.events.probes()...)
 	probes = append(probes, d.q.counters.probes()...)
-	probes = append(probes, d.q.apiKeys.probe, d.q.dedup.probe, d.q.lifecycle.probe)
+	probes = append(probes, d.q.apiKeys.probe, d.q.dedup.probe, d.q.lifecycle.probe, d.q.pause.probe)
 	for _, probe := range probes {
 		// ONE: this only asks whether the table exists.
 		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {

@@ -22,6 +22,7 @@ func exerciseQueues(t *testing.T, d driver.Driver, open Opener) {
 	t.Run("Leases", func(t *testing.T) { exerciseLeases(t, d) })
 	t.Run("DeadLetters", func(t *testing.T) { exerciseDeadLetters(t, d) })
 	t.Run("Dedup", func(t *testing.T) { exerciseDedup(t, d) })
+	t.Run("Pauses", func(t *testing.T) { exercisePauses(t, d) })
 	t.Run("QueueClosed", func(t *testing.T) {
 		d2 := openClosed(t, open)
 		c := ctx(t)
@@ -36,7 +37,56 @@ func exerciseQueues(t *testing.T, d driver.Driver, open Opener) {
 		if !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("AcquireLease after Close: got %v, want ErrClosed", err)
 		}
+		if _, err := d2.GetQueuePause(c, &driver.GetQueuePauseParams{Queue: "q"}); !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("GetQueuePause after Close: got %v, want ErrClosed", err)
+		}
+		if err := d2.SetQueuePause(c, &driver.SetQueuePauseParams{Queue: "q", Pause: driver.QueuePause{Paused: true, Since: base}}); !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("SetQueuePause after Close: got %v, want ErrClosed", err)
+		}
 	})
+}
+
+// exercisePauses: a queue never paused is not; the latest pause or resume
+// wins whatever order they land in; at equal times the pause wins; queues
+// are independent.
+func exercisePauses(t *testing.T, d driver.Driver) {
+	q := unique("paused")
+	get := func(queue string) driver.QueuePause {
+		t.Helper()
+		p, err := d.GetQueuePause(ctx(t), &driver.GetQueuePauseParams{Queue: queue})
+		if err != nil {
+			t.Fatalf("GetQueuePause(%s): %v", queue, err)
+		}
+		return p
+	}
+	set := func(paused bool, since time.Time) {
+		t.Helper()
+		if err := d.SetQueuePause(ctx(t), &driver.SetQueuePauseParams{Queue: q, Pause: driver.QueuePause{Paused: paused, Since: since}}); err != nil {
+			t.Fatalf("SetQueuePause(%s, %v, %v): %v", q, paused, since, err)
+		}
+	}
+	want := func(w driver.QueuePause) {
+		t.Helper()
+		if got := get(q); got.Paused != w.Paused || !got.Since.Equal(w.Since) {
+			t.Fatalf("GetQueuePause = %+v, want %+v", got, w)
+		}
+	}
+	want(driver.QueuePause{})
+	set(true, base)
+	want(driver.QueuePause{Paused: true, Since: base})
+	if other := get(unique("other")); other.Paused {
+		t.Fatalf("another queue reads %+v; pauses are per queue", other)
+	}
+	set(false, base.Add(time.Second))
+	want(driver.QueuePause{Since: base.Add(time.Second)})
+	set(true, base.Add(500*time.Millisecond)) // older: lands late, changes nothing
+	want(driver.QueuePause{Since: base.Add(time.Second)})
+	set(true, base.Add(time.Second)) // the same time: the pause wins
+	want(driver.QueuePause{Paused: true, Since: base.Add(time.Second)})
+	set(false, base.Add(time.Second))
+	want(driver.QueuePause{Paused: true, Since: base.Add(time.Second)})
+	set(false, base.Add(2*time.Second+1500*time.Microsecond)) // kept to the millisecond
+	want(driver.QueuePause{Since: base.Add(2*time.Second + time.Millisecond)})
 }
 
 // base is a fixed, millisecond-aligned instant the message tests build on.

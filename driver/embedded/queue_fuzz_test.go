@@ -116,3 +116,9 @@ func FuzzDecodeDedup(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeQueuePause(f *testing.F) {
+	f.Add(encodeQueuePause(driver.QueuePause{Paused: true, Since: time.UnixMilli(1_700_000_000_123).UTC()}))
+	f.Add(encodeQueuePause(driver.QueuePause{}))
+	fuzzRoundTrip(f, "decodeQueuePause", decodeQueuePause, encodeQueuePause)
+}

@@ -31,6 +31,18 @@ type Queue struct {
 	MaxDeliveries     int       `json:"max_deliveries"`
 	VisibilityTimeout string    `json:"visibility_timeout"`
 	CreatedAt         time.Time `json:"created_at"`
+	// Paused is present, and true, while the queue's deliveries are paused.
+	Paused bool `json:"paused,omitempty"`
+}
+
+// QueuePause is the answer of GET /v1/queues/{queue}/pause and of POST
+// …/pause and …/resume: whether the queue's deliveries are paused.
+type QueuePause struct {
+	Queue  string `json:"queue"`
+	Paused bool   `json:"paused"`
+	// Since is when the last pause or resume was made; absent for a queue
+	// never paused.
+	Since *time.Time `json:"since,omitempty"`
 }
 
 // QueueList is the body of GET /v1/queues.

@@ -87,7 +87,17 @@ type Config struct {
 	// Cassandra, the queue tables' gc_grace_seconds). Default 5 minutes,
 	// Amazon SQS's.
 	DedupWindow time.Duration
+
+	// PauseRefresh is how long a process trusts the pause state of a queue
+	// it last read: consumers stop (or start again) handing out messages
+	// within this long of a pause (or resume) made in any process. Each
+	// process reads a queue's state about once a PauseRefresh while it
+	// consumes. Negative: read it before every receive. Default 1s.
+	PauseRefresh time.Duration
 }
+
+// DefaultPauseRefresh is Config.PauseRefresh's default.
+const DefaultPauseRefresh = time.Second
 
 // DefaultDedupWindow and MaxDedupWindow bound Config.DedupWindow.
 const (
@@ -104,6 +114,7 @@ func (c Config) withDefaults() Config {
 	c.MaxClockSkew = cmp.Or(c.MaxClockSkew, DefaultMaxClockSkew)
 	c.DeepSweepInterval = cmp.Or(c.DeepSweepInterval, time.Hour)
 	c.DedupWindow = cmp.Or(c.DedupWindow, DefaultDedupWindow)
+	c.PauseRefresh = cmp.Or(c.PauseRefresh, DefaultPauseRefresh)
 	return c
 }
 

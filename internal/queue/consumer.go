@@ -104,6 +104,7 @@ func (c *Consumer) Name() string { return c.cfg.Name }
 // producers' current one — and every CatchUpInterval, and on the first
 // call, every shard, the longest-waiting first (the catch-up sweep).
 // Messages that used up MaxDeliveries move to the dead letters on the way.
+// A paused queue (Service.Pause) hands out nothing.
 func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	if max < 1 {
 		return nil, invalidf("Receive of %d messages", max)
@@ -112,6 +113,15 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	defer c.mu.Unlock()
 	if c.stopped {
 		return nil, ErrStopped
+	}
+	if paused, err := c.svc.paused(ctx, c.q.Name); err != nil {
+		return nil, err
+	} else if paused {
+		// Hand nothing out, and hold no shard, until the queue resumes.
+		if c.lease != nil {
+			c.releaseLease(ctx)
+		}
+		return []*Delivery{}, nil
 	}
 	now := c.svc.now()
 	fresh := false // whether this call started the current round

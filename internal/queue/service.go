@@ -31,6 +31,8 @@ type Service struct {
 	// consumers are this process's live consumers, told of puts and
 	// settled deliveries so that they need not wait for a poll (wake.go).
 	consumers consumerSet
+	// pauses caches the queues' pause states (pause.go).
+	pauses pauses
 }
 
 // Stats are running totals of one Service (for metrics).

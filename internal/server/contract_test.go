@@ -392,10 +392,21 @@ func TestReadResponsesMatchTheContract(t *testing.T) {
 		"/v1/namespaces/ev/counters/c", "/v1/namespaces/default/counters/never", "/v1/namespaces/nope/counters/c",
 		"/v1/namespaces/led/ledgers/l", "/v1/namespaces/led/ledgers/l/requests/r",
 		"/v1/queues", "/v1/queues/q", "/v1/queues/q/stats", "/v1/queues/q/dead", "/v1/queues/nope",
+		"/v1/queues/q/pause", "/v1/queues/nope/pause",
 	} {
 		if r, err := c.exchange(t, e, "GET", path, ""); err != nil {
 			t.Errorf("GET %s: the spec refuses the request: %v (server %d)", path, err, r.status)
 		}
+	}
+	// Pause and resume take no body; their answers, and the paused queue's
+	// description, match the contract too.
+	for _, path := range []string{"/v1/queues/q/pause", "/v1/queues/nope/pause", "/v1/queues/q/resume", "/v1/queues/q/pause"} {
+		if r, err := c.exchange(t, e, "POST", path, ""); err != nil {
+			t.Errorf("POST %s: the spec refuses the request: %v (server %d)", path, err, r.status)
+		}
+	}
+	if r, err := c.exchange(t, e, "GET", "/v1/queues/q", ""); err != nil || !strings.Contains(string(r.body), `"paused":true`) {
+		t.Errorf("GET /v1/queues/q of a paused queue: %v, %d %s", err, r.status, r.body)
 	}
 }
 

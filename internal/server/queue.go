@@ -41,6 +41,9 @@ func (s *Server) queueRoutes(handle func(method, path string, h http.HandlerFunc
 	handle("GET", "/v1/queues/{queue}/stats", s.queueStats)
 	handle("GET", "/v1/queues/{queue}/dead", s.deadLetters)
 	handle("POST", "/v1/queues/{queue}/dead/requeue", s.requeue)
+	handle("GET", "/v1/queues/{queue}/pause", s.getPause)
+	handle("POST", "/v1/queues/{queue}/pause", s.setPause(true))
+	handle("POST", "/v1/queues/{queue}/resume", s.setPause(false))
 }
 
 // consumers holds the server's pull consumers, one per queue.
@@ -105,7 +108,12 @@ func (s *Server) listQueues(w http.ResponseWriter, r *http.Request) {
 	}
 	list = readable(s, r, apikey.KindQueue, list, func(q *queue.Queue) string { return q.Name })
 	items, next := page(list, func(q *queue.Queue) string { return q.Name }, after, limit)
-	writeJSON(w, http.StatusOK, api.QueueList{Queues: jsonEach(items, queueJSON), Next: next})
+	out, err := s.withPause(r.Context(), items)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.QueueList{Queues: out, Next: next})
 }
 
 // parseDuration reads a Go duration string; "" is zero.
@@ -188,7 +196,51 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) {
 	q, err := s.client.Queues().Queue(r.Context(), r.PathValue("queue"))
-	writeResult(w, r, q, err, queueJSON)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out, err := s.withPause(r.Context(), []*queue.Queue{q})
+	writeResult(w, r, out, err, func(qs []api.Queue) api.Queue { return qs[0] })
+}
+
+// withPause answers queues with their pause states, read now.
+func (s *Server) withPause(ctx context.Context, qs []*queue.Queue) ([]api.Queue, error) {
+	out := jsonEach(qs, queueJSON)
+	for i, q := range qs {
+		st, err := s.client.Queues().PauseState(ctx, q.Name)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Paused = st.Paused
+	}
+	return out, nil
+}
+
+func (s *Server) getPause(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("queue")
+	st, err := s.client.Queues().PauseState(r.Context(), name)
+	writeResult(w, r, st, err, func(st queue.PauseState) api.QueuePause { return pauseJSON(name, st) })
+}
+
+func (s *Server) setPause(paused bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("queue")
+		set := s.client.Queues().Resume
+		if paused {
+			set = s.client.Queues().Pause
+		}
+		st, err := set(r.Context(), name)
+		writeResult(w, r, st, err, func(st queue.PauseState) api.QueuePause { return pauseJSON(name, st) })
+	}
+}
+
+func pauseJSON(name string, st queue.PauseState) api.QueuePause {
+	out := api.QueuePause{Queue: name, Paused: st.Paused}
+	if !st.Since.IsZero() {
+		out.Since = &st.Since
+	}
+	return out
 }
 
 // decodePut decodes the envelope and each message on its own, so errors

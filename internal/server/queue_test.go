@@ -331,3 +331,48 @@ func TestQueueWireNames(t *testing.T) {
 		}
 	}
 }
+
+func TestQueuePauseAndResume(t *testing.T) {
+	t.Parallel()
+	e, _ := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4}`, 201, nil)
+	var pause api.QueuePause
+	e.mustJSON("GET", "/v1/queues/q/pause", "", 200, &pause)
+	if pause.Queue != "q" || pause.Paused || pause.Since != nil {
+		t.Fatalf("a new queue: %+v; want not paused, no since", pause)
+	}
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body":"b"}]}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues/q/pause", "", 200, &pause)
+	if !pause.Paused || pause.Since == nil {
+		t.Fatalf("pause: %+v", pause)
+	}
+	var q api.Queue
+	e.mustJSON("GET", "/v1/queues/q", "", 200, &q)
+	var list api.QueueList
+	e.mustJSON("GET", "/v1/queues", "", 200, &list)
+	if !q.Paused || len(list.Queues) != 1 || !list.Queues[0].Paused {
+		t.Fatalf("while paused: GET %+v, list %+v; want paused", q, list)
+	}
+	var rcv api.ReceiveResponse
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":10}`, 200, &rcv)
+	if len(rcv.Messages) != 0 {
+		t.Fatalf("a paused queue handed out %d messages", len(rcv.Messages))
+	}
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"c"}]}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues/q/resume", "", 200, &pause)
+	if pause.Paused || pause.Since == nil {
+		t.Fatalf("resume: %+v", pause)
+	}
+	var after api.Queue
+	e.mustJSON("GET", "/v1/queues/q", "", 200, &after)
+	if after.Paused {
+		t.Fatalf("after resume: %+v", after)
+	}
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":10}`, 200, &rcv)
+	if len(rcv.Messages) != 3 {
+		t.Fatalf("after resume %d messages were handed out, want 3", len(rcv.Messages))
+	}
+	e.wantError("POST", "/v1/queues/nope/pause", "", 404, api.CodeQueueNotFound, "nope")
+	e.wantError("POST", "/v1/queues/nope/resume", "", 404, api.CodeQueueNotFound, "nope")
+	e.wantError("GET", "/v1/queues/nope/pause", "", 404, api.CodeQueueNotFound, "nope")
+}

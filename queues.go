@@ -38,6 +38,9 @@ type (
 	QueueShardView = queue.ShardView
 	// QueueStats are the queues' running totals (for metrics).
 	QueueStats = queue.Stats
+	// QueuePauseState is whether a queue's deliveries are paused
+	// (Queues.Pause, Resume, PauseState).
+	QueuePauseState = queue.PauseState
 )
 
 // ParseMessageID parses the text form of a MessageID.

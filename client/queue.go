@@ -145,3 +145,34 @@ func (c *Client) DeadLetters(ctx context.Context, queue string, limit int) ([]ap
 func (c *Client) Requeue(ctx context.Context, queue string, ids ...string) ([]string, error) {
 	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/dead/requeue", api.RequeueRequest{IDs: ids}, func(out *api.RequeueResponse) []string { return out.Requeued })
 }
+
+// PauseQueue pauses a queue's deliveries on every server (within a
+// second, at the servers' default settings); puts, acks and the rest go
+// on. Pausing is idempotent, so it is retried like Set.
+func (c *Client) PauseQueue(ctx context.Context, queue string) (*api.QueuePause, error) {
+	return c.setQueuePause(ctx, queue, "/pause")
+}
+
+// ResumeQueue lets a paused queue deliver again; idempotent, retried.
+func (c *Client) ResumeQueue(ctx context.Context, queue string) (*api.QueuePause, error) {
+	return c.setQueuePause(ctx, queue, "/resume")
+}
+
+// QueuePause reports whether a queue's deliveries are paused.
+func (c *Client) QueuePause(ctx context.Context, queue string) (*api.QueuePause, error) {
+	return callNamed[api.QueuePause](ctx, c, "queue", queue, "GET", queuePath(queue)+"/pause", nil)
+}
+
+func (c *Client) setQueuePause(ctx context.Context, queue, tail string) (*api.QueuePause, error) {
+	if err := requireName("queue", queue); err != nil {
+		return nil, err
+	}
+	var out api.QueuePause
+	err := c.retrying(ctx, func() error {
+		return c.do(ctx, "POST", queuePath(queue)+tail, nil, &out)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -143,3 +143,40 @@ func TestPutWithDedupIDsIsRetried(t *testing.T) {
 		t.Fatalf("a put without dedup ids was sent %d times", len(f.seen))
 	}
 }
+
+func TestPauseAndResumeQueue(t *testing.T) {
+	t.Parallel()
+	c, _ := queueBackend(t)
+	ctx := context.Background()
+	if _, err := c.CreateQueue(ctx, api.CreateQueueRequest{Name: "jobs", Shards: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Put(ctx, "jobs", api.PutMessage{Body: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.PauseQueue(ctx, "jobs")
+	if err != nil || !p.Paused || p.Since == nil {
+		t.Fatalf("PauseQueue = %+v, %v", p, err)
+	}
+	if again, err := c.PauseQueue(ctx, "jobs"); err != nil || !again.Since.Equal(*p.Since) {
+		t.Fatalf("pausing again = %+v, %v; want the first pause, unchanged", again, err)
+	}
+	if got, err := c.QueuePause(ctx, "jobs"); err != nil || !got.Paused {
+		t.Fatalf("QueuePause = %+v, %v", got, err)
+	}
+	if ds, err := c.Receive(ctx, "jobs", api.ReceiveRequest{Max: 5}); err != nil || len(ds) != 0 {
+		t.Fatalf("receive while paused: %d messages, %v", len(ds), err)
+	}
+	if r, err := c.ResumeQueue(ctx, "jobs"); err != nil || r.Paused {
+		t.Fatalf("ResumeQueue = %+v, %v", r, err)
+	}
+	if ds, err := c.Receive(ctx, "jobs", api.ReceiveRequest{Max: 5}); err != nil || len(ds) != 1 {
+		t.Fatalf("receive after the resume: %d messages, %v; want 1", len(ds), err)
+	}
+	if _, err := c.PauseQueue(ctx, "nope"); !client.IsCode(err, api.CodeQueueNotFound) {
+		t.Fatalf("pausing an unknown queue: %v", err)
+	}
+	if _, err := c.ResumeQueue(ctx, ""); err == nil {
+		t.Fatal("resuming a queue without a name was sent")
+	}
+}

@@ -29,8 +29,58 @@ func (a *app) queueCmd() *cobra.Command {
   abacus queue consume jobs --exec ./handle.sh
   abacus queue observe jobs
   abacus queue dead jobs --requeue-all`)
-	cmd.AddCommand(a.queueCreateCmd(), a.queueListCmd(), a.queuePutCmd(), a.queueConsumeCmd(), a.queueObserveCmd(), a.queueDeadCmd())
+	cmd.AddCommand(a.queueCreateCmd(), a.queueListCmd(), a.queuePutCmd(), a.queueConsumeCmd(), a.queueObserveCmd(), a.queueDeadCmd(),
+		a.queuePauseCmd(true), a.queuePauseCmd(false))
 	return cmd
+}
+
+// queuePauseCmd is "queue pause" (pause true) or "queue resume".
+func (a *app) queuePauseCmd(pause bool) *cobra.Command {
+	use, short, long := "resume", "Let a paused queue deliver again", `Let the paused queue NAME hand out messages again, on every server
+within a second (at the servers' default settings). Messages that fell due
+while it was paused are delivered then. Resuming a queue that is not paused
+changes nothing.`
+	if pause {
+		use, short, long = "pause", "Stop a queue's deliveries, keeping everything else going", `Pause the queue NAME: no server hands out its messages once it has seen
+the pause, which every server does within a second (at its default
+settings); a receive already under way finishes. Puts, acks, nacks,
+releases and requeues go on, and messages fall due as usual, to be
+delivered after "abacus queue resume NAME". Pausing a paused queue changes
+nothing.`
+	}
+	return &cobra.Command{
+		Use:     use + " NAME",
+		Short:   short,
+		Long:    long,
+		Example: "  abacus queue " + use + " jobs",
+		Args:    exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := queueName(args[0]); err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			set := c.ResumeQueue
+			if pause {
+				set = c.PauseQueue
+			}
+			p, err := set(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			state := "resumed: delivering"
+			if p.Paused {
+				state = "paused: not delivering"
+			}
+			since := ""
+			if p.Since != nil {
+				since = " since " + p.Since.UTC().Format(time.RFC3339)
+			}
+			return a.printResult(p, fmt.Sprintf("queue %s %s%s", displayName(p.Queue), state, since))
+		},
+	}
 }
 
 // queueName checks a NAME argument before anything is sent.
@@ -103,10 +153,14 @@ func (a *app) queueListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printTable(api.QueueList{Queues: list}, "NAME\tSHARDS\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED", func(tw io.Writer) {
+			return a.printTable(api.QueueList{Queues: list}, "NAME\tSHARDS\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED\tSTATE", func(tw io.Writer) {
 				for _, q := range list {
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", displayName(q.Name), q.Shards, q.ShardDuration,
-						q.MaxDeliveries, q.VisibilityTimeout, q.CreatedAt.UTC().Format(time.RFC3339))
+					state := "delivering"
+					if q.Paused {
+						state = "paused"
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", displayName(q.Name), q.Shards, q.ShardDuration,
+						q.MaxDeliveries, q.VisibilityTimeout, q.CreatedAt.UTC().Format(time.RFC3339), state)
 				}
 			})
 		},

@@ -278,3 +278,37 @@ func TestQueuePutDedupCLI(t *testing.T) {
 		t.Fatalf("observe: %+v (%+v), want 1 message stored", r, st)
 	}
 }
+
+func TestQueuePauseCLI(t *testing.T) {
+	t.Parallel()
+	s, clk := newQueueTestServer(t)
+	if r := s.cli("queue", "create", "jobs", "--shards", "4"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	if r := s.cli("queue", "put", "jobs", "held"); r.code != 0 {
+		t.Fatalf("put: %+v", r)
+	}
+	clk.Advance(time.Minute)
+	if r := s.cli("queue", "pause", "jobs"); r.code != 0 || !strings.Contains(r.stdout, "queue jobs paused: not delivering since 2026-03-14T10:01:00Z") {
+		t.Fatalf("pause: %+v", r)
+	}
+	if r := s.cli("queue", "list"); r.code != 0 || !strings.Contains(r.stdout, "STATE") || !strings.Contains(r.stdout, "paused") {
+		t.Fatalf("list of a paused queue: %+v", r)
+	}
+	if r := s.cli("queue", "consume", "jobs", "--once", "--json"); r.code != 0 || strings.TrimSpace(r.stdout) != "" {
+		t.Fatalf("consume of a paused queue: %+v", r)
+	}
+	var p api.QueuePause
+	if r := s.cli("queue", "resume", "jobs", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &p) != nil || p.Paused || p.Queue != "jobs" {
+		t.Fatalf("resume --json: %+v (%+v)", r, p)
+	}
+	if r := s.cli("queue", "consume", "jobs", "--once", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"body": "held"`) {
+		t.Fatalf("consume after the resume: %+v", r)
+	}
+	if r := s.cli("queue", "pause", "nope"); r.code == 0 || !strings.Contains(r.stderr, "queue not found") {
+		t.Fatalf("pause of an unknown queue: %+v", r)
+	}
+	if r := s.cli("queue", "resume"); r.code == 0 || !strings.Contains(r.stderr, "NAME") {
+		t.Fatalf("resume without NAME: %+v", r)
+	}
+}

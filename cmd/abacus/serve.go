@@ -59,6 +59,7 @@ type serveFlags struct {
 	clockOffset     time.Duration
 	maxClockSkew    time.Duration
 	dedupWindow     time.Duration
+	pauseRefresh    time.Duration
 	clockCheck      time.Duration
 	allowHosts      []string
 	httpTLSCert     string
@@ -125,6 +126,7 @@ over the file.`,
 	fl.DurationVar(&f.gcGrace, "gc-grace", 24*time.Hour, "sharded: how long after its end a shard may be folded; must exceed the worst clock skew between servers plus the store's hint window")
 	fl.DurationVar(&f.deleteDelay, "delete-delay", 0, "how far ahead a delete (or a sharded clear) takes effect, so that every server learns of it first; must exceed 25s plus, on Cassandra, twice --max-clock-skew; give every server the same (default: 3m on Cassandra, or more with a larger --max-clock-skew; 30s on the embedded store, where one server has no clock to disagree with)")
 	fl.DurationVar(&f.dedupWindow, "queue-dedup-window", queue.DefaultDedupWindow, "how long a message's dedup_id keeps later puts of the id from storing another message (1s to 1h; on Cassandra at most the queue tables' gc_grace_seconds); give every server the same")
+	fl.DurationVar(&f.pauseRefresh, "queue-pause-refresh", queue.DefaultPauseRefresh, "how long this server trusts a queue's pause state it last read: a pause or resume made on any server takes effect here within this long (1ms to 1m)")
 	fl.DurationVar(&f.maxClockSkew, "max-clock-skew", time.Minute, "largest difference from the store's clock (Cassandra) at which this server takes writes; keep it below the events rollup delay and --gc-grace; 0 or negative disables the check")
 	fl.DurationVar(&f.clockCheck, "clock-check-interval", 30*time.Second, "how often the clock is compared with the store's")
 	fl.DurationVar(&f.clockOffset, "clock-offset", 0, "testing only: shift this server's clock by this much")
@@ -211,6 +213,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if f.dedupWindow < time.Second || f.dedupWindow > queue.MaxDedupWindow {
 		return usagef("--queue-dedup-window %v is outside 1s to %v", f.dedupWindow, queue.MaxDedupWindow)
 	}
+	if f.pauseRefresh < time.Millisecond || f.pauseRefresh > time.Minute {
+		return usagef("--queue-pause-refresh %v is outside 1ms to 1m", f.pauseRefresh)
+	}
 	maxSkew := f.maxClockSkew
 	if maxSkew == 0 {
 		maxSkew = -1 // the server reads 0 as "its default"; here 0 disables, as the help says
@@ -269,7 +274,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		GCGrace:         f.gcGrace,
 		DeleteDelay:     delDelay,
 		Clock:           clk,
-		Queues:          abacus.QueuesConfig{DedupWindow: f.dedupWindow},
+		Queues:          abacus.QueuesConfig{DedupWindow: f.dedupWindow, PauseRefresh: f.pauseRefresh},
 	})
 	if err != nil {
 		return err

@@ -146,7 +146,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 16 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, two events and three counter-model tables
+	if len(stmts) != 17 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, two events, three counter-model tables and queue_pauses
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"

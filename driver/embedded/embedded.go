@@ -100,6 +100,10 @@ type Driver struct {
 
 	// claims does the same for strict-mode ledger claims (ledger.go).
 	claims claimState
+
+	// pauseMu makes SetQueuePause's compare-then-write atomic
+	// (queue_pause.go).
+	pauseMu sync.Mutex
 }
 
 var _ driver.Driver = (*Driver)(nil)

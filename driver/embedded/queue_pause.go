@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/cockroachdb/pebble/v2"
@@ -20,10 +19,6 @@ func init() { componentsPerTable[tableQueuePauses] = 1 } // queue
 func queuePauseKey(queue string) []byte {
 	return appendComponent([]byte{tableQueuePauses}, queue)
 }
-
-// pauseMu makes SetQueuePause's compare-then-write atomic in the process;
-// the directory lock keeps other processes out.
-var pauseMu sync.Mutex
 
 func encodeQueuePause(p driver.QueuePause) []byte {
 	b := []byte{queueValueVersion, 0}
@@ -54,8 +49,8 @@ func (d *Driver) SetQueuePause(ctx context.Context, p *driver.SetQueuePauseParam
 		return err
 	}
 	defer d.mu.RUnlock()
-	pauseMu.Lock()
-	defer pauseMu.Unlock()
+	d.pauseMu.Lock()
+	defer d.pauseMu.Unlock()
 	cur, err := d.queuePause(p.Queue)
 	if err != nil {
 		return err

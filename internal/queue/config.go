@@ -92,7 +92,8 @@ type Config struct {
 	// it last read: consumers stop (or start again) handing out messages
 	// within this long of a pause (or resume) made in any process. Each
 	// process reads a queue's state about once a PauseRefresh while it
-	// consumes. Negative: read it before every receive. Default 1s.
+	// consumes. Measured in real time, not on Clock. Negative: read it
+	// before every receive. Default 1s.
 	PauseRefresh time.Duration
 }
 

@@ -27,6 +27,7 @@ type Consumer struct {
 	log *slog.Logger
 
 	mu        sync.Mutex // guards everything below; Receive holds it throughout
+	paused    bool       // the last Receive found the queue paused
 	lease     *lease
 	round     []int // shards to look at in this round, in order
 	next      int   // index into round
@@ -117,12 +118,15 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	if paused, err := c.svc.paused(ctx, c.q.Name); err != nil {
 		return nil, err
 	} else if paused {
-		// Hand nothing out, and hold no shard, until the queue resumes.
+		// Hand nothing out, and hold no shard, until the queue resumes;
+		// Start's loop polls at PollInterval meanwhile (nextWake).
+		c.paused = true
 		if c.lease != nil {
 			c.releaseLease(ctx)
 		}
 		return []*Delivery{}, nil
 	}
+	c.paused = false
 	now := c.svc.now()
 	fresh := false // whether this call started the current round
 	// A round left unfinished by an earlier call (it filled its max) is
@@ -163,6 +167,9 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 		}
 		if !c.keepLease(ctx) {
 			continue
+		}
+		if c.svc.pauses.last(c.q.Name).Paused {
+			break // paused since this call began (learnt by this process)
 		}
 		ds, more, err := c.deliver(ctx, now, max-len(out))
 		out = append(out, ds...)

@@ -73,12 +73,36 @@ func (s *Service) setPause(ctx context.Context, name string, paused bool) (Pause
 	if !since.After(cur.Since) {
 		since = cur.Since.Add(time.Millisecond)
 	}
-	next := PauseState{Paused: paused, Since: since}
-	if err := s.store.SetQueuePause(ctx, &driver.SetQueuePauseParams{Queue: name, Pause: driver.QueuePause(next)}); err != nil {
+	next := driver.QueuePause{Paused: paused, Since: since}
+	if err := s.store.SetQueuePause(ctx, &driver.SetQueuePauseParams{Queue: name, Pause: next}); err != nil {
 		return PauseState{}, err
 	}
-	s.pauses.remember(name, next, time.Now())
-	return next, nil
+	// Answer, and cache, what the store holds now: a racing call from
+	// another process, made later, may have won.
+	return s.readPause(ctx, name)
+}
+
+// PauseStates reads the pause states of queues known to exist (a listing),
+// several at once, without looking each queue up.
+func (s *Service) PauseStates(ctx context.Context, names []string) ([]PauseState, error) {
+	out := make([]PauseState, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i], errs[i] = s.readPause(ctx, name)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func (s *Service) readPause(ctx context.Context, name string) (PauseState, error) {
@@ -99,6 +123,11 @@ func (s *Service) paused(ctx context.Context, name string) (bool, error) {
 		return st.Paused, nil
 	}
 	st, err := s.readPause(ctx, name)
+	if err != nil && s.pauses.last(name).Paused {
+		// Staying paused when the state cannot be read keeps the promise;
+		// delivering on a stale "not paused" would not.
+		return true, nil
+	}
 	return st.Paused, err
 }
 
@@ -125,4 +154,11 @@ func (p *pauses) fresh(name string, refresh time.Duration) (PauseState, bool) {
 		return PauseState{}, false
 	}
 	return seen.state, true
+}
+
+// last is the latest state this process learnt, however old (zero if none).
+func (p *pauses) last(name string) PauseState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.seen[name].state
 }

@@ -1,9 +1,13 @@
 package queue
 
 import (
+	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/abacusdb/abacus/driver"
 )
 
 func (e *env) serviceWith(t *testing.T, refresh time.Duration) *Service {
@@ -112,4 +116,75 @@ func TestPauseIsSeenWithinTheRefresh(t *testing.T) {
 			t.Fatalf("%v after the pause, another process still handed out %d messages", refresh, len(ds))
 		}
 	})
+}
+
+// The cache keeps the state learnt by the read that began last, and trusts
+// it for the refresh from that beginning.
+func TestPauseCacheKeepsTheLatestRead(t *testing.T) {
+	var p pauses
+	t0 := time.Now().Add(-time.Second) // every read below began in the past
+	p.remember("q", PauseState{Paused: true}, t0)
+	p.remember("q", PauseState{Paused: false}, t0.Add(-time.Millisecond)) // began earlier, ended later
+	if st, ok := p.fresh("q", time.Hour); !ok || !st.Paused {
+		t.Fatalf("fresh = %+v, %v; want the pause, read last", st, ok)
+	}
+	p.remember("q", PauseState{Paused: false}, t0.Add(time.Millisecond))
+	if st := p.last("q"); st.Paused {
+		t.Fatalf("last = %+v; want the resume, read after", st)
+	}
+	if _, ok := p.fresh("q", time.Millisecond); ok {
+		t.Fatal("an entry older than the refresh is still fresh")
+	}
+	if _, ok := p.fresh("q", -1); ok {
+		t.Fatal("a negative refresh trusts the cache")
+	}
+}
+
+// pauseReadFails fails every pause read once fail is set.
+type pauseReadFails struct {
+	driver.Queues
+	fail atomic.Bool
+}
+
+func (f *pauseReadFails) GetQueuePause(ctx context.Context, p *driver.GetQueuePauseParams) (driver.QueuePause, error) {
+	if f.fail.Load() {
+		return driver.QueuePause{}, errors.New("pause record unreadable")
+	}
+	return f.Queues.GetQueuePause(ctx, p)
+}
+
+// A paused consumer polls at PollInterval, not at every hint, and stays
+// paused while the state cannot be read; it reports the failure only when
+// it last knew the queue running.
+func TestPausedConsumerPollsAndStaysPausedOnReadErrors(t *testing.T) {
+	e := newEnv(t, "embedded", embeddedStore(t))
+	store := &pauseReadFails{Queues: e.store}
+	svc, err := New(Config{Store: store, Clock: e.clock, Logger: quiet, PauseRefresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := e.create(t, QueueConfig{Shards: 4})
+	c := e.consumer(t, svc, ConsumerConfig{Queue: q.Name, PollInterval: 400 * time.Millisecond})
+	if _, err := svc.Pause(ctxT(t), q.Name); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, svc, q.Name, Message{Body: []byte("hinted")}) // leaves a hint for c
+	if ds := receive(t, c, 1); len(ds) != 0 {
+		t.Fatalf("paused: %d delivered", len(ds))
+	}
+	if d := c.nextWake(); d != 400*time.Millisecond {
+		t.Fatalf("a paused consumer sleeps %v, want its PollInterval", d)
+	}
+	store.fail.Store(true)
+	if ds, err := c.Receive(ctxT(t), 1); err != nil || len(ds) != 0 {
+		t.Fatalf("paused, state unreadable: %d delivered, %v; want none and no error", len(ds), err)
+	}
+	store.fail.Store(false)
+	if _, err := svc.Resume(ctxT(t), q.Name); err != nil {
+		t.Fatal(err)
+	}
+	store.fail.Store(true)
+	if _, err := c.Receive(ctxT(t), 1); err == nil {
+		t.Fatal("running, state unreadable: no error; a stale 'running' must not deliver")
+	}
 }

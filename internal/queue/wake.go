@@ -194,6 +194,12 @@ func (c *Consumer) schedule(ctx context.Context, now time.Time, s int, page *dri
 func (c *Consumer) nextWake() time.Duration {
 	d := c.cfg.PollInterval
 	c.mu.Lock()
+	if c.paused {
+		// Hints and wake times wait for the resume; until then only the
+		// pause state is worth a look.
+		c.mu.Unlock()
+		return d
+	}
 	first := c.hints.earliest()
 	for _, t := range c.wake {
 		if t.After(c.roundAt) && (first.IsZero() || t.Before(first)) {

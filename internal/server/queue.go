@@ -205,14 +205,19 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) {
 	writeResult(w, r, out, err, func(qs []api.Queue) api.Queue { return qs[0] })
 }
 
-// withPause answers queues with their pause states, read now.
+// withPause answers queues with their pause states, read now (several
+// at once).
 func (s *Server) withPause(ctx context.Context, qs []*queue.Queue) ([]api.Queue, error) {
-	out := jsonEach(qs, queueJSON)
+	names := make([]string, len(qs))
 	for i, q := range qs {
-		st, err := s.client.Queues().PauseState(ctx, q.Name)
-		if err != nil {
-			return nil, err
-		}
+		names[i] = q.Name
+	}
+	states, err := s.client.Queues().PauseStates(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	out := jsonEach(qs, queueJSON)
+	for i, st := range states {
 		out[i].Paused = st.Paused
 	}
 	return out, nil

@@ -176,21 +176,3 @@ func (c *Client) setQueuePause(ctx context.Context, queue, tail string) (*api.Qu
 	}
 	return &out, nil
 }
-
-// PurgeQueue deletes every message of a queue, and its dead letters when
-// deadLetters is set. A purge that failed part way is finished by another,
-// so it is retried like Set.
-func (c *Client) PurgeQueue(ctx context.Context, queue string, deadLetters bool) (*api.PurgeResponse, error) {
-	if err := requireName("queue", queue); err != nil {
-		return nil, err
-	}
-	var out api.PurgeResponse
-	err := c.retrying(ctx, func() error {
-		out = api.PurgeResponse{}
-		return c.do(ctx, "POST", queuePath(queue)+"/purge", api.PurgeRequest{DeadLetters: deadLetters}, &out)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
-}

@@ -32,38 +32,7 @@ func (a *app) queueCmd() *cobra.Command {
   abacus queue pause jobs
   abacus queue purge jobs --dead-letters`)
 	cmd.AddCommand(a.queueCreateCmd(), a.queueListCmd(), a.queuePutCmd(), a.queueConsumeCmd(), a.queueObserveCmd(), a.queueDeadCmd(),
-		a.queuePauseCmd(true), a.queuePauseCmd(false), a.queuePurgeCmd())
-	return cmd
-}
-
-func (a *app) queuePurgeCmd() *cobra.Command {
-	var dead bool
-	cmd := &cobra.Command{
-		Use:   "purge NAME [--dead-letters]",
-		Short: "Delete every message of a queue",
-		Long: `Delete every message of the queue NAME, due or not, delivered or not,
-and with --dead-letters its dead letters too. A message put while the purge
-runs may escape it. Deliveries of purged messages can no longer be nacked,
-released or extended. A purge that fails part way may have deleted part of
-the queue; running it again finishes it. There is no undo.`,
-		Example: "  abacus queue purge jobs\n  abacus queue purge jobs --dead-letters",
-		Args:    exactArgs(1, "NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := queueName(args[0]); err != nil {
-				return err
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			res, err := c.PurgeQueue(cmd.Context(), args[0], dead)
-			if err != nil {
-				return err
-			}
-			return a.printResult(res, fmt.Sprintf("purged queue %s: deleted %d message(s) and %d dead letter(s)", displayName(args[0]), res.Messages, res.DeadLetters))
-		},
-	}
-	cmd.Flags().BoolVar(&dead, "dead-letters", false, "delete the dead letters too")
+		a.queuePauseCmd(true), a.queuePauseCmd(false))
 	return cmd
 }
 

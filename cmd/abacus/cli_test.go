@@ -146,7 +146,7 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "--log-level", "loud"},
 		{"serve", "--queue-pause-refresh", "0s"},
 		{"serve", "--queue-pause-refresh", "2m"},
-		{"queue", "purge"},
+		{"queue", "resume"},
 		{"queue", "pause", "a", "b"},
 		{"--nope"},
 		{"counter", "get", "likes", "--timeout", "soon"},

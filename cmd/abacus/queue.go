@@ -24,13 +24,12 @@ import (
 )
 
 func (a *app) queueCmd() *cobra.Command {
-	cmd := groupCmd("queue", "Delay queues: create, put, consume, observe, dead letters, pause, purge", `  abacus queue create jobs --shards 16
+	cmd := groupCmd("queue", "Delay queues: create, put, consume, observe, dead letters, pause", `  abacus queue create jobs --shards 16
   abacus queue put jobs 'resize image 42' --delay 30s
   abacus queue consume jobs --exec ./handle.sh
   abacus queue observe jobs
   abacus queue dead jobs --requeue-all
-  abacus queue pause jobs
-  abacus queue purge jobs --dead-letters`)
+  abacus queue pause jobs`)
 	cmd.AddCommand(a.queueCreateCmd(), a.queueListCmd(), a.queuePutCmd(), a.queueConsumeCmd(), a.queueObserveCmd(), a.queueDeadCmd(),
 		a.queuePauseCmd(true), a.queuePauseCmd(false))
 	return cmd

@@ -79,14 +79,23 @@ func (d *Delivery) Ack(ctx context.Context) error {
 // Fail records that the delivery failed with cause. The message becomes
 // visible again when its visibility timeout ends (or after
 // ConsumerConfig.RetryDelay); if this was its last allowed delivery it
-// moves to the dead letters now, with cause as its last error.
+// moves to the dead letters now, with cause as its last error. A delivery
+// that is no longer the message's latest (its visibility ended and the
+// message was delivered again, or acknowledged) is not recorded:
+// ErrStaleReceipt. Recording it would set the newer delivery's count back
+// and show the message while another consumer holds it, or bring an
+// acknowledged message back as a dead letter.
 func (d *Delivery) Fail(ctx context.Context, cause error) error {
 	m := d.message()
+	cur, err := d.svc.current(ctx, d.q, receipt{Key: m.MessageKey, Deliveries: m.Deliveries})
+	if err != nil {
+		return err
+	}
 	var after time.Duration
 	if d.backoff != nil {
 		after = clampBackoff(d.backoff(m.Deliveries))
 	}
-	_, err := d.svc.fail(ctx, d.q, m, cause, d.retryDelay, after)
+	_, err = d.svc.fail(ctx, d.q, *cur, cause, d.retryDelay, after)
 	return err
 }
 

@@ -194,3 +194,41 @@ func TestHandlerDeadlineIsTheVisibility(t *testing.T) {
 		t.Fatalf("after the parent was cancelled: %v", child.Err())
 	}
 }
+
+// A delivery whose visibility ended and whose message was delivered again
+// cannot be failed from its Delivery (as Start's loop does when a handler
+// returns an error after its deadline): that would set the redelivery's
+// count back and show the message while the second consumer holds it. Nor
+// can one whose message was acknowledged since: that would bring it back
+// as a dead letter.
+func TestFailOfAnOutdatedDeliveryIsStale(t *testing.T) {
+	t.Parallel()
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		ctx := ctxT(t)
+		q := e.create(t, QueueConfig{Shards: 4, VisibilityTimeout: 10 * time.Second, MaxDeliveries: 2})
+		e.put(t, e.svc, q.Name, Message{Body: []byte("job")})
+		e.clock.Advance(2 * time.Minute)
+		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
+		first := receive(t, c, 1)
+		e.clock.Advance(11 * time.Second)
+		second := receive(t, c, 1)
+		if len(first) != 1 || len(second) != 1 || second[0].Attempt() != 2 {
+			t.Fatalf("deliveries %v then %v; want the message twice", deliveryIDs(first), deliveryIDs(second))
+		}
+		if err := first[0].Fail(ctx, errors.New("too late")); !errors.Is(err, ErrStaleReceipt) {
+			t.Fatalf("failing the first delivery after the second: %v, want ErrStaleReceipt", err)
+		}
+		if o := e.observe(t, q.Name); o.InFlight != 1 {
+			t.Fatalf("after the stale failure %d in flight, want the second delivery still hidden", o.InFlight)
+		}
+		if err := second[0].Ack(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := second[0].Fail(ctx, errors.New("after the ack")); !errors.Is(err, ErrStaleReceipt) {
+			t.Fatalf("failing an acknowledged delivery: %v, want ErrStaleReceipt", err)
+		}
+		if dl, err := e.svc.DeadLetters(ctx, q.Name, 10); err != nil || len(dl) != 0 {
+			t.Fatalf("dead letters %d, %v; an acknowledged message came back", len(dl), err)
+		}
+	})
+}

@@ -223,6 +223,19 @@ type DeadLetter struct {
 	DiedAt     time.Time `json:"died_at"`
 }
 
+// PurgeRequest is the body of POST /v1/queues/{queue}/purge; it may be
+// left out.
+type PurgeRequest struct {
+	// DeadLetters deletes the dead letters too.
+	DeadLetters bool `json:"dead_letters,omitempty"`
+}
+
+// PurgeResponse says what a purge deleted.
+type PurgeResponse struct {
+	Messages    int `json:"messages"`
+	DeadLetters int `json:"dead_letters"`
+}
+
 // RequeueRequest is the body of POST /v1/queues/{queue}/dead/requeue.
 type RequeueRequest struct {
 	// IDs are the dead letters to requeue; empty requeues them all.

@@ -176,3 +176,11 @@ func (c *Client) setQueuePause(ctx context.Context, queue, tail string) (*api.Qu
 	}
 	return &out, nil
 }
+
+// PurgeQueue deletes the messages of a queue put before the purge began,
+// and its dead letters when deadLetters is set. It is not retried: a
+// repeat would also delete what was put in between; send it again
+// yourself after an error to finish a purge that stopped part way.
+func (c *Client) PurgeQueue(ctx context.Context, queue string, deadLetters bool) (*api.PurgeResponse, error) {
+	return callNamed[api.PurgeResponse](ctx, c, "queue", queue, "POST", queuePath(queue)+"/purge", api.PurgeRequest{DeadLetters: deadLetters})
+}

@@ -144,7 +144,7 @@ func TestPutWithDedupIDsIsRetried(t *testing.T) {
 	}
 }
 
-func TestPauseAndResumeQueue(t *testing.T) {
+func TestPauseResumeAndPurgeQueue(t *testing.T) {
 	t.Parallel()
 	c, _ := queueBackend(t)
 	ctx := context.Background()
@@ -172,6 +172,15 @@ func TestPauseAndResumeQueue(t *testing.T) {
 	}
 	if ds, err := c.Receive(ctx, "jobs", api.ReceiveRequest{Max: 5}); err != nil || len(ds) != 1 {
 		t.Fatalf("receive after the resume: %d messages, %v; want 1", len(ds), err)
+	}
+	if _, err := c.Put(ctx, "jobs", api.PutMessage{Body: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c.PurgeQueue(ctx, "jobs", true); err != nil || res.Messages != 2 || res.DeadLetters != 0 {
+		t.Fatalf("PurgeQueue = %+v, %v; want the 2 messages (one in flight)", res, err)
+	}
+	if _, err := c.PurgeQueue(ctx, "nope", false); !client.IsCode(err, api.CodeQueueNotFound) {
+		t.Fatalf("purging an unknown queue: %v", err)
 	}
 	if _, err := c.PauseQueue(ctx, "nope"); !client.IsCode(err, api.CodeQueueNotFound) {
 		t.Fatalf("pausing an unknown queue: %v", err)

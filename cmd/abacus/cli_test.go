@@ -147,6 +147,7 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "--queue-pause-refresh", "0s"},
 		{"serve", "--queue-pause-refresh", "2m"},
 		{"queue", "resume"},
+		{"queue", "purge"},
 		{"queue", "pause", "a", "b"},
 		{"--nope"},
 		{"counter", "get", "likes", "--timeout", "soon"},

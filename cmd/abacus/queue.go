@@ -24,14 +24,51 @@ import (
 )
 
 func (a *app) queueCmd() *cobra.Command {
-	cmd := groupCmd("queue", "Delay queues: create, put, consume, observe, dead letters, pause", `  abacus queue create jobs --shards 16
+	cmd := groupCmd("queue", "Delay queues: create, put, consume, observe, dead letters, pause, purge", `  abacus queue create jobs --shards 16
   abacus queue put jobs 'resize image 42' --delay 30s
   abacus queue consume jobs --exec ./handle.sh
   abacus queue observe jobs
   abacus queue dead jobs --requeue-all
-  abacus queue pause jobs`)
+  abacus queue pause jobs
+  abacus queue purge jobs --dead-letters`)
 	cmd.AddCommand(a.queueCreateCmd(), a.queueListCmd(), a.queuePutCmd(), a.queueConsumeCmd(), a.queueObserveCmd(), a.queueDeadCmd(),
-		a.queuePauseCmd(true), a.queuePauseCmd(false))
+		a.queuePauseCmd(true), a.queuePauseCmd(false), a.queuePurgeCmd())
+	return cmd
+}
+
+// purgeTimeout is the least time "queue purge" waits for the server.
+const purgeTimeout = 10 * time.Minute
+
+func (a *app) queuePurgeCmd() *cobra.Command {
+	var dead bool
+	cmd := &cobra.Command{
+		Use:   "purge NAME [--dead-letters]",
+		Short: "Delete every message of a queue",
+		Long: `Delete the messages of the queue NAME that were put before the purge
+began, due or not, delivered or not, and with --dead-letters its dead letters
+too. Messages put while it runs may be deleted or kept. Deliveries of purged
+messages can no longer be nacked, released or extended. A purge that fails
+part way has deleted part of the queue; running it again finishes it. It
+may take minutes on a large queue: it waits up to 10 minutes, or --timeout
+if longer. There is no undo.`,
+		Example: "  abacus queue purge jobs\n  abacus queue purge jobs --dead-letters",
+		Args:    exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := queueName(args[0]); err != nil {
+				return err
+			}
+			c, err := a.clientWithTimeout(max(a.g.timeout, purgeTimeout))
+			if err != nil {
+				return err
+			}
+			res, err := c.PurgeQueue(cmd.Context(), args[0], dead)
+			if err != nil {
+				return err
+			}
+			return a.printResult(res, fmt.Sprintf("purged queue %s: deleted %d message(s) and %d dead letter(s)", displayName(args[0]), res.Messages, res.DeadLetters))
+		},
+	}
+	cmd.Flags().BoolVar(&dead, "dead-letters", false, "delete the dead letters too")
 	return cmd
 }
 

@@ -279,7 +279,7 @@ func TestQueuePutDedupCLI(t *testing.T) {
 	}
 }
 
-func TestQueuePauseCLI(t *testing.T) {
+func TestQueuePauseAndPurgeCLI(t *testing.T) {
 	t.Parallel()
 	s, clk := newQueueTestServer(t)
 	if r := s.cli("queue", "create", "jobs", "--shards", "4"); r.code != 0 {
@@ -304,6 +304,17 @@ func TestQueuePauseCLI(t *testing.T) {
 	}
 	if r := s.cli("queue", "consume", "jobs", "--once", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"body": "held"`) {
 		t.Fatalf("consume after the resume: %+v", r)
+	}
+	for range 2 {
+		if r := s.cli("queue", "put", "jobs", "gone"); r.code != 0 {
+			t.Fatalf("put: %+v", r)
+		}
+	}
+	if r := s.cli("queue", "purge", "jobs", "--dead-letters"); r.code != 0 || !strings.Contains(r.stdout, "purged queue jobs: deleted 2 message(s) and 0 dead letter(s)") {
+		t.Fatalf("purge: %+v", r)
+	}
+	if r := s.cli("queue", "purge", "nope"); r.code == 0 || !strings.Contains(r.stderr, "queue not found") {
+		t.Fatalf("purge of an unknown queue: %+v", r)
 	}
 	if r := s.cli("queue", "pause", "nope"); r.code == 0 || !strings.Contains(r.stderr, "queue not found") {
 		t.Fatalf("pause of an unknown queue: %+v", r)

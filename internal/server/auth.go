@@ -123,6 +123,7 @@ var routeAccess = map[string]access{
 	"GET /v1/queues/{queue}/pause":         onQueue(apikey.Read),
 	"POST /v1/queues/{queue}/pause":        onQueue(apikey.Admin),
 	"POST /v1/queues/{queue}/resume":       onQueue(apikey.Admin),
+	"POST /v1/queues/{queue}/purge":        onQueue(apikey.Admin),
 	"GET /v1/keys":                         globalAdmin,
 	"POST /v1/keys":                        globalAdmin,
 	"DELETE /v1/keys/{id}":                 globalAdmin,

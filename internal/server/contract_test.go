@@ -177,6 +177,9 @@ func TestServerEnforcesTheContract(t *testing.T) {
 		{method: "POST", path: fixed("/v1/queues/q/receive"), body: func(string) map[string]any {
 			return map[string]any{"max": 1, "wait": "0s"}
 		}},
+		{method: "POST", path: fixed("/v1/queues/q/purge"), body: func(string) map[string]any {
+			return map[string]any{"dead_letters": true}
+		}},
 	}
 	for _, op := range ops {
 		n := fresh()

@@ -44,6 +44,7 @@ func (s *Server) queueRoutes(handle func(method, path string, h http.HandlerFunc
 	handle("GET", "/v1/queues/{queue}/pause", s.getPause)
 	handle("POST", "/v1/queues/{queue}/pause", s.setPause(true))
 	handle("POST", "/v1/queues/{queue}/resume", s.setPause(false))
+	handle("POST", "/v1/queues/{queue}/purge", s.purge)
 }
 
 // consumers holds the server's pull consumers, one per queue.
@@ -615,6 +616,27 @@ func decodeRequeue(data []byte) ([]queue.ID, error) {
 		ids[i] = id
 	}
 	return ids, nil
+}
+
+func decodePurge(data []byte) (api.PurgeRequest, error) {
+	var req api.PurgeRequest
+	if len(strings.TrimSpace(string(data))) > 0 {
+		if err := decodeStrict(data, &req, ""); err != nil {
+			return req, err
+		}
+	}
+	return req, nil
+}
+
+func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
+	req, ok := decodeRequest(s, w, r, decodePurge)
+	if !ok {
+		return
+	}
+	res, err := s.client.Queues().Purge(r.Context(), r.PathValue("queue"), req.DeadLetters)
+	writeResult(w, r, res, err, func(res queue.PurgeResult) api.PurgeResponse {
+		return api.PurgeResponse{Messages: res.Messages, DeadLetters: res.DeadLetters}
+	})
 }
 
 func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {

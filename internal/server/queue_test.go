@@ -376,3 +376,34 @@ func TestQueuePauseAndResume(t *testing.T) {
 	e.wantError("POST", "/v1/queues/nope/resume", "", 404, api.CodeQueueNotFound, "nope")
 	e.wantError("GET", "/v1/queues/nope/pause", "", 404, api.CodeQueueNotFound, "nope")
 }
+
+func TestQueuePurge(t *testing.T) {
+	t.Parallel()
+	e, clk := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4,"max_deliveries":1}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"dead"}]}`, 201, nil)
+	var rcv api.ReceiveResponse
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":1}`, 200, &rcv)
+	e.mustJSON("POST", "/v1/queues/q/nack", `{"receipt":"`+rcv.Messages[0].Receipt+`"}`, 200, nil)
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body":"b","delay":"1h"}]}`, 201, nil)
+	e.wantError("POST", "/v1/queues/q/purge", `{"dead_letters":"yes"}`, 400, api.CodeInvalidArgument, "dead_letters")
+	e.wantError("POST", "/v1/queues/q/purge", `{"dead":true}`, 400, api.CodeInvalidJSON, "dead")
+	var res api.PurgeResponse
+	e.mustJSON("POST", "/v1/queues/q/purge", "", 200, &res)
+	if res.Messages != 2 || res.DeadLetters != 0 {
+		t.Fatalf("purge: %+v; want 2 messages, dead letters kept", res)
+	}
+	if st := e.stats("q"); st.Messages != 0 {
+		t.Fatalf("%d messages after the purge", st.Messages)
+	}
+	e.mustJSON("POST", "/v1/queues/q/purge", `{"dead_letters":true}`, 200, &res)
+	if res.Messages != 0 || res.DeadLetters != 1 {
+		t.Fatalf("purge with dead letters: %+v", res)
+	}
+	clk.Advance(2 * time.Hour)
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":10}`, 200, &rcv)
+	if len(rcv.Messages) != 0 {
+		t.Fatalf("%d messages delivered after the purge", len(rcv.Messages))
+	}
+	e.wantError("POST", "/v1/queues/nope/purge", "", 404, api.CodeQueueNotFound, "nope")
+}

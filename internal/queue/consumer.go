@@ -717,7 +717,11 @@ func (c *Consumer) handle(ctx context.Context, d *Delivery) {
 		}
 		return
 	}
-	if ferr := d.Fail(sctx, err); ferr != nil {
+	if ferr := d.Fail(sctx, err); errors.Is(ferr, ErrStaleReceipt) {
+		// Expected of a handler that ran past its visibility, or of a
+		// message purged meanwhile.
+		c.log.Debug("queue: a failure was not recorded: the delivery is no longer current", "id", d.ID(), "err", ferr)
+	} else if ferr != nil {
 		c.log.Warn("queue: recording a failure failed", "id", d.ID(), "err", ferr)
 	}
 }

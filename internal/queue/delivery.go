@@ -81,15 +81,20 @@ func (d *Delivery) Ack(ctx context.Context) error {
 // ConsumerConfig.RetryDelay); if this was its last allowed delivery it
 // moves to the dead letters now, with cause as its last error. A delivery
 // that is no longer the message's latest (its visibility ended and the
-// message was delivered again, or acknowledged) is not recorded:
-// ErrStaleReceipt. Recording it would set the newer delivery's count back
-// and show the message while another consumer holds it, or bring an
-// acknowledged message back as a dead letter.
+// message was delivered again, or acknowledged), or was settled as failed
+// already, is not recorded: ErrStaleReceipt. Recording it would set the
+// newer delivery's count back and show the message while another consumer
+// holds it, or bring an acknowledged message back as a dead letter. The
+// check reads the message first, so a redelivery landing between that read
+// and the write is still overwritten; it narrows the window to that.
 func (d *Delivery) Fail(ctx context.Context, cause error) error {
 	m := d.message()
 	cur, err := d.svc.current(ctx, d.q, receipt{Key: m.MessageKey, Deliveries: m.Deliveries})
 	if err != nil {
 		return err
+	}
+	if failed(cur) {
+		return fmt.Errorf("%w: delivery %d of message %s was settled as failed already", ErrStaleReceipt, cur.Deliveries, m.ID)
 	}
 	var after time.Duration
 	if d.backoff != nil {

@@ -26,13 +26,11 @@ const purgePage = 500
 // Purge deletes the queue's messages that were put before it began: every
 // message whose enqueue time is at most the start of the purge plus
 // Config.MaxClockSkew (the producer's clock may lag this one's by that
-// much), due or not, delivered or not. Messages put since may be deleted
-// or kept; so that a steady producer cannot keep a purge from ending, each
-// shard is read once, from its floor (as consumers read it) to the end of
-// time, stepping over the rows it keeps. A message below a shard's floor —
-// a put whose unknown outcome was applied late — escapes it, as it escapes
-// consumers until their hourly deep read. With dead, the dead letters go
-// too.
+// much), due or not, delivered or not; messages put since may be kept.
+// Each shard is read from its floor (where consumers read it) until a read
+// comes back short. A message below a shard's floor — a put whose unknown
+// outcome was applied late — escapes it, as it escapes consumers until
+// their hourly deep read. With dead, the dead letters go too.
 //
 // A delivery of a purged message can no longer be failed, released or
 // extended (ErrStaleReceipt), and acknowledging it deletes nothing; one
@@ -46,7 +44,8 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 	if err != nil {
 		return PurgeResult{}, err
 	}
-	cutoff := s.now().Add(s.cfg.MaxClockSkew)
+	start := s.now()
+	cutoff := start.Add(s.cfg.MaxClockSkew)
 	counts := make([]int, q.Shards)
 	errs := make([]error, q.Shards)
 	sem := make(chan struct{}, 8) // shards purged at once
@@ -55,7 +54,7 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			counts[i], errs[i] = s.purgeShard(ctx, q.Name, i, cutoff)
+			counts[i], errs[i] = s.purgeShard(ctx, q.Name, i, start, cutoff)
 		})
 	}
 	wg.Wait()
@@ -75,20 +74,26 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 }
 
 // purgeShard deletes the shard's messages enqueued at or before cutoff, a
-// page at a time. Each page is read from the last due time of the one
-// before, and rows up to that page's last row are skipped: deleted rows
-// do not come back and kept ones are stepped over, so every read makes
-// progress, and the shard is done when a read finds nothing new.
-func (s *Service) purgeShard(ctx context.Context, queue string, shard int, cutoff time.Time) (int, error) {
+// page at a time, then moves the shard's floor past the tombstones it left.
+//
+// Paging needs no cursor. Message ids are time-based, and at one due time
+// rows are ordered by id: every message to delete (id time at most cutoff)
+// comes before every message kept (id time past it). So after a page that
+// ends on a deleted row the next read starts at that row's due time (the
+// deleted rows are gone), and after one that ends on a kept row it starts
+// a millisecond later (the rest of that due time is kept too).
+func (s *Service) purgeShard(ctx context.Context, queue string, shard int, start, cutoff time.Time) (int, error) {
 	st, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: queue, Shard: shard})
 	if err != nil {
 		return 0, err
 	}
+	epoch := time.UnixMilli(0).UTC()
 	from := st.Floor
 	if from.IsZero() {
-		from = time.UnixMilli(0).UTC()
+		from = epoch
 	}
-	var after *driver.MessageKey
+	var firstKept time.Time
+	var lastDeleted *driver.MessageKey
 	n := 0
 	for {
 		p, err := s.store.ReadMessages(ctx, &driver.ReadMessagesParams{
@@ -97,42 +102,64 @@ func (s *Service) purgeShard(ctx context.Context, queue string, shard int, cutof
 		if err != nil {
 			return n, err
 		}
-		var keys []driver.MessageKey
-		fresh, messages := 0, 0
+		keys := append([]driver.MessageKey(nil), p.Fragments...)
+		var lastKept *driver.MessageKey
 		for _, m := range p.Messages {
-			if after != nil && !keyAfter(m.MessageKey, *after) {
+			if lastDeleted != nil && m.MessageKey == *lastDeleted {
+				// A delete that did not take would have this loop read
+				// the same rows forever.
+				return n, fmt.Errorf("queue %q shard %d: message %s is still there after its delete", queue, shard, m.ID)
+			}
+			if m.EnqueuedAt.After(cutoff) {
+				if firstKept.IsZero() {
+					firstKept = m.Due
+				}
+				lastKept = &m.MessageKey
 				continue
 			}
-			fresh++
-			if !m.EnqueuedAt.After(cutoff) {
-				keys = append(keys, m.MessageKey)
-				messages++
-			}
+			keys = append(keys, m.MessageKey)
 		}
-		for _, k := range p.Fragments {
-			if after == nil || keyAfter(k, *after) {
-				fresh++
-				keys = append(keys, k)
-			}
-		}
-		if fresh == 0 {
-			if len(p.Messages)+len(p.Fragments) >= purgePage {
-				// A full page of rows already stepped over, all at one
-				// due time: reading from it again would find the same.
-				return n, fmt.Errorf("queue %q shard %d: more than %d messages kept at due time %s; purge again later",
-					queue, shard, purgePage, from.Format(time.RFC3339Nano))
-			}
-			return n, nil
-		}
+		deleted := len(keys) - len(p.Fragments)
 		if len(keys) > 0 {
 			if err := s.store.DeleteMessages(ctx, &driver.DeleteMessagesParams{Queue: queue, Keys: keys}); err != nil {
 				return n, err
 			}
-			n += messages
+			n += deleted
+		}
+		// A short page saw every row due from `from` on; whatever comes
+		// later was put after the read. (A read from the epoch may lose a
+		// slot to a driver's own row: read once more.)
+		if len(p.Messages)+len(p.Fragments) < purgePage && !from.Equal(epoch) {
+			break
+		}
+		if len(p.Messages)+len(p.Fragments) == 0 {
+			break
 		}
 		last := lastKey(p)
-		after, from = &last, last.Due
+		switch {
+		case lastKept != nil && *lastKept == last:
+			from = last.Due.Add(time.Millisecond)
+		default:
+			from = last.Due
+		}
+		lastDeleted = nil
+		if deleted > 0 && (lastKept == nil || *lastKept != last) {
+			lastDeleted = &last
+		}
 	}
+	// Every live message of the shard is now due at firstKept or later,
+	// or was put after start (and is due no earlier than start less the
+	// skew): the floor argument of advanceFloor.
+	floor := start.Add(-s.cfg.MaxClockSkew)
+	if !firstKept.IsZero() && firstKept.Before(floor) {
+		floor = firstKept
+	}
+	if floor.Sub(st.Floor) >= floorStep {
+		if err := s.store.SetFloor(ctx, &driver.SetFloorParams{Queue: queue, Shard: shard, Floor: floor}); err != nil {
+			s.log.Warn("queue: moving a shard's floor after a purge failed; consumers will read past its tombstones", "queue", queue, "shard", shard, "err", err)
+		}
+	}
+	return n, nil
 }
 
 // purgeDead deletes every dead letter of the queue.

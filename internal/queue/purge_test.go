@@ -1,12 +1,15 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
 )
 
 // Purge deletes every message put before it, due or not, in hand or not,
@@ -95,3 +98,74 @@ func TestPurgeDeletesEveryMessagePutBeforeIt(t *testing.T) {
 		}
 	})
 }
+
+// More than a page of kept messages at one due time (a batch put after the
+// purge began) is stepped over; deletes that do not take stop the purge
+// with an error rather than a loop; a purged shard's floor moves past the
+// tombstones.
+func TestPurgeStepsOverKeptBatchesAndMovesTheFloor(t *testing.T) {
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		q := e.create(t, QueueConfig{Shards: 4, ShardDuration: time.Hour})
+		var old, kept []Message
+		for i := range 700 {
+			old = append(old, Message{Body: []byte(fmt.Sprint("old ", i))})
+			kept = append(kept, Message{Body: []byte(fmt.Sprint("kept ", i)), Due: e.clock.Now()})
+		}
+		if _, err := e.svc.PutBatch(ctxT(t), q.Name, old); err != nil {
+			t.Fatal(err)
+		}
+		later := e.service(t, clock.Offset{Base: e.clock, By: e.svc.cfg.MaxClockSkew + time.Second})
+		if _, err := later.PutBatch(ctxT(t), q.Name, kept); err != nil {
+			t.Fatal(err)
+		}
+		// Put before the purge by a producer whose clock runs ahead, within
+		// the allowed skew: deleted.
+		ahead := e.service(t, clock.Offset{Base: e.clock, By: e.svc.cfg.MaxClockSkew / 2})
+		for range 5 {
+			e.put(t, ahead, q.Name, Message{Body: []byte("ahead"), Due: e.clock.Now()})
+		}
+		shard := -1
+		for _, v := range e.observe(t, q.Name).Shards {
+			if v.Messages == 1405 {
+				shard = v.Shard
+			}
+		}
+		if shard < 0 {
+			t.Fatal("the 1,405 messages are not all in one shard")
+		}
+		before, err := e.store.ReadQueueShard(ctxT(t), &driver.QueueShardParams{Queue: q.Name, Shard: shard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.svc.Purge(ctxT(t), q.Name, false)
+		if err != nil || res.Messages != 705 {
+			t.Fatalf("Purge = %+v, %v; want the 705 put before it", res, err)
+		}
+		if o := e.observe(t, q.Name); o.Messages != 700 {
+			t.Fatalf("%d messages after the purge, want the 700 kept", o.Messages)
+		}
+		after, err := e.store.ReadQueueShard(ctxT(t), &driver.QueueShardParams{Queue: q.Name, Shard: shard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after.Floor.After(before.Floor) || after.Floor.After(e.clock.Now()) {
+			t.Fatalf("floor %v after the purge (before %v); want it moved up, no later than the kept messages' due %v", after.Floor, before.Floor, e.clock.Now())
+		}
+
+		// A store whose deletes do nothing.
+		stuck := &deletesNothing{Queues: e.store}
+		svc, err := New(Config{Store: stuck, Clock: e.clock, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(2 * e.svc.cfg.MaxClockSkew) // the kept ones are old now
+		if _, err := svc.Purge(ctxT(t), q.Name, false); err == nil || !strings.Contains(err.Error(), "still there after its delete") {
+			t.Fatalf("purge on a store whose deletes do not take: %v; want an error, not a loop", err)
+		}
+	})
+}
+
+type deletesNothing struct{ driver.Queues }
+
+func (deletesNothing) DeleteMessages(context.Context, *driver.DeleteMessagesParams) error { return nil }
+func (deletesNothing) DeleteDead(context.Context, *driver.DeleteDeadParams) error         { return nil }

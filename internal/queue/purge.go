@@ -24,9 +24,12 @@ var purgeTo = time.UnixMilli(math.MaxInt64 - 1).UTC()
 const purgePage = 500
 
 // Purge deletes the queue's messages that were put before it began: every
-// message whose enqueue time is at most the start of the purge plus
-// Config.MaxClockSkew (the producer's clock may lag this one's by that
-// much), due or not, delivered or not; messages put since may be kept.
+// message whose id time (its producer's clock at the put) is at most the
+// start of the purge plus Config.MaxClockSkew and a second (the producer's
+// clock may run ahead of this one's by the skew, and a burst of ids runs a
+// little ahead of the clock), due or not, delivered or not; messages put
+// since may be kept. A dead letter requeued keeps its id, so one requeued
+// while the purge runs is deleted.
 // Each shard is read from its floor (where consumers read it) until a read
 // comes back short. A message below a shard's floor — a put whose unknown
 // outcome was applied late — escapes it, as it escapes consumers until
@@ -45,7 +48,7 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 		return PurgeResult{}, err
 	}
 	start := s.now()
-	cutoff := start.Add(s.cfg.MaxClockSkew)
+	cutoff := start.Add(s.cfg.MaxClockSkew + time.Second)
 	counts := make([]int, q.Shards)
 	errs := make([]error, q.Shards)
 	sem := make(chan struct{}, 8) // shards purged at once
@@ -73,12 +76,13 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 	return res, err
 }
 
-// purgeShard deletes the shard's messages enqueued at or before cutoff, a
-// page at a time, then moves the shard's floor past the tombstones it left.
+// purgeShard deletes the shard's messages whose id time is at most cutoff,
+// a page at a time, then moves the shard's floor past the tombstones it
+// left.
 //
-// Paging needs no cursor. Message ids are time-based, and at one due time
-// rows are ordered by id: every message to delete (id time at most cutoff)
-// comes before every message kept (id time past it). So after a page that
+// Paging needs no cursor. At one due time rows are ordered by id, and ids
+// order by their time first (both stores): every message to delete (id
+// time at most cutoff) comes before every message kept (id time past it). So after a page that
 // ends on a deleted row the next read starts at that row's due time (the
 // deleted rows are gone), and after one that ends on a kept row it starts
 // a millisecond later (the rest of that due time is kept too).
@@ -110,7 +114,7 @@ func (s *Service) purgeShard(ctx context.Context, queue string, shard int, start
 				// the same rows forever.
 				return n, fmt.Errorf("queue %q shard %d: message %s is still there after its delete", queue, shard, m.ID)
 			}
-			if m.EnqueuedAt.After(cutoff) {
+			if m.ID.Time().After(cutoff) {
 				if firstKept.IsZero() {
 					firstKept = m.Due
 				}

@@ -33,7 +33,7 @@ func TestPurgeDeletesEveryMessagePutBeforeIt(t *testing.T) {
 		// More than two pages in one shard, with messages that a producer
 		// whose clock runs past the purge's cutoff puts among them (as if
 		// put after the purge began): they are stepped over and kept.
-		later := e.service(t, clock.Offset{Base: e.clock, By: e.svc.cfg.MaxClockSkew + time.Second})
+		later := e.service(t, clock.Offset{Base: e.clock, By: e.svc.cfg.MaxClockSkew + 5*time.Second})
 		var batch []Message
 		for i := range 1100 {
 			batch = append(batch, Message{Body: []byte(fmt.Sprint(i)), Due: e.clock.Now().Add(time.Duration(i%7) * time.Millisecond)})
@@ -114,7 +114,7 @@ func TestPurgeStepsOverKeptBatchesAndMovesTheFloor(t *testing.T) {
 		if _, err := e.svc.PutBatch(ctxT(t), q.Name, old); err != nil {
 			t.Fatal(err)
 		}
-		later := e.service(t, clock.Offset{Base: e.clock, By: e.svc.cfg.MaxClockSkew + time.Second})
+		later := e.service(t, clock.Offset{Base: e.clock, By: e.svc.cfg.MaxClockSkew + 5*time.Second})
 		if _, err := later.PutBatch(ctxT(t), q.Name, kept); err != nil {
 			t.Fatal(err)
 		}

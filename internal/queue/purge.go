@@ -29,7 +29,7 @@ const purgePage = 500
 // clock may run ahead of this one's by the skew, and a burst of ids runs a
 // little ahead of the clock), due or not, delivered or not; messages put
 // since may be kept. A dead letter requeued keeps its id, so one requeued
-// while the purge runs is deleted.
+// while the purge runs may be deleted.
 // Each shard is read from its floor (where consumers read it) until a read
 // comes back short. A message below a shard's floor — a put whose unknown
 // outcome was applied late — escapes it, as it escapes consumers until
@@ -157,6 +157,11 @@ func (s *Service) purgeShard(ctx context.Context, queue string, shard int, start
 	floor := start.Add(-s.cfg.MaxClockSkew)
 	if !firstKept.IsZero() && firstKept.Before(floor) {
 		floor = firstKept
+	}
+	// Against the floor stored now: a consumer's deep read may have moved
+	// it down meanwhile, for a late message the purge did not see.
+	if st, err = s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: queue, Shard: shard}); err != nil {
+		return n, nil // the purge is done; the floor move was only a saving
 	}
 	if floor.Sub(st.Floor) >= floorStep {
 		if err := s.store.SetFloor(ctx, &driver.SetFloorParams{Queue: queue, Shard: shard, Floor: floor}); err != nil {

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
@@ -74,44 +73,32 @@ func (s *Service) Observe(ctx context.Context, queue string) (*Observation, erro
 	}
 	now := s.now()
 	obs := &Observation{Queue: q, At: now, Shards: make([]ShardView, q.Shards)}
-	errs := make([]error, q.Shards)
-	sem := make(chan struct{}, 8) // shards counted at once
-	var wg sync.WaitGroup
-	for i := range q.Shards {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			// Count from the floor, like the consumers read: below it lie
-			// only the tombstones of consumed messages.
-			sh, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: q.Name, Shard: i})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			from := sh.Floor
-			st, err := s.store.QueueShardStats(ctx, &driver.QueueShardStatsParams{Queue: q.Name, Shard: i, From: from, Now: now})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			v := ShardView{
-				Shard:    i,
-				Behind:   q.math.Behind(now, i),
-				Window:   q.math.Label(q.math.Latest(now, i)),
-				Messages: st.Messages, Due: st.Due, InFlight: st.InFlight,
-				Holder: st.Holder, Floor: st.Floor, OldestWaiting: st.OldestWaiting,
-			}
-			if st.Holder != "" && !st.Since.IsZero() {
-				v.LeaseAge = max(now.Sub(st.Since), 0)
-			}
-			obs.Shards[i] = v
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
+	err = forEach(q.Shards, func(i int) error {
+		// Count from the floor, like the consumers read: below it lie
+		// only the tombstones of consumed messages.
+		sh, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: q.Name, Shard: i})
 		if err != nil {
-			return nil, err
+			return err
 		}
+		st, err := s.store.QueueShardStats(ctx, &driver.QueueShardStatsParams{Queue: q.Name, Shard: i, From: sh.Floor, Now: now})
+		if err != nil {
+			return err
+		}
+		v := ShardView{
+			Shard:    i,
+			Behind:   q.math.Behind(now, i),
+			Window:   q.math.Label(q.math.Latest(now, i)),
+			Messages: st.Messages, Due: st.Due, InFlight: st.InFlight,
+			Holder: st.Holder, Floor: st.Floor, OldestWaiting: st.OldestWaiting,
+		}
+		if st.Holder != "" && !st.Since.IsZero() {
+			v.LeaseAge = max(now.Sub(st.Since), 0)
+		}
+		obs.Shards[i] = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, v := range obs.Shards {
 		obs.Messages += v.Messages

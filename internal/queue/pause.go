@@ -86,21 +86,12 @@ func (s *Service) setPause(ctx context.Context, name string, paused bool) (Pause
 // several at once, without looking each queue up.
 func (s *Service) PauseStates(ctx context.Context, names []string) ([]PauseState, error) {
 	out := make([]PauseState, len(names))
-	errs := make([]error, len(names))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
-	for i, name := range names {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out[i], errs[i] = s.readPause(ctx, name)
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
+	err := forEach(len(names), func(i int) (err error) {
+		out[i], err = s.readPause(ctx, names[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
@@ -50,25 +49,16 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 	start := s.now()
 	cutoff := start.Add(s.cfg.MaxClockSkew + time.Second)
 	counts := make([]int, q.Shards)
-	errs := make([]error, q.Shards)
-	sem := make(chan struct{}, 8) // shards purged at once
-	var wg sync.WaitGroup
-	for i := range q.Shards {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			counts[i], errs[i] = s.purgeShard(ctx, q.Name, i, start, cutoff)
-		})
-	}
-	wg.Wait()
+	err = forEach(q.Shards, func(i int) (err error) {
+		counts[i], err = s.purgeShard(ctx, q.Name, i, start, cutoff)
+		return err
+	})
 	var res PurgeResult
-	for i := range counts {
-		res.Messages += counts[i]
+	for _, n := range counts {
+		res.Messages += n
 	}
-	for _, err := range errs {
-		if err != nil {
-			return res, err
-		}
+	if err != nil {
+		return res, err
 	}
 	if dead {
 		res.DeadLetters, err = s.purgeDead(ctx, q.Name)

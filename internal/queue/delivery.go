@@ -66,7 +66,7 @@ func (d *Delivery) VisibleUntil() time.Time { return d.message().VisibleAt }
 // process can settle it through the Service (the HTTP API does).
 func (d *Delivery) Receipt() string {
 	m := d.message()
-	return receipt{Key: m.MessageKey, Deliveries: m.Deliveries}.String()
+	return receiptOf(m).String()
 }
 
 // Ack deletes the message: it was handled. An error wrapping
@@ -89,19 +89,16 @@ func (d *Delivery) Ack(ctx context.Context) error {
 // and the write is still overwritten; it narrows the window to that.
 func (d *Delivery) Fail(ctx context.Context, cause error) error {
 	m := d.message()
-	cur, err := d.svc.current(ctx, d.q, receipt{Key: m.MessageKey, Deliveries: m.Deliveries})
-	if err != nil {
-		return err
-	}
-	if failed(cur) {
-		return fmt.Errorf("%w: delivery %d of message %s was settled as failed already", ErrStaleReceipt, cur.Deliveries, m.ID)
-	}
 	var after time.Duration
 	if d.backoff != nil {
 		after = clampBackoff(d.backoff(m.Deliveries))
 	}
-	_, err = d.svc.fail(ctx, d.q, *cur, cause, d.retryDelay, after)
+	_, err := d.svc.fail(ctx, d.q, receiptOf(m), cause, d.retryDelay, after)
 	return err
+}
+
+func receiptOf(m driver.Message) receipt {
+	return receipt{Key: m.MessageKey, Deliveries: m.Deliveries}
 }
 
 // clampBackoff keeps a backoff policy's answer in (0, MaxVisibilityTimeout].
@@ -134,7 +131,7 @@ func ExponentialBackoff(base, limit time.Duration) func(attempt int) time.Durati
 // and this delivery does not count. For consumers that took more than they
 // can handle, for example when shutting down.
 func (d *Delivery) Release(ctx context.Context) error {
-	return d.svc.release(ctx, d.q, d.message())
+	return d.svc.release(ctx, d.q, receiptOf(d.message()))
 }
 
 // Extend keeps the message hidden from other consumers until at least by
@@ -170,12 +167,9 @@ func (s *Service) extend(ctx context.Context, q *Queue, m driver.Message, by tim
 	if by <= 0 || by > MaxVisibilityTimeout {
 		return m, invalidf("a visibility extension must be positive and at most %v, not %v", MaxVisibilityTimeout, by)
 	}
-	cur, err := s.current(ctx, q, receipt{Key: m.MessageKey, Deliveries: m.Deliveries})
+	cur, err := s.inHand(ctx, q, receiptOf(m))
 	if err != nil {
 		return m, err
-	}
-	if failed(cur) {
-		return m, fmt.Errorf("%w: delivery %d of message %s was settled as failed", ErrStaleReceipt, cur.Deliveries, m.ID)
 	}
 	now := s.now()
 	if !now.Before(cur.VisibleAt) {
@@ -209,11 +203,17 @@ func (s *Service) ack(ctx context.Context, q *Queue, k driver.MessageKey) error 
 	return nil
 }
 
-// fail records a failure. The message becomes visible again after, when
-// positive (a backoff: longer or shorter than the visibility timeout);
-// else after retryDelay when that is sooner than the visibility's end;
-// else when the visibility ends.
-func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause error, retryDelay, after time.Duration) (dead bool, _ error) {
+// fail records the failure of the delivery r names, if it is still in
+// hand (inHand). The message becomes visible again after, when positive (a
+// backoff: longer or shorter than the visibility timeout); else after
+// retryDelay when that is sooner than the visibility's end; else when the
+// visibility ends.
+func (s *Service) fail(ctx context.Context, q *Queue, r receipt, cause error, retryDelay, after time.Duration) (dead bool, _ error) {
+	cur, err := s.inHand(ctx, q, r)
+	if err != nil {
+		return false, err
+	}
+	m := *cur
 	reason := "failed"
 	if cause != nil {
 		reason = cause.Error()
@@ -246,16 +246,13 @@ func (s *Service) fail(ctx context.Context, q *Queue, m driver.Message, cause er
 	return false, nil
 }
 
-func (s *Service) release(ctx context.Context, q *Queue, m driver.Message) error {
-	cur, err := s.store.GetMessage(ctx, &driver.GetMessageParams{Queue: q.Name, Key: m.MessageKey})
-	if errors.Is(err, driver.ErrNotFound) {
-		return fmt.Errorf("%w: message %s is gone", ErrStaleReceipt, m.ID)
-	}
+// release gives back the delivery r names, if it is still in hand
+// (inHand): a failed delivery given back would lose its count and skip
+// its backoff.
+func (s *Service) release(ctx context.Context, q *Queue, r receipt) error {
+	cur, err := s.inHand(ctx, q, r)
 	if err != nil {
 		return err
-	}
-	if cur.Deliveries != m.Deliveries {
-		return fmt.Errorf("%w: message %s was delivered again", ErrStaleReceipt, m.ID)
 	}
 	cur.Deliveries--
 	cur.VisibleAt = time.Time{}
@@ -300,11 +297,7 @@ func (s *Service) FailAfter(ctx context.Context, queue, receiptText, reason stri
 	if err != nil {
 		return false, err
 	}
-	m, err := s.current(ctx, q, r)
-	if err != nil {
-		return false, err
-	}
-	return s.fail(ctx, q, *m, errors.New(reason), 0, after)
+	return s.fail(ctx, q, r, errors.New(reason), 0, after)
 }
 
 // Extend keeps the delivery a receipt names hidden for by from now, as
@@ -328,11 +321,7 @@ func (s *Service) Release(ctx context.Context, queue, receiptText string) error 
 	if err != nil {
 		return err
 	}
-	m, err := s.current(ctx, q, r)
-	if err != nil {
-		return err
-	}
-	return s.release(ctx, q, *m)
+	return s.release(ctx, q, r)
 }
 
 func (s *Service) receipt(ctx context.Context, queue, text string) (*Queue, receipt, error) {
@@ -350,9 +339,11 @@ func (s *Service) receipt(ctx context.Context, queue, text string) (*Queue, rece
 	return q, r, nil
 }
 
-// current reads the message a receipt names and checks that the receipt's
-// delivery is still the latest.
-func (s *Service) current(ctx context.Context, q *Queue, r receipt) (*driver.Message, error) {
+// inHand reads the message a receipt names and checks that the receipt's
+// delivery is still in hand: the message's latest delivery (not delivered
+// again, not acknowledged) and not settled as failed. Every settlement but
+// an ack goes through it, so each is applied at most once per delivery.
+func (s *Service) inHand(ctx context.Context, q *Queue, r receipt) (*driver.Message, error) {
 	m, err := s.store.GetMessage(ctx, &driver.GetMessageParams{Queue: q.Name, Key: r.Key})
 	if errors.Is(err, driver.ErrNotFound) {
 		return nil, fmt.Errorf("%w: message %s is gone", ErrStaleReceipt, r.Key.ID)
@@ -363,6 +354,9 @@ func (s *Service) current(ctx context.Context, q *Queue, r receipt) (*driver.Mes
 	if m.Deliveries != r.Deliveries {
 		return nil, fmt.Errorf("%w: message %s was delivered again (delivery %d, the receipt is for %d)",
 			ErrStaleReceipt, r.Key.ID, m.Deliveries, r.Deliveries)
+	}
+	if failed(m) {
+		return nil, fmt.Errorf("%w: delivery %d of message %s was settled as failed", ErrStaleReceipt, m.Deliveries, r.Key.ID)
 	}
 	return m, nil
 }

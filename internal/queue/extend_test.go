@@ -232,3 +232,33 @@ func TestFailOfAnOutdatedDeliveryIsStale(t *testing.T) {
 		}
 	})
 }
+
+// A failed delivery is settled: failing it again (by receipt or from the
+// Delivery) or giving it back would rewrite its last error and restart its
+// backoff, or undo its count; all are refused as stale.
+func TestAFailedDeliveryIsSettledOnce(t *testing.T) {
+	t.Parallel()
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		ctx := ctxT(t)
+		q, _, d := e.delivered(t, 10*time.Second)
+		if _, err := e.svc.FailAfter(ctx, q.Name, d.Receipt(), "boom", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Fail(ctx, q.Name, d.Receipt(), "again"); !errors.Is(err, ErrStaleReceipt) {
+			t.Errorf("a second nack by receipt: %v, want ErrStaleReceipt", err)
+		}
+		if err := d.Fail(ctx, errors.New("again")); !errors.Is(err, ErrStaleReceipt) {
+			t.Errorf("a second failure from the Delivery: %v, want ErrStaleReceipt", err)
+		}
+		if err := e.svc.Release(ctx, q.Name, d.Receipt()); !errors.Is(err, ErrStaleReceipt) {
+			t.Errorf("a release of a failed delivery by receipt: %v, want ErrStaleReceipt", err)
+		}
+		if err := d.Release(ctx); !errors.Is(err, ErrStaleReceipt) {
+			t.Errorf("a release of a failed delivery: %v, want ErrStaleReceipt", err)
+		}
+		m, err := e.store.GetMessage(ctx, &driver.GetMessageParams{Queue: q.Name, Key: d.message().MessageKey})
+		if err != nil || m.Deliveries != 1 || m.LastError != "delivery 1: boom" || !m.VisibleAt.After(e.clock.Now().Add(59*time.Minute)) {
+			t.Fatalf("stored after the refused settlements: %+v, %v; want the first failure as it was", m, err)
+		}
+	})
+}

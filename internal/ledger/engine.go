@@ -606,14 +606,7 @@ func (e *Engine) claimBatch(t Target, fresh []*request, claimed time.Time) (writ
 			r.finish(Result{}, c.err)
 		case !c.won:
 			e.stats.ClaimsLost.Add(1)
-			if c.resubmitted {
-				// An attempt that timed out may still store this actor's
-				// claim, after the winner withdraws its own: a claim naming
-				// a number this actor would give another request. Never
-				// reach that number, and withdraw the claim if it lands.
-				retire = true
-				e.releaseLateClaim(t, r.id, e.releaser(t, r.id, c.mine))
-			}
+			retire = retire || c.unsure
 			lost = append(lost, r)
 		case c.mine.Seq < gap[side(r.neg)]:
 			write = append(write, r)
@@ -765,11 +758,12 @@ type claimOutcome struct {
 	won  bool         // mine is stored (now or by an earlier attempt)
 	cur  driver.Claim // the stored claim when another actor holds it
 	err  error
-	// unsure: the claim may be stored although the claim failed, so
-	// this actor must never write entry mine.Seq without the request.
+	// unsure: the claim may be stored although the claim failed or was
+	// lost, so this actor must never write entry mine.Seq without the
+	// request.
 	unsure bool
-	// resubmitted: an attempt's outcome was unknown before the claim was
-	// won, so that attempt may still store the claim later.
+	// resubmitted: an attempt's outcome was unknown before the last one
+	// won or lost, so that attempt may still store the claim later.
 	resubmitted bool
 }
 
@@ -805,6 +799,14 @@ func (e *Engine) claim(t Target, r *request, claimed time.Time) {
 		return
 	}
 	c.won, c.cur = res.Won || res.Current == c.mine, res.Current
+	if !c.won && c.resubmitted {
+		// Lost, but an attempt that timed out may still store this
+		// actor's claim once the winner withdraws its own: a claim naming
+		// a number this actor would give another request. Unsure, like a
+		// claim that failed that way, and withdrawn if it lands.
+		c.unsure = true
+		e.releaseLateClaim(t, r.id, e.releaser(t, r.id, c.mine))
+	}
 }
 
 // lostClaim answers a strict-mode request whose id another actor claimed.

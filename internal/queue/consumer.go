@@ -27,7 +27,6 @@ type Consumer struct {
 	log *slog.Logger
 
 	mu        sync.Mutex // guards everything below; Receive holds it throughout
-	paused    bool       // the last Receive found the queue paused
 	lease     *lease
 	round     []int // shards to look at in this round, in order
 	next      int   // index into round
@@ -120,13 +119,11 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	} else if paused {
 		// Hand nothing out, and hold no shard, until the queue resumes;
 		// Start's loop polls at PollInterval meanwhile (nextWake).
-		c.paused = true
 		if c.lease != nil {
 			c.releaseLease(ctx)
 		}
 		return []*Delivery{}, nil
 	}
-	c.paused = false
 	now := c.svc.now()
 	fresh := false // whether this call started the current round
 	// A round left unfinished by an earlier call (it filled its max) is

@@ -193,13 +193,12 @@ func (c *Consumer) schedule(ctx context.Context, now time.Time, s int, page *dri
 // PollInterval like everything else, or the loop would spin on it.
 func (c *Consumer) nextWake() time.Duration {
 	d := c.cfg.PollInterval
-	c.mu.Lock()
-	if c.paused {
+	if c.svc.pauses.last(c.q.Name).Paused {
 		// Hints and wake times wait for the resume; until then only the
 		// pause state is worth a look.
-		c.mu.Unlock()
 		return d
 	}
+	c.mu.Lock()
 	first := c.hints.earliest()
 	for _, t := range c.wake {
 		if t.After(c.roundAt) && (first.IsZero() || t.Before(first)) {

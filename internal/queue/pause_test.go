@@ -188,3 +188,58 @@ func TestPausedConsumerPollsAndStaysPausedOnReadErrors(t *testing.T) {
 		t.Fatal("running, state unreadable: no error; a stale 'running' must not deliver")
 	}
 }
+
+// pauseAfterFirstMark runs pause once, after the first delivery marks are
+// written: a pause that lands while a receive is delivering.
+type pauseAfterFirstMark struct {
+	driver.Queues
+	pause func()
+}
+
+func (p *pauseAfterFirstMark) UpdateMessages(ctx context.Context, u *driver.UpdateMessagesParams) error {
+	err := p.Queues.UpdateMessages(ctx, u)
+	if f := p.pause; f != nil {
+		p.pause = nil
+		f()
+	}
+	return err
+}
+
+// A receive that learns of a pause while it delivers stops before its
+// next batch, and gives its shard lease back at the next receive.
+func TestAReceiveStopsAtTheBatchAfterAPause(t *testing.T) {
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		q := e.create(t, QueueConfig{Shards: 4})
+		// Three messages in each of two shards (two windows): one receive
+		// delivers them a shard, a batch, at a time.
+		for range 2 {
+			for range 3 {
+				e.put(t, e.svc, q.Name, Message{Body: []byte("m")})
+			}
+			e.clock.Advance(q.ShardDuration)
+		}
+		e.clock.Advance(2 * q.ShardDuration)
+		hook := &pauseAfterFirstMark{Queues: e.store}
+		svc, err := New(Config{Store: hook, Clock: e.clock, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hook.pause = func() {
+			if _, err := svc.Pause(ctxT(t), q.Name); err != nil {
+				t.Error(err)
+			}
+		}
+		c := e.consumer(t, svc, ConsumerConfig{Queue: q.Name})
+		if ds := receive(t, c, 10); len(ds) != 3 {
+			t.Fatalf("a receive paused during its first batch handed out %d messages, want that batch's 3", len(ds))
+		}
+		if ds := receive(t, c, 10); len(ds) != 0 {
+			t.Fatalf("paused: %d handed out", len(ds))
+		}
+		for _, v := range e.observe(t, q.Name).Shards {
+			if v.Holder != "" {
+				t.Fatalf("shard %d is held by %q while the queue is paused", v.Shard, v.Holder)
+			}
+		}
+	})
+}

@@ -75,6 +75,9 @@ func TestPurgeDeletesEveryMessagePutBeforeIt(t *testing.T) {
 		if err := inHand[0].Extend(ctxT(t), time.Minute); !errors.Is(err, ErrStaleReceipt) {
 			t.Fatalf("extending a purged delivery: %v, want ErrStaleReceipt", err)
 		}
+		if err := inHand[0].Release(ctxT(t)); !errors.Is(err, ErrStaleReceipt) {
+			t.Fatalf("releasing a purged delivery: %v, want ErrStaleReceipt", err)
+		}
 		if err := inHand[0].Ack(ctxT(t)); err != nil {
 			t.Fatalf("ack of a purged delivery: %v, want nil (nothing left to delete)", err)
 		}

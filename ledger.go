@@ -134,10 +134,7 @@ func (c *Client) UpdateLedgers(ctx context.Context, updates []LedgerUpdate) []Le
 		index   []int
 		changes []ledger.Change
 	}
-	var groups map[ledger.Target]*group // nil for a single update (UpdateLedger's)
-	if len(updates) > 1 {
-		groups = make(map[ledger.Target]*group)
-	}
+	groups := map[ledger.Target]*group{}
 	var order []*group
 	for i, u := range updates {
 		if u.RequestID == "" {
@@ -153,9 +150,7 @@ func (c *Client) UpdateLedgers(ctx context.Context, updates []LedgerUpdate) []Le
 		g := groups[t]
 		if g == nil {
 			g = &group{t: t}
-			if groups != nil {
-				groups[t] = g
-			}
+			groups[t] = g
 			order = append(order, g)
 		}
 		g.index = append(g.index, i)

@@ -246,3 +246,15 @@ type RequeueRequest struct {
 type RequeueResponse struct {
 	Requeued []string `json:"requeued"`
 }
+
+// DeleteDeadRequest is the body of POST /v1/queues/{queue}/dead/delete.
+type DeleteDeadRequest struct {
+	// IDs are the dead letters to delete: 1 to 1,000 of them.
+	IDs []string `json:"ids"`
+}
+
+// DeleteDeadResponse lists the dead letters deleted (ids that were not
+// dead letters are left out).
+type DeleteDeadResponse struct {
+	Deleted []string `json:"deleted"`
+}

@@ -146,6 +146,22 @@ func (c *Client) Requeue(ctx context.Context, queue string, ids ...string) ([]st
 	return callNamedPick(ctx, c, "queue", queue, "POST", queuePath(queue)+"/dead/requeue", api.RequeueRequest{IDs: ids}, func(out *api.RequeueResponse) []string { return out.Requeued })
 }
 
+// DeleteDeadLetters deletes dead letters by id (1 to 1,000 of them) and
+// returns the ids it found and deleted. Deleting is idempotent, so it is
+// retried like Set; a retry after an answer was lost returns only the ids
+// it still found.
+func (c *Client) DeleteDeadLetters(ctx context.Context, queue string, ids ...string) ([]string, error) {
+	if err := requireName("queue", queue); err != nil {
+		return nil, err
+	}
+	var out api.DeleteDeadResponse
+	err := c.retrying(ctx, func() error {
+		out = api.DeleteDeadResponse{}
+		return c.do(ctx, "POST", queuePath(queue)+"/dead/delete", api.DeleteDeadRequest{IDs: ids}, &out)
+	})
+	return out.Deleted, err
+}
+
 // PauseQueue pauses a queue's deliveries on every server (within a
 // second, at the servers' default settings); puts, acks and the rest go
 // on. Pausing is idempotent, so it is retried like Set.

@@ -91,6 +91,12 @@ func TestQueueRoundTrip(t *testing.T) {
 	if err != nil || len(back) != 1 {
 		t.Fatalf("Requeue = %v, %v", back, err)
 	}
+	if gone, err := c.DeleteDeadLetters(ctx, "mail.outbox", letters[0].ID); err != nil || len(gone) != 0 {
+		t.Fatalf("DeleteDeadLetters of a requeued letter = %v, %v; want none found", gone, err)
+	}
+	if _, err := c.DeleteDeadLetters(ctx, "mail.outbox"); !client.IsCode(err, api.CodeInvalidArgument) {
+		t.Fatalf("DeleteDeadLetters with no ids: %v, want invalid_argument", err)
+	}
 	st, err := c.QueueStats(ctx, "mail.outbox")
 	if err != nil || st.Messages != 2 || len(st.Shards) != 4 {
 		t.Fatalf("QueueStats = %+v, %v", st, err)

@@ -672,17 +672,20 @@ func (a *app) queueDeadCmd() *cobra.Command {
 	var limit int
 	var requeue []string
 	var requeueAll bool
+	var del []string
 	cmd := &cobra.Command{
-		Use:   "dead NAME [--requeue ID]... [--requeue-all]",
-		Short: "List a queue's dead letters, or put them back",
+		Use:   "dead NAME [--requeue ID]... [--requeue-all] [--delete ID]...",
+		Short: "List a queue's dead letters, put them back or delete them",
 		Long: `List the dead letters of the queue NAME: messages that were delivered
 as often as the queue allows without being acknowledged, with their last
 error. --requeue ID puts one back on the queue (repeat it for more),
 --requeue-all puts back every one; requeued messages are due at once and
-start with a fresh delivery count.`,
+start with a fresh delivery count. --delete ID deletes one for good
+(repeat it for more; "abacus queue purge NAME --dead-letters" deletes all).`,
 		Example: `  abacus queue dead jobs
   abacus queue dead jobs --requeue 6ba7b810-9dad-11d1-80b4-00c04fd430c8
-  abacus queue dead jobs --requeue-all`,
+  abacus queue dead jobs --requeue-all
+  abacus queue dead jobs --delete 6ba7b810-9dad-11d1-80b4-00c04fd430c8`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := queueName(args[0]); err != nil {
@@ -694,9 +697,19 @@ start with a fresh delivery count.`,
 			if requeueAll && len(requeue) > 0 {
 				return usagef("give --requeue or --requeue-all, not both")
 			}
+			if len(del) > 0 && (requeueAll || len(requeue) > 0) {
+				return usagef("give --delete or a requeue, not both")
+			}
 			c, err := a.client()
 			if err != nil {
 				return err
+			}
+			if len(del) > 0 {
+				done, err := c.DeleteDeadLetters(cmd.Context(), args[0], del...)
+				if err != nil {
+					return err
+				}
+				return a.printResult(api.DeleteDeadResponse{Deleted: done}, fmt.Sprintf("deleted %d dead letter(s)", len(done)))
 			}
 			if requeueAll || len(requeue) > 0 {
 				done, err := c.Requeue(cmd.Context(), args[0], requeue...)
@@ -724,6 +737,7 @@ start with a fresh delivery count.`,
 	cmd.Flags().IntVar(&limit, "limit", 100, "list at most this many")
 	cmd.Flags().StringSliceVar(&requeue, "requeue", nil, "put the dead letter with this id back on the queue")
 	cmd.Flags().BoolVar(&requeueAll, "requeue-all", false, "put every dead letter back on the queue")
+	cmd.Flags().StringSliceVar(&del, "delete", nil, "delete the dead letter with this id")
 	return cmd
 }
 

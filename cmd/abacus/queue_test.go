@@ -137,6 +137,29 @@ func TestQueueCLIExec(t *testing.T) {
 	if r := s.cli("queue", "consume", "jobs", "--once"); r.code != 0 || r.stdout != "poison\n" {
 		t.Fatalf("after requeue: %+v", r)
 	}
+
+	// A dead letter deleted is gone for good.
+	if r := s.cli("queue", "put", "jobs", "poison"); r.code != 0 {
+		t.Fatalf("put: %+v", r)
+	}
+	clk.Advance(2 * time.Minute)
+	for range 2 {
+		clk.Advance(5 * time.Second)
+		if r := s.cli("queue", "consume", "jobs", "--once", "--exec", fail); r.code != 0 {
+			t.Fatalf("failing handler: %+v", r)
+		}
+	}
+	r = s.cli("queue", "dead", "jobs", "--json")
+	var letters api.DeadLetterList
+	if err := json.Unmarshal([]byte(r.stdout), &letters); r.code != 0 || err != nil || len(letters.DeadLetters) != 1 {
+		t.Fatalf("dead --json: %+v (%v)", r, err)
+	}
+	if r := s.cli("queue", "dead", "jobs", "--delete", letters.DeadLetters[0].ID); r.code != 0 || r.stdout != "deleted 1 dead letter(s)\n" {
+		t.Fatalf("delete: %+v", r)
+	}
+	if r := s.cli("queue", "dead", "jobs", "--requeue-all"); r.code != 0 || r.stdout != "requeued 0 message(s)\n" {
+		t.Fatalf("requeue after the delete: %+v", r)
+	}
 }
 
 // Bad input is refused before anything is sent (exit 2), or by the
@@ -154,6 +177,7 @@ func TestQueueCLIBadInput(t *testing.T) {
 		{"queue", "consume", "q", "--batch", "0"},
 		{"queue", "observe", "q", "--interval", "1ms"},
 		{"queue", "dead", "q", "--requeue", "x", "--requeue-all"},
+		{"queue", "dead", "q", "--delete", "x", "--requeue-all"},
 	} {
 		before := s.requests.Load()
 		r := s.cli(args...)

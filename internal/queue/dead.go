@@ -92,3 +92,31 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 		}
 	}
 }
+
+// DeleteDead deletes the dead letters with the given ids (1 to MaxBatch of
+// them) and returns those it found; ids that are not dead letters are
+// skipped. A deleted dead letter is gone: nothing can requeue it.
+func (s *Service) DeleteDead(ctx context.Context, queue string, ids []ID) ([]ID, error) {
+	q, err := s.Queue(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, invalidf("no dead letter ids given (purge deletes them all)")
+	}
+	if len(ids) > MaxBatch {
+		return nil, invalidf("%d ids, the limit is %d", len(ids), MaxBatch)
+	}
+	list, err := s.store.ListDead(ctx, &driver.ListDeadParams{Queue: q.Name, IDs: ids, Limit: len(ids)})
+	if err != nil || len(list) == 0 {
+		return []ID{}, err
+	}
+	found := make([]ID, len(list))
+	for i, l := range list {
+		found[i] = l.ID
+	}
+	if err := s.store.DeleteDead(ctx, &driver.DeleteDeadParams{Queue: q.Name, IDs: found}); err != nil {
+		return nil, err
+	}
+	return found, nil
+}

@@ -120,6 +120,7 @@ var routeAccess = map[string]access{
 	"GET /v1/queues/{queue}/stats":         onQueue(apikey.Read),
 	"GET /v1/queues/{queue}/dead":          onQueue(apikey.Read),
 	"POST /v1/queues/{queue}/dead/requeue": onQueue(apikey.Admin),
+	"POST /v1/queues/{queue}/dead/delete":  onQueue(apikey.Admin),
 	"GET /v1/queues/{queue}/pause":         onQueue(apikey.Read),
 	"POST /v1/queues/{queue}/pause":        onQueue(apikey.Admin),
 	"POST /v1/queues/{queue}/resume":       onQueue(apikey.Admin),

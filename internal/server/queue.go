@@ -41,6 +41,7 @@ func (s *Server) queueRoutes(handle func(method, path string, h http.HandlerFunc
 	handle("GET", "/v1/queues/{queue}/stats", s.queueStats)
 	handle("GET", "/v1/queues/{queue}/dead", s.deadLetters)
 	handle("POST", "/v1/queues/{queue}/dead/requeue", s.requeue)
+	handle("POST", "/v1/queues/{queue}/dead/delete", s.deleteDead)
 	handle("GET", "/v1/queues/{queue}/pause", s.getPause)
 	handle("POST", "/v1/queues/{queue}/pause", s.setPause(true))
 	handle("POST", "/v1/queues/{queue}/resume", s.setPause(false))
@@ -604,11 +605,29 @@ func decodeRequeue(data []byte) ([]queue.ID, error) {
 			return nil, err
 		}
 	}
-	if len(req.IDs) > queue.MaxBatch {
-		return nil, errorf(api.CodeInvalidArgument, "ids: %d ids, the limit is %d", len(req.IDs), queue.MaxBatch)
+	return parseIDs(req.IDs)
+}
+
+// decodeDeleteDead wants at least one id: deleting every dead letter is a
+// purge, which says so.
+func decodeDeleteDead(data []byte) ([]queue.ID, error) {
+	var req api.DeleteDeadRequest
+	if err := decodeStrict(data, &req, ""); err != nil {
+		return nil, err
 	}
-	ids := make([]queue.ID, len(req.IDs))
-	for i, s := range req.IDs {
+	if len(req.IDs) == 0 {
+		return nil, errorf(api.CodeInvalidArgument, "ids: give 1 to %d dead letter ids (POST .../purge with dead_letters deletes them all)", queue.MaxBatch)
+	}
+	return parseIDs(req.IDs)
+}
+
+// parseIDs reads the "ids" field of a dead-letter request.
+func parseIDs(list []string) ([]queue.ID, error) {
+	if len(list) > queue.MaxBatch {
+		return nil, errorf(api.CodeInvalidArgument, "ids: %d ids, the limit is %d", len(list), queue.MaxBatch)
+	}
+	ids := make([]queue.ID, len(list))
+	for i, s := range list {
 		id, err := queue.ParseID(s)
 		if err != nil {
 			return nil, errorf(api.CodeInvalidArgument, "ids[%d]: %v", i, strings.TrimPrefix(err.Error(), queue.ErrInvalid.Error()+": "))
@@ -650,6 +669,19 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, api.RequeueResponse{Requeued: jsonEach(done, queue.ID.String)})
+}
+
+func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request) {
+	ids, ok := decodeRequest(s, w, r, decodeDeleteDead)
+	if !ok {
+		return
+	}
+	done, err := s.client.Queues().DeleteDead(r.Context(), r.PathValue("queue"), ids)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.DeleteDeadResponse{Deleted: jsonEach(done, queue.ID.String)})
 }
 
 // ---- metrics ---------------------------------------------------------------

@@ -407,3 +407,48 @@ func TestQueuePurge(t *testing.T) {
 	}
 	e.wantError("POST", "/v1/queues/nope/purge", "", 404, api.CodeQueueNotFound, "nope")
 }
+
+func TestDeadLettersCanBeDeletedOneByOne(t *testing.T) {
+	t.Parallel()
+	e, _ := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4,"max_deliveries":1}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body":"b"}]}`, 201, nil)
+	var rcv api.ReceiveResponse
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":2}`, 200, &rcv)
+	if len(rcv.Messages) != 2 {
+		t.Fatalf("received %d messages, want 2", len(rcv.Messages))
+	}
+	for _, m := range rcv.Messages {
+		e.mustJSON("POST", "/v1/queues/q/nack", `{"receipt":"`+m.Receipt+`"}`, 200, nil)
+	}
+	gone, kept := rcv.Messages[0].ID, rcv.Messages[1].ID
+
+	e.wantError("POST", "/v1/queues/q/dead/delete", `{}`, 400, api.CodeInvalidArgument, "ids")
+	e.wantError("POST", "/v1/queues/q/dead/delete", `{"ids":[]}`, 400, api.CodeInvalidArgument, "purge")
+	e.wantError("POST", "/v1/queues/q/dead/delete", `{"ids":["nope"]}`, 400, api.CodeInvalidArgument, "ids[0]")
+	e.wantError("POST", "/v1/queues/nope/dead/delete", `{"ids":["`+gone+`"]}`, 404, api.CodeQueueNotFound, "nope")
+	var dead api.DeadLetterList
+	e.mustJSON("GET", "/v1/queues/q/dead", "", 200, &dead)
+	if len(dead.DeadLetters) != 2 {
+		t.Fatalf("a refused delete changed the dead letters: %+v", dead)
+	}
+
+	var del api.DeleteDeadResponse
+	e.mustJSON("POST", "/v1/queues/q/dead/delete", `{"ids":["`+gone+`"]}`, 200, &del)
+	if len(del.Deleted) != 1 || del.Deleted[0] != gone {
+		t.Fatalf("delete = %+v, want [%s]", del, gone)
+	}
+	e.mustJSON("POST", "/v1/queues/q/dead/delete", `{"ids":["`+gone+`"]}`, 200, &del)
+	if len(del.Deleted) != 0 {
+		t.Fatalf("deleting again = %+v, want nothing", del)
+	}
+	e.mustJSON("GET", "/v1/queues/q/dead", "", 200, &dead)
+	if len(dead.DeadLetters) != 1 || dead.DeadLetters[0].ID != kept {
+		t.Fatalf("dead letters after the delete = %+v, want only %s", dead, kept)
+	}
+	var req api.RequeueResponse
+	e.mustJSON("POST", "/v1/queues/q/dead/requeue", `{"ids":["`+gone+`"]}`, 200, &req)
+	if len(req.Requeued) != 0 {
+		t.Fatalf("a deleted dead letter was requeued: %+v", req)
+	}
+}

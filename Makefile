@@ -69,6 +69,8 @@ test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 		export $$(scripts/devcassandra env); \
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
+	if [ -z "$${ABACUS_TEST_CHROMIUM:-}" ]; then ABACUS_TEST_CHROMIUM=$$(scripts/chromium); export ABACUS_TEST_CHROMIUM; fi; \
+	echo "ABACUS_TEST_CHROMIUM=$$ABACUS_TEST_CHROMIUM (the web console's browser test)"; \
 	echo "== race detector over the logic packages, on the embedded store (their Cassandra cases run in the next step)"; \
 	ABACUS_TEST_CASSANDRA= $(GO) test -race -short -count=1 $(RACE_PKGS); \
 	echo "== every package, Cassandra tests enabled"; \

@@ -72,6 +72,7 @@ type serveFlags struct {
 	metricsMaxNS    int
 	otlpEndpoint    string
 	traceRatio      float64
+	noConsole       bool
 }
 
 func (a *app) serveCmd() *cobra.Command {
@@ -118,6 +119,7 @@ over the file.`,
 	addCassandraFlags(fl, &f)
 	fl.DurationVar(&f.gcInterval, "gc-interval", 10*time.Minute, "how often to garbage-collect every counter; 0 or negative disables it")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.BoolVar(&f.noConsole, "no-console", false, "do not serve the web console under /ui (it obeys --auth like the API)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", api.DefaultMaxBodyBytes, "largest accepted request body")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", server.DefaultShutdownTimeout, "how long to wait for in-flight requests on shutdown")
@@ -324,6 +326,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		ShutdownTimeout:      f.shutdownTimeout,
 		MaxClockSkew:         maxSkew,
 		ClockCheckInterval:   f.clockCheck,
+		NoConsole:            f.noConsole,
 	})
 	if err != nil {
 		_ = ln.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/internal/apikey"
+	"github.com/abacusdb/abacus/internal/console"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -110,6 +111,10 @@ type Config struct {
 	// Keys authenticates API keys and serves /v1/keys. Default: keys kept
 	// in the client's store, trusted for apikey.DefaultCacheTTL.
 	Keys *apikey.Keys
+
+	// NoConsole leaves out the web console under /ui (internal/console),
+	// which is served by default and obeys Auth like the API.
+	NoConsole bool
 }
 
 func (c Config) withDefaults() Config {
@@ -189,7 +194,16 @@ func New(cfg Config) (*Server, error) {
 	register(cfg.Registry, newQueueCollector(cfg.Client.Queues()))
 	s.loopbackOnly.Store(explicitLoopback)
 	s.authOn.Store(AuthRequired(cfg.Auth, cfg.Addr))
-	s.handler = s.instrument(s.guardBrowsers(refuseUncleanPaths(s.routesMux())))
+	mux := s.routesMux()
+	if !cfg.NoConsole {
+		ui, err := console.New(console.Config{Client: cfg.Client, Gate: consoleGate{s}, Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/ui", ui)
+		mux.Handle("/ui/", ui)
+	}
+	s.handler = s.instrument(s.guardBrowsers(refuseUncleanPaths(mux)))
 	return s, nil
 }
 
@@ -287,7 +301,7 @@ func (s *Server) routesMux() *http.ServeMux {
 func refuseUncleanPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath()
-		if p == "" || p[0] != '/' || p == "/" {
+		if p == "" || p[0] != '/' || p == "/" || p == "/ui/" { // the console sends "/ui/" on to "/ui"
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -1,0 +1,375 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/internal/apikey"
+	"github.com/abacusdb/abacus/internal/console"
+	"github.com/abacusdb/abacus/internal/server"
+	"github.com/abacusdb/abacus/internal/servertest"
+)
+
+// site is a whole server (API and console) on the embedded store in
+// memory, reached over real HTTP on loopback.
+type site struct {
+	t    *testing.T
+	url  string
+	keys *apikey.Keys
+	// admin is a *:admin key for the API calls that set a test up.
+	admin string
+}
+
+func newSite(t *testing.T, auth server.AuthMode) *site {
+	t.Helper()
+	store := servertest.OpenStore(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	lib, err := abacus.NewClient(context.Background(), abacus.Config{Driver: store, Logger: quiet, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lib.Stop(context.Background()) })
+	keys := apikey.New(store, 0)
+	srv, err := server.New(server.Config{Client: lib, Logger: quiet, Auth: auth, Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	s := &site{t: t, url: ts.URL, keys: keys}
+	s.admin = s.key("*:admin")
+	return s
+}
+
+func (s *site) key(scopes ...string) string {
+	s.t.Helper()
+	tok, _, err := s.keys.Create(context.Background(), apikey.Spec{Scopes: scopes})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return tok
+}
+
+// api calls the JSON API as the admin key and decodes the answer.
+func (s *site) api(method, path, body string, out any) {
+	s.t.Helper()
+	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+s.admin)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		s.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			s.t.Fatalf("%s %s: %v in %s", method, path, err, data)
+		}
+	}
+}
+
+// deadLetters makes a queue whose messages die at their first failure and
+// returns the ids of the dead letters, one per body, failed with reason.
+func (s *site) deadLetters(queue, reason string, bodies ...string) []string {
+	s.t.Helper()
+	s.api("POST", "/v1/queues", `{"name":"`+queue+`","shards":4,"max_deliveries":1}`, nil)
+	msgs := make([]map[string]string, len(bodies))
+	for i, b := range bodies {
+		msgs[i] = map[string]string{"body": b}
+	}
+	body, _ := json.Marshal(map[string]any{"messages": msgs})
+	s.api("POST", "/v1/queues/"+queue+"/messages", string(body), nil)
+	var ids []string
+	for len(ids) < len(bodies) {
+		var rcv api.ReceiveResponse
+		s.api("POST", "/v1/queues/"+queue+"/receive", `{"max":100,"wait":"5s"}`, &rcv)
+		for _, m := range rcv.Messages {
+			nack, _ := json.Marshal(api.NackRequest{Receipt: m.Receipt, Error: reason})
+			s.api("POST", "/v1/queues/"+queue+"/nack", string(nack), nil)
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// browser is a user agent with a cookie jar that does not follow
+// redirects, so that tests see them.
+type browser struct {
+	t *testing.T
+	s *site
+	c *http.Client
+}
+
+func (s *site) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: s.t, s: s, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}}
+}
+
+type page struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (b *browser) do(method, path string, form url.Values, header ...string) page {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, b.s.url+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	return page{resp.StatusCode, resp.Header, buf.String()}
+}
+
+func (b *browser) get(path string) page { return b.do("GET", path, nil) }
+
+// post submits a form and follows its redirect, as a browser does.
+func (b *browser) post(path string, form url.Values) page {
+	b.t.Helper()
+	p := b.do("POST", path, form)
+	if p.status != http.StatusSeeOther {
+		return p
+	}
+	return b.get(p.header.Get("Location"))
+}
+
+func (s *site) deadIDs(queue string) []string {
+	var list api.DeadLetterList
+	s.api("GET", "/v1/queues/"+queue+"/dead", "", &list)
+	ids := []string{}
+	for _, l := range list.DeadLetters {
+		ids = append(ids, l.ID)
+	}
+	return ids
+}
+
+func mustContain(t *testing.T, what string, p page, parts ...string) {
+	t.Helper()
+	for _, part := range parts {
+		if !strings.Contains(p.body, part) {
+			t.Errorf("%s (%d): no %q in\n%s", what, p.status, part, p.body)
+		}
+	}
+}
+
+func TestTheConsoleShowsQueuesAndActsOnDeadLetters(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, server.AuthOff)
+	ids := s.deadLetters("jobs", "smtp <b>550</b>", "one", "<script>alert(1)</script>", "three")
+	s.api("POST", "/v1/queues/jobs/messages", `{"messages":[{"body":"later","delay":"1h"},{"body":"later too","delay":"1h"}]}`, nil)
+	b := s.browser()
+
+	home := b.get("/ui")
+	if home.status != 200 || !strings.HasPrefix(home.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /ui: %d %s", home.status, home.header.Get("Content-Type"))
+	}
+	mustContain(t, "overview", home, `data-queue="jobs"`, `<td class="n messages">2</td>`, `<td class="n due">0</td>`, `href="/ui/queues/jobs"`)
+	if csp := home.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Errorf("Content-Security-Policy = %q", csp)
+	}
+
+	q := b.get("/ui/queues/jobs")
+	mustContain(t, "queue page", q, ids[0], ids[1], ids[2], "smtp &lt;b&gt;550&lt;/b&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;", `id="messages">2<`)
+	if strings.Contains(q.body, "<script>") || strings.Contains(q.body, "<b>550") {
+		t.Fatalf("a dead letter's body or error reached the page unescaped:\n%s", q.body)
+	}
+
+	after := b.post("/ui/queues/jobs/requeue", url.Values{"id": {ids[0]}})
+	mustContain(t, "after a requeue", after, "Requeued 1 dead letter(s)")
+	if got := s.deadIDs("jobs"); len(got) != 2 || got[0] == ids[0] && got[1] == ids[0] {
+		t.Fatalf("dead letters after requeueing %s: %v", ids[0], got)
+	}
+	after = b.post("/ui/queues/jobs/delete", url.Values{"id": {ids[1]}})
+	mustContain(t, "after a delete", after, "Deleted 1 dead letter(s)")
+	if got := s.deadIDs("jobs"); len(got) != 1 || got[0] != ids[2] {
+		t.Fatalf("dead letters after deleting %s: %v, want only %s", ids[1], got, ids[2])
+	}
+	mustContain(t, "after a delete", after, `id="messages">3<`) // the requeued one is back on the queue
+
+	after = b.post("/ui/queues/jobs/pause", url.Values{})
+	mustContain(t, "after a pause", after, `id="state">paused<`, `id="resume"`)
+	var pause api.QueuePause
+	s.api("GET", "/v1/queues/jobs/pause", "", &pause)
+	if !pause.Paused {
+		t.Fatalf("the console paused the queue but the API says %+v", pause)
+	}
+	mustContain(t, "overview while paused", b.get("/ui"), `<span class="paused">paused</span>`)
+	after = b.post("/ui/queues/jobs/resume", url.Values{})
+	mustContain(t, "after a resume", after, `id="state">running<`)
+
+	after = b.post("/ui/queues/jobs/requeue", url.Values{"all": {"yes"}})
+	mustContain(t, "after requeueing all", after, "Requeued 1 dead letter(s)", `id="no-dead"`)
+}
+
+func TestTheConsoleRefusesBadFormsAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, server.AuthOff)
+	ids := s.deadLetters("jobs", "boom", "a")
+	b := s.browser()
+	for _, c := range []struct {
+		path   string
+		form   url.Values
+		status int
+		want   string
+	}{
+		{"/ui/queues/jobs/requeue", url.Values{}, 400, "Choose a dead letter"},
+		{"/ui/queues/jobs/requeue", url.Values{"id": {"nope"}}, 400, "is not a message id"},
+		{"/ui/queues/jobs/delete", url.Values{"id": {ids[0], "x"}}, 400, "is not a message id"},
+		{"/ui/queues/jobs/delete", url.Values{}, 400, "no dead letter ids"},
+		{"/ui/queues/nope/delete", url.Values{"id": {ids[0]}}, 404, "nope"},
+		{"/ui/queues/nope/pause", url.Values{}, 404, "nope"},
+	} {
+		p := b.do("POST", c.path, c.form)
+		if p.status != c.status || !strings.Contains(p.body, c.want) {
+			t.Errorf("POST %s %v: %d, want %d with %q:\n%s", c.path, c.form, p.status, c.status, c.want, p.body)
+		}
+	}
+	if got := s.deadIDs("jobs"); len(got) != 1 {
+		t.Fatalf("refused forms changed the dead letters: %v", got)
+	}
+	// Another site's page may not post a form here, even to a server that
+	// asks no key.
+	p := b.do("POST", "/ui/queues/jobs/delete", url.Values{"id": {ids[0]}}, "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site")
+	if p.status != 403 {
+		t.Fatalf("cross-site form: %d %s", p.status, p.body)
+	}
+	if got := s.deadIDs("jobs"); len(got) != 1 {
+		t.Fatalf("a cross-site form deleted a dead letter: %v", got)
+	}
+	if p := b.get("/ui/queues/nope"); p.status != 404 {
+		t.Errorf("GET of a missing queue: %d", p.status)
+	}
+	if p := b.get("/ui/nothing/here"); p.status != 404 || !strings.HasPrefix(p.header.Get("Content-Type"), "text/html") {
+		t.Errorf("GET of no page: %d %s", p.status, p.header.Get("Content-Type"))
+	}
+	if p := b.get("/ui/"); p.status != http.StatusMovedPermanently || p.header.Get("Location") != "/ui" {
+		t.Errorf("GET /ui/: %d to %q", p.status, p.header.Get("Location"))
+	}
+}
+
+func TestTheConsoleNeedsAKeyWhenTheServerDoes(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, server.AuthOn)
+	ids := s.deadLetters("jobs", "boom", "a")
+	s.api("POST", "/v1/queues", `{"name":"secret","shards":4}`, nil)
+	b := s.browser()
+
+	if p := b.get("/ui"); p.status != http.StatusSeeOther || p.header.Get("Location") != "/ui/login" {
+		t.Fatalf("GET /ui without a key: %d to %q", p.status, p.header.Get("Location"))
+	}
+	if p := b.do("POST", "/ui/queues/jobs/delete", url.Values{"id": {ids[0]}}); p.status != 401 {
+		t.Fatalf("POST without a key: %d", p.status)
+	}
+	if p := b.do("POST", "/ui/login", url.Values{"key": {"abk_nope"}}); p.status != 401 || !strings.Contains(p.body, "role=\"alert\"") {
+		t.Fatalf("sign-in with a bad key: %d\n%s", p.status, p.body)
+	}
+
+	// A key that may read one queue sees that queue only, and no buttons.
+	reader := s.key("queue:jobs:read")
+	login := b.do("POST", "/ui/login", url.Values{"key": {reader}})
+	if login.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", login.status, login.body)
+	}
+	var ck *http.Cookie
+	for _, c := range (&http.Response{Header: login.header}).Cookies() {
+		if c.Name == console.KeyCookie {
+			ck = c
+		}
+	}
+	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/ui" {
+		t.Fatalf("key cookie = %+v; want HttpOnly, SameSite=Strict, Path=/ui", ck)
+	}
+	home := b.get("/ui")
+	mustContain(t, "reader's overview", home, `data-queue="jobs"`)
+	if strings.Contains(home.body, "secret") {
+		t.Errorf("the overview shows a queue the key may not read:\n%s", home.body)
+	}
+	q := b.get("/ui/queues/jobs")
+	mustContain(t, "reader's queue page", q, ids[0])
+	if strings.Contains(q.body, `class="delete"`) || strings.Contains(q.body, `id="pause"`) {
+		t.Errorf("a read-only key is offered changes:\n%s", q.body)
+	}
+	if p := b.get("/ui/queues/secret"); p.status != 403 {
+		t.Errorf("a queue the key may not read: %d", p.status)
+	}
+	for _, path := range []string{"/ui/queues/jobs/delete", "/ui/queues/jobs/requeue", "/ui/queues/jobs/pause"} {
+		if p := b.do("POST", path, url.Values{"id": {ids[0]}}); p.status != 403 {
+			t.Errorf("POST %s with a read-only key: %d", path, p.status)
+		}
+	}
+	if got := s.deadIDs("jobs"); len(got) != 1 {
+		t.Fatalf("a read-only key changed the dead letters: %v", got)
+	}
+
+	// An admin key acts; once revoked, it is sent back to sign in.
+	admin := s.key("queue:jobs:admin")
+	b.do("POST", "/ui/logout", url.Values{})
+	if p := b.get("/ui"); p.status != http.StatusSeeOther {
+		t.Fatalf("after signing out: %d", p.status)
+	}
+	b.do("POST", "/ui/login", url.Values{"key": {admin}})
+	mustContain(t, "admin's delete", b.post("/ui/queues/jobs/delete", url.Values{"id": {ids[0]}}), "Deleted 1 dead letter(s)")
+	s.api("DELETE", "/v1/keys/"+keyID(t, s, admin), "", nil)
+	if p := b.get("/ui"); p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/ui/login") {
+		t.Fatalf("a revoked key: %d to %q", p.status, p.header.Get("Location"))
+	}
+}
+
+// keyID finds the id of the key a token names.
+func keyID(t *testing.T, s *site, token string) string {
+	t.Helper()
+	k, err := s.keys.Authenticate(context.Background(), token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.ID
+}
+
+func TestTheConsoleShowsNamespacesAndValues(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, server.AuthOff)
+	s.api("POST", "/v1/namespaces", `{"name":"likes"}`, nil)
+	s.api("POST", "/v1/namespaces/likes/counters/post%2F1/updates", `{"delta":5}`, nil)
+	s.api("POST", "/v1/namespaces", `{"name":"wallets","model":"ledger"}`, nil)
+	s.api("POST", "/v1/namespaces/wallets/ledgers/alice/credits", `{"amount":50,"request_id":"r1"}`, nil)
+	s.api("POST", "/v1/namespaces/wallets/ledgers/alice/debits", `{"amount":8,"request_id":"r2"}`, nil)
+	b := s.browser()
+	mustContain(t, "overview", b.get("/ui"), `href="/ui/namespaces/likes"`, `href="/ui/namespaces/wallets"`)
+	mustContain(t, "counters", b.get("/ui/namespaces/likes"), `data-counter="post/1"`, `<td class="n value">5</td>`)
+	mustContain(t, "ledgers", b.get("/ui/namespaces/wallets"), "Ledgers", `data-counter="alice"`, `<td class="n value">42</td>`)
+	if p := b.get("/ui/namespaces/nope"); p.status != 404 {
+		t.Errorf("a missing namespace: %d", p.status)
+	}
+}

@@ -1,0 +1,337 @@
+package console
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/internal/apikey"
+	"github.com/abacusdb/abacus/internal/queue"
+)
+
+// observeTimeout bounds the overview's reading of one queue: a slow store
+// shows as an error in that queue's row, not as a page that never comes.
+const observeTimeout = 10 * time.Second
+
+// deadPerPage is how many dead letters a queue page lists.
+const deadPerPage = 100
+
+// queueRow is a queue as the overview shows it.
+type queueRow struct {
+	Name    string
+	Shards  int
+	Paused  bool
+	Obs     *queue.Observation
+	Lag     time.Duration
+	Holders []string
+	Err     string
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
+	ctx := r.Context()
+	namespaces, err := c.cfg.Client.Namespaces(ctx)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	var nsList []*abacus.Namespace
+	for _, ns := range namespaces {
+		if v.may(apikey.KindNamespace, ns.Name, apikey.Read) {
+			nsList = append(nsList, ns)
+		}
+	}
+	all, err := c.cfg.Client.Queues().List(ctx)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	var readable []*queue.Queue
+	for _, q := range all {
+		if v.may(apikey.KindQueue, q.Name, apikey.Read) {
+			readable = append(readable, q)
+		}
+	}
+	after := r.URL.Query().Get("after")
+	page, next := pageAfter(readable, func(q *queue.Queue) string { return q.Name }, after, c.cfg.QueuesPerPage)
+	rows := make([]queueRow, len(page))
+	names := make([]string, len(page))
+	for i, q := range page {
+		rows[i] = queueRow{Name: q.Name, Shards: q.Shards}
+		names[i] = q.Name
+	}
+	if paused, err := c.cfg.Client.Queues().PauseStates(ctx, names); err == nil {
+		for i := range rows {
+			rows[i].Paused = paused[i].Paused
+		}
+	}
+	for i := range rows {
+		octx, cancel := context.WithTimeout(ctx, observeTimeout)
+		o, err := c.cfg.Client.Queues().Observe(octx, rows[i].Name)
+		cancel()
+		if err != nil {
+			rows[i].Err = err.Error()
+			continue
+		}
+		rows[i].Obs = o
+		rows[i].Lag = o.DeliveryLag()
+		rows[i].Holders = holders(o)
+	}
+	c.render(w, http.StatusOK, "overview", map[string]any{
+		"Title": "Overview", "Key": v.keyID(), "Auth": v.required,
+		"Queues": rows, "QueueCount": len(readable), "Next": next, "After": after,
+		"Namespaces": nsList,
+	})
+}
+
+// holders lists the consumers holding a lease on the queue's shards.
+func holders(o *queue.Observation) []string {
+	var out []string
+	for _, s := range o.Shards {
+		if s.Holder != "" && !slices.Contains(out, s.Holder) {
+			out = append(out, s.Holder)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// notices are what a queue page says after a change: a fixed text per
+// kind (with a count for some), so that a crafted link cannot make the
+// page say anything else.
+var notices = map[string]struct {
+	text    string
+	counted bool
+}{
+	"requeued": {"Requeued %d dead letter(s): they are due now.", true},
+	"deleted":  {"Deleted %d dead letter(s).", true},
+	"paused":   {"Paused: consumers stop receiving within a second or so.", false},
+	"resumed":  {"Resumed: consumers receive again.", false},
+}
+
+// pageAfter sorts list by name and returns up to n items named after
+// after, and the name to ask for the next page with ("" at the end).
+func pageAfter[T any](list []T, name func(T) string, after string, n int) (page []T, next string) {
+	list = slices.Clone(list)
+	slices.SortFunc(list, func(a, b T) int { return strings.Compare(name(a), name(b)) })
+	start := 0
+	if after != "" {
+		start = sort.Search(len(list), func(i int) bool { return name(list[i]) > after })
+	}
+	page = list[start:min(start+n, len(list))]
+	if start+len(page) < len(list) && len(page) > 0 {
+		next = name(page[len(page)-1])
+	}
+	return page, next
+}
+
+func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, v viewer) {
+	name := r.PathValue("queue")
+	if !v.may(apikey.KindQueue, name, apikey.Read) {
+		c.fail(w, r, &v, http.StatusForbidden, "API key "+strconv.Quote(v.keyID())+" may not read queue "+strconv.Quote(name)+".")
+		return
+	}
+	ctx := r.Context()
+	qs := c.cfg.Client.Queues()
+	q, err := qs.Queue(ctx, name)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	pause, err := qs.PauseState(ctx, name)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	o, err := qs.Observe(ctx, name)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	dead, err := qs.DeadLetters(ctx, name, deadPerPage+1)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	more := len(dead) > deadPerPage
+	dead = dead[:min(len(dead), deadPerPage)]
+	notice := ""
+	if n, ok := notices[r.URL.Query().Get("done")]; ok {
+		notice = n.text
+		if n.counted {
+			notice = fmt.Sprintf(n.text, intParam(r, "n"))
+		}
+	}
+	c.render(w, http.StatusOK, "queue", map[string]any{
+		"Title": "Queue " + name, "Key": v.keyID(), "Auth": v.required,
+		"Queue": q, "Pause": pause, "Obs": o, "Lag": o.DeliveryLag(), "Holders": holders(o),
+		"Dead": dead, "MoreDead": more, "Notice": notice,
+		"Admin": v.may(apikey.KindQueue, name, apikey.Admin),
+	})
+}
+
+// admin checks the admin role a queue change needs.
+func (c *Console) admin(w http.ResponseWriter, r *http.Request, v viewer) bool {
+	name := r.PathValue("queue")
+	if v.may(apikey.KindQueue, name, apikey.Admin) {
+		return true
+	}
+	c.fail(w, r, &v, http.StatusForbidden, "API key "+strconv.Quote(v.keyID())+" may not administer queue "+strconv.Quote(name)+"; nothing was done.")
+	return false
+}
+
+// formIDs reads the dead letter ids a form names.
+func (c *Console) formIDs(w http.ResponseWriter, r *http.Request, v viewer) ([]queue.ID, bool) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, &v, http.StatusBadRequest, "The form could not be read: "+err.Error())
+		return nil, false
+	}
+	list := r.PostForm["id"]
+	if len(list) > queue.MaxBatch {
+		c.fail(w, r, &v, http.StatusBadRequest, "Too many ids in one form; the limit is "+strconv.Itoa(queue.MaxBatch)+". Nothing was done.")
+		return nil, false
+	}
+	ids := make([]queue.ID, len(list))
+	for i, s := range list {
+		id, err := queue.ParseID(s)
+		if err != nil {
+			c.fail(w, r, &v, http.StatusBadRequest, "Dead letter id "+strconv.Quote(s)+" is not a message id. Nothing was done.")
+			return nil, false
+		}
+		ids[i] = id
+	}
+	return ids, true
+}
+
+func (c *Console) requeue(w http.ResponseWriter, r *http.Request, v viewer) {
+	if !c.admin(w, r, v) {
+		return
+	}
+	ids, ok := c.formIDs(w, r, v)
+	if !ok {
+		return
+	}
+	if len(ids) == 0 && r.PostFormValue("all") != "yes" {
+		c.fail(w, r, &v, http.StatusBadRequest, "Choose a dead letter to requeue, or requeue all. Nothing was done.")
+		return
+	}
+	got, err := c.cfg.Client.Queues().Requeue(r.Context(), r.PathValue("queue"), ids)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	c.back(w, r, "requeued", len(got))
+}
+
+func (c *Console) deleteDead(w http.ResponseWriter, r *http.Request, v viewer) {
+	if !c.admin(w, r, v) {
+		return
+	}
+	ids, ok := c.formIDs(w, r, v)
+	if !ok {
+		return
+	}
+	got, err := c.cfg.Client.Queues().DeleteDead(r.Context(), r.PathValue("queue"), ids)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	c.back(w, r, "deleted", len(got))
+}
+
+func (c *Console) setPause(paused bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, v viewer) {
+		if !c.admin(w, r, v) {
+			return
+		}
+		qs := c.cfg.Client.Queues()
+		set, what := qs.Resume, "resumed"
+		if paused {
+			set, what = qs.Pause, "paused"
+		}
+		if _, err := set(r.Context(), r.PathValue("queue")); err != nil {
+			c.failWith(w, r, v, err)
+			return
+		}
+		c.back(w, r, what, 0)
+	}
+}
+
+// back answers a change with a redirect to the queue page (post, redirect,
+// get: reloading the page repeats nothing).
+func (c *Console) back(w http.ResponseWriter, r *http.Request, what string, n int) {
+	u := "/ui/queues/" + url.PathEscape(r.PathValue("queue")) + "?done=" + what
+	if notices[what].counted {
+		u += "&n=" + strconv.Itoa(n)
+	}
+	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+// counterRow is a counter (or ledger) as a namespace page shows it.
+type counterRow struct {
+	Name  string
+	Value string
+	Err   string
+}
+
+func (c *Console) namespacePage(w http.ResponseWriter, r *http.Request, v viewer) {
+	name := r.PathValue("ns")
+	if !v.may(apikey.KindNamespace, name, apikey.Read) {
+		c.fail(w, r, &v, http.StatusForbidden, "API key "+strconv.Quote(v.keyID())+" may not read namespace "+strconv.Quote(name)+".")
+		return
+	}
+	ctx := r.Context()
+	ns, err := c.cfg.Client.Namespace(ctx, name)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	names, err := c.cfg.Client.Counters(ctx, name)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	after := r.URL.Query().Get("after")
+	page, next := pageAfter(names, func(n string) string { return n }, after, c.cfg.CountersPerPage)
+	rows := make([]counterRow, len(page))
+	for i, counter := range page {
+		rows[i] = counterRow{Name: counter}
+		rows[i].Value, err = c.value(ctx, ns, counter)
+		if err != nil {
+			rows[i].Err = err.Error()
+		}
+	}
+	c.render(w, http.StatusOK, "namespace", map[string]any{
+		"Title": "Namespace " + name, "Key": v.keyID(), "Auth": v.required,
+		"NS": ns, "Counters": rows, "Count": len(names), "Next": next, "After": after,
+	})
+}
+
+// value reads one counter's value as text.
+func (c *Console) value(ctx context.Context, ns *abacus.Namespace, counter string) (string, error) {
+	if ns.Model == abacus.ModelLedger {
+		lv, err := c.cfg.Client.LedgerValue(ctx, ns.Name, counter)
+		if err != nil {
+			return "", err
+		}
+		return strconv.FormatInt(lv.Value, 10), nil
+	}
+	val, err := c.cfg.Client.Get(ctx, ns.Name, counter)
+	switch {
+	case err != nil:
+		return "", err
+	case val == nil:
+		return "", errors.New("no value")
+	case val.Saturated:
+		return val.Exact, nil
+	}
+	return strconv.FormatInt(val.Value, 10), nil
+}

@@ -39,8 +39,14 @@ func chromium(t *testing.T) context.Context {
 	browser, cancel := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
 	t.Cleanup(func() { cancel(); cancelAlloc() })
 	// The first run starts the browser, which lives as long as the
-	// context of that run: it must not carry the test's time limit.
-	if err := chromedp.Do(browser); err != nil {
+	// context of that run: it must not carry the test's time limit, so a
+	// watchdog bounds the start instead.
+	watchdog := time.AfterFunc(time.Minute, cancel)
+	err := chromedp.Do(browser)
+	if !watchdog.Stop() {
+		t.Fatalf("starting %s: no answer within a minute (%v)", bin, err)
+	}
+	if err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
 	}
 	ctx, cancelTimeout := context.WithTimeout(browser, 2*time.Minute)

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -78,11 +77,10 @@ func New(cfg Config) (*Console, error) {
 	}
 	c := &Console{cfg: cfg, mux: http.NewServeMux(), pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
-		"path":  url.PathEscape,
-		"query": url.QueryEscape,
-		"when":  when,
-		"ago":   ago,
-		"clip":  clip,
+		"path": url.PathEscape,
+		"when": when,
+		"ago":  ago,
+		"clip": clip,
 	}
 	for _, page := range []string{"overview", "queue", "namespace", "login", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
@@ -132,7 +130,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
-	if !strings.HasSuffix(r.URL.Path, ".css") {
+	if r.URL.Path != "/ui/console.css" {
 		h.Set("Cache-Control", "no-store")
 	}
 	c.mux.ServeHTTP(w, r)
@@ -183,6 +181,9 @@ func (c *Console) signedIn(h handler) http.HandlerFunc {
 					http.Redirect(w, r, "/ui/login?expired=1", http.StatusSeeOther)
 					return
 				}
+			}
+			if status == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "1")
 			}
 			c.fail(w, r, nil, status, err.Error())
 			return
@@ -252,6 +253,9 @@ func clearKey(w http.ResponseWriter, r *http.Request) {
 // render writes a page. A template error after the first byte cannot
 // change the status, so pages are rendered into memory first.
 func (c *Console) render(w http.ResponseWriter, status int, page string, data map[string]any) {
+	if _, ok := data["Auth"]; !ok {
+		data["Auth"] = c.cfg.Gate.Required()
+	}
 	var b strings.Builder
 	if err := c.pages[page].Execute(&b, data); err != nil {
 		c.cfg.Logger.Error("console: render", "page", page, "err", err)
@@ -312,13 +316,4 @@ func clip(n int, s string) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
-}
-
-// intParam reads a small positive query parameter.
-func intParam(r *http.Request, name string) int {
-	n, err := strconv.Atoi(r.URL.Query().Get(name))
-	if err != nil || n < 0 || n > 1_000_000 {
-		return 0
-	}
-	return n
 }

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,6 +203,12 @@ func TestTheConsoleShowsQueuesAndActsOnDeadLetters(t *testing.T) {
 	if csp := home.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "frame-ancestors 'none'") {
 		t.Errorf("Content-Security-Policy = %q", csp)
 	}
+	if h := home.header; h.Get("X-Frame-Options") != "DENY" || h.Get("Cache-Control") != "no-store" || h.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("headers: X-Frame-Options %q, Cache-Control %q, X-Content-Type-Options %q", h.Get("X-Frame-Options"), h.Get("Cache-Control"), h.Get("X-Content-Type-Options"))
+	}
+	if !strings.Contains(home.body, "asks for no API key") {
+		t.Errorf("a server that asks for no key does not say so")
+	}
 
 	q := b.get("/ui/queues/jobs")
 	mustContain(t, "queue page", q, ids[0], ids[1], ids[2], "smtp &lt;b&gt;550&lt;/b&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;", `id="messages">2<`)
@@ -208,8 +218,11 @@ func TestTheConsoleShowsQueuesAndActsOnDeadLetters(t *testing.T) {
 
 	after := b.post("/ui/queues/jobs/requeue", url.Values{"id": {ids[0]}})
 	mustContain(t, "after a requeue", after, "Requeued 1 dead letter(s)")
-	if got := s.deadIDs("jobs"); len(got) != 2 || got[0] == ids[0] && got[1] == ids[0] {
+	if got := s.deadIDs("jobs"); len(got) != 2 || slices.Contains(got, ids[0]) {
 		t.Fatalf("dead letters after requeueing %s: %v", ids[0], got)
+	}
+	if p := b.get("/ui/queues/jobs"); strings.Contains(p.body, "Requeued") {
+		t.Errorf("the notice of a change shows again on a reload:\n%s", p.body)
 	}
 	after = b.post("/ui/queues/jobs/delete", url.Values{"id": {ids[1]}})
 	mustContain(t, "after a delete", after, "Deleted 1 dead letter(s)")
@@ -268,6 +281,10 @@ func TestTheConsoleRefusesBadFormsAndWritesNothing(t *testing.T) {
 	if got := s.deadIDs("jobs"); len(got) != 1 {
 		t.Fatalf("a cross-site form deleted a dead letter: %v", got)
 	}
+	// A link cannot make the page claim a change.
+	if p := b.get("/ui/queues/jobs?done=deleted&n=1000"); strings.Contains(p.body, "Deleted") || strings.Contains(p.body, `class="notice"`) {
+		t.Errorf("a crafted link shows a notice:\n%s", p.body)
+	}
 	if p := b.get("/ui/queues/nope"); p.status != 404 {
 		t.Errorf("GET of a missing queue: %d", p.status)
 	}
@@ -288,6 +305,9 @@ func TestTheConsoleNeedsAKeyWhenTheServerDoes(t *testing.T) {
 
 	if p := b.get("/ui"); p.status != http.StatusSeeOther || p.header.Get("Location") != "/ui/login" {
 		t.Fatalf("GET /ui without a key: %d to %q", p.status, p.header.Get("Location"))
+	}
+	if p := b.get("/ui/login"); p.status != 200 || strings.Contains(p.body, "asks for no API key") {
+		t.Fatalf("the sign-in page of a server that requires keys: %d\n%s", p.status, p.body)
 	}
 	if p := b.do("POST", "/ui/queues/jobs/delete", url.Values{"id": {ids[0]}}); p.status != 401 {
 		t.Fatalf("POST without a key: %d", p.status)
@@ -333,6 +353,16 @@ func TestTheConsoleNeedsAKeyWhenTheServerDoes(t *testing.T) {
 		t.Fatalf("a read-only key changed the dead letters: %v", got)
 	}
 
+	// The key reads no namespace: the overview lists none, and a
+	// namespace's page is refused.
+	s.api("POST", "/v1/namespaces", `{"name":"likes"}`, nil)
+	if p := b.get("/ui"); strings.Contains(p.body, "/ui/namespaces/likes") {
+		t.Errorf("the overview lists a namespace the key may not read")
+	}
+	if p := b.get("/ui/namespaces/likes"); p.status != 403 {
+		t.Errorf("a namespace the key may not read: %d", p.status)
+	}
+
 	// An admin key acts; once revoked, it is sent back to sign in.
 	admin := s.key("queue:jobs:admin")
 	b.do("POST", "/ui/logout", url.Values{})
@@ -371,5 +401,71 @@ func TestTheConsoleShowsNamespacesAndValues(t *testing.T) {
 	mustContain(t, "ledgers", b.get("/ui/namespaces/wallets"), "Ledgers", `data-counter="alice"`, `<td class="n value">42</td>`)
 	if p := b.get("/ui/namespaces/nope"); p.status != 404 {
 		t.Errorf("a missing namespace: %d", p.status)
+	}
+}
+
+// Pages of names that need escaping in a link (":" is allowed in queue and
+// namespace names, anything in counter names) follow on, and end.
+func TestTheConsolePagesThroughManyNames(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, server.AuthOff)
+	s.api("POST", "/v1/namespaces", `{"name":"likes"}`, nil)
+	var want []string
+	for i := range 60 {
+		name := fmt.Sprintf("user:%02d &?/", i)
+		want = append(want, name)
+		s.api("POST", "/v1/namespaces/likes/counters/"+url.PathEscape(name)+"/updates", `{"delta":1}`, nil)
+	}
+	for i := range 25 {
+		s.api("POST", "/v1/queues", fmt.Sprintf(`{"name":"mail:%02d","shards":4}`, i), nil)
+	}
+	b := s.browser()
+	follow := func(first, item, next string) []string {
+		var seen []string
+		path := first
+		for range 10 {
+			p := b.get(path)
+			if p.status != 200 {
+				t.Fatalf("GET %s: %d", path, p.status)
+			}
+			for _, m := range regexp.MustCompile(item).FindAllStringSubmatch(p.body, -1) {
+				seen = append(seen, html.UnescapeString(m[1]))
+			}
+			m := regexp.MustCompile(next).FindStringSubmatch(p.body)
+			if m == nil {
+				return seen
+			}
+			path = html.UnescapeString(m[1])
+		}
+		t.Fatalf("more than 10 pages from %s: the links go round", first)
+		return nil
+	}
+	got := follow("/ui/namespaces/likes", `data-counter="([^"]*)"`, `<a href="(/ui/namespaces/likes\?after=[^"]*)">Next page`)
+	if !slices.Equal(got, want) {
+		t.Errorf("counters over the pages = %q, want %q", got, want)
+	}
+	queues := follow("/ui", `data-queue="([^"]*)"`, `<a href="(/ui\?after=[^"]*)">Next page`)
+	if len(queues) != 25 || queues[0] != "mail:00" || queues[24] != "mail:24" {
+		t.Errorf("queues over the pages = %q", queues)
+	}
+}
+
+func TestAServerWithoutTheConsoleServesNone(t *testing.T) {
+	t.Parallel()
+	store := servertest.OpenStore(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	lib, err := abacus.NewClient(context.Background(), abacus.Config{Driver: store, Logger: quiet, GCInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lib.Stop(context.Background()) })
+	srv, err := server.New(server.Config{Client: lib, Logger: quiet, NoConsole: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/ui", nil))
+	if rec.Code != 404 || !strings.Contains(rec.Body.String(), `"code"`) {
+		t.Fatalf("GET /ui with NoConsole: %d %s", rec.Code, rec.Body)
 	}
 }

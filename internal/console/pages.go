@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/abacusdb/abacus"
@@ -17,22 +18,27 @@ import (
 	"github.com/abacusdb/abacus/internal/queue"
 )
 
-// observeTimeout bounds the overview's reading of one queue: a slow store
-// shows as an error in that queue's row, not as a page that never comes.
-const observeTimeout = 10 * time.Second
+// observeTimeout bounds the overview's reading of its queues: a slow store
+// shows as errors in the rows of the queues not read by then, not as a
+// page that never comes. observeAtOnce is how many queues it reads at once.
+const (
+	observeTimeout = 10 * time.Second
+	observeAtOnce  = 4
+)
 
 // deadPerPage is how many dead letters a queue page lists.
 const deadPerPage = 100
 
 // queueRow is a queue as the overview shows it.
 type queueRow struct {
-	Name    string
-	Shards  int
-	Paused  bool
-	Obs     *queue.Observation
-	Lag     time.Duration
-	Holders []string
-	Err     string
+	Name     string
+	Shards   int
+	Paused   bool
+	PauseErr string
+	Obs      *queue.Observation
+	Lag      time.Duration
+	Holders  []string
+	Err      string
 }
 
 func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
@@ -67,23 +73,32 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 		rows[i] = queueRow{Name: q.Name, Shards: q.Shards}
 		names[i] = q.Name
 	}
-	if paused, err := c.cfg.Client.Queues().PauseStates(ctx, names); err == nil {
-		for i := range rows {
+	octx, cancel := context.WithTimeout(ctx, observeTimeout)
+	defer cancel()
+	paused, err := c.cfg.Client.Queues().PauseStates(octx, names)
+	for i := range rows {
+		if err != nil {
+			rows[i].PauseErr = err.Error()
+		} else {
 			rows[i].Paused = paused[i].Paused
 		}
 	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, observeAtOnce)
 	for i := range rows {
-		octx, cancel := context.WithTimeout(ctx, observeTimeout)
-		o, err := c.cfg.Client.Queues().Observe(octx, rows[i].Name)
-		cancel()
-		if err != nil {
-			rows[i].Err = err.Error()
-			continue
-		}
-		rows[i].Obs = o
-		rows[i].Lag = o.DeliveryLag()
-		rows[i].Holders = holders(o)
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(row *queueRow) {
+			defer func() { <-slots; wg.Done() }()
+			o, err := c.cfg.Client.Queues().Observe(octx, row.Name)
+			if err != nil {
+				row.Err = err.Error()
+				return
+			}
+			row.Obs, row.Lag, row.Holders = o, o.DeliveryLag(), holders(o)
+		}(&rows[i])
 	}
+	wg.Wait()
 	c.render(w, http.StatusOK, "overview", map[string]any{
 		"Title": "Overview", "Key": v.keyID(), "Auth": v.required,
 		"Queues": rows, "QueueCount": len(readable), "Next": next, "After": after,
@@ -104,8 +119,9 @@ func holders(o *queue.Observation) []string {
 }
 
 // notices are what a queue page says after a change: a fixed text per
-// kind (with a count for some), so that a crafted link cannot make the
-// page say anything else.
+// kind, with a count for some. The change's answer carries which in a
+// cookie of this site, read once by the next page: a link, which anyone
+// can craft, cannot make the page claim a change that did not happen.
 var notices = map[string]struct {
 	text    string
 	counted bool
@@ -114,6 +130,32 @@ var notices = map[string]struct {
 	"deleted":  {"Deleted %d dead letter(s).", true},
 	"paused":   {"Paused: consumers stop receiving within a second or so.", false},
 	"resumed":  {"Resumed: consumers receive again.", false},
+}
+
+// noticeCookie carries a change's notice to the page the change redirects
+// to.
+const noticeCookie = "abacus_console_notice"
+
+// takeNotice returns the notice a change left for this page, and clears it.
+func takeNotice(w http.ResponseWriter, r *http.Request) string {
+	ck, err := r.Cookie(noticeCookie)
+	if err != nil {
+		return ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: noticeCookie, Path: "/ui", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	kind, count, _ := strings.Cut(ck.Value, ".")
+	n, ok := notices[kind]
+	switch {
+	case !ok:
+		return ""
+	case !n.counted:
+		return n.text
+	}
+	k, err := strconv.Atoi(count)
+	if err != nil || k < 0 {
+		return ""
+	}
+	return fmt.Sprintf(n.text, k)
 }
 
 // pageAfter sorts list by name and returns up to n items named after
@@ -162,13 +204,7 @@ func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	more := len(dead) > deadPerPage
 	dead = dead[:min(len(dead), deadPerPage)]
-	notice := ""
-	if n, ok := notices[r.URL.Query().Get("done")]; ok {
-		notice = n.text
-		if n.counted {
-			notice = fmt.Sprintf(n.text, intParam(r, "n"))
-		}
-	}
+	notice := takeNotice(w, r)
 	c.render(w, http.StatusOK, "queue", map[string]any{
 		"Title": "Queue " + name, "Key": v.keyID(), "Auth": v.required,
 		"Queue": q, "Pause": pause, "Obs": o, "Lag": o.DeliveryLag(), "Holders": holders(o),
@@ -191,7 +227,11 @@ func (c *Console) admin(w http.ResponseWriter, r *http.Request, v viewer) bool {
 func (c *Console) formIDs(w http.ResponseWriter, r *http.Request, v viewer) ([]queue.ID, bool) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
-		c.fail(w, r, &v, http.StatusBadRequest, "The form could not be read: "+err.Error())
+		status := http.StatusBadRequest
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			status = http.StatusRequestEntityTooLarge
+		}
+		c.fail(w, r, &v, status, "The form could not be read: "+err.Error()+". Nothing was done.")
 		return nil, false
 	}
 	list := r.PostForm["id"]
@@ -268,11 +308,11 @@ func (c *Console) setPause(paused bool) handler {
 // back answers a change with a redirect to the queue page (post, redirect,
 // get: reloading the page repeats nothing).
 func (c *Console) back(w http.ResponseWriter, r *http.Request, what string, n int) {
-	u := "/ui/queues/" + url.PathEscape(r.PathValue("queue")) + "?done=" + what
-	if notices[what].counted {
-		u += "&n=" + strconv.Itoa(n)
-	}
-	http.Redirect(w, r, u, http.StatusSeeOther)
+	http.SetCookie(w, &http.Cookie{
+		Name: noticeCookie, Value: what + "." + strconv.Itoa(n), Path: "/ui", MaxAge: 60,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+	http.Redirect(w, r, "/ui/queues/"+url.PathEscape(r.PathValue("queue")), http.StatusSeeOther)
 }
 
 // counterRow is a counter (or ledger) as a namespace page shows it.

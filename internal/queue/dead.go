@@ -60,6 +60,7 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 	if err != nil {
 		return nil, err
 	}
+	only = distinct(only)
 	done := []ID{}
 	for {
 		p := &driver.ListDeadParams{Queue: q.Name, IDs: only, Limit: MaxBatch}
@@ -107,6 +108,7 @@ func (s *Service) DeleteDead(ctx context.Context, queue string, ids []ID) ([]ID,
 	if len(ids) > MaxBatch {
 		return nil, invalidf("%d ids, the limit is %d", len(ids), MaxBatch)
 	}
+	ids = distinct(ids)
 	list, err := s.store.ListDead(ctx, &driver.ListDeadParams{Queue: q.Name, IDs: ids, Limit: len(ids)})
 	if err != nil || len(list) == 0 {
 		return []ID{}, err
@@ -119,4 +121,19 @@ func (s *Service) DeleteDead(ctx context.Context, queue string, ids []ID) ([]ID,
 		return nil, err
 	}
 	return found, nil
+}
+
+// distinct returns ids without repeats, in their first order: a driver
+// may look each id up on its own, and a repeated id must not be counted
+// (or requeued) twice.
+func distinct(ids []ID) []ID {
+	seen := make(map[ID]bool, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -868,3 +868,39 @@ func TestConsumerConfig(t *testing.T) {
 		t.Errorf("Start without a handler: %v", err)
 	}
 }
+
+// A dead letter named twice in one call is deleted (or requeued) and
+// reported once, on every driver: Cassandra looks each id up on its own.
+func TestDeadLetterIDsNamedTwiceCountOnce(t *testing.T) {
+	t.Parallel()
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		ctx := ctxT(t)
+		q := e.create(t, QueueConfig{Shards: 4, MaxDeliveries: 1})
+		a := e.put(t, e.svc, q.Name, Message{Body: []byte("a")})
+		b := e.put(t, e.svc, q.Name, Message{Body: []byte("b")})
+		e.clock.Advance(2 * time.Minute)
+		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
+		for _, d := range receive(t, c, 10) {
+			if err := d.Fail(ctx, errors.New("boom")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.svc.DeleteDead(ctx, q.Name, nil); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("DeleteDead of no ids: %v, want ErrInvalid", err)
+		}
+		gone, err := e.svc.DeleteDead(ctx, q.Name, []ID{a, a})
+		if err != nil || len(gone) != 1 || gone[0] != a {
+			t.Fatalf("DeleteDead(a, a) = %v, %v; want [a]", gone, err)
+		}
+		if gone, err := e.svc.DeleteDead(ctx, q.Name, []ID{a}); err != nil || len(gone) != 0 {
+			t.Fatalf("DeleteDead(a) again = %v, %v; want none", gone, err)
+		}
+		back, err := e.svc.Requeue(ctx, q.Name, []ID{b, b, a})
+		if err != nil || len(back) != 1 || back[0] != b {
+			t.Fatalf("Requeue(b, b, a) = %v, %v; want [b]", back, err)
+		}
+		if o := e.observe(t, q.Name); o.Messages != 1 {
+			t.Fatalf("%d messages after requeueing one dead letter named twice, want 1", o.Messages)
+		}
+	})
+}

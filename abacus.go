@@ -151,6 +151,7 @@ func (c *Client) Start(ctx context.Context) error {
 			c.cfg.Logger.Warn("gc sweep failed", "err", err)
 		}
 		noteSweep(c, &c.gcComplete, res, gcSkipped, err)
+		c.purgeShardTombstones(ctx)
 	})
 	c.rollupSweeper.Start(c.cfg.GCInterval, func(ctx context.Context) {
 		res, err := c.rollupAll(ctx, "")
@@ -186,4 +187,26 @@ func (c *Client) Stop(ctx context.Context) error {
 func (c *Client) Ping(ctx context.Context) error {
 	_, err := c.cfg.Driver.GetNamespace(ctx, &driver.GetNamespaceParams{Name: DefaultNamespace})
 	return publicError(err)
+}
+
+// purgeShardTombstones drops, on a store that keeps them until told (the
+// embedded store), the deletes of shards that expired more than twice
+// GCGrace ago. A shard takes writes only until it expires, and is folded
+// no sooner than GCGrace after that, so its tombstone already outlived
+// every write that could still land by GCGrace when it goes
+// (docs/architecture.md, "Purging the tombstones of folded shards").
+// Failures are logged: the next sweep tries again.
+func (c *Client) purgeShardTombstones(ctx context.Context) {
+	p, ok := c.cfg.Driver.(driver.ShardTombstonePurger)
+	if !ok {
+		return
+	}
+	before := c.cfg.Clock.Now().Add(-2 * c.cfg.GCGrace).UnixMicro()
+	n, err := p.PurgeShardTombstones(ctx, before)
+	switch {
+	case err != nil && !stopped(ctx):
+		c.cfg.Logger.Warn("purging the tombstones of folded shards failed", "purged", n, "err", err)
+	case n > 0:
+		c.cfg.Logger.Debug("purged the tombstones of folded shards", "count", n)
+	}
 }

@@ -241,6 +241,7 @@ func (c *Client) GCAll(ctx context.Context, namespace string) ([]GCResult, error
 	}
 	if namespace == "" {
 		noteSweep(c, &c.gcComplete, out, gcSkipped, nil)
+		c.purgeShardTombstones(ctx)
 	}
 	rolled, err := c.rollupAll(ctx, namespace)
 	if namespace == "" {

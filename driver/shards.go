@@ -109,6 +109,20 @@ type ListCountersParams struct {
 	Namespace string
 }
 
+// ShardTombstonePurger is implemented by stores that keep the delete of a
+// folded shard as a cell until told to drop it: the embedded store.
+// Cassandra drops its own tombstones after the table's gc_grace_seconds, so
+// its driver has no such method.
+type ShardTombstonePurger interface {
+	// PurgeShardTombstones removes the deletes of folded shards written at
+	// timestamps (microseconds) below before, and reports how many it
+	// removed. A shard write that arrives after its tombstone is purged,
+	// with a timestamp below it, is no longer hidden: the caller chooses
+	// before so that none can arrive (docs/architecture.md, "Purging the
+	// tombstones of folded shards").
+	PurgeShardTombstones(ctx context.Context, before int64) (int, error)
+}
+
 // Shards stores the sharded model (“Order-free, sharded counters on Cassandra”): one row per mutator plus a tally.
 type Shards interface {
 	// WriteShard replaces the shard's row with p.Shard at p.Timestamp. A row

@@ -144,11 +144,15 @@
 //
 // # Known limitations
 //
-//   - Tombstones are never removed. Cassandra drops them after
-//     gc_grace_seconds; here every folded shard leaves a small tombstone
-//     behind for good. They cost a few bytes each on disk; reads of the
-//     sharded model seek past them (ReadShardsParams.From), except a
-//     process's first read of a counter, which steps over them.
+//   - A folded shard's tombstone stays until a GC sweep purges it
+//     (PurgeShardTombstones, driver.ShardTombstonePurger), which the
+//     library does once the shard expired twice its GC grace ago, where
+//     Cassandra drops tombstones after gc_grace_seconds
+//     (docs/architecture.md, "Purging the tombstones of folded shards").
+//     Until then reads of the sharded model seek past them
+//     (ReadShardsParams.From), except a process's first read of a
+//     counter, which steps over them. Other tombstones (events buckets,
+//     actor values) are not purged.
 //   - An event that arrives after its bucket was deleted, with a time at
 //     or before the delete, is stored but hidden for good; its key stays
 //     until a later delete of the same bucket removes it. Cassandra would

@@ -189,20 +189,28 @@ func (c *Client) Ping(ctx context.Context) error {
 	return publicError(err)
 }
 
-// purgeShardTombstones drops, on a store that keeps them until told (the
-// embedded store), the deletes of shards that expired more than twice
-// GCGrace ago. A shard takes writes only until it expires, and is folded
-// no sooner than GCGrace after that, so its tombstone already outlived
-// every write that could still land by GCGrace when it goes
+// PurgeShardTombstones drops, on a store that keeps them until told (the
+// embedded store), the deletes of sharded counters' shards that expired
+// more than twice GCGrace ago, and reports how many it dropped; on other
+// stores (Cassandra drops its own after gc_grace_seconds) it does nothing.
+// The GC sweeper runs it after each collection, and GCAll over every
+// namespace does too. A shard takes writes only until it expires and is
+// folded no sooner than GCGrace after that, so its tombstone has outlived
+// every write that could land by GCGrace when it goes
 // (docs/architecture.md, "Purging the tombstones of folded shards").
-// Failures are logged: the next sweep tries again.
-func (c *Client) purgeShardTombstones(ctx context.Context) {
+func (c *Client) PurgeShardTombstones(ctx context.Context) (int, error) {
 	p, ok := c.cfg.Driver.(driver.ShardTombstonePurger)
 	if !ok {
-		return
+		return 0, nil
 	}
 	before := c.cfg.Clock.Now().Add(-2 * c.cfg.GCGrace).UnixMicro()
-	n, err := p.PurgeShardTombstones(ctx, before)
+	return p.PurgeShardTombstones(ctx, before)
+}
+
+// purgeShardTombstones runs PurgeShardTombstones for a sweep: failures are
+// logged, and the next sweep tries again.
+func (c *Client) purgeShardTombstones(ctx context.Context) {
+	n, err := c.PurgeShardTombstones(ctx)
 	switch {
 	case err != nil && !stopped(ctx):
 		c.cfg.Logger.Warn("purging the tombstones of folded shards failed", "purged", n, "err", err)

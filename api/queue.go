@@ -73,8 +73,12 @@ type PutMessage struct {
 	// this id within the server's de-duplication window (5 minutes by
 	// default) stores nothing and answers the first message's id, on any
 	// server. Reusing the id for another body is refused (dedup_conflict).
-	// At most 128 bytes.
+	// At most 128 bytes. Attributes count as part of the body for that.
 	DedupID string `json:"dedup_id,omitempty"`
+	// Attributes are name/value pairs delivered with the message
+	// unchanged: at most 16, names of 1 to 128 letters, digits and
+	// "_-.:", values of at most 1,024 bytes.
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // PutResponse is the body of a successful put: the ids, in request order.
@@ -114,6 +118,8 @@ type Delivery struct {
 	// VisibleUntil is when the message is handed out again unless settled.
 	VisibleUntil time.Time `json:"visible_until"`
 	Receipt      string    `json:"receipt"`
+	// Attributes are the message's, as put; absent when none.
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // AckRequest is the body of POST /v1/queues/{queue}/ack.
@@ -221,6 +227,8 @@ type DeadLetter struct {
 	Deliveries int       `json:"deliveries"`
 	LastError  string    `json:"last_error"`
 	DiedAt     time.Time `json:"died_at"`
+	// Attributes are the message's, as put; absent when none.
+	Attributes map[string]string `json:"attributes,omitempty"`
 }
 
 // PurgeRequest is the body of POST /v1/queues/{queue}/purge; it may be

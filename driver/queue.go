@@ -2,7 +2,12 @@ package driver
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/abacusdb/abacus/api"
@@ -87,6 +92,45 @@ type Message struct {
 	VisibleAt time.Time
 	// LastError is the last failure recorded for the message.
 	LastError string
+	// Attributes are the producer's name/value pairs, stored and returned
+	// with the message (and its dead letter) unchanged; nil when none.
+	// The queue service bounds them (MaxAttributes); drivers store what
+	// they are given.
+	Attributes map[string]string
+}
+
+// Attribute limits, enforced by the queue service before anything is
+// stored: at most MaxAttributes pairs, names of 1 to MaxAttributeName
+// bytes, values of at most MaxAttributeValue bytes, all UTF-8.
+const (
+	MaxAttributes     = 16
+	MaxAttributeName  = 128
+	MaxAttributeValue = 1024
+)
+
+// ContentHash is what de-duplication compares to tell a repeated put from
+// another message under the same dedup id. Without attributes it is the
+// body's SHA-256, as before attributes existed, so records stored then
+// still compare equal. With attributes it is SHA-512/256 of the body and
+// the attributes in name order, each length-prefixed: another function,
+// so that no body alone can hash like a body with attributes.
+func (m *Message) ContentHash() [sha256.Size]byte {
+	if len(m.Attributes) == 0 {
+		return sha256.Sum256(m.Body)
+	}
+	h := sha512.New512_256()
+	write := func(b []byte) {
+		h.Write(binary.AppendUvarint(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	write(m.Body)
+	for _, name := range slices.Sorted(maps.Keys(m.Attributes)) {
+		write([]byte(name))
+		write([]byte(m.Attributes[name]))
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // QueueShardState is a shard's partition-wide state: the consumer lease and the
@@ -152,8 +196,8 @@ type PutDedupResult struct {
 	// Duplicate reports that the id was put before within the window and
 	// nothing new was stored.
 	Duplicate bool
-	// SameBody reports, for a duplicate, whether its body equals the first
-	// put's.
+	// SameBody reports, for a duplicate, whether its body and attributes
+	// equal the first put's (Message.ContentHash).
 	SameBody bool
 }
 

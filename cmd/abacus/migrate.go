@@ -14,7 +14,7 @@ func (a *app) migrateCmd() *cobra.Command {
 		Use:   "migrate",
 		Short: "Create or complete the Cassandra keyspace and tables, then exit",
 		Long: `Create the keyspace and every table Abacus needs in Cassandra, or add the
-tables a newer release needs to an existing keyspace, wait until every live
+tables and columns a newer release needs to an existing keyspace, wait until every live
 node agrees on the schema, and exit. Running it again changes nothing.
 
 'abacus serve --cassandra …' does the same when it starts, one server at a

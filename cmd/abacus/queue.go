@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -208,8 +209,9 @@ func (a *app) queueListCmd() *cobra.Command {
 func (a *app) queuePutCmd() *cobra.Command {
 	var delay time.Duration
 	var due, dedupID string
+	var attrs []string
 	cmd := &cobra.Command{
-		Use:   "put NAME BODY [--delay D | --due T] [--dedup-id ID]",
+		Use:   "put NAME BODY [--delay D | --due T] [--dedup-id ID] [--attr NAME=VALUE]...",
 		Short: "Put a message on a queue",
 		Long: `Put the message BODY on the queue NAME and print its id. BODY "-" reads
 the body from standard input. The message is delivered once it is due:
@@ -221,12 +223,18 @@ or may not be queued; putting it again may queue it twice — unless it has
 a --dedup-id: another put with the same id within the server's window (5
 minutes by default) stores nothing and prints the first message's id, so
 such a put is retried, and may be repeated by hand. Reusing an id for
-another body is refused (exit 5).`,
+another body is refused (exit 5).
+
+--attr NAME=VALUE stores an attribute with the message (repeat it for
+more, up to 16): consumers get it with the delivery, and a command run by
+"consume --exec" finds them all in ABACUS_MESSAGE_ATTRIBUTES as a JSON
+object.`,
 		Example: `  abacus queue put jobs 'resize image 42'
   abacus queue put jobs 'send reminder' --delay 24h
   abacus queue put jobs 'open the doors' --due 2030-01-01T08:00:00Z
   generate-report | abacus queue put reports -
-  abacus queue put invoices 'charge order 17' --dedup-id order-17`,
+  abacus queue put invoices 'charge order 17' --dedup-id order-17
+  abacus queue put mail 'welcome' --attr tenant=acme --attr locale=de`,
 		Args: exactArgs(2, "NAME and BODY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := queueName(args[0]); err != nil {
@@ -242,6 +250,19 @@ another body is refused (exit 5).`,
 				return usagef("--dedup-id is %d bytes, the limit is 128", len(dedupID))
 			}
 			msg := api.PutMessage{Body: args[1], DedupID: dedupID}
+			for _, kv := range attrs {
+				name, value, ok := strings.Cut(kv, "=")
+				if !ok || name == "" {
+					return usagef("--attr %q: want NAME=VALUE", kv)
+				}
+				if _, twice := msg.Attributes[name]; twice {
+					return usagef("--attr %s given twice", name)
+				}
+				if msg.Attributes == nil {
+					msg.Attributes = map[string]string{}
+				}
+				msg.Attributes[name] = value
+			}
 			if delay > 0 {
 				msg.Delay = delay.String()
 			}
@@ -279,6 +300,7 @@ another body is refused (exit 5).`,
 	cmd.Flags().DurationVar(&delay, "delay", 0, "deliver no sooner than this from now")
 	cmd.Flags().StringVar(&due, "due", "", "deliver no sooner than this time (RFC 3339)")
 	cmd.Flags().StringVar(&dedupID, "dedup-id", "", "de-duplication id: a repeat of the put within the server's window stores nothing (at most 128 bytes)")
+	cmd.Flags().StringArrayVar(&attrs, "attr", nil, "an attribute NAME=VALUE to store with the message (repeatable)")
 	return cmd
 }
 
@@ -305,7 +327,8 @@ the whole delivery as a JSON object per line) and acknowledged.
 
 With --exec each message is handed to CMD, run by /bin/sh -c with the body
 on its standard input and ABACUS_QUEUE, ABACUS_MESSAGE_ID,
-ABACUS_MESSAGE_ATTEMPT and ABACUS_MESSAGE_DUE in its environment. Exit
+ABACUS_MESSAGE_ATTEMPT, ABACUS_MESSAGE_DUE and (when the message has
+attributes) ABACUS_MESSAGE_ATTRIBUTES, a JSON object, in its environment. Exit
 status 0 acknowledges the message; any other status (or running past the
 queue's visibility timeout, or --handler-timeout, when the command is
 killed) reports a failure with the end of its standard error, and the
@@ -538,6 +561,13 @@ func runHandler(ctx context.Context, command, queue string, d api.Delivery, body
 		"ABACUS_MESSAGE_ATTEMPT="+strconv.Itoa(d.Attempt),
 		"ABACUS_MESSAGE_DUE="+d.Due.UTC().Format(time.RFC3339Nano),
 	)
+	if len(d.Attributes) > 0 {
+		attrs, err := json.Marshal(d.Attributes)
+		if err != nil {
+			return err.Error()
+		}
+		cmd.Env = append(cmd.Env, "ABACUS_MESSAGE_ATTRIBUTES="+string(attrs))
+	}
 	err := cmd.Run()
 	if err == nil {
 		return ""

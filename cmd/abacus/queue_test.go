@@ -178,6 +178,9 @@ func TestQueueCLIBadInput(t *testing.T) {
 		{"queue", "observe", "q", "--interval", "1ms"},
 		{"queue", "dead", "q", "--requeue", "x", "--requeue-all"},
 		{"queue", "dead", "q", "--delete", "x", "--requeue-all"},
+		{"queue", "put", "q", "x", "--attr", "novalue"},
+		{"queue", "put", "q", "x", "--attr", "=v"},
+		{"queue", "put", "q", "x", "--attr", "a=1", "--attr", "a=2"},
 	} {
 		before := s.requests.Load()
 		r := s.cli(args...)
@@ -345,5 +348,26 @@ func TestQueuePauseAndPurgeCLI(t *testing.T) {
 	}
 	if r := s.cli("queue", "resume"); r.code == 0 || !strings.Contains(r.stderr, "NAME") {
 		t.Fatalf("resume without NAME: %+v", r)
+	}
+}
+
+// Attributes put with --attr reach a command run by consume --exec.
+func TestQueueCLIAttributes(t *testing.T) {
+	t.Parallel()
+	s, clk := newQueueTestServer(t)
+	if r := s.cli("queue", "create", "mail", "--shards", "4"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	if r := s.cli("queue", "put", "mail", "welcome", "--attr", "tenant=acme", "--attr", "note=a=b c"); r.code != 0 {
+		t.Fatalf("put: %+v", r)
+	}
+	if r := s.cli("queue", "put", "mail", "x", "--attr", "bad name=1"); r.code != exitRefused || !strings.Contains(r.stderr, "attribute name") {
+		t.Fatalf("put with a bad name: %+v", r)
+	}
+	clk.Advance(2 * time.Minute)
+	r := s.cli("queue", "consume", "mail", "--once", "--exec", `printf '%s' "$ABACUS_MESSAGE_ATTRIBUTES"`)
+	var got map[string]string
+	if err := json.Unmarshal([]byte(r.stdout), &got); r.code != 0 || err != nil || got["tenant"] != "acme" || got["note"] != "a=b c" || len(got) != 2 {
+		t.Fatalf("consume --exec saw attributes %q (%v): %+v", r.stdout, err, r)
 	}
 }

@@ -3,6 +3,7 @@ package cassandra
 import (
 	"crypto/tls"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,17 +147,27 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 17 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, two events, three counter-model tables and queue_pauses
+	if len(stmts) != 19 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, two queue columns added, two events, three counter-model tables and queue_pauses
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"
 	if stmts[0] != want {
 		t.Errorf("keyspace statement\n got %s\nwant %s", stmts[0], want)
 	}
+	var added []string
 	for _, s := range stmts[1:] {
-		if !strings.HasPrefix(s, "CREATE TABLE IF NOT EXISTS k1.") {
+		switch {
+		case strings.HasPrefix(s, "ALTER TABLE k1."):
+			added = append(added, s)
+		case !strings.HasPrefix(s, "CREATE TABLE IF NOT EXISTS k1."):
 			t.Errorf("table statement %q", s)
 		}
+	}
+	if want := []string{
+		"ALTER TABLE k1.queue_messages ADD attributes frozen<map<text, text>>",
+		"ALTER TABLE k1.queue_dead ADD attributes frozen<map<text, text>>",
+	}; !slices.Equal(added, want) {
+		t.Errorf("columns added = %q, want %q", added, want)
 	}
 	if !strings.Contains(stmts[2], "tally blob static") || !strings.Contains(stmts[2], "PRIMARY KEY ((ns, counter), shard)") {
 		t.Errorf("shards table: %s", stmts[2])

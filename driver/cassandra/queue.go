@@ -71,6 +71,8 @@ func queueSchemaStatements(cfg Config) []string {
 		fmt.Sprintf(queueMessagesDDL, cfg.Keyspace, grace),
 		fmt.Sprintf(queueDeadDDL, cfg.Keyspace, grace),
 		fmt.Sprintf(queueDedupDDL, cfg.Keyspace, grace),
+		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_messages", attributesColumn, "frozen<map<text, text>>"),
+		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_dead", attributesColumn, "frozen<map<text, text>>"),
 	}
 }
 
@@ -110,6 +112,7 @@ type queueStatements struct {
 	readShard, countShard                               string
 	acquire, renew, release, anchor, setFloor           string
 	insertDead, listDead, listDeadByID, deleteDead      string
+	setAttributes, setDeadAttributes                    string
 	probeQueues, probeQueueMessages, probeQueueDeadRows string
 }
 
@@ -117,8 +120,13 @@ const (
 	queueColumns   = "name, shards, shard_ms, max_deliveries, visibility_ms, created_at"
 	messageColumns = "due, id, enqueued_at, deliveries, visible_at, last_error"
 	deadColumns    = "id, shard, due, body, enqueued_at, deliveries, last_error, died_at"
-	byMessage      = " WHERE queue = ? AND shard = ? AND due = ? AND id = ?"
-	byShard        = " WHERE queue = ? AND shard = ?"
+	// attributes is a column added to both tables after they first
+	// shipped (addColumnStatements); it is written by a statement of its
+	// own, only for messages that have attributes, so that the others get
+	// no null cell (a tombstone) in it.
+	attributesColumn = "attributes"
+	byMessage        = " WHERE queue = ? AND shard = ? AND due = ? AND id = ?"
+	byShard          = " WHERE queue = ? AND shard = ?"
 )
 
 func newQueueStatements(ks string) queueStatements {
@@ -133,9 +141,10 @@ func newQueueStatements(ks string) queueStatements {
 		// tombstone per cell.
 		putFresh:           "UPDATE " + m + " SET body = ?, enqueued_at = ?, deliveries = ?" + byMessage,
 		putFull:            "UPDATE " + m + " SET body = ?, enqueued_at = ?, deliveries = ?, visible_at = ?, last_error = ?" + byMessage,
-		readMessages:       "SELECT " + messageColumns + ", body FROM " + m + byShard + " AND due >= ? AND due <= ? LIMIT ?",
+		readMessages:       "SELECT " + messageColumns + ", body, attributes FROM " + m + byShard + " AND due >= ? AND due <= ? LIMIT ?",
 		readMessagesNoBody: "SELECT " + messageColumns + " FROM " + m + byShard + " AND due >= ? AND due <= ? LIMIT ?",
-		getMessage:         "SELECT " + messageColumns + ", body FROM " + m + byMessage,
+		getMessage:         "SELECT " + messageColumns + ", body, attributes FROM " + m + byMessage,
+		setAttributes:      "UPDATE " + m + " SET attributes = ?" + byMessage,
 		updateMessage:      "UPDATE " + m + " SET deliveries = ?, visible_at = ?, last_error = ?" + byMessage,
 		extendVisibility:   "UPDATE " + m + " SET visible_at = ?" + byMessage,
 		// A message row has no row marker (it was written with UPDATE), so
@@ -145,21 +154,25 @@ func newQueueStatements(ks string) queueStatements {
 		// consumed messages in one shard, a compaction made no progress in
 		// ten minutes (see docs/benchmarks-queue.md). Cell tombstones
 		// compact in linear time.
-		deleteMessage:      "DELETE body, enqueued_at, deliveries, visible_at, last_error FROM " + m + byMessage,
-		readShard:          "SELECT lock, lock_since, floor, deliveries FROM " + m + byMessage,
-		countShard:         "SELECT due, id, enqueued_at, visible_at FROM " + m + byShard + " AND due >= ?",
-		acquire:            "UPDATE " + m + " USING TTL ? SET lock = ?, lock_since = ?" + byShard + " IF lock = null",
-		renew:              "UPDATE " + m + " USING TTL ? SET lock = ?, lock_since = ?" + byShard + " IF lock = ?",
-		release:            "UPDATE " + m + " SET lock = null, lock_since = null" + byShard + " IF lock = ?",
-		anchor:             "INSERT INTO " + m + " (queue, shard, due, id, anchor) VALUES (?, ?, ?, ?, true)",
-		setFloor:           "INSERT INTO " + m + " (queue, shard, due, id, anchor, floor) VALUES (?, ?, ?, ?, true, ?)",
-		insertDead:         "INSERT INTO " + ks + ".queue_dead (queue, " + deadColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		listDead:           "SELECT " + deadColumns + " FROM " + ks + ".queue_dead WHERE queue = ?",
-		listDeadByID:       "SELECT " + deadColumns + " FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
-		deleteDead:         "DELETE FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
-		probeQueues:        "SELECT name FROM " + ks + ".queues LIMIT 1",
-		probeQueueMessages: "SELECT queue FROM " + m + " LIMIT 1",
-		probeQueueDeadRows: "SELECT queue FROM " + ks + ".queue_dead LIMIT 1",
+		deleteMessage:     "DELETE body, enqueued_at, deliveries, visible_at, last_error, attributes FROM " + m + byMessage,
+		readShard:         "SELECT lock, lock_since, floor, deliveries FROM " + m + byMessage,
+		countShard:        "SELECT due, id, enqueued_at, visible_at FROM " + m + byShard + " AND due >= ?",
+		acquire:           "UPDATE " + m + " USING TTL ? SET lock = ?, lock_since = ?" + byShard + " IF lock = null",
+		renew:             "UPDATE " + m + " USING TTL ? SET lock = ?, lock_since = ?" + byShard + " IF lock = ?",
+		release:           "UPDATE " + m + " SET lock = null, lock_since = null" + byShard + " IF lock = ?",
+		anchor:            "INSERT INTO " + m + " (queue, shard, due, id, anchor) VALUES (?, ?, ?, ?, true)",
+		setFloor:          "INSERT INTO " + m + " (queue, shard, due, id, anchor, floor) VALUES (?, ?, ?, ?, true, ?)",
+		insertDead:        "INSERT INTO " + ks + ".queue_dead (queue, " + deadColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		setDeadAttributes: "UPDATE " + ks + ".queue_dead SET attributes = ? WHERE queue = ? AND id = ?",
+		listDead:          "SELECT " + deadColumns + ", attributes FROM " + ks + ".queue_dead WHERE queue = ?",
+		listDeadByID:      "SELECT " + deadColumns + ", attributes FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
+		deleteDead:        "DELETE FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
+		probeQueues:       "SELECT name FROM " + ks + ".queues LIMIT 1",
+		// The probes name the newest column too: a table of an earlier
+		// release lacks it, the probe fails, and the schema is brought up
+		// to date (prepareSchema).
+		probeQueueMessages: "SELECT queue, attributes FROM " + m + " LIMIT 1",
+		probeQueueDeadRows: "SELECT queue, attributes FROM " + ks + ".queue_dead LIMIT 1",
 	}
 }
 
@@ -384,6 +397,11 @@ func (d *Driver) PutMessages(ctx context.Context, p *driver.PutMessagesParams) e
 			if m.EnqueuedAt.IsZero() {
 				return fmt.Errorf("cassandra: %s in %q: message %s has no EnqueuedAt", op, p.Queue, m.ID)
 			}
+			if len(m.Attributes) > 0 {
+				// In the same single-partition batch: the message is
+				// never seen without them.
+				shards.add(m.Shard, d.q.queue.setAttributes, m.Attributes, p.Queue, m.Shard, m.Due, [16]byte(m.ID))
+			}
 			if m.VisibleAt.IsZero() && m.LastError == "" {
 				shards.add(m.Shard, d.q.queue.putFresh, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, p.Queue, m.Shard, m.Due, [16]byte(m.ID))
 				continue
@@ -404,12 +422,14 @@ type messageRow struct {
 	VisibleAt  *time.Time
 	LastError  *string
 	Body       *[]byte
+	Attributes map[string]string
 }
 
+// dest is what a row scans into: with the body come the attributes.
 func (r *messageRow) dest(withBody bool) []any {
 	d := []any{&r.Due, &r.ID, &r.EnqueuedAt, &r.Deliveries, &r.VisibleAt, &r.LastError}
 	if withBody {
-		d = append(d, &r.Body)
+		d = append(d, &r.Body, &r.Attributes)
 	}
 	return d
 }
@@ -451,6 +471,9 @@ func messageFromRow(shard int, r messageRow, withBody bool) (m driver.Message, f
 			m.Body = []byte{} // gocql scans an empty blob as null
 		} else {
 			m.Body = nonNil(*r.Body)
+		}
+		if len(r.Attributes) > 0 {
+			m.Attributes = r.Attributes
 		}
 	}
 	return m, false, nil
@@ -848,6 +871,9 @@ func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) err
 	for _, l := range p.Letters {
 		dead.add(-1, d.q.queue.insertDead, p.Queue, [16]byte(l.ID), l.Shard, l.Due, nonNil(l.Body),
 			l.EnqueuedAt, l.Deliveries, nullString(l.LastError), l.DiedAt)
+		if len(l.Attributes) > 0 {
+			dead.add(-1, d.q.queue.setDeadAttributes, l.Attributes, p.Queue, [16]byte(l.ID))
+		}
 		msgs.add(l.Shard, d.q.queue.deleteMessage, p.Queue, l.Shard, l.Due, [16]byte(l.ID))
 	}
 	if err := d.shardBatches(ctx, dead); err != nil {
@@ -869,10 +895,11 @@ type deadRow struct {
 	Deliveries *int
 	LastError  *string
 	DiedAt     *time.Time
+	Attributes map[string]string
 }
 
 func (r *deadRow) dest() []any {
-	return []any{&r.ID, &r.Shard, &r.Due, &r.Body, &r.EnqueuedAt, &r.Deliveries, &r.LastError, &r.DiedAt}
+	return []any{&r.ID, &r.Shard, &r.Due, &r.Body, &r.EnqueuedAt, &r.Deliveries, &r.LastError, &r.DiedAt, &r.Attributes}
 }
 
 func deadFromRow(r deadRow) (driver.DeadLetter, error) {
@@ -900,6 +927,9 @@ func deadFromRow(r deadRow) (driver.DeadLetter, error) {
 	}
 	if r.LastError != nil {
 		l.LastError = *r.LastError
+	}
+	if len(r.Attributes) > 0 {
+		l.Attributes = r.Attributes
 	}
 	return l, nil
 }

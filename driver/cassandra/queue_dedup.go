@@ -50,15 +50,16 @@ const queueDedupDDL = `CREATE TABLE IF NOT EXISTS %[1]s.queue_dedup (
 ) WITH gc_grace_seconds = %[2]d`
 
 type dedupStatements struct {
-	claim, putAt, probe string
+	claim, putAt, attributesAt, probe string
 }
 
 func newDedupStatements(ks string) dedupStatements {
 	return dedupStatements{
 		claim: "INSERT INTO " + ks + ".queue_dedup (queue, dedup_id, shard, due, id, enqueued_at, body_hash, written_at)" +
 			" VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS USING TTL ?",
-		putAt: "UPDATE " + ks + ".queue_messages USING TIMESTAMP ? SET body = ?, enqueued_at = ?, deliveries = 0" + byMessage,
-		probe: "SELECT queue FROM " + ks + ".queue_dedup LIMIT 1",
+		putAt:        "UPDATE " + ks + ".queue_messages USING TIMESTAMP ? SET body = ?, enqueued_at = ?, deliveries = 0" + byMessage,
+		attributesAt: "UPDATE " + ks + ".queue_messages USING TIMESTAMP ? SET attributes = ?" + byMessage,
+		probe:        "SELECT queue FROM " + ks + ".queue_dedup LIMIT 1",
 	}
 }
 
@@ -81,7 +82,7 @@ func (d *Driver) PutDedupMessage(ctx context.Context, p *driver.PutDedupParams) 
 	if err != nil {
 		return nil, err
 	}
-	hash := sha256.Sum256(m.Body)
+	hash := m.ContentHash()
 	due, enqueued := m.Due.UTC().Truncate(time.Millisecond), m.EnqueuedAt.UTC().Truncate(time.Millisecond)
 	ts := time.Now().UnixMicro()
 	ttl := int((p.Window + time.Second - 1) / time.Second)
@@ -110,8 +111,20 @@ func (d *Driver) PutDedupMessage(ctx context.Context, p *driver.PutDedupParams) 
 		ts, due, enqueued = prev.ts, prev.key.Due, prev.enqueued
 	}
 	k := res.Key
-	err = d.session.Query(d.q.dedup.putAt, ts, body, enqueued, p.Queue, k.Shard, due, [16]byte(k.ID)).
-		Consistency(cl).ExecContext(ctx)
+	var q interface {
+		ExecContext(context.Context) error
+	}
+	if len(m.Attributes) == 0 {
+		q = d.session.Query(d.q.dedup.putAt, ts, body, enqueued, p.Queue, k.Shard, due, [16]byte(k.ID)).Consistency(cl)
+	} else {
+		// One partition, so one atomic write: the message is never seen
+		// without its attributes.
+		b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
+		b.Query(d.q.dedup.putAt, ts, body, enqueued, p.Queue, k.Shard, due, [16]byte(k.ID))
+		b.Query(d.q.dedup.attributesAt, ts, m.Attributes, p.Queue, k.Shard, due, [16]byte(k.ID))
+		q = b
+	}
+	err = q.ExecContext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s %q in %q: %w", op, p.DedupID, p.Queue, mapError(opWrite, err))
 	}

@@ -3,6 +3,7 @@ package cassandra
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
@@ -49,6 +50,25 @@ func Schema(cfg Config) ([]string, error) {
 		return nil, err
 	}
 	return schemaStatements(cfg), nil
+}
+
+// addColumnDDL adds a column to a table that an earlier release made
+// without it (keyspace, table, column, type). Cassandra before 5.0 has no
+// ADD IF NOT EXISTS, so on a table that has the column it fails, and
+// createSchema takes that failure as done (columnExists). Operators who
+// run Schema's statements themselves may ignore that error too.
+const addColumnDDL = "ALTER TABLE %s.%s ADD %s %s"
+
+// columnExists reports whether err is Cassandra refusing an ADD of a
+// column the table already has: "Invalid column name x because it
+// conflicts with an existing column" (2.1 to 4.1), "Column with name 'x'
+// already exists" (5.0).
+func columnExists(stmt string, err error) bool {
+	if !strings.HasPrefix(stmt, "ALTER TABLE ") {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "conflicts with an existing column") || strings.Contains(msg, "already exists")
 }
 
 func schemaStatements(cfg Config) []string {

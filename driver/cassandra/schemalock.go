@@ -99,7 +99,7 @@ func (d *Driver) createSchema(ctx context.Context) error {
 	}
 	defer release()
 	for _, stmt := range stmts[1:] {
-		if err := d.ddl(ctx, stmt); err != nil {
+		if err := d.ddl(ctx, stmt); err != nil && !columnExists(stmt, err) {
 			return err
 		}
 		if err := d.renewSchemaLock(ctx); err != nil {

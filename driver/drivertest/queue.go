@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -182,6 +183,12 @@ func sameMessage(t *testing.T, got, want driver.Message, withBody bool) {
 	}
 	if !withBody && got.Body != nil {
 		t.Errorf("message %s: body %q read without WithBody", want.ID, got.Body)
+	}
+	if withBody && !maps.Equal(got.Attributes, want.Attributes) {
+		t.Errorf("message %s: attributes %v, want %v", want.ID, got.Attributes, want.Attributes)
+	}
+	if len(got.Attributes) == 0 && got.Attributes != nil {
+		t.Errorf("message %s: no attributes read back as an empty map, want nil", want.ID)
 	}
 	if !got.EnqueuedAt.Equal(want.EnqueuedAt) || got.Deliveries != want.Deliveries ||
 		!got.VisibleAt.Equal(want.VisibleAt) || got.LastError != want.LastError {
@@ -397,6 +404,88 @@ func exerciseMessages(t *testing.T, d driver.Driver) {
 		if _, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: m.MessageKey}); !errors.Is(err, driver.ErrNotFound) {
 			t.Fatalf("GetMessage of a fragment: got %v, want ErrNotFound", err)
 		}
+	})
+
+	t.Run("Attributes", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		q := unique("q-attrs")
+		with := msg(0, base, "with")
+		with.Attributes = map[string]string{"tenant": "acme", "trace": "", "ünïcode": "välue"}
+		without := msg(time.Second, base, "without")
+		mustPut(t, d, q, with, without)
+		page := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: q, From: base, To: base.Add(time.Hour), Limit: 10, WithBody: true})
+		if len(page.Messages) != 2 {
+			t.Fatalf("read %d messages, want 2", len(page.Messages))
+		}
+		sameMessage(t, page.Messages[0], with, true)
+		sameMessage(t, page.Messages[1], without, true)
+
+		// A delivery mark keeps them.
+		marked := with
+		marked.Attributes = nil // updates carry only delivery state
+		marked.Deliveries, marked.VisibleAt, marked.LastError = 1, base.Add(time.Minute), "in flight"
+		if err := d.UpdateMessages(c, &driver.UpdateMessagesParams{Queue: q, Updates: []driver.Message{marked}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := d.GetMessage(c, &driver.GetMessageParams{Queue: q, Key: with.MessageKey})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := with
+		want.Deliveries, want.VisibleAt, want.LastError = 1, base.Add(time.Minute), "in flight"
+		sameMessage(t, *got, want, true)
+
+		// So does a dead letter.
+		if err := d.DeadLetter(c, &driver.DeadLetterParams{Queue: q, Letters: []driver.DeadLetter{{Message: want, DiedAt: base}, {Message: without, DiedAt: base}}}); err != nil {
+			t.Fatal(err)
+		}
+		dead, err := d.ListDead(c, &driver.ListDeadParams{Queue: q})
+		if err != nil || len(dead) != 2 {
+			t.Fatalf("ListDead = %v, %v", dead, err)
+		}
+		wantDead := want
+		wantDead.VisibleAt = time.Time{} // a dead letter is never hidden
+		sameMessage(t, dead[0].Message, wantDead, true)
+		sameMessage(t, dead[1].Message, without, true)
+		one, err := d.ListDead(c, &driver.ListDeadParams{Queue: q, IDs: []driver.MessageID{with.ID}})
+		if err != nil || len(one) != 1 || !maps.Equal(one[0].Attributes, with.Attributes) {
+			t.Fatalf("ListDead by id = %v, %v", one, err)
+		}
+		noResurrection(t, d, q, "dead-lettering a message with attributes")
+
+		// De-duplication tells attributes apart.
+		dq := unique("q-attrs-dedup")
+		first := msg(0, time.Now().UTC().Truncate(time.Millisecond), "same body")
+		first.Attributes = map[string]string{"v": "1"}
+		put := func(m driver.Message) *driver.PutDedupResult {
+			t.Helper()
+			r, err := d.PutDedupMessage(c, &driver.PutDedupParams{Queue: dq, DedupID: "d", Window: time.Minute, Message: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		if r := put(first); r.Duplicate {
+			t.Fatalf("first put = %+v", r)
+		}
+		again := first
+		again.ID = newID(first.Due)
+		if r := put(again); !r.Duplicate || !r.SameBody {
+			t.Fatalf("the same body and attributes = %+v, want a duplicate with SameBody", r)
+		}
+		for _, other := range []map[string]string{{"v": "2"}, nil, {"v": "1", "w": ""}} {
+			m := first
+			m.ID, m.Attributes = newID(first.Due), other
+			if r := put(m); !r.Duplicate || r.SameBody {
+				t.Fatalf("the same body with attributes %v = %+v, want a duplicate without SameBody", other, r)
+			}
+		}
+		stored := mustReadMessages(t, d, driver.ReadMessagesParams{Queue: dq, From: time.UnixMilli(0), To: time.Now().Add(time.Hour), Limit: 10, WithBody: true})
+		if len(stored.Messages) != 1 {
+			t.Fatalf("%d messages stored under one dedup id", len(stored.Messages))
+		}
+		sameMessage(t, stored.Messages[0], first, true)
 	})
 
 	t.Run("ExtendVisibility", func(t *testing.T) {

@@ -101,7 +101,7 @@ func (d *Driver) PutDedupMessage(ctx context.Context, p *driver.PutDedupParams) 
 	dedupMu.Lock()
 	defer dedupMu.Unlock()
 	now := time.Now()
-	hash := sha256.Sum256(m.Body)
+	hash := m.ContentHash()
 	key := dedupKey(p.Queue, p.DedupID)
 	raw, closer, err := d.db.Get(key)
 	switch {

@@ -3,7 +3,9 @@ package embedded
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
@@ -184,11 +186,16 @@ func encodeQueueKey(p queueKeyParts) []byte {
 //	               max deliveries uvarint | visibility timeout ns int64 |
 //	               created_at secs int64 | created_at nanos uint32 (< 1e9)
 //	message:       version | enqueued_at | deliveries uvarint | visible_at |
-//	               last error | body (the rest)
+//	               last error | [attributes] | body (the rest)
 //	shard state:   version | holder | since | lease expiry (Unix ns, the
 //	               store's clock) | floor
 //	dead letter:   version | shard uvarint | due | enqueued_at |
-//	               deliveries uvarint | last error | died_at | body (the rest)
+//	               deliveries uvarint | last error | died_at | [attributes] |
+//	               body (the rest)
+//
+// [attributes] is present only in version 2 (withAttributesVersion): a
+// uvarint count (at least 1) and as many name/value pairs, names
+// ascending.
 
 const queueValueVersion byte = 1
 
@@ -241,6 +248,73 @@ func (r *reader) version(what string) {
 	}
 }
 
+// withAttributesVersion marks a message or dead letter value that carries
+// attributes: after the fields of version 1 and before the body, a uvarint
+// count and that many name/value string pairs in ascending name order. A
+// value without attributes keeps version 1, which earlier builds read.
+const withAttributesVersion byte = 2
+
+// messageVersion reads a message or dead letter value's version and
+// reports whether attributes follow.
+func (r *reader) messageVersion(what string) (attrs bool) {
+	switch v := r.Byte("version"); {
+	case r.Err != nil:
+	case v == withAttributesVersion:
+		return true
+	case v != queueValueVersion:
+		r.Fail("%s format version %d, this build reads versions %d and %d", what, v, queueValueVersion, withAttributesVersion)
+	}
+	return false
+}
+
+// appendVersion starts a message or dead letter value.
+func appendVersion(b []byte, attrs map[string]string) []byte {
+	if len(attrs) > 0 {
+		return append(b, withAttributesVersion)
+	}
+	return append(b, queueValueVersion)
+}
+
+func appendAttributes(b []byte, attrs map[string]string) []byte {
+	if len(attrs) == 0 {
+		return b
+	}
+	b = binary.AppendUvarint(b, uint64(len(attrs)))
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		b = appendString(b, name)
+		b = appendString(b, attrs[name])
+	}
+	return b
+}
+
+// attributes reads what appendAttributes wrote. Names must come in
+// ascending order without repeats, so a value has one encoding, and the
+// count is bounded by the bytes left before any map is made.
+func (r *reader) attributes() map[string]string {
+	n := r.Uvarint("attribute count")
+	if r.Err != nil {
+		return nil
+	}
+	if n == 0 || n > uint64(len(r.B))/2 {
+		r.Fail("attribute count %d does not fit the %d bytes left", n, len(r.B))
+		return nil
+	}
+	attrs := make(map[string]string, n)
+	prev := ""
+	for i := range n {
+		name, value := r.String("attribute name"), r.String("attribute value")
+		if r.Err != nil {
+			return nil
+		}
+		if i > 0 && name <= prev {
+			r.Fail("attribute %q after %q: names out of order", name, prev)
+			return nil
+		}
+		attrs[name], prev = value, name
+	}
+	return attrs
+}
+
 func (r *reader) done(what string) error {
 	if r.Err == nil && len(r.B) != 0 {
 		r.Fail("%d trailing bytes after %s", len(r.B), what)
@@ -286,11 +360,12 @@ func decodeQueue(b []byte) (*driver.Queue, error) {
 
 func encodeMessage(m *driver.Message) []byte {
 	b := make([]byte, 0, 32+len(m.LastError)+len(m.Body))
-	b = append(b, queueValueVersion)
+	b = appendVersion(b, m.Attributes)
 	b = appendTime(b, m.EnqueuedAt)
 	b = binary.AppendUvarint(b, uint64(m.Deliveries))
 	b = appendTime(b, m.VisibleAt)
 	b = appendString(b, m.LastError)
+	b = appendAttributes(b, m.Attributes)
 	return append(b, m.Body...)
 }
 
@@ -298,11 +373,15 @@ func encodeMessage(m *driver.Message) []byte {
 // The body aliases b unless withBody is false, in which case it is nil.
 func decodeMessage(b []byte, m *driver.Message, withBody bool) error {
 	r := newReader(b)
-	r.version("message")
+	attrs := r.messageVersion("message")
 	m.EnqueuedAt = r.time("enqueued_at")
 	m.Deliveries = r.int("deliveries")
 	m.VisibleAt = r.time("visible_at")
 	m.LastError = r.String("last error")
+	m.Attributes = nil
+	if attrs {
+		m.Attributes = r.attributes()
+	}
 	if r.Err != nil {
 		return r.Err
 	}
@@ -347,13 +426,14 @@ func decodeShardState(b []byte) (*shardState, error) {
 
 func encodeDead(l *driver.DeadLetter) []byte {
 	b := make([]byte, 0, 48+len(l.LastError)+len(l.Body))
-	b = append(b, queueValueVersion)
+	b = appendVersion(b, l.Attributes)
 	b = binary.AppendUvarint(b, uint64(l.Shard))
 	b = appendTime(b, l.Due)
 	b = appendTime(b, l.EnqueuedAt)
 	b = binary.AppendUvarint(b, uint64(l.Deliveries))
 	b = appendString(b, l.LastError)
 	b = appendTime(b, l.DiedAt)
+	b = appendAttributes(b, l.Attributes)
 	return append(b, l.Body...)
 }
 
@@ -361,7 +441,7 @@ func encodeDead(l *driver.DeadLetter) []byte {
 // body is copied.
 func decodeDead(b []byte, id driver.MessageID) (*driver.DeadLetter, error) {
 	r := newReader(b)
-	r.version("dead letter")
+	attrs := r.messageVersion("dead letter")
 	l := &driver.DeadLetter{}
 	l.ID = id
 	l.Shard = r.int("shard")
@@ -370,6 +450,9 @@ func decodeDead(b []byte, id driver.MessageID) (*driver.DeadLetter, error) {
 	l.Deliveries = r.int("deliveries")
 	l.LastError = r.String("last error")
 	l.DiedAt = r.time("died_at")
+	if attrs {
+		l.Attributes = r.attributes()
+	}
 	if r.Err != nil {
 		return nil, r.Err
 	}

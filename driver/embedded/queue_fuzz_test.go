@@ -45,6 +45,8 @@ func FuzzDecodeQueueMessage(f *testing.F) {
 	m := fuzzMessage()
 	f.Add(encodeMessage(&m))
 	f.Add(encodeMessage(&driver.Message{}))
+	m.Attributes = map[string]string{"tenant": "acme", "trace": "", "z": "last"}
+	f.Add(encodeMessage(&m))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m driver.Message
 		if err := decodeMessage(b, &m, true); err != nil {
@@ -65,6 +67,9 @@ func FuzzDecodeShardState(f *testing.F) {
 func FuzzDecodeDeadLetter(f *testing.F) {
 	f.Add(encodeDead(&driver.DeadLetter{Message: fuzzMessage(), DiedAt: time.UnixMilli(1_700_000_060_000).UTC()}))
 	f.Add(encodeDead(&driver.DeadLetter{}))
+	withAttrs := fuzzMessage()
+	withAttrs.Attributes = map[string]string{"tenant": "acme"}
+	f.Add(encodeDead(&driver.DeadLetter{Message: withAttrs}))
 	fuzzRoundTrip(f, "decodeDead", func(b []byte) (*driver.DeadLetter, error) { return decodeDead(b, fuzzID) }, encodeDead)
 }
 

@@ -94,9 +94,9 @@ func (s *site) api(method, path, body string, out any) {
 func (s *site) deadLetters(queue, reason string, bodies ...string) []string {
 	s.t.Helper()
 	s.api("POST", "/v1/queues", `{"name":"`+queue+`","shards":4,"max_deliveries":1}`, nil)
-	msgs := make([]map[string]string, len(bodies))
+	msgs := make([]map[string]any, len(bodies))
 	for i, b := range bodies {
-		msgs[i] = map[string]string{"body": b}
+		msgs[i] = map[string]any{"body": b, "attributes": map[string]string{"tenant": "<i>acme</i>"}}
 	}
 	body, _ := json.Marshal(map[string]any{"messages": msgs})
 	s.api("POST", "/v1/queues/"+queue+"/messages", string(body), nil)
@@ -211,7 +211,8 @@ func TestTheConsoleShowsQueuesAndActsOnDeadLetters(t *testing.T) {
 	}
 
 	q := b.get("/ui/queues/jobs")
-	mustContain(t, "queue page", q, ids[0], ids[1], ids[2], "smtp &lt;b&gt;550&lt;/b&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;", `id="messages">2<`)
+	mustContain(t, "queue page", q, ids[0], ids[1], ids[2], "smtp &lt;b&gt;550&lt;/b&gt;", "&lt;script&gt;alert(1)&lt;/script&gt;", `id="messages">2<`,
+		"<code>tenant=&lt;i&gt;acme&lt;/i&gt;</code>")
 	if strings.Contains(q.body, "<script>") || strings.Contains(q.body, "<b>550") {
 		t.Fatalf("a dead letter's body or error reached the page unescaped:\n%s", q.body)
 	}

@@ -19,12 +19,15 @@ type DeadLetter struct {
 	LastError string
 	// DiedAt is when it was moved to the dead letters.
 	DiedAt time.Time
+	// Attributes are the message's, as put (nil when none).
+	Attributes map[string]string
 }
 
 func deadFrom(l driver.DeadLetter) DeadLetter {
 	return DeadLetter{
 		ID: l.ID, Body: l.Body, Due: l.Due, EnqueuedAt: l.EnqueuedAt,
 		Deliveries: l.Deliveries, LastError: l.LastError, DiedAt: l.DiedAt,
+		Attributes: l.Attributes,
 	}
 }
 
@@ -78,6 +81,7 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 				MessageKey: driver.MessageKey{Shard: sh, Due: now, ID: l.ID},
 				Body:       l.Body,
 				EnqueuedAt: now,
+				Attributes: l.Attributes,
 			}
 		}
 		if err := s.store.PutMessages(ctx, &driver.PutMessagesParams{Queue: q.Name, Messages: msgs}); err != nil {

@@ -46,6 +46,10 @@ func (d *Delivery) Queue() string { return d.q.Name }
 // Body returns the message body. Callers must not modify it.
 func (d *Delivery) Body() []byte { return d.message().Body }
 
+// Attributes returns the message's attributes as put (nil when none). The
+// map is the delivery's own; do not change it.
+func (d *Delivery) Attributes() map[string]string { return d.message().Attributes }
+
 // Due returns when the message became due.
 func (d *Delivery) Due() time.Time { return d.message().Due }
 

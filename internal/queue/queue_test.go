@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -901,6 +902,81 @@ func TestDeadLetterIDsNamedTwiceCountOnce(t *testing.T) {
 		}
 		if o := e.observe(t, q.Name); o.Messages != 1 {
 			t.Fatalf("%d messages after requeueing one dead letter named twice, want 1", o.Messages)
+		}
+	})
+}
+
+// Attributes go with a message through delivery, failure, the dead letters
+// and a requeue, on every driver; bad ones are refused with nothing stored.
+func TestAttributesTravelWithTheMessage(t *testing.T) {
+	t.Parallel()
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		ctx := ctxT(t)
+		q := e.create(t, QueueConfig{Shards: 4, MaxDeliveries: 1})
+		attrs := map[string]string{"tenant": "acme", "trace.id": "4bf92f35", "empty": ""}
+		id := e.put(t, e.svc, q.Name, Message{Body: []byte("with"), Attributes: attrs})
+		plain := e.put(t, e.svc, q.Name, Message{Body: []byte("without")})
+		for _, bad := range []map[string]string{
+			{"": "x"},
+			{"has space": "x"},
+			{strings.Repeat("n", driver.MaxAttributeName+1): "x"},
+			{"v": strings.Repeat("v", driver.MaxAttributeValue+1)},
+			{"v": "\xff"},
+			func() map[string]string {
+				m := map[string]string{}
+				for i := range driver.MaxAttributes + 1 {
+					m[fmt.Sprintf("a%d", i)] = ""
+				}
+				return m
+			}(),
+		} {
+			if _, err := e.svc.Put(ctx, q.Name, Message{Body: []byte("bad"), Attributes: bad}); !errors.Is(err, ErrInvalid) {
+				t.Errorf("put with attributes %.40v: %v, want ErrInvalid", bad, err)
+			}
+		}
+		if o := e.observe(t, q.Name); o.Messages != 2 {
+			t.Fatalf("%d messages stored, want 2: refused puts stored something", o.Messages)
+		}
+
+		e.clock.Advance(2 * time.Minute)
+		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
+		got := map[ID]map[string]string{}
+		for _, d := range receive(t, c, 10) {
+			got[d.ID()] = d.Attributes()
+			if err := d.Fail(ctx, errors.New("boom")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !maps.Equal(got[id], attrs) || got[plain] != nil || len(got) != 2 {
+			t.Fatalf("delivered attributes %v; want %v for %s and nil for %s", got, attrs, id, plain)
+		}
+		dead, err := e.svc.DeadLetters(ctx, q.Name, 0)
+		if err != nil || len(dead) != 2 {
+			t.Fatalf("DeadLetters = %v, %v", dead, err)
+		}
+		for _, l := range dead {
+			if want := got[l.ID]; !maps.Equal(l.Attributes, want) {
+				t.Errorf("dead letter %s has attributes %v, want %v", l.ID, l.Attributes, want)
+			}
+		}
+		if _, err := e.svc.Requeue(ctx, q.Name, []ID{id}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(2 * time.Minute)
+		again := receive(t, c, 10)
+		if len(again) != 1 || again[0].ID() != id || !maps.Equal(again[0].Attributes(), attrs) {
+			t.Fatalf("after the requeue: %v", deliveryIDs(again))
+		}
+
+		// Under one dedup id, other attributes are another message.
+		if _, err := e.svc.Put(ctx, q.Name, Message{Body: []byte("b"), DedupID: "d1", Attributes: map[string]string{"v": "1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Put(ctx, q.Name, Message{Body: []byte("b"), DedupID: "d1", Attributes: map[string]string{"v": "1"}}); err != nil {
+			t.Fatalf("the same put again: %v", err)
+		}
+		if _, err := e.svc.Put(ctx, q.Name, Message{Body: []byte("b"), DedupID: "d1", Attributes: map[string]string{"v": "2"}}); !errors.Is(err, ErrDedupConflict) {
+			t.Fatalf("the same body with other attributes: %v, want ErrDedupConflict", err)
 		}
 	})
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -153,7 +156,35 @@ type Message struct {
 	// answers the first message's id, from any process and however the
 	// puts race or are retried; with another body it fails with
 	// ErrDedupConflict. At most driver.MaxDedupIDLen bytes of UTF-8.
+	// Attributes count as part of the body for that comparison.
 	DedupID string
+	// Attributes are name/value pairs stored with the message and handed
+	// to its consumers unchanged (a tenant, a trace id, a content type):
+	// at most driver.MaxAttributes of them, names of 1 to
+	// driver.MaxAttributeName bytes of letters, digits and "_-.:",
+	// values of at most driver.MaxAttributeValue bytes of UTF-8.
+	Attributes map[string]string
+}
+
+// checkAttributes reports why attrs cannot be stored, or nil.
+func checkAttributes(attrs map[string]string) error {
+	if len(attrs) > driver.MaxAttributes {
+		return invalidf("%d attributes, the limit is %d", len(attrs), driver.MaxAttributes)
+	}
+	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+		if len(name) == 0 || len(name) > driver.MaxAttributeName {
+			return invalidf("attribute name %q: 1 to %d bytes", name, driver.MaxAttributeName)
+		}
+		for _, r := range name {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_-.:", r)) {
+				return invalidf("attribute name %q: only letters, digits and _-.: are allowed", name)
+			}
+		}
+		if v := attrs[name]; len(v) > driver.MaxAttributeValue || !utf8.ValidString(v) {
+			return invalidf("attribute %q: a value is at most %d bytes of UTF-8", name, driver.MaxAttributeValue)
+		}
+	}
+	return nil
 }
 
 // Put queues one message and returns its id. See PutBatch.
@@ -207,6 +238,8 @@ func (s *Service) PutBatchDedup(ctx context.Context, queue string, ms []Message)
 			err = fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(m.Body), s.cfg.MaxBodyBytes)
 		case len(m.DedupID) > driver.MaxDedupIDLen || !utf8.ValidString(m.DedupID):
 			err = invalidf("a dedup id is at most %d bytes of UTF-8", driver.MaxDedupIDLen)
+		default:
+			err = checkAttributes(m.Attributes)
 		}
 		if err != nil {
 			if len(ms) > 1 {
@@ -223,6 +256,9 @@ func (s *Service) PutBatchDedup(ctx context.Context, queue string, ms []Message)
 			MessageKey: driver.MessageKey{Shard: sh, Due: due, ID: out[i]},
 			Body:       body,
 			EnqueuedAt: now,
+		}
+		if len(m.Attributes) > 0 {
+			rows[i].Attributes = maps.Clone(m.Attributes)
 		}
 		if m.DedupID == "" {
 			plain = append(plain, rows[i])

@@ -302,7 +302,7 @@ func putMessages(req api.PutRequest) ([]queue.Message, error) {
 		if delay < 0 {
 			return nil, errorf(api.CodeInvalidArgument, "%s.delay: %v is negative", where, delay)
 		}
-		out[i] = queue.Message{Body: body, Delay: delay, DedupID: m.DedupID}
+		out[i] = queue.Message{Body: body, Delay: delay, DedupID: m.DedupID, Attributes: m.Attributes}
 		if m.Due != "" {
 			if m.Delay != "" {
 				return nil, errorf(api.CodeInvalidArgument, "%s: give delay or due, not both", where)
@@ -415,6 +415,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		out.Messages[i] = api.Delivery{
 			ID: d.ID().String(), Due: d.Due(), EnqueuedAt: d.EnqueuedAt(),
 			Attempt: d.Attempt(), VisibleUntil: d.VisibleUntil(), Receipt: d.Receipt(),
+			Attributes: d.Attributes(),
 		}
 		out.Messages[i].Body, out.Messages[i].BodyBase64 = textOrBase64(d.Body())
 	}
@@ -591,6 +592,7 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 		out.DeadLetters[i] = api.DeadLetter{
 			ID: l.ID.String(), Due: l.Due, EnqueuedAt: l.EnqueuedAt,
 			Deliveries: l.Deliveries, LastError: l.LastError, DiedAt: l.DiedAt,
+			Attributes: l.Attributes,
 		}
 		out.DeadLetters[i].Body, out.DeadLetters[i].BodyBase64 = textOrBase64(l.Body)
 	}

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
 	"strings"
 	"testing"
@@ -451,4 +453,48 @@ func TestDeadLettersCanBeDeletedOneByOne(t *testing.T) {
 	if len(req.Requeued) != 0 {
 		t.Fatalf("a deleted dead letter was requeued: %+v", req)
 	}
+}
+
+func TestMessageAttributesOverHTTP(t *testing.T) {
+	t.Parallel()
+	e, _ := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4,"max_deliveries":1}`, 201, nil)
+	e.wantError("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body":"b","attributes":{"bad name":"x"}}]}`, 400, api.CodeInvalidArgument, `attribute name "bad name"`)
+	e.wantError("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a","attributes":{"a":null}}]}`, 400, api.CodeInvalidArgument, "null")
+	e.wantError("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a","attributes":{"a":1}}]}`, 400, api.CodeInvalidArgument, "attributes")
+	if st := e.stats("q"); st.Messages != 0 {
+		t.Fatalf("refused puts stored %d messages", st.Messages)
+	}
+	var put api.PutResponse
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a","attributes":{"tenant":"acme","trace":""}},{"body":"b"}]}`, 201, &put)
+	r := e.do("POST", "/v1/queues/q/receive", `{"max":2}`)
+	var rcv api.ReceiveResponse
+	if err := json.Unmarshal(r.body, &rcv); err != nil || len(rcv.Messages) != 2 {
+		t.Fatalf("receive: %s (%v)", r.body, err)
+	}
+	for _, m := range rcv.Messages {
+		switch m.ID {
+		case put.IDs[0]:
+			if !maps.Equal(m.Attributes, map[string]string{"tenant": "acme", "trace": ""}) {
+				t.Errorf("delivered attributes %v", m.Attributes)
+			}
+		case put.IDs[1]:
+			if m.Attributes != nil {
+				t.Errorf("a message without attributes delivered with %v", m.Attributes)
+			}
+		}
+		e.mustJSON("POST", "/v1/queues/q/nack", `{"receipt":"`+m.Receipt+`"}`, 200, nil)
+	}
+	if bytes.Count(r.body, []byte(`"attributes"`)) != 1 {
+		t.Errorf("attributes appear %d times in %s, want once (left out when none)", bytes.Count(r.body, []byte(`"attributes"`)), r.body)
+	}
+	var dead api.DeadLetterList
+	e.mustJSON("GET", "/v1/queues/q/dead", "", 200, &dead)
+	for _, l := range dead.DeadLetters {
+		if l.ID == put.IDs[0] && l.Attributes["tenant"] != "acme" {
+			t.Errorf("dead letter lost its attributes: %+v", l)
+		}
+	}
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"x","dedup_id":"d","attributes":{"v":"1"}}]}`, 201, nil)
+	e.wantError("POST", "/v1/queues/q/messages", `{"messages":[{"body":"x","dedup_id":"d","attributes":{"v":"2"}}]}`, 409, api.CodeDedupConflict, "d")
 }

@@ -1,0 +1,59 @@
+package cassandra_test
+
+import (
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/driver/cassandra"
+)
+
+// A keyspace made before message attributes existed gets the column when a
+// newer process opens it, and only then; opening again changes nothing.
+// Here the older tables are made by dropping the column from new ones:
+// the table an earlier release made differs from that in nothing a query
+// can see.
+func TestOpenAddsTheAttributesColumnToOlderTables(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	ctx := ctxT(t)
+	d := open(t, cfg)
+	exec := rawExec(t, ctx)
+	for _, table := range []string{"queue_messages", "queue_dead"} {
+		exec("ALTER TABLE " + cfg.Keyspace + "." + table + " DROP attributes")
+	}
+	d.Close()
+
+	// On tables without the column, SchemaExisting refuses to start
+	// rather than fail on the first put.
+	existing := cfg
+	existing.Schema = cassandra.SchemaExisting
+	if d, err := cassandra.Open(ctx, existing); err == nil {
+		d.Close()
+		t.Fatal("Open with SchemaExisting on tables without the attributes column succeeded")
+	}
+
+	for range 2 { // the second open finds the column there
+		d = open(t, cfg)
+	}
+	m := driver.Message{
+		MessageKey: driver.MessageKey{Due: time.UnixMilli(1_700_000_000_000).UTC(), ID: driver.MessageID{0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}},
+		Body:       []byte("b"), EnqueuedAt: time.UnixMilli(1_700_000_000_000).UTC(),
+		Attributes: map[string]string{"tenant": "acme"},
+	}
+	if err := d.PutMessages(ctx, &driver.PutMessagesParams{Queue: "q", Messages: []driver.Message{m}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.GetMessage(ctx, &driver.GetMessageParams{Queue: "q", Key: m.MessageKey})
+	if err != nil || !maps.Equal(got.Attributes, m.Attributes) {
+		t.Fatalf("message read back = %+v, %v", got, err)
+	}
+	if err := d.DeadLetter(ctx, &driver.DeadLetterParams{Queue: "q", Letters: []driver.DeadLetter{{Message: *got, DiedAt: m.Due}}}); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := d.ListDead(ctx, &driver.ListDeadParams{Queue: "q"})
+	if err != nil || len(dead) != 1 || !maps.Equal(dead[0].Attributes, m.Attributes) {
+		t.Fatalf("dead letters = %+v, %v", dead, err)
+	}
+}

@@ -71,8 +71,8 @@ func queueSchemaStatements(cfg Config) []string {
 		fmt.Sprintf(queueMessagesDDL, cfg.Keyspace, grace),
 		fmt.Sprintf(queueDeadDDL, cfg.Keyspace, grace),
 		fmt.Sprintf(queueDedupDDL, cfg.Keyspace, grace),
-		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_messages", attributesColumn, "frozen<map<text, text>>"),
-		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_dead", attributesColumn, "frozen<map<text, text>>"),
+		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_messages", attributesColumn, "blob"),
+		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_dead", attributesColumn, "blob"),
 	}
 }
 
@@ -400,7 +400,7 @@ func (d *Driver) PutMessages(ctx context.Context, p *driver.PutMessagesParams) e
 			if len(m.Attributes) > 0 {
 				// In the same single-partition batch: the message is
 				// never seen without them.
-				shards.add(m.Shard, d.q.queue.setAttributes, m.Attributes, p.Queue, m.Shard, m.Due, [16]byte(m.ID))
+				shards.add(m.Shard, d.q.queue.setAttributes, encodeAttributes(m.Attributes), p.Queue, m.Shard, m.Due, [16]byte(m.ID))
 			}
 			if m.VisibleAt.IsZero() && m.LastError == "" {
 				shards.add(m.Shard, d.q.queue.putFresh, nonNil(m.Body), m.EnqueuedAt, m.Deliveries, p.Queue, m.Shard, m.Due, [16]byte(m.ID))
@@ -422,7 +422,7 @@ type messageRow struct {
 	VisibleAt  *time.Time
 	LastError  *string
 	Body       *[]byte
-	Attributes map[string]string
+	Attributes *[]byte
 }
 
 // dest is what a row scans into: with the body come the attributes.
@@ -472,8 +472,10 @@ func messageFromRow(shard int, r messageRow, withBody bool) (m driver.Message, f
 		} else {
 			m.Body = nonNil(*r.Body)
 		}
-		if len(r.Attributes) > 0 {
-			m.Attributes = r.Attributes
+		if r.Attributes != nil {
+			if m.Attributes, err = decodeAttributes(*r.Attributes); err != nil {
+				return bad("message %s: %v", m.ID, err)
+			}
 		}
 	}
 	return m, false, nil
@@ -872,7 +874,7 @@ func (d *Driver) DeadLetter(ctx context.Context, p *driver.DeadLetterParams) err
 		dead.add(-1, d.q.queue.insertDead, p.Queue, [16]byte(l.ID), l.Shard, l.Due, nonNil(l.Body),
 			l.EnqueuedAt, l.Deliveries, nullString(l.LastError), l.DiedAt)
 		if len(l.Attributes) > 0 {
-			dead.add(-1, d.q.queue.setDeadAttributes, l.Attributes, p.Queue, [16]byte(l.ID))
+			dead.add(-1, d.q.queue.setDeadAttributes, encodeAttributes(l.Attributes), p.Queue, [16]byte(l.ID))
 		}
 		msgs.add(l.Shard, d.q.queue.deleteMessage, p.Queue, l.Shard, l.Due, [16]byte(l.ID))
 	}
@@ -895,7 +897,7 @@ type deadRow struct {
 	Deliveries *int
 	LastError  *string
 	DiedAt     *time.Time
-	Attributes map[string]string
+	Attributes *[]byte
 }
 
 func (r *deadRow) dest() []any {
@@ -928,8 +930,12 @@ func deadFromRow(r deadRow) (driver.DeadLetter, error) {
 	if r.LastError != nil {
 		l.LastError = *r.LastError
 	}
-	if len(r.Attributes) > 0 {
-		l.Attributes = r.Attributes
+	if r.Attributes != nil {
+		attrs, err := decodeAttributes(*r.Attributes)
+		if err != nil {
+			return bad("%s: %v", l.ID, err)
+		}
+		l.Attributes = attrs
 	}
 	return l, nil
 }

@@ -24,6 +24,7 @@ func TestQueueSchemaUsesGCGrace(t *testing.T) {
 	var messages, dead, dedup string
 	for _, s := range stmts {
 		switch {
+		case strings.HasPrefix(s, "ALTER TABLE"):
 		case strings.Contains(s, "k1.queue_messages"):
 			messages = s
 		case strings.Contains(s, "k1.queue_dead"):
@@ -255,4 +256,44 @@ func FuzzDedupFromRow(f *testing.F) {
 			t.Fatalf("accepted a bad row as %+v", c)
 		}
 	})
+}
+
+func FuzzDecodeAttributes(f *testing.F) {
+	f.Add(encodeAttributes(map[string]string{"tenant": "acme", "trace": "", "ünï": "välue"}))
+	f.Add(encodeAttributes(map[string]string{"a": "1"}))
+	f.Add([]byte{attributesVersion, 0})
+	f.Add([]byte{attributesVersion, 2, 1, 'b', 0, 1, 'a', 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		attrs, err := decodeAttributes(b)
+		if err != nil {
+			return
+		}
+		if b == nil {
+			if attrs != nil {
+				t.Fatalf("a null cell decoded as %v", attrs)
+			}
+			return
+		}
+		if got := encodeAttributes(attrs); string(got) != string(b) {
+			t.Fatalf("decodeAttributes(%x) = %v, which encodes as %x", b, attrs, got)
+		}
+	})
+}
+
+func TestAttributesRefusedEncodings(t *testing.T) {
+	t.Parallel()
+	for _, b := range [][]byte{
+		{},                     // empty, not null
+		{2, 1, 1, 'a', 0},      // unknown version
+		{attributesVersion, 0}, // no attributes: written as no cell
+		{attributesVersion, 2, 1, 'b', 0, 1, 'a', 0}, // names out of order
+		{attributesVersion, 2, 1, 'a', 0, 1, 'a', 0}, // a name twice
+		{attributesVersion, 1, 1, 'a', 0, 9},         // trailing bytes
+		{attributesVersion, 1, 5, 'a'},               // a length past the end
+		{attributesVersion, 0x81, 0, 1, 1, 'a', 0},   // a count not in its shortest form
+	} {
+		if attrs, err := decodeAttributes(b); err == nil {
+			t.Errorf("decodeAttributes(%x) = %v, want an error", b, attrs)
+		}
+	}
 }

@@ -121,7 +121,7 @@ func (d *Driver) PutDedupMessage(ctx context.Context, p *driver.PutDedupParams) 
 		// without its attributes.
 		b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
 		b.Query(d.q.dedup.putAt, ts, body, enqueued, p.Queue, k.Shard, due, [16]byte(k.ID))
-		b.Query(d.q.dedup.attributesAt, ts, m.Attributes, p.Queue, k.Shard, due, [16]byte(k.ID))
+		b.Query(d.q.dedup.attributesAt, ts, encodeAttributes(m.Attributes), p.Queue, k.Shard, due, [16]byte(k.ID))
 		q = b
 	}
 	err = q.ExecContext(ctx)

@@ -327,8 +327,8 @@ the whole delivery as a JSON object per line) and acknowledged.
 
 With --exec each message is handed to CMD, run by /bin/sh -c with the body
 on its standard input and ABACUS_QUEUE, ABACUS_MESSAGE_ID,
-ABACUS_MESSAGE_ATTEMPT, ABACUS_MESSAGE_DUE and (when the message has
-attributes) ABACUS_MESSAGE_ATTRIBUTES, a JSON object, in its environment. Exit
+ABACUS_MESSAGE_ATTEMPT, ABACUS_MESSAGE_DUE and ABACUS_MESSAGE_ATTRIBUTES (a
+JSON object, {} when the message has none) in its environment. Exit
 status 0 acknowledges the message; any other status (or running past the
 queue's visibility timeout, or --handler-timeout, when the command is
 killed) reports a failure with the end of its standard error, and the
@@ -561,13 +561,16 @@ func runHandler(ctx context.Context, command, queue string, d api.Delivery, body
 		"ABACUS_MESSAGE_ATTEMPT="+strconv.Itoa(d.Attempt),
 		"ABACUS_MESSAGE_DUE="+d.Due.UTC().Format(time.RFC3339Nano),
 	)
+	// Always set ("{}" when none), so that a consumer run from another
+	// handler does not pass that message's attributes on.
+	attrs := []byte("{}")
 	if len(d.Attributes) > 0 {
-		attrs, err := json.Marshal(d.Attributes)
-		if err != nil {
+		var err error
+		if attrs, err = json.Marshal(d.Attributes); err != nil {
 			return err.Error()
 		}
-		cmd.Env = append(cmd.Env, "ABACUS_MESSAGE_ATTRIBUTES="+string(attrs))
 	}
+	cmd.Env = append(cmd.Env, "ABACUS_MESSAGE_ATTRIBUTES="+string(attrs))
 	err := cmd.Run()
 	if err == nil {
 		return ""

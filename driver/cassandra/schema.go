@@ -61,8 +61,8 @@ const addColumnDDL = "ALTER TABLE %s.%s ADD %s %s"
 
 // columnExists reports whether err is Cassandra refusing an ADD of a
 // column the table already has: "Invalid column name x because it
-// conflicts with an existing column" (2.1 to 4.1), "Column with name 'x'
-// already exists" (5.0).
+// conflicts with an existing column" (2.1 to 3.11), "Column with name 'x'
+// already exists" (4.0 on).
 func columnExists(stmt string, err error) bool {
 	if !strings.HasPrefix(stmt, "ALTER TABLE ") {
 		return false

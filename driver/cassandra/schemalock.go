@@ -99,8 +99,15 @@ func (d *Driver) createSchema(ctx context.Context) error {
 	}
 	defer release()
 	for _, stmt := range stmts[1:] {
-		if err := d.ddl(ctx, stmt); err != nil && !columnExists(stmt, err) {
-			return err
+		if err := d.ddl(ctx, stmt); err != nil {
+			if !columnExists(stmt, err) {
+				return err
+			}
+			// An earlier attempt may have added it just now (ddl sends a
+			// timed-out statement again): wait for every node to see it.
+			if err := d.awaitAgreement(ctx); err != nil {
+				return err
+			}
 		}
 		if err := d.renewSchemaLock(ctx); err != nil {
 			return err

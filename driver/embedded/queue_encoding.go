@@ -380,7 +380,11 @@ func decodeMessage(b []byte, m *driver.Message, withBody bool) error {
 	m.LastError = r.String("last error")
 	m.Attributes = nil
 	if attrs {
-		m.Attributes = r.attributes()
+		// Read (and checked) either way; handed out, as the body is,
+		// only when asked for: the Cassandra driver reads neither then.
+		if a := r.attributes(); withBody {
+			m.Attributes = a
+		}
 	}
 	if r.Err != nil {
 		return r.Err

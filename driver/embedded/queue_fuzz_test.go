@@ -47,6 +47,11 @@ func FuzzDecodeQueueMessage(f *testing.F) {
 	f.Add(encodeMessage(&driver.Message{}))
 	m.Attributes = map[string]string{"tenant": "acme", "trace": "", "z": "last"}
 	f.Add(encodeMessage(&m))
+	// Refused: names out of order, a name twice, format 2 without any.
+	two := encodeMessage(&driver.Message{Attributes: map[string]string{"a": "0", "b": "0"}})
+	f.Add(bytes.Replace(two, []byte{1, 'a', 1, '0', 1, 'b'}, []byte{1, 'b', 1, '0', 1, 'a'}, 1))
+	f.Add(bytes.Replace(two, []byte{1, 'a', 1, '0', 1, 'b'}, []byte{1, 'a', 1, '0', 1, 'a'}, 1))
+	f.Add(append([]byte{withAttributesVersion}, encodeMessage(&driver.Message{})[1:]...))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m driver.Message
 		if err := decodeMessage(b, &m, true); err != nil {

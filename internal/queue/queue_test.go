@@ -922,6 +922,7 @@ func TestAttributesTravelWithTheMessage(t *testing.T) {
 			{strings.Repeat("n", driver.MaxAttributeName+1): "x"},
 			{"v": strings.Repeat("v", driver.MaxAttributeValue+1)},
 			{"v": "\xff"},
+			{"tenant": "a", "Tenant": "b"},
 			func() map[string]string {
 				m := map[string]string{}
 				for i := range driver.MaxAttributes + 1 {
@@ -936,6 +937,14 @@ func TestAttributesTravelWithTheMessage(t *testing.T) {
 		}
 		if o := e.observe(t, q.Name); o.Messages != 2 {
 			t.Fatalf("%d messages stored, want 2: refused puts stored something", o.Messages)
+		}
+		// The limits themselves are allowed.
+		most := map[string]string{strings.Repeat("n", driver.MaxAttributeName): strings.Repeat("v", driver.MaxAttributeValue)}
+		for i := range driver.MaxAttributes - 1 {
+			most[fmt.Sprintf("a%d", i)] = ""
+		}
+		if _, err := e.svc.Put(ctx, q.Name, Message{Body: []byte("most"), Delay: time.Hour, Attributes: most}); err != nil {
+			t.Fatalf("put at every attribute limit: %v", err)
 		}
 
 		e.clock.Advance(2 * time.Minute)

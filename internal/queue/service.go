@@ -171,7 +171,13 @@ func checkAttributes(attrs map[string]string) error {
 	if len(attrs) > driver.MaxAttributes {
 		return invalidf("%d attributes, the limit is %d", len(attrs), driver.MaxAttributes)
 	}
-	for _, name := range slices.Sorted(maps.Keys(attrs)) {
+	names := slices.SortedFunc(maps.Keys(attrs), func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) })
+	for i, name := range names {
+		// Names are ASCII (below), and the HTTP API, like encoding/json,
+		// matches member names ignoring case; so are they unique here.
+		if i > 0 && strings.EqualFold(name, names[i-1]) {
+			return invalidf("attribute names %q and %q differ only in case", names[i-1], name)
+		}
 		if len(name) == 0 || len(name) > driver.MaxAttributeName {
 			return invalidf("attribute name %q: 1 to %d bytes", name, driver.MaxAttributeName)
 		}

@@ -490,9 +490,12 @@ func TestMessageAttributesOverHTTP(t *testing.T) {
 	}
 	var dead api.DeadLetterList
 	e.mustJSON("GET", "/v1/queues/q/dead", "", 200, &dead)
+	if len(dead.DeadLetters) != 2 {
+		t.Fatalf("%d dead letters, want 2", len(dead.DeadLetters))
+	}
 	for _, l := range dead.DeadLetters {
-		if l.ID == put.IDs[0] && l.Attributes["tenant"] != "acme" {
-			t.Errorf("dead letter lost its attributes: %+v", l)
+		if want := map[string]string(nil); l.ID == put.IDs[0] && l.Attributes["tenant"] != "acme" || l.ID == put.IDs[1] && !maps.Equal(l.Attributes, want) {
+			t.Errorf("dead letter %s has attributes %v", l.ID, l.Attributes)
 		}
 	}
 	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"x","dedup_id":"d","attributes":{"v":"1"}}]}`, 201, nil)

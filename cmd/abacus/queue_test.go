@@ -353,7 +353,6 @@ func TestQueuePauseAndPurgeCLI(t *testing.T) {
 
 // Attributes put with --attr reach a command run by consume --exec.
 func TestQueueCLIAttributes(t *testing.T) {
-	t.Parallel()
 	s, clk := newQueueTestServer(t)
 	if r := s.cli("queue", "create", "mail", "--shards", "4"); r.code != 0 {
 		t.Fatalf("create: %+v", r)
@@ -369,5 +368,15 @@ func TestQueueCLIAttributes(t *testing.T) {
 	var got map[string]string
 	if err := json.Unmarshal([]byte(r.stdout), &got); r.code != 0 || err != nil || got["tenant"] != "acme" || got["note"] != "a=b c" || len(got) != 2 {
 		t.Fatalf("consume --exec saw attributes %q (%v): %+v", r.stdout, err, r)
+	}
+	// A message without attributes gets {}, not what the consumer's own
+	// environment held.
+	if r := s.cli("queue", "put", "mail", "plain"); r.code != 0 {
+		t.Fatalf("put: %+v", r)
+	}
+	clk.Advance(2 * time.Minute)
+	t.Setenv("ABACUS_MESSAGE_ATTRIBUTES", `{"outer":"message"}`)
+	if r := s.cli("queue", "consume", "mail", "--once", "--exec", `printf '%s' "$ABACUS_MESSAGE_ATTRIBUTES"`); r.code != 0 || r.stdout != "{}" {
+		t.Fatalf("consume --exec of a message without attributes saw %q: %+v", r.stdout, r)
 	}
 }

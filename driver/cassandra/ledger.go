@@ -178,10 +178,24 @@ func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driv
 	if err := d.begin(ctx, op); err != nil {
 		return driver.Claim{}, false, err
 	}
-	m := map[string]any{}
-	err := d.session.Query(d.q.readClaim, p.Namespace, p.Ledger, p.RequestID).
-		Consistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency))).
-		MapScanContext(ctx, m)
+	// A SERIAL read is a Paxos round, which times out more readily than a
+	// plain read under load (seen on a busy 2.1 node: "0 of 1 replicas
+	// answered at SERIAL"). It changes nothing but to finish a proposal
+	// already under way, so sending it again is harmless.
+	const attempts = 3
+	var (
+		m   map[string]any
+		err error
+	)
+	for attempt := 1; ; attempt++ {
+		m = map[string]any{}
+		err = d.session.Query(d.q.readClaim, p.Namespace, p.Ledger, p.RequestID).
+			Consistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency))).
+			MapScanContext(ctx, m)
+		if err == nil || attempt == attempts || ctx.Err() != nil || !isTimeout(err) {
+			break
+		}
+	}
 	if errors.Is(err, gocql.ErrNotFound) {
 		return driver.Claim{}, false, nil
 	}

@@ -203,8 +203,7 @@ func (c *Client) PurgeShardTombstones(ctx context.Context) (int, error) {
 	if !ok {
 		return 0, nil
 	}
-	before := c.cfg.Clock.Now().Add(-2 * c.cfg.GCGrace).UnixMicro()
-	return p.PurgeShardTombstones(ctx, before)
+	return p.PurgeShardTombstones(ctx, c.sharded.TombstoneCutoff())
 }
 
 // purgeShardTombstones runs PurgeShardTombstones for a sweep: failures are

@@ -14,12 +14,15 @@ import (
 // Here the older tables are made by dropping the column from new ones:
 // the table an earlier release made differs from that in nothing a query
 // can see.
+//
+// Not parallel: it changes the schema five times, and on three busy nodes
+// each change waits long for every node to agree.
 func TestOpenAddsTheAttributesColumnToOlderTables(t *testing.T) {
-	t.Parallel()
+	// Each step has a minute of its own: schema changes on three busy
+	// nodes take a good part of one.
 	cfg := testConfig(t)
-	ctx := ctxT(t)
 	d := open(t, cfg)
-	exec := rawExec(t, ctx)
+	exec := rawExec(t, ctxT(t))
 	for _, table := range []string{"queue_messages", "queue_dead"} {
 		exec("ALTER TABLE " + cfg.Keyspace + "." + table + " DROP attributes")
 	}
@@ -29,7 +32,7 @@ func TestOpenAddsTheAttributesColumnToOlderTables(t *testing.T) {
 	// rather than fail on the first put.
 	existing := cfg
 	existing.Schema = cassandra.SchemaExisting
-	if d, err := cassandra.Open(ctx, existing); err == nil {
+	if d, err := cassandra.Open(ctxT(t), existing); err == nil {
 		d.Close()
 		t.Fatal("Open with SchemaExisting on tables without the attributes column succeeded")
 	}
@@ -37,6 +40,7 @@ func TestOpenAddsTheAttributesColumnToOlderTables(t *testing.T) {
 	for range 2 { // the second open finds the column there
 		d = open(t, cfg)
 	}
+	ctx := ctxT(t)
 	m := driver.Message{
 		MessageKey: driver.MessageKey{Due: time.UnixMilli(1_700_000_000_000).UTC(), ID: driver.MessageID{0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}},
 		Body:       []byte("b"), EnqueuedAt: time.UnixMilli(1_700_000_000_000).UTC(),
@@ -60,9 +64,9 @@ func TestOpenAddsTheAttributesColumnToOlderTables(t *testing.T) {
 	// A keyspace that lacks something else but has the column: the schema
 	// statements run again, and adding the column that is there is no
 	// failure (this release's error text for it is recognised).
-	exec("DROP TABLE " + cfg.Keyspace + ".queue_pauses")
+	rawExec(t, ctxT(t))("DROP TABLE " + cfg.Keyspace + ".queue_pauses")
 	d = open(t, cfg)
-	if dead, err := d.ListDead(ctx, &driver.ListDeadParams{Queue: "q"}); err != nil || len(dead) != 1 || !maps.Equal(dead[0].Attributes, m.Attributes) {
+	if dead, err := d.ListDead(ctxT(t), &driver.ListDeadParams{Queue: "q"}); err != nil || len(dead) != 1 || !maps.Equal(dead[0].Attributes, m.Attributes) {
 		t.Fatalf("dead letters after the schema ran again = %+v, %v", dead, err)
 	}
 }

@@ -104,6 +104,10 @@ type Driver struct {
 	// pauseMu makes SetQueuePause's compare-then-write atomic
 	// (queue_pause.go).
 	pauseMu sync.Mutex
+
+	// purged is the span of shard tombstones deleted and not yet
+	// compacted away (tombstones.go).
+	purged purgedSpan
 }
 
 var _ driver.Driver = (*Driver)(nil)

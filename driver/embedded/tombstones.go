@@ -1,9 +1,11 @@
 package embedded
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -12,10 +14,55 @@ import (
 // millions of tombstones is purged in steps that do not hold much memory.
 const purgeBatch = 1000
 
+// compactAfter is how many purged tombstones wait before their span is
+// compacted. Pebble drops deleted keys only when a compaction reaches them,
+// which on a small store may be never; but a manual compaction of the span
+// rewrites every file it overlaps, which is most of the shards table, and
+// holds the store open meanwhile. So it is done once this many deletes
+// have gathered (about 110 folded shards a day in docs/aging.md's
+// scenario: every nine days), not after every sweep; Pebble's own
+// compactions may get there first.
+const compactAfter = 1000
+
+// purgedSpan is the span of deleted tombstones not yet compacted: the keys
+// deleted since the last compaction, and the first and last of them.
+type purgedSpan struct {
+	mu          sync.Mutex
+	n           int
+	first, last []byte
+}
+
+// widen adds n deletes between first and last (keys in order) to the span.
+func (p *purgedSpan) widen(first, last []byte, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.first == nil || bytes.Compare(first, p.first) < 0 {
+		p.first = first
+	}
+	if p.last == nil || bytes.Compare(last, p.last) > 0 {
+		p.last = last
+	}
+	p.n += n
+}
+
+// take returns the span to compact, if enough deletes have gathered, and
+// forgets it; a failed compaction gives it back (widen).
+func (p *purgedSpan) take() (first, last []byte, n int, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n < compactAfter {
+		return nil, nil, 0, false
+	}
+	first, last, n = p.first, p.last, p.n
+	p.first, p.last, p.n = nil, nil, 0
+	return first, last, n, true
+}
+
 // PurgeShardTombstones implements driver.ShardTombstonePurger. It scans the
-// shards table, deletes (a Pebble delete, not a cell) every tombstone
-// written below before, and then compacts the span it deleted from, so that
-// the bytes go from disk and later scans step over nothing.
+// shards table and deletes (a Pebble delete, not a cell) every tombstone
+// written below before; once compactAfter deletes have gathered, over this
+// and earlier calls, it compacts their span so that the bytes leave the
+// disk.
 //
 // A write merged into a purged key between the scan and the delete is
 // deleted with it. That is safe for the same reason the purge is: the
@@ -30,7 +77,6 @@ func (d *Driver) PurgeShardTombstones(ctx context.Context, before int64) (int, e
 	defer d.mu.RUnlock()
 	prefix := []byte{tableShards}
 	purged := 0
-	var first, last []byte
 	for start := prefix; ; {
 		keys, next, err := d.staleTombstones(start, before)
 		if err != nil {
@@ -50,10 +96,7 @@ func (d *Driver) PurgeShardTombstones(ctx context.Context, before int64) (int, e
 				return purged, fmt.Errorf("embedded: %s: %w", op, err)
 			}
 			purged += len(keys)
-			if first == nil {
-				first = keys[0]
-			}
-			last = keys[len(keys)-1]
+			d.purged.widen(keys[0], keys[len(keys)-1], len(keys))
 		}
 		if next == nil {
 			break
@@ -63,11 +106,9 @@ func (d *Driver) PurgeShardTombstones(ctx context.Context, before int64) (int, e
 		}
 		start = next
 	}
-	if purged > 0 {
-		// Pebble drops deleted keys only when a compaction reaches them;
-		// left alone, a small store may keep them (and its files) for
-		// good.
+	if first, last, n, ok := d.purged.take(); ok {
 		if err := d.db.Compact(ctx, first, append(slices.Clone(last), 0), false); err != nil {
+			d.purged.widen(first, last, n) // the next call tries again
 			return purged, fmt.Errorf("embedded: %s: compact: %w", op, err)
 		}
 	}

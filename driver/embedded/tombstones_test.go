@@ -1,8 +1,12 @@
 package embedded
 
 import (
+	"bytes"
+	"fmt"
+
 	"context"
 	"errors"
+	"github.com/cockroachdb/pebble/v2"
 	"slices"
 	"testing"
 
@@ -110,5 +114,44 @@ func TestPurgeShardTombstonesOfAClosedStore(t *testing.T) {
 	}
 	if _, err := d.PurgeShardTombstones(context.Background(), 1); !errors.Is(err, driver.ErrClosed) {
 		t.Fatalf("purge of a closed store: %v, want ErrClosed", err)
+	}
+}
+
+// Deletes gather over purges until compactAfter of them wait; then their
+// whole span is compacted, and the bytes leave the files.
+func TestPurgedTombstonesAreCompactedOnceEnoughGather(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := open(t, Config{Dir: t.TempDir(), NoSync: true})
+	fold := func(counter string, n int) {
+		t.Helper()
+		var ids []string
+		for i := range n {
+			id := fmt.Sprintf("shard-%05d", i)
+			ids = append(ids, id)
+			mustWrite(t, d, "ns", counter, id, bytes.Repeat([]byte("s"), 200), 1000, 100)
+		}
+		if err := d.Fold(ctx, &driver.FoldParams{Namespace: "ns", Counter: counter, Delete: ids,
+			Tally: driver.Tally{State: []byte("t"), Timestamp: 1001}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fold("a", compactAfter/2)
+	if n, err := d.PurgeShardTombstones(ctx, 2000); err != nil || n != compactAfter/2 {
+		t.Fatalf("first purge = %d, %v", n, err)
+	}
+	if d.purged.n != compactAfter/2 {
+		t.Fatalf("%d deletes wait after the first purge, want %d (too few to compact)", d.purged.n, compactAfter/2)
+	}
+	fold("b", compactAfter/2)
+	compactions := d.db.Metrics().Compact.Count
+	if n, err := d.PurgeShardTombstones(ctx, 2000); err != nil || n != compactAfter/2 {
+		t.Fatalf("second purge = %d, %v", n, err)
+	}
+	if d.purged.n != 0 || d.purged.first != nil {
+		t.Fatalf("%d deletes still wait after %d gathered; want them compacted", d.purged.n, compactAfter)
+	}
+	if got := d.db.Metrics().Compact.Count; got <= compactions {
+		t.Fatalf("%d compactions after the second purge, %d before: nothing compacted", got, compactions)
 	}
 }

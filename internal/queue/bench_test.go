@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -150,6 +151,10 @@ func BenchmarkEndToEnd(b *testing.B) {
 			// puts ring the consumers) or in another (no hints: polls).
 			{name: "defaults/local/rate=100/s", rate: 100, defaults: true},
 			{name: "defaults/remote/rate=100/s", rate: 100, defaults: true, remote: true},
+			// A burst already stored, drained by one consumer or by eight
+			// (issue 16, item 2: eight should drain it five times as fast).
+			{name: "burst/consumers=1", preload: true, consumers: 1},
+			{name: "burst/consumers=8", preload: true, consumers: 8},
 		} {
 			b.Run(st.name+"/"+w.name, func(b *testing.B) { endToEnd(b, st.store, w) })
 		}
@@ -162,6 +167,10 @@ type e2eWorkload struct {
 	rate     int           // messages put per second; 0: as fast as they go
 	defaults bool          // default queue and consumer settings
 	remote   bool          // producers use a Service of their own
+	// preload puts every message before the consumers start, and times
+	// only the drain; consumers is how many there are (default 2).
+	preload   bool
+	consumers int
 }
 
 func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
@@ -188,7 +197,7 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 		done    = make(chan struct{})
 	)
 	var consumers []*Consumer
-	for i := range 2 {
+	for i := range cmp.Or(w.consumers, 2) {
 		cc := ConsumerConfig{
 			Queue: q.Name, Name: fmt.Sprint("bench-", i), Concurrency: 32, LeaseTTL: 10 * time.Second,
 			PollInterval: 100 * time.Millisecond, CatchUpInterval: 500 * time.Millisecond, BatchSize: 100,
@@ -214,10 +223,15 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 	}
 	b.ResetTimer()
 	start := time.Now()
-	for _, c := range consumers {
-		if err := c.Start(ctx); err != nil {
-			b.Fatal(err)
+	startConsumers := func() {
+		for _, c := range consumers {
+			if err := c.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
 		}
+	}
+	if !w.preload {
+		startConsumers()
 	}
 	var wg sync.WaitGroup
 	producers, batch := 4, 50
@@ -245,6 +259,10 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 	}
 	wg.Wait()
 	putDone := time.Since(start)
+	if w.preload {
+		start = time.Now()
+		startConsumers()
+	}
 	select {
 	case <-done:
 	case <-time.After(5 * time.Minute):

@@ -3,6 +3,7 @@ package sharded_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -290,6 +291,52 @@ func TestRowsOfFoldedShardsAreNotCountedAgain(t *testing.T) {
 	}
 	if got, _ := h.value(t, tg); got != want {
 		t.Fatalf("after the next fold: %d, want %d", got, want)
+	}
+}
+
+// Rows the tally already holds on a counter that no longer changes are
+// deleted by the next collection that sees them, though it folds nothing:
+// a row back after its tombstone was purged would otherwise stay for good.
+func TestAnIdleCountersStaleRowsAreDeleted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	tg := target("c", crdt.KindSum)
+	want, writes := h.foldedShards(t, tg, 2)
+	before := storedShards(t, h.store.Shards).Tally
+	// The tombstones go (as a purge drops them), then the shards' last
+	// writes land again, at their own timestamps, below the fold's.
+	purger, ok := h.store.Shards.(driver.ShardTombstonePurger)
+	if !ok {
+		t.Fatalf("the test store (%T) cannot purge tombstones", h.store.Shards)
+	}
+	if n, err := purger.PurgeShardTombstones(context.Background(), math.MaxInt64); err != nil || n != 2 {
+		t.Fatalf("purge = %d, %v; want the 2 tombstones", n, err)
+	}
+	for _, w := range writes {
+		if err := h.store.Shards.WriteShard(context.Background(), &w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(storedShards(t, h.store.Shards).Shards); n < 2 {
+		t.Fatalf("%d live rows stored, want the 2 folded shards back", n)
+	}
+	if got, shards := h.value(t, tg); got != want || shards != 0 {
+		t.Fatalf("read %d from %d shards, want %d from 0", got, shards, want)
+	}
+	h.collect(t, 0)
+	set := storedShards(t, h.store.Shards)
+	for _, s := range set.Shards {
+		for _, w := range writes {
+			if s.ID == w.Shard.ID {
+				t.Fatalf("stale row %s still stored after a collection", s.ID)
+			}
+		}
+	}
+	if set.Tally == nil || set.Tally.Timestamp != before.Timestamp || string(set.Tally.State) != string(before.State) {
+		t.Fatalf("tally changed from %+v to %+v; deleting stale rows must leave it as it is", before, set.Tally)
+	}
+	if got, _ := h.value(t, tg); got != want {
+		t.Fatalf("after the collection: %d, want %d", got, want)
 	}
 }
 

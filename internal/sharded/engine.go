@@ -467,6 +467,14 @@ func (e *Engine) cutoff() int64 {
 	return e.cfg.Clock.Now().Add(-e.cfg.GCGrace).UnixMicro()
 }
 
+// TombstoneCutoff is the write timestamp (µs) below which a folded shard's
+// tombstone may be dropped by a store that keeps them until told: twice
+// the GC grace ago, by this engine's clock and grace (docs/architecture.md,
+// "Purging the tombstones of folded shards").
+func (e *Engine) TombstoneCutoff() int64 {
+	return e.cfg.Clock.Now().Add(-2 * e.cfg.GCGrace).UnixMicro()
+}
+
 // GCResult describes one collection attempt.
 type GCResult struct {
 	Key driver.CounterKey
@@ -513,6 +521,18 @@ func (e *Engine) collect(ctx context.Context, k driver.CounterKey) GCResult {
 	if err != nil {
 		res.Skipped, res.Err = true, err
 		return res
+	}
+	if plan == nil && len(stale) > 0 {
+		// Nothing new is final, but rows the tally already holds are
+		// stored: delete them anyway, at the tally's own timestamp (above
+		// their expires_at, so above every write they had), writing the
+		// tally as it is. Left alone, an idle counter would keep them.
+		prev, err := crdt.Decode(set.Tally.State)
+		if err != nil {
+			res.Skipped, res.Err = true, fmt.Errorf("decode tally: %w", err)
+			return res
+		}
+		plan = &FoldPlan{Tally: prev, Timestamp: set.Tally.Timestamp}
 	}
 	if plan == nil {
 		return res

@@ -34,10 +34,15 @@ func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*d
 // past the shards below it instead of stepping over them: keys order IDs by
 // length, then bytes, so the skipped run is the IDs as long as from and
 // below it. Shorter and longer IDs are all read, which the contract allows.
+// The shorter ones are read first, then the read jumps to from: it never
+// starts at the counter's first key, which may lie below thousands of
+// deleted ones (purged tombstones, until a compaction drops them) that an
+// iterator steps over one by one to find a live key.
 func (d *Driver) readShards(ns, counter, from string) (_ *driver.ShardSet, err error) {
 	// Shards and tally are read through one iterator, hence one consistent
-	// view. Reading them separately could see a fold's new tally together
-	// with the shards it deleted, and count those shards twice.
+	// view (SetBounds keeps it). Reading them separately could see a
+	// fold's new tally together with the shards it deleted, and count
+	// those shards twice.
 	prefix := counterPrefix(ns, counter)
 	it, err := d.iterPrefix(prefix)
 	if err != nil {
@@ -46,42 +51,42 @@ func (d *Driver) readShards(ns, counter, from string) (_ *driver.ShardSet, err e
 	defer closeIter(it, &err, "")
 
 	set := &driver.ShardSet{Shards: []driver.Shard{}}
-	for valid := it.First(); valid; valid = it.Next() {
-		id, err := shardIDAfter(it.Key(), len(prefix))
-		if err != nil {
-			return nil, fmt.Errorf("key %x: %w", it.Key(), err)
-		}
-		if len(id) == len(from) && id < from {
-			if !it.SeekGE(shardKey(ns, counter, from)) {
-				break
-			}
-			if id, err = shardIDAfter(it.Key(), len(prefix)); err != nil {
+	spans := [][2][]byte{{prefix, prefixEnd(prefix)}}
+	if from != "" && len(from) < 0x80 { // a one-byte length: lengths order as bytes
+		shorter := append(slices.Clone(prefix), byte(len(from)))
+		spans = [][2][]byte{{prefix, shorter}, {shardKey(ns, counter, from), prefixEnd(prefix)}}
+	}
+	for _, span := range spans {
+		it.SetBounds(span[0], span[1])
+		for valid := it.First(); valid; valid = it.Next() {
+			id, err := shardIDAfter(it.Key(), len(prefix))
+			if err != nil {
 				return nil, fmt.Errorf("key %x: %w", it.Key(), err)
 			}
+			raw, err := it.ValueAndErr()
+			if err != nil {
+				return nil, fmt.Errorf("shard %q: %w", id, err)
+			}
+			c, err := decodeCell(raw)
+			if err != nil {
+				return nil, fmt.Errorf("shard %q: %w", id, err)
+			}
+			if c.Tombstone {
+				continue
+			}
+			expires, state, err := decodeShardPayload(c.Payload)
+			if err != nil {
+				return nil, fmt.Errorf("shard %q: %w", id, err)
+			}
+			set.Shards = append(set.Shards, driver.Shard{
+				ID:        id,
+				State:     slices.Clone(state), // the iterator reuses its buffer
+				ExpiresAt: expires,
+			})
 		}
-		raw, err := it.ValueAndErr()
-		if err != nil {
-			return nil, fmt.Errorf("shard %q: %w", id, err)
+		if err := it.Error(); err != nil {
+			return nil, err
 		}
-		c, err := decodeCell(raw)
-		if err != nil {
-			return nil, fmt.Errorf("shard %q: %w", id, err)
-		}
-		if c.Tombstone {
-			continue
-		}
-		expires, state, err := decodeShardPayload(c.Payload)
-		if err != nil {
-			return nil, fmt.Errorf("shard %q: %w", id, err)
-		}
-		set.Shards = append(set.Shards, driver.Shard{
-			ID:        id,
-			State:     slices.Clone(state), // the iterator reuses its buffer
-			ExpiresAt: expires,
-		})
-	}
-	if err := it.Error(); err != nil {
-		return nil, err
 	}
 	// Length-prefixed keys sort by ID length first, so sort by ID here.
 	slices.SortFunc(set.Shards, func(a, b driver.Shard) int { return cmp.Compare(a.ID, b.ID) })

@@ -14,15 +14,16 @@ import (
 // millions of tombstones is purged in steps that do not hold much memory.
 const purgeBatch = 1000
 
-// compactAfter is how many purged tombstones wait before their span is
-// compacted. Pebble drops deleted keys only when a compaction reaches them,
-// which on a small store may be never; but a manual compaction of the span
-// rewrites every file it overlaps, which is most of the shards table, and
-// holds the store open meanwhile. So it is done once this many deletes
-// have gathered (about 110 folded shards a day in docs/aging.md's
-// scenario: every nine days), not after every sweep; Pebble's own
-// compactions may get there first.
-const compactAfter = 1000
+// compactLimit bounds the files a purge compacts. Pebble drops deleted
+// keys only when a compaction reaches them, which on a small store may be
+// never, and until then a store's files and its reads carry them (on
+// docs/aging.md's scenario a compaction after each purge kept the files
+// flat and made reads 0.6-0.7x as long). But a manual compaction rewrites
+// every file the purged span overlaps, which on a store of many counters
+// is most of the shards table: so a purge compacts only a span whose files
+// are estimated at this size or less, and leaves a larger one to Pebble's
+// own compactions, which also go after files dense with deletes.
+const compactLimit = 64 << 20
 
 // purgedSpan is the span of deleted tombstones not yet compacted: the keys
 // deleted since the last compaction, and the first and last of them.
@@ -45,12 +46,12 @@ func (p *purgedSpan) widen(first, last []byte, n int) {
 	p.n += n
 }
 
-// take returns the span to compact, if enough deletes have gathered, and
-// forgets it; a failed compaction gives it back (widen).
+// take returns the span to compact, if any, and forgets it; a failed
+// compaction gives it back (widen).
 func (p *purgedSpan) take() (first, last []byte, n int, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.n < compactAfter {
+	if p.n == 0 {
 		return nil, nil, 0, false
 	}
 	first, last, n = p.first, p.last, p.n
@@ -60,9 +61,9 @@ func (p *purgedSpan) take() (first, last []byte, n int, ok bool) {
 
 // PurgeShardTombstones implements driver.ShardTombstonePurger. It scans the
 // shards table and deletes (a Pebble delete, not a cell) every tombstone
-// written below before; once compactAfter deletes have gathered, over this
-// and earlier calls, it compacts their span so that the bytes leave the
-// disk.
+// written below before, then compacts the span of the deletes if it is
+// small enough (compactLimit). A span whose compaction was cut short is
+// compacted by the next call.
 //
 // A write merged into a purged key between the scan and the delete is
 // deleted with it. That is safe for the same reason the purge is: the
@@ -107,7 +108,12 @@ func (d *Driver) PurgeShardTombstones(ctx context.Context, before int64) (int, e
 		start = next
 	}
 	if first, last, n, ok := d.purged.take(); ok {
-		if err := d.db.Compact(ctx, first, append(slices.Clone(last), 0), false); err != nil {
+		end := append(slices.Clone(last), 0)
+		size, err := d.db.EstimateDiskUsage(first, end)
+		if err == nil && size <= compactLimit {
+			err = d.db.Compact(ctx, first, end, false)
+		}
+		if err != nil {
 			d.purged.widen(first, last, n) // the next call tries again
 			return purged, fmt.Errorf("embedded: %s: compact: %w", op, err)
 		}

@@ -6,7 +6,6 @@ import (
 
 	"context"
 	"errors"
-	"github.com/cockroachdb/pebble/v2"
 	"slices"
 	"testing"
 
@@ -117,9 +116,10 @@ func TestPurgeShardTombstonesOfAClosedStore(t *testing.T) {
 	}
 }
 
-// Deletes gather over purges until compactAfter of them wait; then their
-// whole span is compacted, and the bytes leave the files.
-func TestPurgedTombstonesAreCompactedOnceEnoughGather(t *testing.T) {
+// A purge compacts the span it deleted from when it is small, so that the
+// deleted keys leave the files; a compaction cut short is done by the next
+// purge.
+func TestAPurgeCompactsASmallSpan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d := open(t, Config{Dir: t.TempDir(), NoSync: true})
@@ -136,22 +136,30 @@ func TestPurgedTombstonesAreCompactedOnceEnoughGather(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fold("a", compactAfter/2)
-	if n, err := d.PurgeShardTombstones(ctx, 2000); err != nil || n != compactAfter/2 {
-		t.Fatalf("first purge = %d, %v", n, err)
-	}
-	if d.purged.n != compactAfter/2 {
-		t.Fatalf("%d deletes wait after the first purge, want %d (too few to compact)", d.purged.n, compactAfter/2)
-	}
-	fold("b", compactAfter/2)
+	fold("a", 50)
 	compactions := d.db.Metrics().Compact.Count
-	if n, err := d.PurgeShardTombstones(ctx, 2000); err != nil || n != compactAfter/2 {
-		t.Fatalf("second purge = %d, %v", n, err)
-	}
-	if d.purged.n != 0 || d.purged.first != nil {
-		t.Fatalf("%d deletes still wait after %d gathered; want them compacted", d.purged.n, compactAfter)
+	if n, err := d.PurgeShardTombstones(ctx, 2000); err != nil || n != 50 {
+		t.Fatalf("purge = %d, %v", n, err)
 	}
 	if got := d.db.Metrics().Compact.Count; got <= compactions {
-		t.Fatalf("%d compactions after the second purge, %d before: nothing compacted", got, compactions)
+		t.Fatalf("%d compactions after the purge, %d before: nothing compacted", got, compactions)
+	}
+	if d.purged.n != 0 {
+		t.Fatalf("%d deletes still wait for a compaction", d.purged.n)
+	}
+
+	// A cancelled compaction leaves its span for the next purge.
+	fold("b", 50)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	d.purged.widen(shardKey("ns", "b", "shard-00000"), shardKey("ns", "b", "shard-00049"), 50)
+	if _, err := d.PurgeShardTombstones(cancelled, 0); err == nil {
+		t.Fatal("a purge whose context is cancelled compacted anyway")
+	}
+	if d.purged.n != 50 {
+		t.Fatalf("%d deletes wait after a cut-short compaction, want 50", d.purged.n)
+	}
+	if _, err := d.PurgeShardTombstones(ctx, 0); err != nil || d.purged.n != 0 {
+		t.Fatalf("the next purge: %v, %d deletes still wait", err, d.purged.n)
 	}
 }

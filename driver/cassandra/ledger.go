@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -180,8 +181,11 @@ func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driv
 	}
 	// A SERIAL read is a Paxos round, which times out more readily than a
 	// plain read under load (seen on a busy 2.1 node: "0 of 1 replicas
-	// answered at SERIAL"). It changes nothing but to finish a proposal
-	// already under way, so sending it again is harmless.
+	// answered at SERIAL"). It writes nothing of its own: at most it
+	// finishes a proposal already accepted, or pre-empts one not yet
+	// accepted, which then times out as it could anyway. So it is sent
+	// again, after a short pause, up to three times in all; a caller's
+	// deadline or cancellation is not retried.
 	const attempts = 3
 	var (
 		m   map[string]any
@@ -194,6 +198,10 @@ func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driv
 			MapScanContext(ctx, m)
 		if err == nil || attempt == attempts || ctx.Err() != nil || !isTimeout(err) {
 			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
 		}
 	}
 	if errors.Is(err, gocql.ErrNotFound) {

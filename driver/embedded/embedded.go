@@ -106,8 +106,10 @@ type Driver struct {
 	pauseMu sync.Mutex
 
 	// purged is the span of shard tombstones deleted and not yet
-	// compacted away (tombstones.go).
-	purged purgedSpan
+	// compacted away (tombstones.go); compact compacts a span (the DB's
+	// Compact, replaced in tests).
+	purged  purgedSpan
+	compact func(ctx context.Context, start, end []byte) error
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -180,6 +182,7 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 		lock:      lock,
 		release:   release,
 	}
+	d.compact = func(ctx context.Context, start, end []byte) error { return db.Compact(ctx, start, end, false) }
 	if cfg.NoSync {
 		d.writeOpts = pebble.NoSync
 	}

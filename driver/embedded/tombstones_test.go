@@ -148,18 +148,25 @@ func TestAPurgeCompactsASmallSpan(t *testing.T) {
 		t.Fatalf("%d deletes still wait for a compaction", d.purged.n)
 	}
 
-	// A cancelled compaction leaves its span for the next purge.
+	// A compaction that fails leaves its span to the next purge.
 	fold("b", 50)
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	d.purged.widen(shardKey("ns", "b", "shard-00000"), shardKey("ns", "b", "shard-00049"), 50)
-	if _, err := d.PurgeShardTombstones(cancelled, 0); err == nil {
-		t.Fatal("a purge whose context is cancelled compacted anyway")
+	compact := d.compact
+	d.compact = func(context.Context, []byte, []byte) error { return errors.New("disk full") }
+	if n, err := d.PurgeShardTombstones(ctx, 2000); err == nil || n != 50 {
+		t.Fatalf("purge with a failing compaction = %d, %v; want the 50 deleted and the failure reported", n, err)
 	}
 	if d.purged.n != 50 {
-		t.Fatalf("%d deletes wait after a cut-short compaction, want 50", d.purged.n)
+		t.Fatalf("%d deletes owed a compaction after it failed, want 50", d.purged.n)
 	}
-	if _, err := d.PurgeShardTombstones(ctx, 0); err != nil || d.purged.n != 0 {
-		t.Fatalf("the next purge: %v, %d deletes still wait", err, d.purged.n)
+	var span [2][]byte
+	d.compact = func(ctx context.Context, start, end []byte) error {
+		span = [2][]byte{start, end}
+		return compact(ctx, start, end)
+	}
+	if n, err := d.PurgeShardTombstones(ctx, 2000); err != nil || n != 0 || d.purged.n != 0 {
+		t.Fatalf("the next purge = %d, %v, %d deletes still owed", n, err, d.purged.n)
+	}
+	if !bytes.Equal(span[0], shardKey("ns", "b", "shard-00000")) || !bytes.HasPrefix(span[1], shardKey("ns", "b", "shard-00049")) {
+		t.Fatalf("the next purge compacted %x..%x, not the failed span", span[0], span[1])
 	}
 }

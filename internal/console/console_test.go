@@ -19,6 +19,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/apikey"
 	"github.com/abacusdb/abacus/internal/console"
 	"github.com/abacusdb/abacus/internal/server"
@@ -35,15 +36,24 @@ type site struct {
 	admin string
 }
 
-func newSite(t *testing.T, auth server.AuthMode) *site {
+// library is a library client on an embedded store in memory, stopped
+// when the test ends.
+func library(t *testing.T) (*abacus.Client, *embedded.Driver) {
 	t.Helper()
 	store := servertest.OpenStore(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	lib, err := abacus.NewClient(context.Background(), abacus.Config{Driver: store, Logger: quiet, GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lib.Stop(context.Background()) })
+	return lib, store
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newSite(t *testing.T, auth server.AuthMode) *site {
+	t.Helper()
+	lib, store := library(t)
 	keys := apikey.New(store, 0)
 	srv, err := server.New(server.Config{Client: lib, Logger: quiet, Auth: auth, Keys: keys})
 	if err != nil {
@@ -258,7 +268,7 @@ func TestTheConsoleRefusesBadFormsAndWritesNothing(t *testing.T) {
 		status int
 		want   string
 	}{
-		{"/ui/queues/jobs/requeue", url.Values{}, 400, "Choose a dead letter"},
+		{"/ui/queues/jobs/requeue", url.Values{}, 400, "Choose a dead letter, or all"},
 		{"/ui/queues/jobs/requeue", url.Values{"id": {"nope"}}, 400, "is not a message id"},
 		{"/ui/queues/jobs/delete", url.Values{"id": {ids[0], "x"}}, 400, "is not a message id"},
 		{"/ui/queues/jobs/delete", url.Values{}, 400, "no dead letter ids"},
@@ -453,13 +463,7 @@ func TestTheConsolePagesThroughManyNames(t *testing.T) {
 
 func TestAServerWithoutTheConsoleServesNone(t *testing.T) {
 	t.Parallel()
-	store := servertest.OpenStore(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	lib, err := abacus.NewClient(context.Background(), abacus.Config{Driver: store, Logger: quiet, GCInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lib.Stop(context.Background()) })
+	lib, _ := library(t)
 	srv, err := server.New(server.Config{Client: lib, Logger: quiet, NoConsole: true})
 	if err != nil {
 		t.Fatal(err)

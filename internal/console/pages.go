@@ -48,25 +48,15 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 		c.failWith(w, r, v, err)
 		return
 	}
-	var nsList []*abacus.Namespace
-	for _, ns := range namespaces {
-		if v.may(apikey.KindNamespace, ns.Name, apikey.Read) {
-			nsList = append(nsList, ns)
-		}
-	}
+	nsList := readable(v, apikey.KindNamespace, namespaces, func(ns *abacus.Namespace) string { return ns.Name })
 	all, err := c.cfg.Client.Queues().List(ctx)
 	if err != nil {
 		c.failWith(w, r, v, err)
 		return
 	}
-	var readable []*queue.Queue
-	for _, q := range all {
-		if v.may(apikey.KindQueue, q.Name, apikey.Read) {
-			readable = append(readable, q)
-		}
-	}
+	queues := readable(v, apikey.KindQueue, all, func(q *queue.Queue) string { return q.Name })
 	after := r.URL.Query().Get("after")
-	page, next := pageAfter(readable, func(q *queue.Queue) string { return q.Name }, after, c.cfg.QueuesPerPage)
+	page, next := pageAfter(queues, func(q *queue.Queue) string { return q.Name }, after, c.cfg.QueuesPerPage)
 	rows := make([]queueRow, len(page))
 	names := make([]string, len(page))
 	for i, q := range page {
@@ -101,9 +91,20 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 	wg.Wait()
 	c.render(w, http.StatusOK, "overview", map[string]any{
 		"Title": "Overview", "Key": v.keyID(), "Auth": v.required,
-		"Queues": rows, "QueueCount": len(readable), "Next": next, "After": after,
+		"Queues": rows, "QueueCount": len(queues), "Next": next, "After": after,
 		"Namespaces": nsList,
 	})
+}
+
+// readable returns the items of list (of kind) the viewer may read.
+func readable[T any](v viewer, kind string, list []T, name func(T) string) []T {
+	var out []T
+	for _, item := range list {
+		if v.may(kind, name(item), apikey.Read) {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // holders lists the consumers holding a lease on the queue's shards.
@@ -176,8 +177,7 @@ func pageAfter[T any](list []T, name func(T) string, after string, n int) (page 
 
 func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, v viewer) {
 	name := r.PathValue("queue")
-	if !v.may(apikey.KindQueue, name, apikey.Read) {
-		c.fail(w, r, &v, http.StatusForbidden, "API key "+strconv.Quote(v.keyID())+" may not read queue "+strconv.Quote(name)+".")
+	if !c.allow(w, r, v, apikey.KindQueue, name, apikey.Read) {
 		return
 	}
 	ctx := r.Context()
@@ -215,11 +215,17 @@ func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, v viewer) {
 
 // admin checks the admin role a queue change needs.
 func (c *Console) admin(w http.ResponseWriter, r *http.Request, v viewer) bool {
-	name := r.PathValue("queue")
-	if v.may(apikey.KindQueue, name, apikey.Admin) {
+	return c.allow(w, r, v, apikey.KindQueue, r.PathValue("queue"), apikey.Admin)
+}
+
+// allow checks that the viewer may act with role on the named namespace or
+// queue, and answers 403 if not.
+func (c *Console) allow(w http.ResponseWriter, r *http.Request, v viewer, kind, name string, role apikey.Role) bool {
+	if v.may(kind, name, role) {
 		return true
 	}
-	c.fail(w, r, &v, http.StatusForbidden, "API key "+strconv.Quote(v.keyID())+" may not administer queue "+strconv.Quote(name)+"; nothing was done.")
+	what := map[string]string{apikey.KindQueue: "queue", apikey.KindNamespace: "namespace"}[kind]
+	c.fail(w, r, &v, http.StatusForbidden, fmt.Sprintf("API key %q may not %s %s %q; nothing was done.", v.keyID(), role, what, name))
 	return false
 }
 
@@ -251,40 +257,29 @@ func (c *Console) formIDs(w http.ResponseWriter, r *http.Request, v viewer) ([]q
 	return ids, true
 }
 
-func (c *Console) requeue(w http.ResponseWriter, r *http.Request, v viewer) {
-	if !c.admin(w, r, v) {
-		return
+// deadLetters answers a form that acts on dead letters by id: requeue
+// (which, with the form's "all", takes every one) or delete. It needs the
+// admin role, as the API's routes do, and answers with the queue's page.
+func (c *Console) deadLetters(what string, act func(ctx context.Context, queue string, ids []queue.ID) ([]queue.ID, error), orAll bool) handler {
+	return func(w http.ResponseWriter, r *http.Request, v viewer) {
+		if !c.admin(w, r, v) {
+			return
+		}
+		ids, ok := c.formIDs(w, r, v)
+		if !ok {
+			return
+		}
+		if orAll && len(ids) == 0 && r.PostFormValue("all") != "yes" {
+			c.fail(w, r, &v, http.StatusBadRequest, "Choose a dead letter, or all of them. Nothing was done.")
+			return
+		}
+		got, err := act(r.Context(), r.PathValue("queue"), ids)
+		if err != nil {
+			c.failWith(w, r, v, err)
+			return
+		}
+		c.back(w, r, what, len(got))
 	}
-	ids, ok := c.formIDs(w, r, v)
-	if !ok {
-		return
-	}
-	if len(ids) == 0 && r.PostFormValue("all") != "yes" {
-		c.fail(w, r, &v, http.StatusBadRequest, "Choose a dead letter to requeue, or requeue all. Nothing was done.")
-		return
-	}
-	got, err := c.cfg.Client.Queues().Requeue(r.Context(), r.PathValue("queue"), ids)
-	if err != nil {
-		c.failWith(w, r, v, err)
-		return
-	}
-	c.back(w, r, "requeued", len(got))
-}
-
-func (c *Console) deleteDead(w http.ResponseWriter, r *http.Request, v viewer) {
-	if !c.admin(w, r, v) {
-		return
-	}
-	ids, ok := c.formIDs(w, r, v)
-	if !ok {
-		return
-	}
-	got, err := c.cfg.Client.Queues().DeleteDead(r.Context(), r.PathValue("queue"), ids)
-	if err != nil {
-		c.failWith(w, r, v, err)
-		return
-	}
-	c.back(w, r, "deleted", len(got))
 }
 
 func (c *Console) setPause(paused bool) handler {
@@ -324,8 +319,7 @@ type counterRow struct {
 
 func (c *Console) namespacePage(w http.ResponseWriter, r *http.Request, v viewer) {
 	name := r.PathValue("ns")
-	if !v.may(apikey.KindNamespace, name, apikey.Read) {
-		c.fail(w, r, &v, http.StatusForbidden, "API key "+strconv.Quote(v.keyID())+" may not read namespace "+strconv.Quote(name)+".")
+	if !c.allow(w, r, v, apikey.KindNamespace, name, apikey.Read) {
 		return
 	}
 	ctx := r.Context()

@@ -666,11 +666,9 @@ func (s *Server) requeue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done, err := s.client.Queues().Requeue(r.Context(), r.PathValue("queue"), ids)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.RequeueResponse{Requeued: jsonEach(done, queue.ID.String)})
+	writeResult(w, r, done, err, func(done []queue.ID) api.RequeueResponse {
+		return api.RequeueResponse{Requeued: jsonEach(done, queue.ID.String)}
+	})
 }
 
 func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request) {
@@ -679,11 +677,9 @@ func (s *Server) deleteDead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done, err := s.client.Queues().DeleteDead(r.Context(), r.PathValue("queue"), ids)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.DeleteDeadResponse{Deleted: jsonEach(done, queue.ID.String)})
+	writeResult(w, r, done, err, func(done []queue.ID) api.DeleteDeadResponse {
+		return api.DeleteDeadResponse{Deleted: jsonEach(done, queue.ID.String)}
+	})
 }
 
 // ---- metrics ---------------------------------------------------------------

@@ -281,16 +281,22 @@ func TestRowsOfFoldedShardsAreNotCountedAgain(t *testing.T) {
 	want += 5
 	h.clk.Advance(lifetime + grace + time.Second)
 	h.collect(t, 1)
-	set := storedShards(t, h.store.Shards)
+	noneStored(t, storedShards(t, h.store.Shards), writes, "after the next fold")
+	if got, _ := h.value(t, tg); got != want {
+		t.Fatalf("after the next fold: %d, want %d", got, want)
+	}
+}
+
+// noneStored fails the test if set holds a live row of a shard that writes
+// wrote.
+func noneStored(t *testing.T, set *driver.ShardSet, writes []driver.WriteShardParams, when string) {
+	t.Helper()
 	for _, s := range set.Shards {
 		for _, w := range writes {
 			if s.ID == w.Shard.ID {
-				t.Fatalf("stale row %s still stored after the next fold", s.ID)
+				t.Fatalf("stale row %s still stored %s", s.ID, when)
 			}
 		}
-	}
-	if got, _ := h.value(t, tg); got != want {
-		t.Fatalf("after the next fold: %d, want %d", got, want)
 	}
 }
 
@@ -325,13 +331,7 @@ func TestAnIdleCountersStaleRowsAreDeleted(t *testing.T) {
 	}
 	h.collect(t, 0)
 	set := storedShards(t, h.store.Shards)
-	for _, s := range set.Shards {
-		for _, w := range writes {
-			if s.ID == w.Shard.ID {
-				t.Fatalf("stale row %s still stored after a collection", s.ID)
-			}
-		}
-	}
+	noneStored(t, set, writes, "after a collection")
 	if set.Tally == nil || set.Tally.Timestamp != before.Timestamp || string(set.Tally.State) != string(before.State) {
 		t.Fatalf("tally changed from %+v to %+v; deleting stale rows must leave it as it is", before, set.Tally)
 	}

@@ -27,4 +27,13 @@
 // producer and a consumer still never meet in the same shard, which is why
 // a queue needs at least MinShards (four) shards — Lag windows of distance
 // in both directions.
+//
+// # Spread
+//
+// A queue may give each window several shards (a spread S): the N shards
+// form N/S groups of S consecutive shards, window k writes group k mod
+// (N/S), and each put picks one shard of the group. Groups rotate as
+// single shards do with spread 1, which is the layout above, so a queue
+// needs MinShards groups. ShardOf, Producer and Consumer name a window's
+// first shard; WindowShards names them all.
 package shard

@@ -11,8 +11,11 @@ const (
 	// MinShards is the fewest shards a queue may have. Producers write the
 	// current window's shard and consumers read the one Lag windows back;
 	// with clocks up to one window apart either way, the two sides need Lag
-	// shards of room in both directions to never share a shard.
+	// shards of room in both directions to never share a shard. With a
+	// spread, the same holds of groups: a queue needs MinShards groups.
 	MinShards = 2 * Lag
+	// MaxSpread bounds how many shards one window's puts spread over.
+	MaxSpread = 64
 	// MaxShards bounds the catch-up sweep, which looks at every shard.
 	MaxShards = 4096
 	// Lag is how many windows consumers stay behind producers.
@@ -31,14 +34,30 @@ var ErrTooFewShards = errors.New("too few shards")
 // window. The zero value is not usable; build one with New.
 type Math struct {
 	shards int
+	spread int // shards per window; shards/spread groups rotate
 	window time.Duration
 }
 
-// New returns the shard math for n shards of window d. It refuses n below
-// MinShards (wrapping ErrTooFewShards), n above MaxShards, and windows that
-// are not a whole number of seconds between MinDuration and MaxDuration.
-func New(n int, d time.Duration) (Math, error) {
+// New returns the shard math for n shards of window d, each window's puts
+// going to one shard. It refuses n below MinShards (wrapping
+// ErrTooFewShards), n above MaxShards, and windows that are not a whole
+// number of seconds between MinDuration and MaxDuration.
+func New(n int, d time.Duration) (Math, error) { return NewSpread(n, 1, d) }
+
+// NewSpread is New with each window's puts spread over spread shards (a
+// group): window b writes group b mod (n/spread), shards g·spread to
+// g·spread+spread-1. spread must divide n and leave at least MinShards
+// groups, so that the rotation of groups keeps producers and consumers
+// apart as the rotation of single shards does with spread 1.
+func NewSpread(n, spread int, d time.Duration) (Math, error) {
 	switch {
+	case spread < 1 || spread > MaxSpread:
+		return Math{}, fmt.Errorf("a window spreads over 1 to %d shards, got %d", MaxSpread, spread)
+	case n%spread != 0:
+		return Math{}, fmt.Errorf("%d shards do not divide into groups of %d (the spread)", n, spread)
+	case n/spread < MinShards && spread > 1:
+		return Math{}, fmt.Errorf("%w: a queue whose windows spread over %d shards needs at least %d shards (%d groups), got %d",
+			ErrTooFewShards, spread, MinShards*spread, MinShards, n)
 	case n < MinShards:
 		return Math{}, fmt.Errorf("%w: a queue needs at least %d shards, got %d (consumers read %d windows behind producers, so with fewer shards clock skew would put both in one shard)",
 			ErrTooFewShards, MinShards, n, Lag)
@@ -49,8 +68,14 @@ func New(n int, d time.Duration) (Math, error) {
 	case d%time.Second != 0:
 		return Math{}, fmt.Errorf("shard duration %v is not a whole number of seconds", d)
 	}
-	return Math{shards: n, window: d}, nil
+	return Math{shards: n, spread: spread, window: d}, nil
 }
+
+// Spread returns how many shards one window's puts spread over.
+func (m Math) Spread() int { return m.spread }
+
+// groups is how many groups of Spread shards rotate.
+func (m Math) groups() int64 { return int64(m.shards / m.spread) }
 
 // Shards returns the number of shards.
 func (m Math) Shards() int { return m.shards }
@@ -69,24 +94,48 @@ func (m Math) Start(b int64) time.Time {
 	return time.UnixMilli(b * m.window.Milliseconds()).UTC()
 }
 
-// ShardOf returns the shard of window b.
+// ShardOf returns the first shard of window b (its only one when the
+// spread is 1).
 func (m Math) ShardOf(b int64) int {
-	return int(floorMod(b, int64(m.shards)))
+	return int(floorMod(b, m.groups())) * m.spread
 }
 
-// Of returns the shard of the window holding t.
+// First returns the first shard of the group shard s belongs to: the
+// ShardOf of every window that writes s.
+func (m Math) First(s int) int { return s / m.spread * m.spread }
+
+// WindowShards returns the shards of window b, in order.
+func (m Math) WindowShards(b int64) []int {
+	first := m.ShardOf(b)
+	out := make([]int, m.spread)
+	for i := range out {
+		out[i] = first + i
+	}
+	return out
+}
+
+// Stripe returns the shard of window b that a put picking pick writes:
+// each pick names one of the window's shards.
+func (m Math) Stripe(b int64, pick uint64) int {
+	return m.ShardOf(b) + int(pick%uint64(m.spread))
+}
+
+// Of returns the first shard of the window holding t.
 func (m Math) Of(t time.Time) int { return m.ShardOf(m.Bucket(t)) }
 
-// Producer returns the shard producers write at time now: the current one.
+// Producer returns the first shard producers write at time now: the
+// current window's.
 func (m Math) Producer(now time.Time) int { return m.Of(now) }
 
-// Consumer returns the shard consumers work at time now: Lag windows back.
+// Consumer returns the first shard consumers work at time now: Lag windows
+// back.
 func (m Math) Consumer(now time.Time) int { return m.ShardOf(m.Bucket(now) - Lag) }
 
 // Behind returns how many windows shard s is behind the current one at
-// time now: 0 for the producers' shard, Lag for the consumers', up to N-1.
+// time now: 0 for the producers' shards, Lag for the consumers', up to
+// N/spread-1.
 func (m Math) Behind(now time.Time, s int) int {
-	return int(floorMod(int64(m.Producer(now)-s), int64(m.shards)))
+	return int(floorMod(int64((m.Producer(now)-m.First(s))/m.spread), m.groups()))
 }
 
 // Latest returns the most recent window of shard s that has started by
@@ -95,14 +144,14 @@ func (m Math) Latest(now time.Time, s int) int64 {
 	return m.Bucket(now) - int64(m.Behind(now, s))
 }
 
-// Oldest returns every shard except the producers' current one, the one
+// Oldest returns every shard except the producers' current ones, the
 // furthest behind first. This is the order of the catch-up sweep: the
 // shards behind longest have waited longest.
 func (m Math) Oldest(now time.Time) []int {
 	cur := m.Bucket(now)
-	out := make([]int, 0, m.shards-1)
-	for back := int64(m.shards - 1); back >= 1; back-- {
-		out = append(out, m.ShardOf(cur-back))
+	out := make([]int, 0, m.shards-m.spread)
+	for back := m.groups() - 1; back >= 1; back-- {
+		out = append(out, m.WindowShards(cur-back)...)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package shard
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,105 @@ func TestBucketBeforeEpoch(t *testing.T) {
 	}
 	if got := m.ShardOf(-1); got != 3 {
 		t.Fatalf("ShardOf(-1) = %d, want 3", got)
+	}
+}
+
+func TestNewSpreadValidates(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		n, spread int
+		ok, few   bool
+	}{
+		{n: 4, spread: 1, ok: true},
+		{n: 16, spread: 4, ok: true},
+		{n: 32, spread: 8, ok: true},
+		{n: 256, spread: MaxSpread, ok: true},
+		{n: 16, spread: 3},
+		{n: 16, spread: 8, few: true},
+		{n: 12, spread: 4, few: true},
+		{n: 16, spread: 0},
+		{n: 4 * (MaxSpread + 1), spread: MaxSpread + 1},
+	} {
+		m, err := NewSpread(tc.n, tc.spread, time.Minute)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("NewSpread(%d, %d): %v", tc.n, tc.spread, err)
+		case tc.ok && m.Spread() != tc.spread:
+			t.Errorf("NewSpread(%d, %d).Spread() = %d", tc.n, tc.spread, m.Spread())
+		case !tc.ok && err == nil:
+			t.Errorf("NewSpread(%d, %d) accepted", tc.n, tc.spread)
+		case !tc.ok && errors.Is(err, ErrTooFewShards) != tc.few:
+			t.Errorf("NewSpread(%d, %d): %v; wraps ErrTooFewShards: %v, want %v", tc.n, tc.spread, err, errors.Is(err, ErrTooFewShards), tc.few)
+		}
+	}
+}
+
+// With a spread, groups of shards rotate as single shards do without one:
+// each window writes one group, producers up to a window off never write
+// the group consumers read two windows back, the sweep visits every shard
+// outside the producers' group once, oldest first, and every shard's
+// latest window is one that writes it.
+func TestSpreadRotatesGroups(t *testing.T) {
+	t.Parallel()
+	for _, spread := range []int{1, 2, 4, 8} {
+		for _, groups := range []int{MinShards, 5, 7} {
+			n, d := spread*groups, time.Minute
+			m, err := NewSpread(n, spread, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, bd := range boundaries {
+				for step := -3 * d; step <= 3*d; step += d / 4 {
+					now := bd.at.Add(step)
+					b := m.Bucket(now)
+					ws := m.WindowShards(b)
+					picked := map[int]bool{}
+					for pick := range uint64(spread) {
+						s := m.Stripe(b, pick)
+						if !slices.Contains(ws, s) || m.First(s) != m.ShardOf(b) || m.Behind(now, s) != 0 {
+							t.Fatalf("n=%d spread=%d at %v: pick %d writes shard %d, outside the window's %v", n, spread, now, pick, s, ws)
+						}
+						picked[s] = true
+					}
+					if len(picked) != spread || len(ws) != spread {
+						t.Fatalf("n=%d spread=%d: picks reach %d shards of %v, want %d", n, spread, len(picked), ws, spread)
+					}
+					consumers := m.WindowShards(b - Lag)
+					for _, s := range consumers {
+						if m.Behind(now, s) != Lag {
+							t.Fatalf("n=%d spread=%d: consumers' shard %d is %d behind, want %d", n, spread, s, m.Behind(now, s), Lag)
+						}
+					}
+					for _, skew := range []time.Duration{-d, -d / 2, 0, d / 2, d - time.Millisecond} {
+						for pick := range uint64(spread) {
+							if p := m.Stripe(m.Bucket(now.Add(skew)), pick); slices.Contains(consumers, p) {
+								t.Fatalf("n=%d spread=%d at %v: a producer %v off writes the consumers' shard %d", n, spread, now, skew, p)
+							}
+						}
+					}
+					old := m.Oldest(now)
+					if len(old) != n-spread {
+						t.Fatalf("n=%d spread=%d: Oldest has %d shards, want %d", n, spread, len(old), n-spread)
+					}
+					seen := map[int]bool{}
+					for _, s := range ws {
+						seen[s] = true
+					}
+					for i, s := range old {
+						if seen[s] {
+							t.Fatalf("n=%d spread=%d: Oldest = %v repeats %d or includes a producers' shard", n, spread, old, s)
+						}
+						seen[s] = true
+						if i > 0 && m.Behind(now, s) > m.Behind(now, old[i-1]) {
+							t.Fatalf("n=%d spread=%d: Oldest = %v is not oldest first", n, spread, old)
+						}
+						lb := m.Latest(now, s)
+						if !slices.Contains(m.WindowShards(lb), s) || lb > b || lb <= b-int64(groups) {
+							t.Fatalf("n=%d spread=%d: Latest(%d) = window %d, not the last started window writing it", n, spread, s, lb)
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -22,6 +22,9 @@ type Queue struct {
 	Shards int
 	// ShardDuration is the time window each shard stands for.
 	ShardDuration time.Duration
+	// Spread is how many shards one window's puts go to. A queue created
+	// with 0 or 1, or made before spreads existed, reads back as 1.
+	Spread int
 	// MaxDeliveries is how many times a message is handed out before it
 	// moves to the dead letters.
 	MaxDeliveries int

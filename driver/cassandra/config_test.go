@@ -166,6 +166,7 @@ func TestSchema(t *testing.T) {
 	if want := []string{
 		"ALTER TABLE k1.queue_messages ADD attributes blob",
 		"ALTER TABLE k1.queue_dead ADD attributes blob",
+		"ALTER TABLE k1.queues ADD spread int",
 	}; !slices.Equal(added, want) {
 		t.Errorf("columns added = %q, want %q", added, want)
 	}

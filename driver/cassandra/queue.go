@@ -73,6 +73,7 @@ func queueSchemaStatements(cfg Config) []string {
 		fmt.Sprintf(queueDedupDDL, cfg.Keyspace, grace),
 		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_messages", attributesColumn, "blob"),
 		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_dead", attributesColumn, "blob"),
+		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queues", spreadColumn, "int"),
 	}
 }
 
@@ -117,7 +118,10 @@ type queueStatements struct {
 }
 
 const (
-	queueColumns   = "name, shards, shard_ms, max_deliveries, visibility_ms, created_at"
+	queueColumns = "name, shards, shard_ms, max_deliveries, visibility_ms, created_at, " + spreadColumn
+	// spread is a column added to queues after it first shipped; a queue
+	// made before then has none (null), and spreads over one shard.
+	spreadColumn   = "spread"
 	messageColumns = "due, id, enqueued_at, deliveries, visible_at, last_error"
 	deadColumns    = "id, shard, due, body, enqueued_at, deliveries, last_error, died_at"
 	// attributes is a column added to both tables after they first
@@ -132,7 +136,7 @@ const (
 func newQueueStatements(ks string) queueStatements {
 	m := ks + ".queue_messages"
 	return queueStatements{
-		insertQueue: "INSERT INTO " + ks + ".queues (" + queueColumns + ") VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		insertQueue: "INSERT INTO " + ks + ".queues (" + queueColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
 		getQueue:    "SELECT " + queueColumns + " FROM " + ks + ".queues WHERE name = ?",
 		listQueues:  "SELECT " + queueColumns + " FROM " + ks + ".queues",
 		// Messages are written with UPDATE, not INSERT, and deleted cell by
@@ -167,7 +171,7 @@ func newQueueStatements(ks string) queueStatements {
 		listDead:          "SELECT " + deadColumns + ", attributes FROM " + ks + ".queue_dead WHERE queue = ?",
 		listDeadByID:      "SELECT " + deadColumns + ", attributes FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
 		deleteDead:        "DELETE FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
-		probeQueues:       "SELECT name FROM " + ks + ".queues LIMIT 1",
+		probeQueues:       "SELECT name, " + spreadColumn + " FROM " + ks + ".queues LIMIT 1",
 		// The probes name the newest column too: a table of an earlier
 		// release lacks it, the probe fails, and the schema is brought up
 		// to date (prepareSchema).
@@ -208,19 +212,21 @@ func (d *Driver) CreateQueue(ctx context.Context, p *driver.CreateQueueParams) e
 func sameQueue(a, b driver.Queue) bool {
 	return a.Name == b.Name && a.Shards == b.Shards && a.ShardDuration == b.ShardDuration &&
 		a.MaxDeliveries == b.MaxDeliveries && a.VisibilityTimeout == b.VisibilityTimeout &&
+		max(a.Spread, 1) == max(b.Spread, 1) &&
 		a.CreatedAt.Equal(b.CreatedAt.Truncate(time.Millisecond))
 }
 
 func queueValues(q driver.Queue) ([]any, error) {
-	if q.Shards < 0 || q.Shards > math.MaxInt32 || q.MaxDeliveries < 0 || q.MaxDeliveries > math.MaxInt32 {
-		return nil, fmt.Errorf("shards %d or max deliveries %d out of range", q.Shards, q.MaxDeliveries)
+	if q.Shards < 0 || q.Shards > math.MaxInt32 || q.MaxDeliveries < 0 || q.MaxDeliveries > math.MaxInt32 ||
+		q.Spread < 0 || q.Spread > math.MaxInt32 {
+		return nil, fmt.Errorf("shards %d, spread %d or max deliveries %d out of range", q.Shards, q.Spread, q.MaxDeliveries)
 	}
 	if q.ShardDuration < 0 || q.ShardDuration%time.Millisecond != 0 ||
 		q.VisibilityTimeout < 0 || q.VisibilityTimeout%time.Millisecond != 0 {
 		return nil, fmt.Errorf("durations must be whole, non-negative milliseconds (the columns' unit)")
 	}
 	return []any{q.Name, q.Shards, q.ShardDuration.Milliseconds(), q.MaxDeliveries,
-		q.VisibilityTimeout.Milliseconds(), q.CreatedAt}, nil
+		q.VisibilityTimeout.Milliseconds(), q.CreatedAt, max(q.Spread, 1)}, nil
 }
 
 // queueRow is one row of the queues table as scanned; nil means null.
@@ -231,10 +237,11 @@ type queueRow struct {
 	MaxDeliveries *int
 	VisibilityMS  *int64
 	CreatedAt     *time.Time
+	Spread        *int // null for queues made before the column
 }
 
 func (r *queueRow) dest() []any {
-	return []any{&r.Name, &r.Shards, &r.ShardMS, &r.MaxDeliveries, &r.VisibilityMS, &r.CreatedAt}
+	return []any{&r.Name, &r.Shards, &r.ShardMS, &r.MaxDeliveries, &r.VisibilityMS, &r.CreatedAt, &r.Spread}
 }
 
 // fromMap fills r from the row a not-applied IF NOT EXISTS returns.
@@ -256,6 +263,9 @@ func (r *queueRow) fromMap(m map[string]any) {
 	}
 	if v, ok := m["created_at"].(time.Time); ok {
 		r.CreatedAt = &v
+	}
+	if v, ok := m[spreadColumn].(int); ok {
+		r.Spread = &v
 	}
 }
 
@@ -279,6 +289,12 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 		return bad("created_at is null")
 	case *r.Shards < 0 || *r.MaxDeliveries < 0:
 		return bad("negative shards or max_deliveries")
+	case r.Spread != nil && *r.Spread < 0:
+		return bad("negative spread")
+	}
+	spread := 1
+	if r.Spread != nil {
+		spread = max(*r.Spread, 1)
 	}
 	const maxMS = math.MaxInt64 / int64(time.Millisecond)
 	for _, v := range []int64{*r.ShardMS, *r.VisibilityMS} {
@@ -293,6 +309,7 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 		MaxDeliveries:     *r.MaxDeliveries,
 		VisibilityTimeout: time.Duration(*r.VisibilityMS) * time.Millisecond,
 		CreatedAt:         r.CreatedAt.UTC(),
+		Spread:            spread,
 	}, nil
 }
 

@@ -9,23 +9,30 @@ import (
 	"github.com/abacusdb/abacus/driver/cassandra"
 )
 
-// A keyspace made before message attributes existed gets the column when a
-// newer process opens it, and only then; opening again changes nothing.
+// A keyspace made before message attributes and queue spreads existed gets
+// the columns when a newer process opens it, and only then; opening again
+// changes nothing. A queue made before reads back with spread 1.
 // Here the older tables are made by dropping the column from new ones:
 // the table an earlier release made differs from that in nothing a query
 // can see.
 //
 // Not parallel: it changes the schema five times, and on three busy nodes
 // each change waits long for every node to agree.
-func TestOpenAddsTheAttributesColumnToOlderTables(t *testing.T) {
+func TestOpenAddsTheNewColumnsToOlderTables(t *testing.T) {
 	// Each step has a minute of its own: schema changes on three busy
 	// nodes take a good part of one.
 	cfg := testConfig(t)
 	d := open(t, cfg)
+	older := driver.Queue{Name: "older", Shards: 16, ShardDuration: time.Minute, MaxDeliveries: 5,
+		VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(1_700_000_000_000).UTC()}
+	if err := d.CreateQueue(ctxT(t), &driver.CreateQueueParams{Queue: older}); err != nil {
+		t.Fatal(err)
+	}
 	exec := rawExec(t, ctxT(t))
 	for _, table := range []string{"queue_messages", "queue_dead"} {
 		exec("ALTER TABLE " + cfg.Keyspace + "." + table + " DROP attributes")
 	}
+	exec("ALTER TABLE " + cfg.Keyspace + ".queues DROP spread")
 	d.Close()
 
 	// On tables without the column, SchemaExisting refuses to start
@@ -37,10 +44,21 @@ func TestOpenAddsTheAttributesColumnToOlderTables(t *testing.T) {
 		t.Fatal("Open with SchemaExisting on tables without the attributes column succeeded")
 	}
 
-	for range 2 { // the second open finds the column there
+	for range 2 { // the second open finds the columns there
 		d = open(t, cfg)
 	}
 	ctx := ctxT(t)
+	spread := older
+	spread.Name, spread.Shards, spread.Spread = "spread", 32, 8
+	if err := d.CreateQueue(ctx, &driver.CreateQueueParams{Queue: spread}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []driver.Queue{older, spread} {
+		got, err := d.GetQueue(ctx, &driver.GetQueueParams{Name: q.Name})
+		if err != nil || got.Spread != max(q.Spread, 1) {
+			t.Fatalf("queue %s read back = %+v, %v; want spread %d", q.Name, got, err, max(q.Spread, 1))
+		}
+	}
 	m := driver.Message{
 		MessageKey: driver.MessageKey{Due: time.UnixMilli(1_700_000_000_000).UTC(), ID: driver.MessageID{0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}},
 		Body:       []byte("b"), EnqueuedAt: time.UnixMilli(1_700_000_000_000).UTC(),

@@ -203,7 +203,7 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 		t.Parallel()
 		c := ctx(t)
 		want := driver.Queue{
-			Name: unique("q-rec"), Shards: 16, ShardDuration: time.Minute,
+			Name: unique("q-rec"), Shards: 16, Spread: 1, ShardDuration: time.Minute,
 			MaxDeliveries: 5, VisibilityTimeout: 30 * time.Second,
 			CreatedAt: time.UnixMilli(1_700_000_000_123).UTC(),
 		}
@@ -215,6 +215,23 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 			t.Fatalf("GetQueue: %v", err)
 		}
 		wantRecord(t, "GetQueue", got, &got.CreatedAt, want, want.CreatedAt)
+		// A spread is kept; a queue created with none reads back as 1.
+		spread := want
+		spread.Name, spread.Shards, spread.Spread = unique("q-spread"), 32, 8
+		none := want
+		none.Name, none.Spread = unique("q-nospread"), 0
+		for _, q := range []driver.Queue{spread, none} {
+			if err := d.CreateQueue(c, &driver.CreateQueueParams{Queue: q}); err != nil {
+				t.Fatalf("CreateQueue(%s): %v", q.Name, err)
+			}
+			got, err := d.GetQueue(c, &driver.GetQueueParams{Name: q.Name})
+			if err != nil {
+				t.Fatalf("GetQueue(%s): %v", q.Name, err)
+			}
+			if w := max(q.Spread, 1); got.Spread != w {
+				t.Errorf("queue %s created with spread %d reads back spread %d, want %d", q.Name, q.Spread, got.Spread, w)
+			}
+		}
 		list, err := d.ListQueues(c, &driver.ListQueuesParams{})
 		if err != nil {
 			t.Fatalf("ListQueues: %v", err)

@@ -322,21 +322,41 @@ func (r *reader) done(what string) error {
 	return r.Err
 }
 
+// spreadQueueVersion marks a queue record whose windows spread over more
+// than one shard: the fields of version 1, then the spread as a uvarint. A
+// record with spread 1 keeps version 1, which earlier builds read.
+const spreadQueueVersion byte = 2
+
 func encodeQueue(q *driver.Queue) []byte {
 	b := make([]byte, 0, 48+len(q.Name))
-	b = append(b, queueValueVersion)
+	if q.Spread > 1 {
+		b = append(b, spreadQueueVersion)
+	} else {
+		b = append(b, queueValueVersion)
+	}
 	b = appendString(b, q.Name)
 	b = binary.AppendUvarint(b, uint64(q.Shards))
 	b = binary.BigEndian.AppendUint64(b, uint64(q.ShardDuration))
 	b = binary.AppendUvarint(b, uint64(q.MaxDeliveries))
 	b = binary.BigEndian.AppendUint64(b, uint64(q.VisibilityTimeout))
 	b = binary.BigEndian.AppendUint64(b, uint64(q.CreatedAt.Unix()))
-	return binary.BigEndian.AppendUint32(b, uint32(q.CreatedAt.Nanosecond()))
+	b = binary.BigEndian.AppendUint32(b, uint32(q.CreatedAt.Nanosecond()))
+	if q.Spread > 1 {
+		b = binary.AppendUvarint(b, uint64(q.Spread))
+	}
+	return b
 }
 
 func decodeQueue(b []byte) (*driver.Queue, error) {
 	r := newReader(b)
-	r.version("queue record")
+	spread := false
+	switch v := r.Byte("version"); {
+	case r.Err != nil:
+	case v == spreadQueueVersion:
+		spread = true
+	case v != queueValueVersion:
+		r.Fail("queue record format version %d, this build reads versions %d and %d", v, queueValueVersion, spreadQueueVersion)
+	}
 	q := &driver.Queue{}
 	q.Name = r.String("name")
 	q.Shards = r.int("shards")
@@ -347,6 +367,12 @@ func decodeQueue(b []byte) (*driver.Queue, error) {
 	nanos := r.Uint32("created_at")
 	if r.Err == nil && nanos >= 1e9 {
 		r.Fail("created_at nanoseconds %d out of range", nanos)
+	}
+	q.Spread = 1
+	if spread {
+		if q.Spread = r.int("spread"); r.Err == nil && q.Spread < 2 {
+			r.Fail("spread %d in a version %d record", q.Spread, spreadQueueVersion)
+		}
 	}
 	if err := r.done("queue record"); err != nil {
 		return nil, err

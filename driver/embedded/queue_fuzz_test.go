@@ -38,6 +38,8 @@ func FuzzDecodeQueueRecord(f *testing.F) {
 	f.Add(encodeQueue(&driver.Queue{Name: "jobs", Shards: 16, ShardDuration: time.Minute, MaxDeliveries: 5,
 		VisibilityTimeout: 30 * time.Second, CreatedAt: time.Unix(1_700_000_000, 5).UTC()}))
 	f.Add(encodeQueue(&driver.Queue{}))
+	f.Add(encodeQueue(&driver.Queue{Name: "burst", Shards: 32, Spread: 8, ShardDuration: time.Second, MaxDeliveries: 5,
+		VisibilityTimeout: 30 * time.Second, CreatedAt: time.Unix(1_700_000_000, 5).UTC()}))
 	fuzzRoundTrip(f, "decodeQueue", decodeQueue, encodeQueue)
 }
 

@@ -155,6 +155,10 @@ func BenchmarkEndToEnd(b *testing.B) {
 			// (issue 16, item 2: eight should drain it five times as fast).
 			{name: "burst/consumers=1", preload: true, consumers: 1},
 			{name: "burst/consumers=8", preload: true, consumers: 8},
+			// The same burst in a queue of 32 shards whose windows spread
+			// over 8 (QueueConfig.Spread).
+			{name: "burst/spread=8/consumers=1", preload: true, consumers: 1, spread: 8},
+			{name: "burst/spread=8/consumers=8", preload: true, consumers: 8, spread: 8},
 		} {
 			b.Run(st.name+"/"+w.name, func(b *testing.B) { endToEnd(b, st.store, w) })
 		}
@@ -171,6 +175,7 @@ type e2eWorkload struct {
 	// only the drain; consumers is how many there are (default 2).
 	preload   bool
 	consumers int
+	spread    int // QueueConfig.Spread, with 4·spread shards (at least 16)
 }
 
 func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
@@ -181,7 +186,7 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 	if w.remote {
 		producer = benchService(b, store, clock.Real{})
 	}
-	qc := QueueConfig{Name: fmt.Sprint("e2e-", time.Now().UnixNano()), Shards: 16, ShardDuration: time.Second}
+	qc := QueueConfig{Name: fmt.Sprint("e2e-", time.Now().UnixNano()), Shards: max(16, 4*w.spread), Spread: w.spread, ShardDuration: time.Second}
 	if w.defaults {
 		qc = QueueConfig{Name: qc.Name}
 	}

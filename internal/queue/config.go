@@ -145,6 +145,14 @@ type QueueConfig struct {
 	// tombstones; the catch-up sweep reads one row range per shard.
 	// Default 16.
 	Shards int
+	// Spread is how many shards one window's puts go to, each put picking
+	// one at random. A burst put within a window lands in that many shards,
+	// so that many consumers can drain it at once (one consumer works one
+	// shard at a time); an idle consumer looks at that many shards of the
+	// current and of the previous window on every round. It must divide
+	// Shards and leave at least 4 groups (Shards ≥ 4·Spread), 1 to 64.
+	// Default 1.
+	Spread int
 	// ShardDuration is the window each shard stands for, a whole number of
 	// seconds from 1s to 24h. A message put now is first read by the
 	// catch-up sweep once its window has passed, so the window bounds how
@@ -162,6 +170,7 @@ type QueueConfig struct {
 func (c QueueConfig) withDefaults() QueueConfig {
 	c.Shards = cmp.Or(c.Shards, DefaultShards)
 	c.ShardDuration = cmp.Or(c.ShardDuration, DefaultShardDuration)
+	c.Spread = cmp.Or(c.Spread, 1)
 	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, DefaultMaxDeliveries)
 	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, DefaultVisibilityTimeout)
 	return c
@@ -171,7 +180,7 @@ func (c QueueConfig) validate() error {
 	if err := ValidateName(c.Name); err != nil {
 		return err
 	}
-	if _, err := shard.New(c.Shards, c.ShardDuration); err != nil {
+	if _, err := shard.NewSpread(c.Shards, c.Spread, c.ShardDuration); err != nil {
 		return fmt.Errorf("%w: queue %q: %w", ErrInvalid, c.Name, err)
 	}
 	if c.MaxDeliveries < 1 || c.MaxDeliveries > MaxMaxDeliveries {
@@ -221,7 +230,8 @@ type ConsumerConfig struct {
 	// unless a wake time comes sooner or a put or settled delivery in this
 	// process rings first. It bounds how late a message put by another
 	// process and due now is seen; each round costs two reads of each of
-	// two shards. Real time. Default 500ms.
+	// two shards (of 2·Spread shards for a spread queue). Real time.
+	// Default 500ms.
 	PollInterval time.Duration
 
 	// CatchUpInterval is how often the consumer sweeps every shard for

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -100,8 +101,8 @@ func (c *Consumer) Name() string { return c.cfg.Name }
 // Each call first keeps working the shard it holds a lease on; when that
 // shard has nothing more it releases it and goes on to the next shard of
 // the round: the shards whose wake time has come (a delayed message falls
-// due, a hidden one comes back), then the previous window's shard and the
-// producers' current one — and every CatchUpInterval, and on the first
+// due, a hidden one comes back), then the previous window's shards and the
+// producers' current ones — and every CatchUpInterval, and on the first
 // call, every shard, the longest-waiting first (the catch-up sweep).
 // Messages that used up MaxDeliveries move to the dead letters on the way.
 // A paused queue (Service.Pause) hands out nothing.
@@ -185,7 +186,7 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 
 // newRound lists the shards to look at: on a sweep every shard, else the
 // shards whose wake time has come, earliest first; and always the previous
-// window's shard and the producers' current one, last.
+// window's shards and the producers' current ones, last.
 func (c *Consumer) newRound(now time.Time) {
 	m := c.q.math
 	b := m.Bucket(now)
@@ -219,15 +220,25 @@ func (c *Consumer) newRound(now time.Time) {
 			add(s)
 		}
 		if b != c.lastBucket {
-			// It leaves the every-round pair now: one look gives it
+			// They leave the every-round pair now: one look gives each
 			// its wake time.
-			add(m.ShardOf(b - 2))
+			c.addRotated(add, m.WindowShards(b-2))
 		}
 	}
 	c.lastBucket = b
-	add(m.ShardOf(b - 1))
-	add(m.ShardOf(b))
+	c.addRotated(add, m.WindowShards(b-1))
+	c.addRotated(add, m.WindowShards(b))
 	c.next = 0
+}
+
+// addRotated adds a window's shards starting at a random one, so that
+// consumers looking at a spread window at the same moment try different
+// shards first instead of all reaching for the same lease.
+func (c *Consumer) addRotated(add func(int), shards []int) {
+	off := rand.IntN(len(shards))
+	for i := range shards {
+		add(shards[(off+i)%len(shards)])
+	}
 }
 
 // readFrom is the lowest due time to read in shard s: its floor, or the

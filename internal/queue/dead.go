@@ -72,7 +72,7 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 			return done, err
 		}
 		now := s.now()
-		sh := q.math.Producer(now)
+		sh := q.producerShard(now)
 		msgs := make([]driver.Message, len(list))
 		batch := make([]ID, len(list))
 		for i, l := range list {

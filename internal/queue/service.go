@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -89,8 +90,16 @@ type Queue struct {
 // Math returns the queue's shard math.
 func (q *Queue) Math() shard.Math { return q.math }
 
+// producerShard picks the shard a put at now writes: one of the current
+// window's, at random, so that concurrent puts (and so a burst) spread
+// over the window's shards and as many consumers can drain them at once.
+// A whole batch goes to one shard, staying one write.
+func (q *Queue) producerShard(now time.Time) int {
+	return q.math.Stripe(q.math.Bucket(now), rand.Uint64())
+}
+
 func queueFrom(d *driver.Queue) (*Queue, error) {
-	m, err := shard.New(d.Shards, d.ShardDuration)
+	m, err := shard.NewSpread(d.Shards, max(d.Spread, 1), d.ShardDuration)
 	if err != nil {
 		return nil, fmt.Errorf("queue %q has a corrupt configuration: %w", d.Name, err)
 	}
@@ -109,7 +118,7 @@ func (s *Service) Create(ctx context.Context, c QueueConfig) (*Queue, error) {
 		return nil, err
 	}
 	d := driver.Queue{
-		Name: c.Name, Shards: c.Shards, ShardDuration: c.ShardDuration,
+		Name: c.Name, Shards: c.Shards, Spread: c.Spread, ShardDuration: c.ShardDuration,
 		MaxDeliveries: c.MaxDeliveries, VisibilityTimeout: c.VisibilityTimeout,
 		CreatedAt: s.now(),
 	}
@@ -231,7 +240,7 @@ func (s *Service) PutBatchDedup(ctx context.Context, queue string, ms []Message)
 		return nil, nil, invalidf("%d messages in one batch, the limit is %d", len(ms), MaxBatch)
 	}
 	now := s.now()
-	sh := q.math.Producer(now)
+	sh := q.producerShard(now)
 	rows := make([]driver.Message, len(ms))
 	out := make([]ID, len(ms))
 	dup := make([]bool, len(ms))

@@ -148,12 +148,12 @@ const wakeHorizon = 10 * 365 * 24 * time.Hour
 const minPoll = 5 * time.Millisecond
 
 // everyRound reports whether shard s is looked at on every round: the
-// producers' current shard and the previous window's, which producers
+// producers' current shards and the previous window's, which producers
 // with clocks behind may still write.
 func (c *Consumer) everyRound(now time.Time, s int) bool {
 	m := c.q.math
 	b := m.Bucket(now)
-	return s == m.ShardOf(b) || s == m.ShardOf(b-1)
+	return m.First(s) == m.ShardOf(b) || m.First(s) == m.ShardOf(b-1)
 }
 
 // schedule records when shard s, just looked at and found with nothing

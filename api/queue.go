@@ -14,10 +14,15 @@ const (
 // "250ms".
 
 // CreateQueueRequest is the body of POST /v1/queues. Empty fields take the
-// defaults: 16 shards of "1m", 5 deliveries, a "30s" visibility timeout.
+// defaults: 16 shards of "1m", a spread of 1, 5 deliveries, a "30s"
+// visibility timeout.
 type CreateQueueRequest struct {
-	Name              string `json:"name"`
-	Shards            int    `json:"shards,omitempty"`
+	Name   string `json:"name"`
+	Shards int    `json:"shards,omitempty"`
+	// Spread is how many shards one window's puts go to, each put picking
+	// one: that many consumers can drain a burst at once. It must divide
+	// Shards and leave at least 4 groups (Shards ≥ 4·Spread).
+	Spread            int    `json:"spread,omitempty"`
 	ShardDuration     string `json:"shard_duration,omitempty"`
 	MaxDeliveries     int    `json:"max_deliveries,omitempty"`
 	VisibilityTimeout string `json:"visibility_timeout,omitempty"`
@@ -27,6 +32,7 @@ type CreateQueueRequest struct {
 type Queue struct {
 	Name              string    `json:"name"`
 	Shards            int       `json:"shards"`
+	Spread            int       `json:"spread"`
 	ShardDuration     string    `json:"shard_duration"`
 	MaxDeliveries     int       `json:"max_deliveries"`
 	VisibilityTimeout string    `json:"visibility_timeout"`

@@ -143,7 +143,8 @@ least 4 shards are needed. A message is delivered at most --max-deliveries
 times, each time hidden from other consumers for --visibility-timeout;
 after that it moves to the dead letters. A queue cannot be changed later.`,
 		Example: `  abacus queue create jobs
-  abacus queue create emails --shards 32 --shard-duration 30s --visibility-timeout 2m`,
+  abacus queue create emails --shards 32 --shard-duration 30s --visibility-timeout 2m
+  abacus queue create bursts --shards 32 --spread 8`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := queueName(args[0]); err != nil {
@@ -152,8 +153,11 @@ after that it moves to the dead letters. A queue cannot be changed later.`,
 			if req.Shards < 4 {
 				return usagef("--shards %d: a queue needs at least 4 shards (consumers read two windows behind producers)", req.Shards)
 			}
-			if shardDur <= 0 || visibility <= 0 || req.MaxDeliveries < 1 {
-				return usagef("--shard-duration, --visibility-timeout and --max-deliveries must be positive")
+			if shardDur <= 0 || visibility <= 0 || req.MaxDeliveries < 1 || req.Spread < 1 {
+				return usagef("--shard-duration, --visibility-timeout, --max-deliveries and --spread must be positive")
+			}
+			if req.Shards%req.Spread != 0 || req.Shards < 4*req.Spread {
+				return usagef("--spread %d with --shards %d: the spread must divide the shards and leave at least 4 groups (--shards ≥ %d)", req.Spread, req.Shards, 4*req.Spread)
 			}
 			req.Name = args[0]
 			req.ShardDuration, req.VisibilityTimeout = shardDur.String(), visibility.String()
@@ -165,12 +169,17 @@ after that it moves to the dead letters. A queue cannot be changed later.`,
 			if err != nil {
 				return err
 			}
-			return a.printResult(q, fmt.Sprintf("created queue %s (%d shards of %s, %d deliveries, visibility timeout %s)",
-				displayName(q.Name), q.Shards, q.ShardDuration, q.MaxDeliveries, q.VisibilityTimeout))
+			spread := ""
+			if q.Spread > 1 {
+				spread = fmt.Sprintf(", %d per window", q.Spread)
+			}
+			return a.printResult(q, fmt.Sprintf("created queue %s (%d shards of %s%s, %d deliveries, visibility timeout %s)",
+				displayName(q.Name), q.Shards, q.ShardDuration, spread, q.MaxDeliveries, q.VisibilityTimeout))
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&req.Shards, "shards", 16, "number of shard partitions (at least 4)")
+	f.IntVar(&req.Spread, "spread", 1, "shards each window's puts go to (divides --shards, at most --shards/4)")
 	f.DurationVar(&shardDur, "shard-duration", time.Minute, "time window of each shard (whole seconds, 1s to 24h)")
 	f.IntVar(&req.MaxDeliveries, "max-deliveries", 5, "deliveries before a message moves to the dead letters")
 	f.DurationVar(&visibility, "visibility-timeout", 30*time.Second, "how long a delivered message stays hidden from other consumers")
@@ -192,13 +201,13 @@ func (a *app) queueListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printTable(api.QueueList{Queues: list}, "NAME\tSHARDS\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED\tSTATE", func(tw io.Writer) {
+			return a.printTable(api.QueueList{Queues: list}, "NAME\tSHARDS\tSPREAD\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED\tSTATE", func(tw io.Writer) {
 				for _, q := range list {
 					state := "delivering"
 					if q.Paused {
 						state = "paused"
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%s\n", displayName(q.Name), q.Shards, q.ShardDuration,
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", displayName(q.Name), q.Shards, q.Spread, q.ShardDuration,
 						q.MaxDeliveries, q.VisibilityTimeout, q.CreatedAt.UTC().Format(time.RFC3339), state)
 				}
 			})

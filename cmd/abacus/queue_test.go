@@ -37,8 +37,17 @@ func TestQueueCLI(t *testing.T) {
 		!strings.Contains(r.stdout, "created queue jobs (4 shards of 1m0s, 2 deliveries, visibility timeout 10s)") {
 		t.Fatalf("create: %+v", r)
 	}
-	if r := s.cli("queue", "list"); r.code != 0 || !strings.Contains(r.stdout, "jobs") {
+	if r := s.cli("queue", "list"); r.code != 0 || !strings.Contains(r.stdout, "jobs") || !strings.Contains(r.stdout, "SPREAD") {
 		t.Fatalf("list: %+v", r)
+	}
+	if r := s.cli("queue", "create", "bursts", "--shards", "32", "--spread", "8"); r.code != 0 ||
+		!strings.Contains(r.stdout, "created queue bursts (32 shards of 1m0s, 8 per window, 5 deliveries") {
+		t.Fatalf("create --spread: %+v", r)
+	}
+	for _, args := range [][]string{{"--spread", "3"}, {"--spread", "8"}, {"--spread", "0"}} {
+		if r := s.cli(append([]string{"queue", "create", "nope", "--shards", "16"}, args...)...); r.code == 0 || !strings.Contains(r.stderr, "--spread") {
+			t.Fatalf("create %v: %+v, want a usage error naming --spread", args, r)
+		}
 	}
 	var ids []string
 	for _, body := range []string{"first", "second"} {

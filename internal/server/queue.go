@@ -92,7 +92,7 @@ func (c *consumers) stop(ctx context.Context) error {
 
 func queueJSON(q *queue.Queue) api.Queue {
 	return api.Queue{
-		Name: q.Name, Shards: q.Shards, ShardDuration: q.ShardDuration.String(),
+		Name: q.Name, Shards: q.Shards, Spread: q.Math().Spread(), ShardDuration: q.ShardDuration.String(),
 		MaxDeliveries: q.MaxDeliveries, VisibilityTimeout: q.VisibilityTimeout.String(), CreatedAt: q.CreatedAt,
 	}
 }
@@ -144,6 +144,9 @@ func decodeCreateQueue(data []byte) (api.CreateQueueRequest, error) {
 	if req.Shards == 0 && present(data, "shards") {
 		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"shards\": 0 is below the minimum 4; leave the field out for the default")
 	}
+	if req.Spread == 0 && present(data, "spread") {
+		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"spread\": 0 is below the minimum 1; leave the field out for the default")
+	}
 	if req.MaxDeliveries == 0 && present(data, "max_deliveries") {
 		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"max_deliveries\": 0 is below the minimum 1; leave the field out for the default")
 	}
@@ -169,10 +172,10 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if req.Shards < 0 || shardDur < 0 || req.MaxDeliveries < 0 || vis < 0 {
+	if req.Shards < 0 || req.Spread < 0 || shardDur < 0 || req.MaxDeliveries < 0 || vis < 0 {
 		// Zero means "default" to the library; a negative value is a
 		// mistake, not a request for the default.
-		writeError(w, r, errorf(api.CodeInvalidArgument, "shards, shard_duration, max_deliveries and visibility_timeout must not be negative"))
+		writeError(w, r, errorf(api.CodeInvalidArgument, "shards, spread, shard_duration, max_deliveries and visibility_timeout must not be negative"))
 		return
 	}
 	// A name the library will refuse anyway is refused for that, not for
@@ -185,7 +188,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	q, err := s.client.Queues().Create(r.Context(), queue.QueueConfig{
-		Name: req.Name, Shards: req.Shards, ShardDuration: shardDur,
+		Name: req.Name, Shards: req.Shards, Spread: req.Spread, ShardDuration: shardDur,
 		MaxDeliveries: req.MaxDeliveries, VisibilityTimeout: vis,
 	})
 	if err != nil {

@@ -50,13 +50,21 @@ func TestQueueCreateAndDescribe(t *testing.T) {
 	}
 	var q api.Queue
 	e.mustJSON("GET", "/v1/queues/jobs", "", 200, &q)
-	if q.Shards != 8 || q.ShardDuration != "30s" || q.MaxDeliveries != 5 || q.VisibilityTimeout != "1m0s" {
+	if q.Shards != 8 || q.Spread != 1 || q.ShardDuration != "30s" || q.MaxDeliveries != 5 || q.VisibilityTimeout != "1m0s" {
 		t.Errorf("queue = %+v", q)
 	}
+	e.wantError("POST", "/v1/queues", `{"name":"odd","shards":16,"spread":3}`, 400, api.CodeInvalidArgument, "do not divide")
+	e.wantError("POST", "/v1/queues", `{"name":"narrow","shards":16,"spread":8}`, 400, api.CodeInvalidArgument, "at least 32 shards")
+	e.wantError("POST", "/v1/queues", `{"name":"zero","spread":0}`, 400, api.CodeInvalidArgument, `"spread": 0`)
+	e.wantError("POST", "/v1/queues", `{"name":"neg","spread":-2}`, 400, api.CodeInvalidArgument, "negative")
 	var list api.QueueList
 	e.mustJSON("GET", "/v1/queues", "", 200, &list)
-	if len(list.Queues) != 1 || list.Queues[0].Name != "jobs" {
+	if len(list.Queues) != 1 || list.Queues[0].Name != "jobs" || list.Queues[0].Spread != 1 {
 		t.Errorf("list = %+v", list)
+	}
+	e.mustJSON("POST", "/v1/queues", `{"name":"wide","shards":32,"spread":8}`, 201, &q)
+	if q.Shards != 32 || q.Spread != 8 {
+		t.Errorf("spread queue = %+v", q)
 	}
 	e.wantError("POST", "/v1/queues", `{"name":"few","shards":3}`, 400, api.CodeInvalidArgument, "at least 4 shards, got 3")
 	e.wantError("POST", "/v1/queues", `{"name":"jobs"}`, 409, api.CodeQueueExists, "jobs")
@@ -68,7 +76,7 @@ func TestQueueCreateAndDescribe(t *testing.T) {
 	e.wantError("POST", "/v1/queues", `{"name":"x","shard":4}`, 400, api.CodeInvalidJSON, "unknown field")
 	e.wantError("GET", "/v1/queues/nope", "", 404, api.CodeQueueNotFound, "nope")
 	e.mustJSON("GET", "/v1/queues", "", 200, &list)
-	if len(list.Queues) != 1 {
+	if len(list.Queues) != 2 {
 		t.Errorf("refused creates made queues: %+v", list.Queues)
 	}
 }

@@ -117,21 +117,24 @@ func ctxT(t *testing.T) context.Context {
 func TestOpenSchemaIdempotent(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
-	ctx := ctxT(t)
 
 	// SchemaExisting on a keyspace nobody created must fail clearly.
 	existing := cfg
 	existing.Schema = cassandra.SchemaExisting
-	if d, err := cassandra.Open(ctx, existing); err == nil {
+	if d, err := cassandra.Open(ctxT(t), existing); err == nil {
 		d.Close()
 		t.Fatal("Open with SchemaExisting on a missing keyspace succeeded")
 	} else if !strings.Contains(err.Error(), "schema missing") {
 		t.Fatalf("Open with SchemaExisting on a missing keyspace: %v; want a 'schema missing' error", err)
 	}
 
+	// Each step has a context of its own: making the whole schema on three
+	// nodes of a busy 2-core machine can take most of a minute (one
+	// context for the whole test expired in CI before the namespace was
+	// written).
 	d1 := open(t, cfg)
 	ns := driver.Namespace{Name: "kept", Model: "sharded", Type: "sum", CreatedAt: time.UnixMilli(1e12).UTC()}
-	if err := d1.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: ns}); err != nil {
+	if err := d1.CreateNamespace(ctxT(t), &driver.CreateNamespaceParams{Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}
 	// Creating the schema again, and opening on the existing schema, must
@@ -142,7 +145,7 @@ func TestOpenSchemaIdempotent(t *testing.T) {
 	existing.ProtocolVersion = 3
 	d3 := open(t, existing)
 	for _, d := range []*cassandra.Driver{d2, d3} {
-		got, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: "kept"})
+		got, err := d.GetNamespace(ctxT(t), &driver.GetNamespaceParams{Name: "kept"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -198,15 +198,6 @@ func (s *Service) extend(ctx context.Context, q *Queue, m driver.Message, by tim
 	return *cur, nil
 }
 
-func (s *Service) ack(ctx context.Context, q *Queue, k driver.MessageKey) error {
-	err := s.store.DeleteMessages(ctx, &driver.DeleteMessagesParams{Queue: q.Name, Keys: []driver.MessageKey{k}})
-	if err != nil {
-		return err
-	}
-	s.stats.Acked.Add(1)
-	return nil
-}
-
 // fail records the failure of the delivery r names, if it is still in
 // hand (inHand). The message becomes visible again after, when positive (a
 // backoff: longer or shorter than the visibility timeout); else after

@@ -22,7 +22,8 @@ import (
 // Service is the queue engine on one store: it creates queues, puts
 // messages, builds consumers, settles deliveries by receipt, lists and
 // requeues dead letters and observes shards. It is safe for concurrent use
-// and has no background work of its own.
+// and has no background work of its own beyond writing the acknowledgements
+// its callers wait for.
 type Service struct {
 	cfg   Config
 	store driver.Queues
@@ -37,6 +38,8 @@ type Service struct {
 	consumers consumerSet
 	// pauses caches the queues' pause states (pause.go).
 	pauses pauses
+	// acks gathers concurrent acknowledgements into shared writes (ack.go).
+	acks ackGroups
 }
 
 // Stats are running totals of one Service (for metrics).

@@ -1,0 +1,157 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
+)
+
+// gatedDeletes is a real store whose deletes wait at a gate, counted, and
+// fail with err while it is set.
+type gatedDeletes struct {
+	driver.Queues
+	calls atomic.Int64
+	keys  atomic.Int64
+	gate  chan struct{} // each delete takes one token; nil: no gate
+	err   error
+}
+
+func (s *gatedDeletes) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
+	s.calls.Add(1)
+	s.keys.Add(int64(len(p.Keys)))
+	if s.gate != nil {
+		<-s.gate
+	}
+	if s.err != nil {
+		return s.err
+	}
+	return s.Queues.DeleteMessages(ctx, p)
+}
+
+// gatedEnv returns a service on a gated embedded store, a queue with n
+// delivered messages, and their deliveries.
+func gatedEnv(t *testing.T, store *gatedDeletes, n int) (*Service, *Queue, []*Delivery) {
+	t.Helper()
+	store.Queues = embeddedStore(t)
+	clk := clock.NewManual(start)
+	svc, err := New(Config{Store: store, Clock: clk, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := svc.Create(ctxT(t), QueueConfig{Name: "acks", Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.PutBatch(ctxT(t), q.Name, make([]Message, n)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.NewConsumer(ctxT(t), ConsumerConfig{Queue: q.Name, BatchSize: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(context.Background()) })
+	ds := receive(t, c, n)
+	if len(ds) != n {
+		t.Fatalf("received %d of %d", len(ds), n)
+	}
+	return svc, q, ds
+}
+
+// ackAll acknowledges every delivery at once and returns each answer.
+func ackAll(ctx context.Context, ds []*Delivery) []error {
+	errs := make([]error, len(ds))
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		wg.Go(func() { errs[i] = d.Ack(ctx) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// Acks that arrive while a delete is being written share the next one: a
+// hundred concurrent acks take a few writes, not a hundred, and every
+// message is gone when they return.
+func TestConcurrentAcksShareWrites(t *testing.T) {
+	t.Parallel()
+	const n = 100
+	store := &gatedDeletes{gate: make(chan struct{})}
+	svc, q, ds := gatedEnv(t, store, n)
+	done := make(chan []error)
+	go func() { done <- ackAll(ctxT(t), ds) }()
+	// Hold the first write until every ack has joined a group.
+	for store.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(store.gate)
+	for i, err := range <-done {
+		if err != nil {
+			t.Fatalf("ack %d: %v", i, err)
+		}
+	}
+	if c := store.calls.Load(); c > 3 {
+		t.Errorf("%d concurrent acks took %d deletes; they should share writes", n, c)
+	}
+	if k := store.keys.Load(); k != n {
+		t.Errorf("the deletes carried %d keys, want %d", k, n)
+	}
+	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 0 {
+		t.Fatalf("after the acks: %+v, %v; want no message left", o, err)
+	}
+	if got := svc.Stats().Acked.Load(); got != n {
+		t.Errorf("Stats().Acked = %d, want %d", got, n)
+	}
+}
+
+// An ack is answered with the result of the write that carried it: a
+// failed write fails every ack of its group, and nothing is deleted.
+func TestAFailedGroupWriteFailsEveryAck(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("test store: delete failed")
+	store := &gatedDeletes{err: boom}
+	svc, q, ds := gatedEnv(t, store, 20)
+	for i, err := range ackAll(ctxT(t), ds) {
+		if !errors.Is(err, boom) {
+			t.Fatalf("ack %d = %v, want the write's error", i, err)
+		}
+	}
+	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 20 {
+		t.Fatalf("after failed acks: %+v, %v; want all 20 messages kept", o, err)
+	}
+	if got := svc.Stats().Acked.Load(); got != 0 {
+		t.Errorf("Stats().Acked = %d after failed acks", got)
+	}
+}
+
+// A caller that gives up before its group is written is told the outcome
+// is unknown (the delete may still land), and the write goes on for the
+// others: it is not cut short by that caller's context.
+func TestAnAckThatGivesUpIsOfUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	store := &gatedDeletes{gate: make(chan struct{})}
+	svc, q, ds := gatedEnv(t, store, 2)
+	short, cancel := context.WithCancel(context.Background())
+	first := make(chan error)
+	go func() { first <- ds[0].Ack(short) }()
+	for store.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-first; !errors.Is(err, ErrUnknownOutcome) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("an ack whose caller gave up = %v; want ErrUnknownOutcome wrapping the cancellation", err)
+	}
+	close(store.gate)
+	if err := ds[1].Ack(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	// The abandoned ack's write went on.
+	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 0 {
+		t.Fatalf("after the acks: %+v, %v; want both messages deleted", o, err)
+	}
+}

@@ -147,7 +147,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 19 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, two queue columns added, two events, three counter-model tables and queue_pauses
+	if len(stmts) != 20 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, three queue columns added, two events, three counter-model tables and queue_pauses
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"

@@ -67,14 +67,20 @@ func TestQueueFromRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := driver.Queue{Name: "jobs", Shards: 16, ShardDuration: time.Minute, MaxDeliveries: 5,
+	// A row without spread (a queue made before the column) spreads over one.
+	want := driver.Queue{Name: "jobs", Shards: 16, Spread: 1, ShardDuration: time.Minute, MaxDeliveries: 5,
 		VisibilityTimeout: 30 * time.Second, CreatedAt: time.UnixMilli(1_700_000_000_000).UTC()}
 	if *q != want {
 		t.Fatalf("got %+v, want %+v", *q, want)
 	}
 	vals, err := queueValues(*q)
-	if err != nil || vals[2] != int64(60_000) || vals[4] != int64(30_000) {
+	if err != nil || vals[2] != int64(60_000) || vals[4] != int64(30_000) || vals[6] != 1 {
 		t.Fatalf("queueValues = %v, %v", vals, err)
+	}
+	spread := good()
+	spread.Spread = ptr(8)
+	if q, err := queueFromRow(spread); err != nil || q.Spread != 8 {
+		t.Fatalf("a row with spread 8 = %+v, %v", q, err)
 	}
 	for _, tc := range []struct {
 		name string
@@ -87,6 +93,7 @@ func TestQueueFromRow(t *testing.T) {
 		{"negative shards", func(r *queueRow) { r.Shards = ptr(-1) }, "negative"},
 		{"negative visibility", func(r *queueRow) { r.VisibilityMS = ptr(int64(-1)) }, "out of range"},
 		{"huge shard_ms", func(r *queueRow) { r.ShardMS = ptr(int64(math.MaxInt64)) }, "out of range"},
+		{"negative spread", func(r *queueRow) { r.Spread = ptr(-1) }, "negative spread"},
 	} {
 		r := good()
 		tc.mod(&r)

@@ -153,10 +153,13 @@ after that it moves to the dead letters. A queue cannot be changed later.`,
 			if req.Shards < 4 {
 				return usagef("--shards %d: a queue needs at least 4 shards (consumers read two windows behind producers)", req.Shards)
 			}
-			if shardDur <= 0 || visibility <= 0 || req.MaxDeliveries < 1 || req.Spread < 1 {
+			// The spread is sent only when given, so that creating a
+			// queue still works against a server of an earlier release.
+			spreadGiven := cmd.Flags().Changed("spread")
+			if shardDur <= 0 || visibility <= 0 || req.MaxDeliveries < 1 || spreadGiven && req.Spread < 1 {
 				return usagef("--shard-duration, --visibility-timeout, --max-deliveries and --spread must be positive")
 			}
-			if req.Shards%req.Spread != 0 || req.Shards < 4*req.Spread {
+			if spreadGiven && (req.Shards%req.Spread != 0 || req.Shards < 4*req.Spread) {
 				return usagef("--spread %d with --shards %d: the spread must divide the shards and leave at least 4 groups (--shards ≥ %d)", req.Spread, req.Shards, 4*req.Spread)
 			}
 			req.Name = args[0]
@@ -179,7 +182,7 @@ after that it moves to the dead letters. A queue cannot be changed later.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&req.Shards, "shards", 16, "number of shard partitions (at least 4)")
-	f.IntVar(&req.Spread, "spread", 1, "shards each window's puts go to (divides --shards, at most --shards/4)")
+	f.IntVar(&req.Spread, "spread", 0, "shards each window's puts go to (divides --shards, at most --shards/4; default 1)")
 	f.DurationVar(&shardDur, "shard-duration", time.Minute, "time window of each shard (whole seconds, 1s to 24h)")
 	f.IntVar(&req.MaxDeliveries, "max-deliveries", 5, "deliveries before a message moves to the dead letters")
 	f.DurationVar(&visibility, "visibility-timeout", 30*time.Second, "how long a delivered message stays hidden from other consumers")

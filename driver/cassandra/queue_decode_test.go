@@ -82,6 +82,22 @@ func TestQueueFromRow(t *testing.T) {
 	if q, err := queueFromRow(spread); err != nil || q.Spread != 8 {
 		t.Fatalf("a row with spread 8 = %+v, %v", q, err)
 	}
+	// The row a not-applied IF NOT EXISTS returns: with the column, and
+	// without it (a queue an earlier release made).
+	for _, tc := range []struct {
+		m    map[string]any
+		want int
+	}{
+		{map[string]any{"name": "jobs", "shards": 32, "shard_ms": int64(1000), "max_deliveries": 5, "visibility_ms": int64(1000), "created_at": time.UnixMilli(1), "spread": 8}, 8},
+		{map[string]any{"name": "jobs", "shards": 32, "shard_ms": int64(1000), "max_deliveries": 5, "visibility_ms": int64(1000), "created_at": time.UnixMilli(1), "spread": 0}, 1},
+		{map[string]any{"name": "jobs", "shards": 32, "shard_ms": int64(1000), "max_deliveries": 5, "visibility_ms": int64(1000), "created_at": time.UnixMilli(1)}, 1},
+	} {
+		var r queueRow
+		r.fromMap(tc.m)
+		if q, err := queueFromRow(r); err != nil || q.Spread != tc.want {
+			t.Errorf("fromMap(%v) = %+v, %v; want spread %d", tc.m, q, err, tc.want)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		mod  func(*queueRow)

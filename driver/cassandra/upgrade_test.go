@@ -23,16 +23,16 @@ func TestOpenAddsTheNewColumnsToOlderTables(t *testing.T) {
 	// nodes take a good part of one.
 	cfg := testConfig(t)
 	d := open(t, cfg)
-	older := driver.Queue{Name: "older", Shards: 16, ShardDuration: time.Minute, MaxDeliveries: 5,
-		VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(1_700_000_000_000).UTC()}
-	if err := d.CreateQueue(ctxT(t), &driver.CreateQueueParams{Queue: older}); err != nil {
-		t.Fatal(err)
-	}
 	exec := rawExec(t, ctxT(t))
 	for _, table := range []string{"queue_messages", "queue_dead"} {
 		exec("ALTER TABLE " + cfg.Keyspace + "." + table + " DROP attributes")
 	}
 	exec("ALTER TABLE " + cfg.Keyspace + ".queues DROP spread")
+	// A queue as an earlier release writes it: no spread cell at all.
+	older := driver.Queue{Name: "older", Shards: 16, ShardDuration: time.Minute, MaxDeliveries: 5,
+		VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(1_700_000_000_000).UTC()}
+	exec("INSERT INTO " + cfg.Keyspace + ".queues (name, shards, shard_ms, max_deliveries, visibility_ms, created_at) " +
+		"VALUES ('older', 16, 60000, 5, 1000, 1700000000000)")
 	d.Close()
 
 	// On tables without the column, SchemaExisting refuses to start

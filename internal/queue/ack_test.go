@@ -18,6 +18,7 @@ type gatedDeletes struct {
 	driver.Queues
 	calls atomic.Int64
 	keys  atomic.Int64
+	mixed atomic.Bool   // a delete carried keys of more than one shard
 	gate  chan struct{} // each delete takes one token; nil: no gate
 	err   error
 }
@@ -25,6 +26,11 @@ type gatedDeletes struct {
 func (s *gatedDeletes) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
 	s.calls.Add(1)
 	s.keys.Add(int64(len(p.Keys)))
+	for _, k := range p.Keys {
+		if k.Shard != p.Keys[0].Shard {
+			s.mixed.Store(true)
+		}
+	}
 	if s.gate != nil {
 		<-s.gate
 	}
@@ -37,6 +43,12 @@ func (s *gatedDeletes) DeleteMessages(ctx context.Context, p *driver.DeleteMessa
 // gatedEnv returns a service on a gated embedded store, a queue with n
 // delivered messages, and their deliveries.
 func gatedEnv(t *testing.T, store *gatedDeletes, n int) (*Service, *Queue, []*Delivery) {
+	return gatedSpreadEnv(t, store, n, 1)
+}
+
+// gatedSpreadEnv is gatedEnv with a queue of 4·spread shards spread over
+// spread a window, its messages put one batch of 5 at a time.
+func gatedSpreadEnv(t *testing.T, store *gatedDeletes, n, spread int) (*Service, *Queue, []*Delivery) {
 	t.Helper()
 	store.Queues = embeddedStore(t)
 	clk := clock.NewManual(start)
@@ -44,19 +56,26 @@ func gatedEnv(t *testing.T, store *gatedDeletes, n int) (*Service, *Queue, []*De
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := svc.Create(ctxT(t), QueueConfig{Name: "acks", Shards: 4})
+	q, err := svc.Create(ctxT(t), QueueConfig{Name: "acks", Shards: 4 * spread, Spread: spread})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.PutBatch(ctxT(t), q.Name, make([]Message, n)); err != nil {
-		t.Fatal(err)
+	for i := 0; i < n; i += 5 {
+		if _, err := svc.PutBatch(ctxT(t), q.Name, make([]Message, min(5, n-i))); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c, err := svc.NewConsumer(ctxT(t), ConsumerConfig{Queue: q.Name, BatchSize: n})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop(context.Background()) })
-	ds := receive(t, c, n)
+	var ds []*Delivery
+	for range 4 * spread { // a shard at a time
+		if len(ds) < n {
+			ds = append(ds, receive(t, c, n-len(ds))...)
+		}
+	}
 	if len(ds) != n {
 		t.Fatalf("received %d of %d", len(ds), n)
 	}
@@ -106,6 +125,37 @@ func TestConcurrentAcksShareWrites(t *testing.T) {
 	}
 	if got := svc.Stats().Acked.Load(); got != n {
 		t.Errorf("Stats().Acked = %d, want %d", got, n)
+	}
+}
+
+// Each group write holds one shard's acks, so that it is one partition's
+// batch (applied whole or not at all); a spread queue's shards are written
+// side by side.
+func TestAckGroupsHoldOneShardEach(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	store := &gatedDeletes{}
+	svc, q, ds := gatedSpreadEnv(t, store, n, 4)
+	shards := map[int]bool{}
+	for _, d := range ds {
+		shards[d.Shard()] = true
+	}
+	if len(shards) < 2 {
+		t.Fatalf("200 messages in 40 batches landed in shards %v: nothing to test", shards)
+	}
+	for i, err := range ackAll(ctxT(t), ds) {
+		if err != nil {
+			t.Fatalf("ack %d: %v", i, err)
+		}
+	}
+	if store.mixed.Load() {
+		t.Error("a group write carried the acks of more than one shard")
+	}
+	if c := store.calls.Load(); c < int64(len(shards)) {
+		t.Errorf("%d writes for acks in %d shards", c, len(shards))
+	}
+	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 0 {
+		t.Fatalf("after the acks: %+v, %v; want no message left", o, err)
 	}
 }
 

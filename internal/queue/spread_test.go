@@ -70,11 +70,15 @@ func TestConsumersShareASpreadBurst(t *testing.T) {
 		}
 		// Four shards hold the burst unless the 40 batches all missed one
 		// (one in 10^4 or so): then only three consumers can work at once.
+		// Fewer than two (one in 10^23) means the puts ignored the spread.
 		var shards int
 		for _, v := range e.observe(t, q.Name).Shards {
 			if v.Messages > 0 {
 				shards++
 			}
+		}
+		if shards < 2 {
+			t.Fatalf("40 batches landed in %d shard(s) of a window of %d", shards, spread)
 		}
 		var consumers []*Consumer
 		seen := map[ID]bool{}

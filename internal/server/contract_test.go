@@ -170,7 +170,7 @@ func TestServerEnforcesTheContract(t *testing.T) {
 		{method: "POST", path: ledger("/updates"), body: func(string) map[string]any { return map[string]any{"amount": -5} }},
 		// 256 shards: the spread must divide the shards and leave 4 groups,
 		// a rule between two fields that a schema cannot state (the spec
-		// says it in words); with 256 every spread the schema allows fits.
+		// says it in words); 256 fits both bounds the test probes (1, 64).
 		{method: "POST", path: fixed("/v1/queues"), body: func(n string) map[string]any {
 			return map[string]any{"name": "q" + n, "shards": 256, "shard_duration": "1m", "max_deliveries": 5, "visibility_timeout": "30s"}
 		}, semantic: []string{api.CodeQueueExists}},

@@ -54,7 +54,7 @@ test-unit: ## Run every test that needs no Cassandra (Cassandra tests skip and s
 test: ## Run the whole suite: the API fuzzer, older Cassandra releases, then everything on the newest
 	@$(MAKE) --no-print-directory api-fuzz
 	@if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then $(MAKE) --no-print-directory test-compat; \
-	else echo "== compat phase skipped: ABACUS_TEST_CASSANDRA points at a cluster of its own"; fi
+	else echo "== $$(date -u +%T) compat phase skipped: ABACUS_TEST_CASSANDRA points at a cluster of its own"; fi
 	@$(MAKE) --no-print-directory test-main
 
 test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
@@ -64,36 +64,36 @@ test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 		own=1; \
 		trap 'scripts/devcassandra clean' EXIT; \
 		scripts/devcassandra clean; \
-		echo "== Cassandra $(CASSANDRA_VERSION), $(DEV_NODES) node(s): the whole suite"; \
+		echo "== $$(date -u +%T) Cassandra $(CASSANDRA_VERSION), $(DEV_NODES) node(s): the whole suite"; \
 		scripts/devcassandra start $(DEV_NODES) --version $(CASSANDRA_VERSION); \
 		export $$(scripts/devcassandra env); \
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
 	if [ -z "$${ABACUS_TEST_CHROMIUM:-}" ]; then ABACUS_TEST_CHROMIUM=$$(scripts/chromium); export ABACUS_TEST_CHROMIUM; fi; \
 	echo "ABACUS_TEST_CHROMIUM=$$ABACUS_TEST_CHROMIUM (the web console's browser test)"; \
-	echo "== race detector over the logic packages, on the embedded store (their Cassandra cases run in the next step)"; \
+	echo "== $$(date -u +%T) race detector over the logic packages, on the embedded store (their Cassandra cases run in the next step)"; \
 	ABACUS_TEST_CASSANDRA= $(GO) test -race -short -count=1 $(RACE_PKGS); \
-	echo "== every package, Cassandra tests enabled"; \
+	echo "== $$(date -u +%T) every package, Cassandra tests enabled"; \
 	$(GO) test -count=1 -timeout 25m ./...; \
 	if [ "$$(echo "$$ABACUS_TEST_CASSANDRA" | tr ',' '\n' | grep -c .)" -ge 3 ]; then \
-		echo "== node-loss tests (serial: they stop and restart Cassandra nodes)"; \
+		echo "== $$(date -u +%T) node-loss tests (serial: they stop and restart Cassandra nodes)"; \
 		ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 15m -run 'NodeDown' $(NODE_DOWN_PKGS); \
 		if [ -n "$$own" ]; then \
-			echo "== a fresh cluster for the fault suite (nodes just restarted may still disagree on the schema)"; \
+			echo "== $$(date -u +%T) a fresh cluster for the fault suite (nodes just restarted may still disagree on the schema)"; \
 			scripts/devcassandra clean; \
 			scripts/devcassandra start $(DEV_NODES) --version $(CASSANDRA_VERSION); \
 		fi; \
-		echo "== fault suite (the same as make test-faults)"; \
+		echo "== $$(date -u +%T) fault suite (the same as make test-faults)"; \
 		$(FAULT_SUITE); \
 	else \
-		echo "== node-loss tests and fault suite skipped: they need the 3-node cluster (DEV_NODES=3)"; \
+		echo "== $$(date -u +%T) node-loss tests and fault suite skipped: they need the 3-node cluster (DEV_NODES=3)"; \
 	fi
 
 # schemathesis against a real server on the embedded store (scripts/apifuzz):
 # generated requests from api/openapi.yaml; no 5xx, no answer outside the
 # contract, no invalid request accepted.
 api-fuzz: ## Fuzz the HTTP API from its OpenAPI file (APIFUZZ_EXAMPLES per operation, default 50)
-	@echo "== API fuzzer (schemathesis) against a real server"
+	@echo "== $$(date -u +%T) API fuzzer (schemathesis) against a real server"
 	GO=$(GO) scripts/apifuzz $(APIFUZZ_EXAMPLES)
 
 # One node of each older release, one after another, on 127.0.1.1: the
@@ -104,7 +104,7 @@ test-compat: ## Conformance and end-to-end smoke tests on one node of each of CO
 	@set -euo pipefail; \
 	trap '$(COMPAT_ENV) scripts/devcassandra clean >/dev/null 2>&1 || true' EXIT; \
 	for v in $(COMPAT_VERSIONS); do \
-		echo "== Cassandra $$v, 1 node: driver conformance and end-to-end smoke tests"; \
+		echo "== $$(date -u +%T) Cassandra $$v, 1 node: driver conformance and end-to-end smoke tests"; \
 		$(COMPAT_ENV) scripts/devcassandra clean; \
 		$(COMPAT_ENV) scripts/devcassandra start 1 --version $$v; \
 		hosts=$$($(COMPAT_ENV) scripts/devcassandra env); \

@@ -476,10 +476,15 @@ func TestPickerHotFraction(t *testing.T) {
 
 func TestRunSuiteReadMixEmbedded(t *testing.T) {
 	t.Parallel()
+	// Every row must show reads and writes, so each gets a whole second:
+	// in CI's busiest phase a 150 ms window once ended with not one
+	// operation of the plain model done.
+	opts := shortOptions
+	opts.Duration = time.Second
 	rep, err := RunSuite(context.Background(), Config{
 		DataDir:     t.TempDir(),
 		NoSync:      true,
-		Options:     shortOptions,
+		Options:     opts,
 		Counters:    []int{4},
 		HotFraction: 0.5,
 		ReadRatio:   0.4,

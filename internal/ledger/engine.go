@@ -224,6 +224,7 @@ type Engine struct {
 	mu    sync.Mutex
 	slots map[slotKey]*list.Element // of *slot, most recent first
 	lru   *list.List
+	over  atomic.Bool // the last trim left more slots than MaxActors
 
 	idle chan *slot // to a worker waiting for a slot to serve (group.go)
 
@@ -290,8 +291,17 @@ func (e *Engine) slotFor(k slotKey) *slot {
 		own:   &Actor{},
 	}
 	e.slots[k] = e.lru.PushFront(s)
-	// Drop idle slots beyond the bound. A slot in use is skipped, so the
-	// bound can be exceeded while many ledgers are busy at once.
+	e.trimLocked()
+	return s
+}
+
+// trimLocked drops idle slots beyond the bound, least recently used first.
+// A slot in use is skipped, so the bound can be exceeded while many
+// ledgers are busy at once; such a slot is dropped when it goes idle
+// (trimIdle), which keeps the bound a bound rather than a hope that the
+// next new ledger arrives after the busy ones are done. Called with e.mu
+// held.
+func (e *Engine) trimLocked() {
 	for el := e.lru.Back(); el != nil && el != e.lru.Front() && e.lru.Len() > e.cfg.MaxActors; {
 		prev := el.Prev()
 		old := el.Value.(*slot)
@@ -301,7 +311,18 @@ func (e *Engine) slotFor(k slotKey) *slot {
 		}
 		el = prev
 	}
-	return s
+	e.over.Store(e.lru.Len() > e.cfg.MaxActors)
+}
+
+// trimIdle is called by a slot's server as the slot goes idle. It costs
+// an atomic load unless the bound is exceeded.
+func (e *Engine) trimIdle() {
+	if !e.over.Load() {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.trimLocked()
 }
 
 // evict closes the slot if it is idle: nothing running, nothing queued.

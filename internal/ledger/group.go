@@ -242,6 +242,7 @@ func (e *Engine) serve(s *slot) {
 		batch := s.take()
 		if len(batch) == 0 {
 			s.unlock()
+			e.trimIdle()
 			return
 		}
 		e.applyGuarded(s, batch)

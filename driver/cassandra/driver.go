@@ -30,6 +30,9 @@ type Driver struct {
 
 	caps       Capabilities
 	lockHolder string // this process in schema_lock, while creating the schema
+	// Of schema statements sent since the nodes last agreed (schemalock.go):
+	unagreed           bool   // some were sent
+	lastDDLCoordinator string // the host id the last went to
 
 	closed atomic.Bool
 }
@@ -122,7 +125,10 @@ func (c Config) cluster() (*gocql.ClusterConfig, error) {
 	cl.DisableSkipMetadata = true
 	// A node restarted in a fault test should be used again soon.
 	cl.ReconnectInterval = 10 * time.Second
-	cl.MaxWaitSchemaAgreement = 60 * time.Second
+	// gocql waits for schema agreement after every schema change; the
+	// driver waits itself, only where it must (schemalock.go), so gocql's
+	// wait is off and the warning it logs for that dropped (slogAdapter).
+	cl.MaxWaitSchemaAgreement = 0
 	cl.Logger = slogAdapter{c.Logger}
 	cl.QueryObserver, cl.BatchObserver = queryTracer{}, queryTracer{}
 	if c.Username != "" {
@@ -175,6 +181,12 @@ func (d *Driver) Name() string { return "cassandra" }
 // against native counters on identical session settings. Closing the driver
 // closes it.
 func (d *Driver) Session() *gocql.Session { return d.session }
+
+// AwaitSchemaAgreement waits until every live node reports the same schema
+// version, or says which nodes hold which version. A caller that changes
+// the schema through Session calls it before using what it made: the
+// session does not wait by itself (see cluster).
+func (d *Driver) AwaitSchemaAgreement(ctx context.Context) error { return d.awaitAgreement(ctx) }
 
 // Capabilities returns what the cluster's release allows beyond the CQL of
 // Cassandra 2.1, as read when the driver opened.
@@ -302,8 +314,16 @@ func (a slogAdapter) log(lvl slog.Level, msg string, fields []gocql.LogField) {
 
 func (a slogAdapter) Error(msg string, f ...gocql.LogField) { a.log(slog.LevelError, msg, f) }
 func (a slogAdapter) Warning(msg string, f ...gocql.LogField) {
+	if msg == gocqlSkippedAgreement {
+		return
+	}
 	a.log(slog.LevelWarn, msg, f)
 }
+
+// gocqlSkippedAgreement is what gocql logs after every schema change when
+// its own agreement wait is off, as the driver sets it (cluster).
+const gocqlSkippedAgreement = "Error while awaiting for schema agreement after a schema change event."
+
 func (a slogAdapter) Info(msg string, f ...gocql.LogField)  { a.log(slog.LevelDebug, msg, f) }
 func (a slogAdapter) Debug(msg string, f ...gocql.LogField) { a.log(slog.LevelDebug, msg, f) }
 

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,7 +133,20 @@ func TestOpenSchemaIdempotent(t *testing.T) {
 	// nodes of a busy 2-core machine can take most of a minute (one
 	// context for the whole test expired in CI before the namespace was
 	// written).
-	d1 := open(t, cfg)
+	warnings := &warnLog{}
+	first := cfg
+	first.Logger = slog.New(warnings)
+	d1 := open(t, first)
+	// Open waits for agreement once, after the last statement, instead
+	// of after each: when it returns, every node must have every table.
+	wantEveryTableOnEveryNode(t, cfg.Keyspace)
+	// gocql's own wait after each statement is off; the warning it logs
+	// for that must not reach the operator.
+	for _, w := range warnings.all() {
+		if strings.Contains(w, "agreement") {
+			t.Errorf("opening on a fresh keyspace logged %q", w)
+		}
+	}
 	ns := driver.Namespace{Name: "kept", Model: "sharded", Type: "sum", CreatedAt: time.UnixMilli(1e12).UTC()}
 	if err := d1.CreateNamespace(ctxT(t), &driver.CreateNamespaceParams{Namespace: ns}); err != nil {
 		t.Fatal(err)
@@ -159,6 +173,63 @@ func TestOpenSchemaIdempotent(t *testing.T) {
 	if d1.Session() == nil || d1.Keyspace() != cfg.Keyspace {
 		t.Errorf("Session() = %v, Keyspace() = %q", d1.Session(), d1.Keyspace())
 	}
+}
+
+// wantEveryTableOnEveryNode fails the test unless every live node, asked
+// alone and at once, holds the same tables of keyspace, queue_pauses (the
+// last the schema creates) among them.
+func wantEveryTableOnEveryNode(t *testing.T, keyspace string) {
+	t.Helper()
+	s := cassandratest.Session(t)
+	stmt := "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ?"
+	if !clusterRelease(t).AtLeast(3, 0) {
+		stmt = "SELECT columnfamily_name FROM system.schema_columnfamilies WHERE keyspace_name = ?"
+	}
+	var want []string
+	for _, h := range s.GetHosts() {
+		if !h.IsUp() {
+			continue
+		}
+		var got []string
+		iter := s.Query(stmt, keyspace).SetHostID(h.HostID()).Consistency(gocql.One).IterContext(ctxT(t))
+		var name string
+		for iter.Scan(&name) {
+			got = append(got, name)
+		}
+		if err := iter.Close(); err != nil {
+			t.Fatalf("tables of %s on %s: %v", keyspace, h.ConnectAddress(), err)
+		}
+		slices.Sort(got)
+		if !slices.Contains(got, "queue_pauses") {
+			t.Fatalf("right after Open, %s holds the tables %v: queue_pauses is missing", h.ConnectAddress(), got)
+		}
+		if want == nil {
+			want = got
+		} else if !slices.Equal(got, want) {
+			t.Fatalf("right after Open, %s holds the tables %v, another node %v", h.ConnectAddress(), got, want)
+		}
+	}
+}
+
+// warnLog is a slog handler that keeps the messages of warnings and worse.
+type warnLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnLog) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, r.Message)
+	return nil
+}
+func (w *warnLog) WithAttrs([]slog.Attr) slog.Handler { return w }
+func (w *warnLog) WithGroup(string) slog.Handler      { return w }
+func (w *warnLog) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.msgs)
 }
 
 func TestOpenCancelled(t *testing.T) {

@@ -42,9 +42,16 @@ import (
 //     round), renewed after every statement and deleted at the end. A
 //     process that finds the lock taken waits, saying by whom, until the
 //     tables exist or the lock is free (its holder died: the TTL frees it).
-//  3. After each statement the writer waits until every live node reports
-//     the same schema version, and says which nodes disagree if they never
-//     do.
+//  3. Every statement goes to one node, the schema coordinator, which
+//     applies each before it answers, so each statement sees the ones before
+//     it. The writer waits until every live node reports the same schema
+//     version only where someone else depends on it: after schema_lock is
+//     created (the lock's Paxos round runs on its replicas), before a
+//     statement goes to a different coordinator than the one before (the
+//     first went down), and after the last statement (before the lock is
+//     released and the tables are used). It says which nodes disagree if
+//     they never do. Waiting after every statement, as drivers do by
+//     default, made a fresh schema on three nodes take 18 s instead of 3.
 
 const (
 	schemaLockDDL = `CREATE TABLE IF NOT EXISTS %[1]s.schema_lock (
@@ -93,27 +100,30 @@ func (d *Driver) createSchema(ctx context.Context) error {
 			return err
 		}
 	}
+	// The lock's Paxos round runs on schema_lock's replicas, which must
+	// all have the table.
+	if err := d.awaitAgreement(ctx); err != nil {
+		return err
+	}
+	d.unagreed = false
 	release, done, err := d.takeSchemaLock(ctx)
 	if err != nil || done {
 		return err
 	}
 	defer release()
 	for _, stmt := range stmts[1:] {
-		if err := d.ddl(ctx, stmt); err != nil {
-			if !columnExists(stmt, err) {
-				return err
-			}
-			// An earlier attempt may have added it just now (ddl sends a
-			// timed-out statement again): wait for every node to see it.
-			if err := d.awaitAgreement(ctx); err != nil {
-				return err
-			}
+		if err := d.ddl(ctx, stmt); err != nil && !columnExists(stmt, err) {
+			// A column that exists was added by an earlier attempt of
+			// this statement (ddl sends a timed-out statement again).
+			return err
 		}
 		if err := d.renewSchemaLock(ctx); err != nil {
 			return err
 		}
 	}
-	return nil
+	// Others use the tables once the lock is gone or every probe
+	// succeeds: every live node must have them first.
+	return d.awaitAgreement(ctx)
 }
 
 // lockless reports whether this process creates the schema without the
@@ -268,12 +278,13 @@ func (d *Driver) schemaCoordinator() string {
 	return slices.Min(ids)
 }
 
-// ddl runs one schema statement on the schema coordinator and waits until
-// every live node has the new schema: a statement sent to another
-// coordinator before it has seen the keyspace would fail, and so would the
-// first queries against the tables. Schema changes on Cassandra are slow
-// (each flushes the schema tables), so a timed-out statement is sent
-// again; IF NOT EXISTS makes that harmless.
+// ddl runs one schema statement on the schema coordinator. It does not
+// wait for the other nodes (createSchema says when that is needed), except
+// when the coordinator changed since the last statement: the new one may
+// not have seen what the old one made, and a statement against a table it
+// has not seen would fail. Schema changes on Cassandra are slow (each
+// flushes the schema tables), so a timed-out statement is sent again; IF
+// NOT EXISTS makes that harmless.
 func (d *Driver) ddl(ctx context.Context, stmt string) error {
 	const attempts = 4
 	var err error
@@ -286,11 +297,19 @@ func (d *Driver) ddl(ctx context.Context, stmt string) error {
 			case <-time.After(time.Duration(i) * time.Second):
 			}
 		}
+		coord := d.schemaCoordinator()
+		if d.unagreed && coord != d.lastDDLCoordinator {
+			if err := d.awaitAgreement(ctx); err != nil {
+				return err
+			}
+			d.unagreed = false
+		}
 		// The level plays no part in schema changes.
 		q := d.session.Query(stmt).Consistency(gocql.One)
-		if id := d.schemaCoordinator(); id != "" {
-			q = q.SetHostID(id)
+		if coord != "" {
+			q = q.SetHostID(coord)
 		}
+		d.unagreed, d.lastDDLCoordinator = true, coord
 		err = q.ExecContext(ctx)
 		if err == nil || ctx.Err() != nil || !(isTimeout(err) || errors.Is(err, gocql.ErrNoConnections)) {
 			break
@@ -299,7 +318,7 @@ func (d *Driver) ddl(ctx context.Context, stmt string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", firstLine(stmt), err)
 	}
-	return d.awaitAgreement(ctx)
+	return nil
 }
 
 func firstLine(s string) string {

@@ -10,6 +10,8 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/abacusdb/abacus/driver/cassandra"
 )
 
 // PlainTable is the table of the plain-insert ceiling on Cassandra: one
@@ -61,13 +63,15 @@ type CQLPlain struct {
 	Consistency gocql.Consistency
 
 	insert, read, count string
+	d                   *cassandra.Driver
 }
 
-// NewCQLPlain returns a CQLPlain for keyspace ks.
-func NewCQLPlain(s *gocql.Session, ks string, cl gocql.Consistency) *CQLPlain {
+// NewCQLPlain returns a CQLPlain in the keyspace of d, on d's session.
+func NewCQLPlain(d *cassandra.Driver, cl gocql.Consistency) *CQLPlain {
+	ks := d.Keyspace()
 	t := ks + "." + PlainTable
 	return &CQLPlain{
-		Session: s, Keyspace: ks, Consistency: cl,
+		Session: d.Session(), Keyspace: ks, Consistency: cl, d: d,
 		insert: "INSERT INTO " + t + " (k, id, v) VALUES (?, ?, ?)",
 		read:   "SELECT v FROM " + t + " WHERE k = ? LIMIT 1",
 		count:  "SELECT id FROM " + t + " WHERE k = ?",
@@ -77,7 +81,7 @@ func NewCQLPlain(s *gocql.Session, ks string, cl gocql.Consistency) *CQLPlain {
 // CreateTable creates the table if it is missing and waits for the
 // cluster to agree on the schema.
 func (p *CQLPlain) CreateTable(ctx context.Context) error {
-	return createTable(ctx, p.Session, p.Keyspace, PlainTable, "(k text, id bigint, v bigint, PRIMARY KEY (k, id))")
+	return createTable(ctx, p.d, PlainTable, "(k text, id bigint, v bigint, PRIMARY KEY (k, id))")
 }
 
 // Insert implements Plain.

@@ -12,6 +12,7 @@ import (
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/client"
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/driver/cassandra"
 )
 
 // CounterNames returns n distinct counter names starting with prefix.
@@ -140,12 +141,14 @@ type Native struct {
 	Consistency gocql.Consistency
 
 	update, read string
+	d            *cassandra.Driver
 }
 
-// NewNative returns a Native for ks.
-func NewNative(s *gocql.Session, ks string, cl gocql.Consistency) *Native {
+// NewNative returns a Native in the keyspace of d, on d's session.
+func NewNative(d *cassandra.Driver, cl gocql.Consistency) *Native {
+	ks := d.Keyspace()
 	return &Native{
-		Session: s, Keyspace: ks, Consistency: cl,
+		Session: d.Session(), Keyspace: ks, Consistency: cl, d: d,
 		update: "UPDATE " + ks + "." + NativeTable + " SET c = c + ? WHERE k = ?",
 		read:   "SELECT c FROM " + ks + "." + NativeTable + " WHERE k = ?",
 	}
@@ -154,18 +157,18 @@ func NewNative(s *gocql.Session, ks string, cl gocql.Consistency) *Native {
 // CreateTable creates the counter table if it is missing and waits for the
 // cluster to agree on the schema.
 func (n *Native) CreateTable(ctx context.Context) error {
-	return createTable(ctx, n.Session, n.Keyspace, NativeTable, "(k text PRIMARY KEY, c counter)")
+	return createTable(ctx, n.d, NativeTable, "(k text PRIMARY KEY, c counter)")
 }
 
-// createTable creates keyspace.table with the column definitions columns
-// if it is missing, and waits for the cluster to agree on the schema so that
-// the first writes do not race the new table.
-func createTable(ctx context.Context, session *gocql.Session, keyspace, table, columns string) error {
-	stmt := "CREATE TABLE IF NOT EXISTS " + keyspace + "." + table + " " + columns
-	if err := session.Query(stmt).ExecContext(ctx); err != nil {
-		return fmt.Errorf("bench: create %s.%s: %w", keyspace, table, err)
+// createTable creates table in d's keyspace with the column definitions
+// columns if it is missing, and waits for the cluster to agree on the
+// schema so that the first writes do not race the new table.
+func createTable(ctx context.Context, d *cassandra.Driver, table, columns string) error {
+	stmt := "CREATE TABLE IF NOT EXISTS " + d.Keyspace() + "." + table + " " + columns
+	if err := d.Session().Query(stmt).ExecContext(ctx); err != nil {
+		return fmt.Errorf("bench: create %s.%s: %w", d.Keyspace(), table, err)
 	}
-	if err := session.AwaitSchemaAgreement(ctx); err != nil {
+	if err := d.AwaitSchemaAgreement(ctx); err != nil {
 		return fmt.Errorf("bench: schema agreement after creating %s: %w", table, err)
 	}
 	return nil

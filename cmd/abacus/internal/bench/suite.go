@@ -447,12 +447,12 @@ func (s *suite) open(ctx context.Context, env *Env) error {
 		if err != nil {
 			return errors.Join(err, d.Close())
 		}
-		s.native = NewNative(d.Session(), d.Keyspace(), cl)
+		s.native = NewNative(d, cl)
 		if err := s.native.CreateTable(ctx); err != nil {
 			return errors.Join(err, d.Close())
 		}
 		if slices.Contains(s.cfg.Models, ModelPlain) && slices.Contains(s.cfg.Scenarios, ScenarioIncrements) {
-			pl := NewCQLPlain(d.Session(), d.Keyspace(), cl)
+			pl := NewCQLPlain(d, cl)
 			if err := pl.CreateTable(ctx); err != nil {
 				return errors.Join(err, d.Close())
 			}

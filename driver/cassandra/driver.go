@@ -30,7 +30,9 @@ type Driver struct {
 
 	caps       Capabilities
 	lockHolder string // this process in schema_lock, while creating the schema
-	// Of schema statements sent since the nodes last agreed (schemalock.go):
+	// Of schema statements sent since the nodes last agreed (schemalock.go),
+	// guarded by schemaMu:
+	schemaMu           sync.Mutex
 	unagreed           bool   // some were sent
 	lastDDLCoordinator string // the host id the last went to
 
@@ -182,11 +184,27 @@ func (d *Driver) Name() string { return "cassandra" }
 // closes it.
 func (d *Driver) Session() *gocql.Session { return d.session }
 
-// AwaitSchemaAgreement waits until every live node reports the same schema
-// version, or says which nodes hold which version. A caller that changes
-// the schema through Session calls it before using what it made: the
-// session does not wait by itself (see cluster).
-func (d *Driver) AwaitSchemaAgreement(ctx context.Context) error { return d.awaitAgreement(ctx) }
+// ChangeSchema runs one schema statement (say, a table of the caller's
+// own in the driver's keyspace) the way the driver runs its own: on the
+// schema coordinator, sent again after a timeout, and then waits until
+// every live node has it, or says which nodes hold which version. Schema
+// statements sent through Session are not waited for (see cluster), and
+// an agreement wait is only sound as seen from the node that ran the
+// statement: another node's view of its peers comes from gossip, and
+// right after the change every node it knows of may still look alike on
+// the old version.
+func (d *Driver) ChangeSchema(ctx context.Context, stmt string) error {
+	d.schemaMu.Lock()
+	defer d.schemaMu.Unlock()
+	if err := d.ddl(ctx, stmt); err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	if err := d.awaitAgreement(ctx); err != nil {
+		return fmt.Errorf("cassandra: %s: %w", firstLine(stmt), err)
+	}
+	d.unagreed = false
+	return nil
+}
 
 // Capabilities returns what the cluster's release allows beyond the CQL of
 // Cassandra 2.1, as read when the driver opened.

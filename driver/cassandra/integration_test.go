@@ -175,6 +175,35 @@ func TestOpenSchemaIdempotent(t *testing.T) {
 	}
 }
 
+// A table a caller adds with ChangeSchema is on every node when it
+// returns, and a statement Cassandra refuses is an error naming it.
+func TestChangeSchemaReachesEveryNode(t *testing.T) {
+	t.Parallel()
+	d := sharedDriver(t)
+	table := "caller_table_" + strings.ToLower(strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := d.ChangeSchema(ctxT(t), "CREATE TABLE IF NOT EXISTS "+d.Keyspace()+"."+table+" (k int PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.ChangeSchema(ctxT(t), "DROP TABLE IF EXISTS "+d.Keyspace()+"."+table) })
+	s := cassandratest.Session(t)
+	for _, h := range s.GetHosts() {
+		if !h.IsUp() {
+			continue
+		}
+		// Every node answers a read of the new table: a node without it
+		// would refuse the query.
+		err := s.Query("SELECT k FROM "+d.Keyspace()+"."+table+" WHERE k = 1").SetHostID(h.HostID()).
+			Consistency(gocql.One).ExecContext(ctxT(t))
+		if err != nil {
+			t.Fatalf("right after ChangeSchema, %s: %v", h.ConnectAddress(), err)
+		}
+	}
+	err := d.ChangeSchema(ctxT(t), "ALTER TABLE "+d.Keyspace()+".no_such_table ADD x int")
+	if err == nil || !strings.Contains(err.Error(), "ALTER TABLE") {
+		t.Fatalf("ChangeSchema of a missing table: %v; want an error naming the statement", err)
+	}
+}
+
 // wantEveryTableOnEveryNode fails the test unless every live node, asked
 // alone and at once, holds the same tables of keyspace, queue_pauses (the
 // last the schema creates) among them.

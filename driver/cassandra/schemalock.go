@@ -93,6 +93,8 @@ func (d *Driver) schemaLockStatement() string {
 // createSchema runs every schema statement, one writer at a time across
 // processes (see above).
 func (d *Driver) createSchema(ctx context.Context) error {
+	d.schemaMu.Lock()
+	defer d.schemaMu.Unlock()
 	stmts := schemaStatements(d.cfg)
 	// stmts[0] creates the keyspace.
 	for _, stmt := range []string{stmts[0], d.schemaLockStatement()} {

@@ -165,11 +165,8 @@ func (n *Native) CreateTable(ctx context.Context) error {
 // schema so that the first writes do not race the new table.
 func createTable(ctx context.Context, d *cassandra.Driver, table, columns string) error {
 	stmt := "CREATE TABLE IF NOT EXISTS " + d.Keyspace() + "." + table + " " + columns
-	if err := d.Session().Query(stmt).ExecContext(ctx); err != nil {
-		return fmt.Errorf("bench: create %s.%s: %w", d.Keyspace(), table, err)
-	}
-	if err := d.AwaitSchemaAgreement(ctx); err != nil {
-		return fmt.Errorf("bench: schema agreement after creating %s: %w", table, err)
+	if err := d.ChangeSchema(ctx, stmt); err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
 	return nil
 }

@@ -192,7 +192,7 @@ func TestChangeSchemaReachesEveryNode(t *testing.T) {
 		}
 		// Every node answers a read of the new table: a node without it
 		// would refuse the query.
-		err := s.Query("SELECT k FROM "+d.Keyspace()+"."+table+" WHERE k = 1").SetHostID(h.HostID()).
+		err := s.Query("SELECT k FROM " + d.Keyspace() + "." + table + " WHERE k = 1").SetHostID(h.HostID()).
 			Consistency(gocql.One).ExecContext(ctxT(t))
 		if err != nil {
 			t.Fatalf("right after ChangeSchema, %s: %v", h.ConnectAddress(), err)

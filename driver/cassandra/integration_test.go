@@ -141,9 +141,12 @@ func TestOpenSchemaIdempotent(t *testing.T) {
 	// of after each: when it returns, every node must have every table.
 	wantEveryTableOnEveryNode(t, cfg.Keyspace)
 	// gocql's own wait after each statement is off; the warning it logs
-	// for that must not reach the operator.
+	// for that must not reach the operator. (Its other agreement warning,
+	// "Failed to await schema agreement, proceeding with schema refresh",
+	// comes from refreshing its metadata when other processes change the
+	// schema: CI's parallel tests do that all the time.)
 	for _, w := range warnings.all() {
-		if strings.Contains(w, "agreement") {
+		if strings.Contains(w, "after a schema change event") {
 			t.Errorf("opening on a fresh keyspace logged %q", w)
 		}
 	}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -56,24 +57,85 @@ type ackGroup struct {
 }
 
 func (s *Service) ack(ctx context.Context, q *Queue, k driver.MessageKey) error {
-	r := &ackRequest{key: k, done: make(chan error, 1)}
+	return s.awaitAck(ctx, s.enqueueAcks(q, []driver.MessageKey{k})[0])
+}
+
+// AckAll acknowledges the deliveries of several receipts of one queue, as
+// Ack does each, but submits every delete before waiting for any, so that
+// the receipts of one shard share one write instead of taking one write
+// (and one round trip) each in turn. Every receipt is checked first: one
+// that does not parse, or names a shard the queue does not have, refuses
+// the call and nothing is acknowledged. Otherwise it returns how many were
+// acknowledged and, if not all, an error naming the others by index
+// (theirs is the error of the first; acknowledging them again is
+// harmless).
+func (s *Service) AckAll(ctx context.Context, queue string, receipts []string) (int, error) {
+	if len(receipts) == 0 {
+		return 0, nil
+	}
+	var q *Queue
+	keys := make([]driver.MessageKey, len(receipts))
+	for i, text := range receipts {
+		qq, r, err := s.receipt(ctx, queue, text)
+		if err != nil {
+			if len(receipts) > 1 {
+				err = fmt.Errorf("receipts[%d]: %w (nothing was acknowledged)", i, err)
+			}
+			return 0, err
+		}
+		q, keys[i] = qq, r.Key
+	}
+	var (
+		failed []int
+		first  error
+	)
+	for i, r := range s.enqueueAcks(q, keys) {
+		if err := s.awaitAck(ctx, r); err != nil {
+			failed = append(failed, i)
+			first = cmp.Or(first, err)
+		}
+	}
+	acked := len(receipts) - len(failed)
+	switch {
+	case first == nil:
+		return acked, nil
+	case len(receipts) == 1:
+		return 0, first
+	}
+	return acked, fmt.Errorf("%w (%d of %d receipts acknowledged; not receipts%v)", first, acked, len(receipts), failed)
+}
+
+// enqueueAcks adds a delete of each key to its shard's pending group,
+// starting the group's writer where none runs, and returns the requests
+// to wait for.
+func (s *Service) enqueueAcks(q *Queue, keys []driver.MessageKey) []*ackRequest {
+	reqs := make([]*ackRequest, len(keys))
 	g := &s.acks
-	at := ackShard{q.Name, k.Shard}
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if g.shards == nil {
 		g.shards = map[ackShard]*ackGroup{}
 	}
-	grp := g.shards[at]
-	if grp == nil {
-		grp = &ackGroup{}
-		g.shards[at] = grp
+	for i, k := range keys {
+		r := &ackRequest{key: k, done: make(chan error, 1)}
+		reqs[i] = r
+		at := ackShard{q.Name, k.Shard}
+		grp := g.shards[at]
+		if grp == nil {
+			grp = &ackGroup{}
+			g.shards[at] = grp
+		}
+		grp.pending = append(grp.pending, r)
+		if !grp.writing {
+			grp.writing = true
+			go s.writeAcks(at, grp)
+		}
 	}
-	grp.pending = append(grp.pending, r)
-	if !grp.writing {
-		grp.writing = true
-		go s.writeAcks(at, grp)
-	}
-	g.mu.Unlock()
+	return reqs
+}
+
+// awaitAck waits for the write that carries r.
+func (s *Service) awaitAck(ctx context.Context, r *ackRequest) error {
 	select {
 	case err := <-r.done:
 		if err != nil {
@@ -82,7 +144,15 @@ func (s *Service) ack(ctx context.Context, q *Queue, k driver.MessageKey) error 
 		s.stats.Acked.Add(1)
 		return nil
 	case <-ctx.Done():
-		return unknownOutcome(fmt.Errorf("%w: acknowledging message %s: %w", driver.ErrUnknownOutcome, k.ID, ctx.Err()))
+		select {
+		case err := <-r.done: // answered as the caller gave up: the answer stands
+			if err == nil {
+				s.stats.Acked.Add(1)
+			}
+			return err
+		default:
+		}
+		return unknownOutcome(fmt.Errorf("%w: acknowledging message %s: %w", driver.ErrUnknownOutcome, r.key.ID, ctx.Err()))
 	}
 }
 

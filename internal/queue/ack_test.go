@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +23,8 @@ type gatedDeletes struct {
 	mixed atomic.Bool   // a delete carried keys of more than one shard
 	gate  chan struct{} // each delete takes one token; nil: no gate
 	err   error
+	// failShard, when set, limits err to the deletes of that shard + 1.
+	failShard int
 }
 
 func (s *gatedDeletes) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
@@ -34,7 +38,7 @@ func (s *gatedDeletes) DeleteMessages(ctx context.Context, p *driver.DeleteMessa
 	if s.gate != nil {
 		<-s.gate
 	}
-	if s.err != nil {
+	if s.err != nil && (s.failShard == 0 || s.failShard == p.Keys[0].Shard+1) {
 		return s.err
 	}
 	return s.Queues.DeleteMessages(ctx, p)
@@ -203,5 +207,90 @@ func TestAnAckThatGivesUpIsOfUnknownOutcome(t *testing.T) {
 	// The abandoned ack's write went on.
 	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 0 {
 		t.Fatalf("after the acks: %+v, %v; want both messages deleted", o, err)
+	}
+}
+
+func receiptsOf(ds []*Delivery) []string {
+	rs := make([]string, len(ds))
+	for i, d := range ds {
+		rs[i] = d.Receipt()
+	}
+	return rs
+}
+
+// AckAll submits every receipt's delete before waiting for any, so the
+// receipts of one shard take one write, not one write each in turn.
+func TestAckAllTakesOneWritePerShard(t *testing.T) {
+	t.Parallel()
+	const n = 100
+	store := &gatedDeletes{}
+	svc, q, ds := gatedSpreadEnv(t, store, n, 4)
+	shards := map[int]bool{}
+	for _, d := range ds {
+		shards[d.Shard()] = true
+	}
+	if len(shards) < 2 {
+		t.Fatalf("%d messages landed in shards %v: nothing to test", n, shards)
+	}
+	got, err := svc.AckAll(ctxT(t), q.Name, receiptsOf(ds))
+	if err != nil || got != n {
+		t.Fatalf("AckAll: %d, %v; want %d, nil", got, err, n)
+	}
+	if c := store.calls.Load(); c != int64(len(shards)) {
+		t.Errorf("%d receipts in %d shards took %d deletes, want one per shard", n, len(shards), c)
+	}
+	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 0 {
+		t.Fatalf("after AckAll: %+v, %v; want no message left", o, err)
+	}
+	if got := svc.Stats().Acked.Load(); got != n {
+		t.Errorf("Stats().Acked = %d, want %d", got, n)
+	}
+}
+
+// A receipt that does not parse refuses the whole call before anything
+// is deleted.
+func TestAckAllWithABadReceiptAcknowledgesNothing(t *testing.T) {
+	t.Parallel()
+	store := &gatedDeletes{}
+	svc, q, ds := gatedEnv(t, store, 5)
+	rs := receiptsOf(ds)
+	rs[3] = "not-a-receipt"
+	got, err := svc.AckAll(ctxT(t), q.Name, rs)
+	if !errors.Is(err, ErrInvalid) || got != 0 || !strings.Contains(err.Error(), "receipts[3]") {
+		t.Fatalf("AckAll with receipts[3] garbage: %d, %v; want 0 and ErrInvalid naming receipts[3]", got, err)
+	}
+	if c := store.calls.Load(); c != 0 {
+		t.Errorf("%d deletes were written", c)
+	}
+	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 5 {
+		t.Fatalf("after the refused AckAll: %+v, %v; want all 5 messages kept", o, err)
+	}
+}
+
+// When one shard's write fails, the other shards' receipts are still
+// acknowledged, and the error counts them and names the others.
+func TestAckAllNamesTheReceiptsItCouldNotAcknowledge(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	boom := errors.New("boom")
+	store := &gatedDeletes{}
+	svc, q, ds := gatedSpreadEnv(t, store, n, 4)
+	bad := ds[0].Shard()
+	var want []int
+	for i, d := range ds {
+		if d.Shard() == bad {
+			want = append(want, i)
+		}
+	}
+	store.err, store.failShard = boom, bad+1
+	got, err := svc.AckAll(ctxT(t), q.Name, receiptsOf(ds))
+	if !errors.Is(err, boom) || got != n-len(want) {
+		t.Fatalf("AckAll with shard %d failing: %d, %v; want %d and the store's error", bad, got, err, n-len(want))
+	}
+	if !strings.Contains(err.Error(), fmt.Sprintf("not receipts%v", want)) {
+		t.Errorf("error %q does not name receipts %v", err, want)
+	}
+	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != len(want) {
+		t.Fatalf("after AckAll: %+v, %v; want the %d messages of shard %d left", o, err, len(want), bad)
 	}
 }

@@ -194,6 +194,9 @@ func TestQueueReceiveSettle(t *testing.T) {
 	if len(rcv.Messages) != 1 || rcv.Messages[0].ID != put.IDs[1] || rcv.Messages[0].Attempt != 1 {
 		t.Fatalf("after release: %+v", rcv.Messages)
 	}
+	// A bad receipt anywhere refuses the whole request.
+	e.wantError("POST", "/v1/queues/q/ack", `{"receipts":["`+rcv.Messages[0].Receipt+`","1.2.3"]}`, 400,
+		api.CodeInvalidArgument, "receipts[1]")
 	e.mustJSON("POST", "/v1/queues/q/ack", `{"receipts":["`+rcv.Messages[0].Receipt+`"]}`, 200, nil)
 	clk.Advance(10 * time.Second)
 	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":10}`, 200, &rcv)

@@ -124,12 +124,7 @@ func TestConcurrentAcksShareWrites(t *testing.T) {
 	if k := store.keys.Load(); k != n {
 		t.Errorf("the deletes carried %d keys, want %d", k, n)
 	}
-	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 0 {
-		t.Fatalf("after the acks: %+v, %v; want no message left", o, err)
-	}
-	if got := svc.Stats().Acked.Load(); got != n {
-		t.Errorf("Stats().Acked = %d, want %d", got, n)
-	}
+	wantAllAcked(t, svc, q, n)
 }
 
 // Each group write holds one shard's acks, so that it is one partition's
@@ -239,12 +234,7 @@ func TestAckAllTakesOneWritePerShard(t *testing.T) {
 	if c := store.calls.Load(); c != int64(len(shards)) {
 		t.Errorf("%d receipts in %d shards took %d deletes, want one per shard", n, len(shards), c)
 	}
-	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 0 {
-		t.Fatalf("after AckAll: %+v, %v; want no message left", o, err)
-	}
-	if got := svc.Stats().Acked.Load(); got != n {
-		t.Errorf("Stats().Acked = %d, want %d", got, n)
-	}
+	wantAllAcked(t, svc, q, n)
 }
 
 // A receipt that does not parse refuses the whole call before anything
@@ -292,5 +282,17 @@ func TestAckAllNamesTheReceiptsItCouldNotAcknowledge(t *testing.T) {
 	}
 	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != len(want) {
 		t.Fatalf("after AckAll: %+v, %v; want the %d messages of shard %d left", o, err, len(want), bad)
+	}
+}
+
+// wantAllAcked fails the test unless q holds no message and the service
+// counted n acknowledgements.
+func wantAllAcked(t *testing.T, svc *Service, q *Queue, n int) {
+	t.Helper()
+	if o, err := svc.Observe(ctxT(t), q.Name); err != nil || o.Messages != 0 {
+		t.Fatalf("after the acks: %+v, %v; want no message left", o, err)
+	}
+	if got := svc.Stats().Acked.Load(); got != int64(n) {
+		t.Errorf("Stats().Acked = %d, want %d", got, n)
 	}
 }

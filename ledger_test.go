@@ -18,15 +18,18 @@ func TestLedgerNamespaceOptions(t *testing.T) {
 	store := newMemStore(t)
 	c := startClient(t, abacus.Config{Driver: store})
 
+	const month = 30 * 24 * time.Hour
 	cases := []struct {
 		name string
 		in   *abacus.LedgerOptions
 		want abacus.LedgerOptions
 	}{
-		{"defaults", nil, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
-		{"exact", &abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 3}, abacus.LedgerOptions{HistoryLength: 3, Mode: abacus.LedgerModeExact, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
-		{"may-double", &abacus.LedgerOptions{Mode: abacus.LedgerModeConcurrentRetriesMayDouble}, abacus.LedgerOptions{HistoryLength: 10, Mode: abacus.LedgerModeConcurrentRetriesMayDouble, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
-		{"no-retries", &abacus.LedgerOptions{RetryCount: -1, ClaimTTL: time.Hour}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 0, ClaimTTL: time.Hour}},
+		{"defaults", nil, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month}},
+		{"exact", &abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 3}, abacus.LedgerOptions{HistoryLength: 3, Mode: abacus.LedgerModeExact, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month}},
+		{"may-double", &abacus.LedgerOptions{Mode: abacus.LedgerModeConcurrentRetriesMayDouble}, abacus.LedgerOptions{HistoryLength: 10, Mode: abacus.LedgerModeConcurrentRetriesMayDouble, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month}},
+		{"no-retries", &abacus.LedgerOptions{RetryCount: -1, ClaimTTL: time.Hour}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 0, ClaimTTL: time.Hour, EntryRetention: month}},
+		{"no-history", &abacus.LedgerOptions{EntryRetention: -1}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
+		{"hour-history", &abacus.LedgerOptions{EntryRetention: time.Hour}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: time.Hour}},
 	}
 	for _, tc := range cases {
 		ns, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "l-" + tc.name, Model: "LEDGER", Ledger: tc.in})

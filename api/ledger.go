@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // DefaultLedgerNamespace is the namespace of ledgers addressed without one;
 // the server creates it (model ledger, default options) on first use.
 const DefaultLedgerNamespace = "ledgers"
@@ -27,6 +29,11 @@ type LedgerOptions struct {
 	RetryCount int `json:"retry_count"`
 	// ClaimTTLSeconds is how long a strict-mode claim lives. Default 86400.
 	ClaimTTLSeconds int64 `json:"claim_ttl_seconds"`
+	// EntryRetentionSeconds is how long the ledger's history keeps each
+	// applied request. Default 2592000 (30 days); -1 in a create request
+	// keeps no history, shown as 0 in a description (as in namespaces
+	// made before ledgers had a history).
+	EntryRetentionSeconds int64 `json:"entry_retention_seconds"`
 }
 
 // Ledger modes (LedgerOptions.Mode).
@@ -55,6 +62,29 @@ type LedgerUpdateResponse struct {
 	// Applied is true when this request changed the ledger, false when its
 	// request id was already recorded (a retry; nothing was written).
 	Applied bool `json:"applied"`
+}
+
+// LedgerEntry is one applied request in a ledger's history.
+type LedgerEntry struct {
+	RequestID string `json:"request_id"`
+	// Amount is signed: negative for a debit.
+	Amount int64 `json:"amount"`
+	// At is when the server first wrote the entry.
+	At time.Time `json:"at"`
+	// Actor is the server process's writer that applied it.
+	Actor string `json:"actor"`
+}
+
+// LedgerHistory is the body of GET
+// /v1/namespaces/{ns}/ledgers/{ledger}/entries?limit=&after=: up to limit
+// entries (default 100, at most 1000), newest first.
+type LedgerHistory struct {
+	Namespace string        `json:"namespace"`
+	Ledger    string        `json:"ledger"`
+	Entries   []LedgerEntry `json:"entries"`
+	// Next is the ?after= of the next page; empty at the end. A page may
+	// hold fewer entries than the limit, even none, and still have one.
+	Next string `json:"next,omitempty"`
 }
 
 // LedgerValue is the body of GET /v1/namespaces/{ns}/ledgers/{ledger} and

@@ -3,6 +3,8 @@ package client
 import (
 	"cmp"
 	"context"
+	"net/url"
+	"strconv"
 
 	"github.com/abacusdb/abacus/api"
 )
@@ -107,4 +109,23 @@ func (c *Client) HasRequestID(ctx context.Context, namespace, ledger, requestID 
 		return false, &Error{Code: api.CodeInvalidArgument, Message: "request id is empty"}
 	}
 	return callPick(ctx, c, "GET", ledgerPath(namespace, ledger)+"/requests/"+escape(requestID), nil, func(out *api.RequestIDStatus) bool { return out.Known })
+}
+
+// LedgerHistory returns a page of a ledger's history: up to limit entries
+// (0 means the server's default, 100; at most 1000), newest first, after
+// the cursor (empty for the newest; the previous page's Next otherwise).
+// A page may hold fewer entries than limit and still have a Next.
+func (c *Client) LedgerHistory(ctx context.Context, namespace, ledger, after string, limit int) (*api.LedgerHistory, error) {
+	q := url.Values{}
+	if after != "" {
+		q.Set("after", after)
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := ledgerPath(namespace, ledger) + "/entries"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return callNamed[api.LedgerHistory](ctx, c, "ledger", ledger, "GET", path, nil)
 }

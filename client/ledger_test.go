@@ -47,6 +47,27 @@ func TestLedgerEndToEnd(t *testing.T) {
 	if v, err := c.FindLedger(ctx, "", "wallet"); err != nil || v.Value != 65 {
 		t.Fatalf("FindLedger = %+v, %v", v, err)
 	}
+	// The history: three entries, newest first, in pages of two.
+	var amounts []int64
+	after := ""
+	for range 5 {
+		h, err := c.LedgerHistory(ctx, "", "wallet", after, 2)
+		if err != nil {
+			t.Fatalf("LedgerHistory: %v", err)
+		}
+		for _, e := range h.Entries {
+			amounts = append(amounts, e.Amount)
+		}
+		if after = h.Next; after == "" {
+			break
+		}
+	}
+	if len(amounts) != 3 || amounts[0] != -5 || amounts[1] != -30 || amounts[2] != 100 {
+		t.Fatalf("history amounts = %v, want -5, -30, 100", amounts)
+	}
+	if _, err := c.LedgerHistory(ctx, "", "wallet", "not-a-cursor", 0); !client.IsCode(err, api.CodeInvalidArgument) {
+		t.Fatalf("LedgerHistory with a bad cursor: %v", err)
+	}
 	// Refused locally, with the request id still returned.
 	for _, call := range []func() (*api.LedgerUpdateResponse, error){
 		func() (*api.LedgerUpdateResponse, error) { return c.Credit(ctx, "", "wallet", 0, "x") },

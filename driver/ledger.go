@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -29,7 +31,87 @@ type WriteLedgerRowParams struct {
 	Row LedgerRow
 	// Timestamp is the write timestamp in microseconds. An actor's writes
 	// carry strictly increasing timestamps.
-	Timestamp   int64
+	Timestamp int64
+	// Entries are the ledger history entries of the requests this write
+	// appends to Row (see LedgerEntry); none when the namespace keeps no
+	// history. They are stored before the row, or with it, never after it.
+	Entries []LedgerEntry
+	// EntryTTL is how long Entries are kept: at least a second, at most
+	// MaxClaimTTL, whole seconds. Required when Entries is not empty.
+	EntryTTL    time.Duration
+	Consistency Consistency
+}
+
+// CheckEntries checks the entries a write is asked to store with its row:
+// each names the row's actor, a number from 1, a positive amount, and a
+// valid TTL comes with them. Drivers refuse a write that fails it.
+func (p *WriteLedgerRowParams) CheckEntries() error {
+	if len(p.Entries) == 0 {
+		return nil
+	}
+	if p.EntryTTL < time.Second || p.EntryTTL > MaxClaimTTL || p.EntryTTL%time.Second != 0 {
+		return fmt.Errorf("entry TTL %v is not whole seconds within 1s..%v", p.EntryTTL, MaxClaimTTL)
+	}
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if e.At < 0 || e.Seq == 0 || e.Seq > math.MaxInt64 || e.Amount <= 0 || e.Actor != p.Row.Actor {
+			return fmt.Errorf("entry %d (actor %q, at %d, number %d, amount %d) is not one of actor %q's entries",
+				i, e.Actor, e.At, e.Seq, e.Amount, p.Row.Actor)
+		}
+	}
+	return nil
+}
+
+// LedgerEntry is one applied request as a ledger's history shows it. An
+// actor numbers the entries of each of its two sections from 1 and never
+// gives a number to two requests, so (Actor, Negative, Seq) names one
+// request for good.
+//
+// Entries are written before (or with) the actor row that holds them, and
+// a write can fail after its entries landed. So an entry is part of the
+// ledger only when its actor's row has reached its number: readers check
+// that against the rows (package ledger does).
+type LedgerEntry struct {
+	// At is when the write that carried the entry was first made, in
+	// microseconds; a resubmission keeps it.
+	At        int64
+	Actor     string
+	Negative  bool
+	Seq       uint64
+	RequestID string
+	// Amount is positive; Negative says whether it was a debit.
+	Amount int64
+}
+
+// LedgerEntryBefore reports whether a comes before b in a history's order:
+// newest first, then by actor, side and number, each descending.
+func LedgerEntryBefore(a, b *LedgerEntry) bool {
+	switch {
+	case a.At != b.At:
+		return a.At > b.At
+	case a.Actor != b.Actor:
+		return a.Actor > b.Actor
+	case a.Negative != b.Negative:
+		return a.Negative
+	}
+	return a.Seq > b.Seq
+}
+
+// ReadLedgerEntriesParams are the parameters of Ledgers.ReadLedgerEntries.
+type ReadLedgerEntriesParams struct {
+	Namespace string
+	Ledger    string
+	// Since leaves out entries older than it (microseconds): the
+	// namespace's retention, measured back from now.
+	Since int64
+	// After, when set, leaves out After itself and every entry before it
+	// in the history's order: the last entry of the previous page.
+	After *LedgerEntry
+	// Limit is the most entries returned; at least 1.
+	Limit int
+	// Now is the caller's clock in microseconds; the embedded driver
+	// measures entry TTLs on it, Cassandra on its own clock.
+	Now         int64
 	Consistency Consistency
 }
 
@@ -109,7 +191,9 @@ type Ledgers interface {
 	// WriteLedgerRow replaces the actor's row at p.Timestamp. A row written
 	// at a higher timestamp is left as it is; between two writes at the
 	// same timestamp the one with the greater State bytes wins; replaying a
-	// write is harmless. The write is blind: it reads nothing.
+	// write is harmless. The write is blind: it reads nothing. p.Entries
+	// are stored first (or atomically with the row): a write that fails
+	// may leave some of them behind, never the row without them.
 	WriteLedgerRow(ctx context.Context, p *WriteLedgerRowParams) error
 
 	// ReadLedger returns every actor's row of the ledger, sorted by actor,
@@ -137,6 +221,12 @@ type Ledgers interface {
 	// which also finishes a Paxos round a replica has accepted). A call
 	// whose outcome was unknown may still change the claim afterwards.
 	ReadClaim(ctx context.Context, p *ReadClaimParams) (Claim, bool, error)
+
+	// ReadLedgerEntries returns up to p.Limit history entries of the
+	// ledger in the history's order (LedgerEntryBefore), newest first,
+	// without checking them against the rows. Expired entries and entries
+	// older than p.Since are left out.
+	ReadLedgerEntries(ctx context.Context, p *ReadLedgerEntriesParams) ([]LedgerEntry, error)
 
 	// ListLedgers returns the ledgers with at least one actor row, in
 	// namespace p.Namespace (every namespace when empty), sorted; a

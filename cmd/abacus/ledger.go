@@ -36,7 +36,7 @@ ledger' (options --mode, --history-length, --retry-count, --claim-ttl).`
 		a.ledgerUpdateCmd("credit", "Add a positive amount to a ledger"),
 		a.ledgerUpdateCmd("debit", "Subtract a positive amount from a ledger"),
 		a.ledgerUpdateCmd("update", "Add a signed amount to a ledger (negative debits)"),
-		a.ledgerBatchCmd(), a.ledgerGetCmd(), a.ledgerHasCmd(), a.ledgerFindCmd(), a.ledgerDeleteCmd(),
+		a.ledgerBatchCmd(), a.ledgerGetCmd(), a.ledgerHistoryCmd(), a.ledgerHasCmd(), a.ledgerFindCmd(), a.ledgerDeleteCmd(),
 	)
 	return cmd
 }
@@ -393,6 +393,63 @@ debits and number of actor rows are printed too.`,
 			return a.printResult(v, v.Value)
 		},
 	}
+}
+
+func (a *app) ledgerHistoryCmd() *cobra.Command {
+	var (
+		limit int
+		after string
+		all   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "history NAME",
+		Short: "List a ledger's entries, newest first",
+		Long: `List the entries of the ledger NAME, newest first: when each was written,
+its signed amount, its request id and the server actor that applied it.
+Every request that counts in the ledger's value is listed once, for the
+namespace's entry retention (30 days unless the namespace was made with
+--entry-retention); retries and refused requests are not listed.
+
+One page of up to --limit entries is printed. When more follow, the last
+line on stderr gives the --after that continues; --all follows every page.`,
+		Example: `  abacus ledger history alice
+  abacus --ns wallets ledger history bob --limit 20 --json
+  abacus ledger history alice --all`,
+		Args: exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 1 || limit > abacus.MaxLedgerHistoryPage {
+				return usagef("--limit %d is not a number from 1 to %d", limit, abacus.MaxLedgerHistoryPage)
+			}
+			c, err := a.clientForName(args[0])
+			if err != nil {
+				return err
+			}
+			h, err := c.LedgerHistory(cmd.Context(), a.ledgerNS(cmd), args[0], after, limit)
+			for err == nil && all && h.Next != "" {
+				var more *api.LedgerHistory
+				if more, err = c.LedgerHistory(cmd.Context(), a.ledgerNS(cmd), args[0], h.Next, limit); err == nil {
+					h.Entries, h.Next = append(h.Entries, more.Entries...), more.Next
+				}
+			}
+			if err != nil {
+				return err
+			}
+			err = a.printTable(h, "AT\tAMOUNT\tREQUEST_ID\tACTOR", func(tw io.Writer) {
+				for _, e := range h.Entries {
+					fmt.Fprintf(tw, "%s\t%+d\t%s\t%s\n", e.At.Format("2006-01-02T15:04:05.000000Z"), e.Amount, e.RequestID, e.Actor)
+				}
+			})
+			if err == nil && h.Next != "" && !a.g.json {
+				_, err = fmt.Fprintf(a.stderr, "more entries: continue with --after %s\n", h.Next)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&limit, "limit", 100, "entries per page (1 to 1000)")
+	f.StringVar(&after, "after", "", "continue after this cursor (printed when a page has more)")
+	f.BoolVar(&all, "all", false, "follow every page to the end of the history")
+	return cmd
 }
 
 func (a *app) ledgerHasCmd() *cobra.Command {

@@ -54,6 +54,24 @@ func TestLedgerCommands(t *testing.T) {
 			t.Fatalf("%v: %+v", args, r)
 		}
 	}
+	// The history, newest first; a page that has more says how to go on.
+	r = s.cli("ledger", "history", "wallet", "--limit", "3")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 4 || !strings.HasPrefix(lines[0], "AT") || !strings.Contains(lines[1], "+7") ||
+		!strings.Contains(lines[3], "-30") || !strings.Contains(r.stderr, "--after ") {
+		t.Fatalf("history --limit 3: %+v", r)
+	}
+	r = s.cli("ledger", "history", "wallet", "--limit", "1", "--all", "--json")
+	var h api.LedgerHistory
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &h) != nil || len(h.Entries) != 4 || h.Entries[3].RequestID != "c1" || h.Next != "" {
+		t.Fatalf("history --all --json: %+v (%+v)", r, h)
+	}
+	if r := s.cli("ledger", "history", "wallet", "--limit", "0"); r.code == 0 || !strings.Contains(r.stderr, "--limit") {
+		t.Fatalf("history --limit 0: %+v", r)
+	}
+	if r := s.cli("namespace", "create", "nohist", "--model", "ledger", "--entry-retention", "0"); r.code != 0 || !strings.Contains(r.stdout, "entry retention none") {
+		t.Fatalf("create without history: %+v", r)
+	}
 	r = s.cli("ledger", "get", "wallet", "--json")
 	var v api.LedgerValue
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.Value != 72 || v.Namespace != api.DefaultLedgerNamespace || v.Debits != 35 {

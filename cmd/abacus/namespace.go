@@ -24,7 +24,7 @@ func (a *app) namespaceCmd() *cobra.Command {
 func (a *app) namespaceCreateCmd() *cobra.Command {
 	var req api.CreateNamespaceRequest
 	var lo api.LedgerOptions
-	var claimTTL, ttl time.Duration
+	var claimTTL, ttl, entryRetention time.Duration
 	var eo struct{ bucket, window, delay, future time.Duration }
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -50,8 +50,8 @@ Types (sharded only; the other counter models are sums): sum (a signed
 total), max and min (the largest or smallest value observed), distinct (an
 estimate of the number of distinct items).
 Ledger namespaces (--model ledger) have no type; their options are
---mode, --history-length, --retry-count and --claim-ttl (see
-'abacus ledger --help').
+--mode, --history-length, --retry-count, --claim-ttl and --entry-retention
+(see 'abacus ledger --help').
 Consistency levels (ONE, QUORUM, ALL, LOCAL_QUORUM, ...) apply on Cassandra;
 DEFAULT uses the server's configured level.
 --ttl makes every counter start again from zero at each multiple of it
@@ -97,11 +97,19 @@ request ids at each period's end.`,
 				}
 				req.Events = opts
 			}
-			if fl.Changed("history-length") || fl.Changed("mode") || fl.Changed("strict") || fl.Changed("retry-count") || fl.Changed("claim-ttl") {
+			if fl.Changed("history-length") || fl.Changed("mode") || fl.Changed("strict") || fl.Changed("retry-count") || fl.Changed("claim-ttl") || fl.Changed("entry-retention") {
 				if claimTTL < 0 || claimTTL%time.Second != 0 {
 					return usagef("--claim-ttl %v must be a positive whole number of seconds", claimTTL)
 				}
 				lo.ClaimTTLSeconds = int64(claimTTL / time.Second)
+				switch {
+				case entryRetention == 0:
+					lo.EntryRetentionSeconds = -1 // keep no history
+				case entryRetention < time.Second || entryRetention%time.Second != 0:
+					return usagef("--entry-retention %v must be a whole number of seconds, or 0 for no history", entryRetention)
+				default:
+					lo.EntryRetentionSeconds = int64(entryRetention / time.Second)
+				}
 				req.Ledger = &lo
 			}
 			c, err := a.client()
@@ -113,8 +121,12 @@ request ids at each period's end.`,
 				return err
 			}
 			if o := ns.Ledger; o != nil {
-				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, mode %s, history length %d, retry count %d, claim TTL %v, read %s, write %s)",
-					ns.Name, ns.Model, o.Mode, o.HistoryLength, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, ns.ReadConsistency, ns.WriteConsistency))
+				retention := "none"
+				if o.EntryRetentionSeconds > 0 {
+					retention = secs(o.EntryRetentionSeconds).String()
+				}
+				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, mode %s, history length %d, retry count %d, claim TTL %v, entry retention %s, read %s, write %s)",
+					ns.Name, ns.Model, o.Mode, o.HistoryLength, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, retention, ns.ReadConsistency, ns.WriteConsistency))
 			}
 			if o := ns.Events; o != nil {
 				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)",
@@ -141,6 +153,7 @@ request ids at each period's end.`,
 	_ = f.MarkDeprecated("strict", "exact is the default mode now; use --mode")
 	f.IntVar(&lo.RetryCount, "retry-count", 10, "ledger: resubmissions of a write with an unknown outcome (-1: none)")
 	f.DurationVar(&claimTTL, "claim-ttl", 24*time.Hour, "ledger: lifetime of an exact-mode claim (whole seconds)")
+	f.DurationVar(&entryRetention, "entry-retention", 30*24*time.Hour, "ledger: how long 'abacus ledger history' lists an entry (whole seconds; 0: keep no history)")
 	f.DurationVar(&ttl, "ttl", 0, "length of the periods counters live in (whole seconds, at least 1m; 0: until deleted)")
 	f.StringVar(&req.ReadConsistency, "read-consistency", "DEFAULT", "consistency level of reads")
 	f.StringVar(&req.WriteConsistency, "write-consistency", "DEFAULT", "consistency level of writes")

@@ -147,7 +147,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 20 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, three queue columns added, two events, three counter-model tables and queue_pauses
+	if len(stmts) != 22 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, three queue columns added, two events, three counter-model tables, queue_pauses, ledger_entries and ledger_entry_days
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"
@@ -175,6 +175,9 @@ func TestSchema(t *testing.T) {
 	}
 	if !strings.Contains(stmts[3], "k1.ledgers") || !strings.Contains(stmts[4], "k1.ledger_claims") {
 		t.Errorf("ledger tables: %s / %s", stmts[3], stmts[4])
+	}
+	if last := stmts[len(stmts)-2]; !strings.Contains(last, "k1.ledger_entries") || !strings.Contains(last, "CLUSTERING ORDER BY (at DESC, actor DESC, negative DESC, seq DESC)") {
+		t.Errorf("ledger_entries table: %s", last)
 	}
 	if !strings.Contains(stmts[5], "k1.api_keys") || !strings.Contains(stmts[5], "hash blob") {
 		t.Errorf("api_keys table: %s", stmts[5])

@@ -36,6 +36,17 @@
 //	    actor text, negative boolean, seq bigint, amount bigint,
 //	    PRIMARY KEY ((ns, ledger, request_id)))
 //
+//	CREATE TABLE ledger_entries (         -- history, kept by TTL
+//	    ns text, ledger text, day int,    -- partition: one ledger's UTC day
+//	    at bigint, actor text,            -- clustering, all descending:
+//	    negative boolean, seq bigint,     --   newest first
+//	    request_id text, amount bigint,
+//	    PRIMARY KEY ((ns, ledger, day), at, actor, negative, seq))
+//
+//	CREATE TABLE ledger_entry_days (      -- the days that have entries
+//	    ns text, ledger text, day int,
+//	    PRIMARY KEY ((ns, ledger), day))  -- clustering descending, TTL
+//
 // and the delay queue's (queue.go; “cassandra-ruby-queue”):
 //
 //	CREATE TABLE queues (name text PRIMARY KEY, shards int, shard_ms bigint,

@@ -23,6 +23,9 @@ type Driver struct {
 	session *gocql.Session
 	log     *slog.Logger
 	q       statements
+	// entryDays remembers the ledger history days this process marked
+	// (ledger_entries.go).
+	entryDays entryDayMarks
 
 	// anchored remembers the queue shards (queueShard) whose anchor row
 	// this process has written; see AcquireLease.

@@ -61,9 +61,19 @@ func ledgerStatements(ks string) (writeRow, readRows, claim, release, readClaim,
 // two writes at one timestamp it keeps the greater blob, as the embedded
 // driver does.
 func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
-	return d.execAt(ctx, "write ledger row", p.Consistency, d.cfg.WriteConsistency,
-		d.q.writeLedgerRow, []any{p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp},
-		" %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
+	const op = "write ledger row"
+	if err := p.CheckEntries(); err != nil {
+		return fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Ledger, p.Row.Actor, err)
+	}
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
+	if err != nil {
+		return err
+	}
+	if err := d.writeLedgerEntries(ctx, cl, p); err != nil {
+		return err
+	}
+	return d.exec(ctx, cl, d.q.writeLedgerRow, []any{p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp},
+		op, " %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
 }
 
 // ReadLedger implements driver.Ledgers. Rows are independent (each is one

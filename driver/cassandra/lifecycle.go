@@ -126,8 +126,8 @@ const purgeTimestamp int64 = math.MaxInt64 - 1
 
 // PurgeCounter implements driver.Lifecycle with partition deletes. An
 // events counter's bucket partitions are found through its markers and
-// deleted before the markers are. A ledger's request-id claims are left
-// to expire by their TTL.
+// deleted before the markers are. A ledger's request-id claims and
+// history entries are left to expire by their TTL.
 func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams) error {
 	const op = "purge counter"
 	cl, err := d.beginAt(ctx, op, driver.Default, d.cfg.WriteConsistency)
@@ -149,6 +149,11 @@ func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams)
 	case "cas":
 		return one(q.purgeCAS, ts, p.Namespace, p.Counter)
 	case "ledger":
+		// The history's entries are left to expire by their TTL: with the
+		// actor rows and the day markers gone, no read finds or shows them.
+		if err := one(d.q.entries.purgeDays, ts, p.Namespace, p.Counter); err != nil {
+			return err
+		}
 		return one(q.purgeLedger, ts, p.Namespace, p.Counter)
 	case "events":
 		rcl, err := level(driver.Default, d.cfg.ReadConsistency)

@@ -30,6 +30,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("Namespaces", func(t *testing.T) { exerciseNamespaces(t, d) })
 	t.Run("APIKeys", func(t *testing.T) { exerciseAPIKeys(t, d) })
 	t.Run("Ledgers", func(t *testing.T) { exerciseLedgers(t, d, open) })
+	t.Run("LedgerEntries", func(t *testing.T) { exerciseLedgerEntries(t, d) })
 	t.Run("Shards", func(t *testing.T) { exerciseShards(t, d) })
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })
 	t.Run("BoundedReads", func(t *testing.T) { exerciseBoundedReads(t, d) })

@@ -171,10 +171,19 @@ func exercisePurge(t *testing.T, d driver.Driver) {
 			return v.Exists, err
 		}, d.ListCASCounters},
 		{"ledger", func(k string) error {
-			return d.WriteLedgerRow(c, &driver.WriteLedgerRowParams{Namespace: ns, Ledger: k, Row: driver.LedgerRow{Actor: "x", State: []byte{1}}, Timestamp: 1})
+			now := driver.Micros(time.Now())
+			return d.WriteLedgerRow(c, &driver.WriteLedgerRowParams{
+				Namespace: ns, Ledger: k, Row: driver.LedgerRow{Actor: "x", State: []byte{1}}, Timestamp: now,
+				Entries: []driver.LedgerEntry{{At: now, Actor: "x", Seq: 1, RequestID: "r", Amount: 1}}, EntryTTL: time.Hour,
+			})
 		}, func(k string) (bool, error) {
 			rows, err := d.ReadLedger(c, &driver.ReadLedgerParams{Namespace: ns, Ledger: k})
-			return len(rows) > 0, err
+			if err != nil || len(rows) > 0 {
+				return len(rows) > 0, err
+			}
+			// The history is gone with the rows.
+			entries, err := d.ReadLedgerEntries(c, &driver.ReadLedgerEntriesParams{Namespace: ns, Ledger: k, Limit: 10, Now: driver.Micros(time.Now())})
+			return len(entries) > 0, err
 		}, d.ListLedgers},
 	}
 	for _, m := range models {

@@ -67,10 +67,12 @@
 //
 // # Ledgers
 //
-// The ledger model (package ledger) uses two more tables:
+// The ledger model (package ledger) uses three more tables:
 //
 //	0x10 | ns | ledger | actor      -> LWW cell {encoded actor state}
 //	0x11 | ns | ledger | request id -> claim {expires_at, actor, section, seq, amount}
+//	0x12 | ns | ledger | at | actor | section | seq
+//	                                -> history entry {every field again, request id, amount, expires_at}
 //
 // Actor rows are LWW cells written by merge, exactly like shards. Claims of
 // strict-mode ledgers are plain values: ClaimRequest is a check-then-set
@@ -78,6 +80,12 @@
 // compare-and-set), and expiry is measured on the caller's clock. Pebble
 // has no TTL, so expired claims are swept in one pass once the claims
 // stored since the last sweep outnumber the claims that pass left alive.
+//
+// History entries are written in the same batch as the actor row that
+// holds them. Their keys sort in the history's order reversed (see
+// ledger_entries.go), so a page is one reverse scan; reads skip expired
+// entries, and a write deletes a ledger's expired span at most once a
+// minute with one range delete.
 //
 // # Actor, native and cas counters
 //

@@ -100,6 +100,8 @@ type Driver struct {
 
 	// claims does the same for strict-mode ledger claims (ledger.go).
 	claims claimState
+	// entryPurge paces the deletion of expired ledger entries.
+	entryPurge entryPurge
 
 	// pauseMu makes SetQueuePause's compare-then-write atomic
 	// (queue_pause.go).

@@ -68,6 +68,12 @@ type claimState struct {
 // WriteLedgerRow implements driver.Ledgers. Like a shard write it is a blind
 // merge of one LWW cell; the merge operator keeps the newest.
 func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
+	if err := p.CheckEntries(); err != nil {
+		return fmt.Errorf("embedded: write ledger row %s/%s/%s: %w", p.Namespace, p.Ledger, p.Row.Actor, err)
+	}
+	if len(p.Entries) > 0 {
+		return d.writeLedgerRowWithEntries(ctx, p)
+	}
 	value := make([]byte, 0, cellHeaderLen+len(p.Row.State))
 	value = appendCell(value, cell{Timestamp: p.Timestamp, Payload: p.Row.State})
 	return d.merge(ctx, "write ledger row", ledgerRowKey(p.Namespace, p.Ledger, p.Row.Actor), value, func() string {

@@ -25,8 +25,10 @@ import (
 //   - hot-4proc: one ledger, four processes (four actors)
 //   - 100ledgers: credits spread over 100 ledgers, one process
 //
-// For context the same harness also drives a sharded sum counter (one hot
-// counter, group commit). docs/benchmarks-ledger.md has a run's numbers.
+// Each shape runs with the ledger history on (the default, 30 days) and
+// off ("nohistory"), to show what the history's entries cost. For context
+// the same harness also drives a sharded sum counter (one hot counter,
+// group commit). docs/benchmarks-ledger.md has a run's numbers.
 func BenchmarkCredit(b *testing.B) {
 	stores := map[string]func(b *testing.B) driver.Driver{
 		"embedded": func(b *testing.B) driver.Driver {
@@ -42,13 +44,19 @@ func BenchmarkCredit(b *testing.B) {
 	for _, store := range []string{"embedded", "cassandra"} {
 		b.Run(store, func(b *testing.B) {
 			for _, mode := range []string{"default", "strict"} {
-				for _, shape := range []struct {
-					name           string
-					procs, ledgers int
-				}{{"hot", 1, 1}, {"hot-4proc", 4, 1}, {"100ledgers", 1, 100}} {
-					b.Run(mode+"/"+shape.name, func(b *testing.B) {
-						benchCredits(b, stores[store](b), mode == "strict", shape.procs, shape.ledgers)
-					})
+				for _, history := range []string{"history", "nohistory"} {
+					for _, shape := range []struct {
+						name           string
+						procs, ledgers int
+					}{{"hot", 1, 1}, {"hot-4proc", 4, 1}, {"100ledgers", 1, 100}} {
+						opts := Options{Mode: modeOf(mode == "strict")}
+						if history == "nohistory" {
+							opts.EntryRetention = -1
+						}
+						b.Run(mode+"/"+history+"/"+shape.name, func(b *testing.B) {
+							benchCredits(b, stores[store](b), opts, shape.procs, shape.ledgers)
+						})
+					}
 				}
 			}
 			b.Run("sharded-counter/hot", func(b *testing.B) { benchSharded(b, stores[store](b)) })
@@ -60,7 +68,7 @@ const benchCallers = 32
 
 var benchSeq atomic.Int64
 
-func benchCredits(b *testing.B, d driver.Driver, strict bool, procs, ledgers int) {
+func benchCredits(b *testing.B, d driver.Driver, opts Options, procs, ledgers int) {
 	ns := fmt.Sprintf("bench%d", benchSeq.Add(1))
 	engines := make([]*Engine, procs)
 	for i := range engines {
@@ -73,7 +81,7 @@ func benchCredits(b *testing.B, d driver.Driver, strict bool, procs, ledgers int
 	}
 	targets := make([]Target, ledgers)
 	for i := range targets {
-		targets[i] = Target{Namespace: ns, Ledger: fmt.Sprint("l", i), Options: Options{Mode: modeOf(strict)}.WithDefaults()}
+		targets[i] = Target{Namespace: ns, Ledger: fmt.Sprint("l", i), Options: opts.WithDefaults()}
 	}
 	var next atomic.Int64
 	run(b, func(ctx context.Context) error {

@@ -40,6 +40,11 @@ var (
 const (
 	DefaultRetryCount = 10
 	DefaultClaimTTL   = 24 * time.Hour
+	// DefaultEntryRetention is how long a new namespace's history keeps
+	// an entry.
+	DefaultEntryRetention = 30 * 24 * time.Hour
+	// MaxEntryRetention is the longest retention: Cassandra's limit on TTLs.
+	MaxEntryRetention = driver.MaxClaimTTL
 	// MaxRetryCount bounds retry_count; each resubmission is a write.
 	MaxRetryCount = 100
 )
@@ -67,6 +72,11 @@ type Options struct {
 	// delay for a timed-out write (Cassandra's hint window, 3h by default).
 	// Default 24h; whole seconds from 1s to 20 years.
 	ClaimTTL time.Duration
+	// EntryRetention is how long the ledger's history (Engine.Entries)
+	// keeps each applied request. Zero means the default, 30 days; a
+	// negative value means no history is kept, which saves a write per
+	// batch on Cassandra. Whole seconds up to 20 years.
+	EntryRetention time.Duration
 }
 
 // Mode is how a ledger namespace recognises retried requests.
@@ -93,6 +103,7 @@ func (o Options) WithDefaults() Options {
 	o.HistoryLength = cmp.Or(o.HistoryLength, DefaultHistoryLength)
 	o.RetryCount = cmp.Or(o.RetryCount, DefaultRetryCount)
 	o.ClaimTTL = cmp.Or(o.ClaimTTL, DefaultClaimTTL)
+	o.EntryRetention = cmp.Or(o.EntryRetention, DefaultEntryRetention)
 	return o
 }
 
@@ -109,6 +120,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("claim_ttl %v is outside 1s..%v", o.ClaimTTL, driver.MaxClaimTTL)
 	case o.ClaimTTL%time.Second != 0:
 		return fmt.Errorf("claim_ttl %v is not a whole number of seconds", o.ClaimTTL)
+	case o.EntryRetention > MaxEntryRetention:
+		return fmt.Errorf("entry_retention %v is above %v", o.EntryRetention, MaxEntryRetention)
+	case o.EntryRetention > 0 && o.EntryRetention%time.Second != 0:
+		return fmt.Errorf("entry_retention %v is not a whole number of seconds", o.EntryRetention)
 	}
 	return nil
 }
@@ -496,12 +511,18 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 		write, lost, again, retire = e.claimBatch(t, fresh, claimed)
 	}
 	if len(write) > 0 {
+		var entries []driver.LedgerEntry
+		at := driver.Micros(e.cfg.Clock.Now())
 		for _, r := range write {
-			if _, err := s.own.Section(r.neg).Append(Entry{RequestID: r.id, Amount: r.abs}); err != nil {
+			seq, err := s.own.Section(r.neg).Append(Entry{RequestID: r.id, Amount: r.abs})
+			if err != nil {
 				panic(err) // checkBatch bounded the totals, so no section can overflow
 			}
+			if t.Options.keepsEntries() {
+				entries = append(entries, driver.LedgerEntry{At: at, Actor: s.actor, Negative: r.neg, Seq: seq, RequestID: r.id, Amount: r.abs})
+			}
 		}
-		if err := e.writeOwn(ctx, t, s); err != nil {
+		if err := e.writeOwn(ctx, t, s, entries); err != nil {
 			e.retire(s)
 			if t.Options.Mode.claims() {
 				if errors.Is(err, ErrNotApplied) {
@@ -513,7 +534,7 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 					// The claims keep other actors from applying the
 					// requests, so this actor may finish its write late.
 					// Until it does, retries anywhere answer "unknown".
-					e.settleWrite(t, s, requestIDs(write), claimed)
+					e.settleWrite(t, s, requestIDs(write), entries, claimed)
 					err = fmt.Errorf("%w (this process keeps resubmitting the write in the background while the claim lives)", err)
 				}
 			}
@@ -705,18 +726,20 @@ func duplicate(id, actor string, recorded, amount int64) (Result, error) {
 	return Result{Applied: false, Actor: actor}, nil
 }
 
-// writeOwn writes the slot's row, resubmitting (at a new, higher timestamp,
-// with the same content) after an unknown outcome up to RetryCount times.
+// writeOwn writes the slot's row, with the history entries of the requests
+// it appends, resubmitting (at a new, higher timestamp, with the same
+// content) after an unknown outcome up to RetryCount times.
 // It returns nil, an error wrapping ErrUnknownOutcome if any attempt might
 // have landed, or one wrapping ErrNotApplied if none did.
-func (e *Engine) writeOwn(ctx context.Context, t Target, s *slot) error {
+func (e *Engine) writeOwn(ctx context.Context, t Target, s *slot, entries []driver.LedgerEntry) error {
 	state := EncodeActor(s.own)
 	return e.attempts(ctx, t.Options.RetryCount, "write", func(ctx context.Context) error {
 		ts := max(driver.Micros(e.cfg.Clock.Now()), s.lastTS+1)
 		s.lastTS = ts // even if the write fails: it may still land
 		return e.cfg.Store.WriteLedgerRow(ctx, &driver.WriteLedgerRowParams{
 			Namespace: t.Namespace, Ledger: t.Ledger, Timestamp: ts,
-			Row:         driver.LedgerRow{Actor: s.actor, State: state},
+			Row:     driver.LedgerRow{Actor: s.actor, State: state},
+			Entries: entries, EntryTTL: t.Options.EntryRetention,
 			Consistency: t.WriteConsistency,
 		})
 	})
@@ -917,7 +940,7 @@ func (e *Engine) Find(ctx context.Context, t Target) (*State, error) {
 	}
 	// Folding changes no entry and no sum, so a failed write-back leaves
 	// the actor consistent: the next write carries the folded state.
-	if err := e.writeOwn(ctx, t, s); err != nil {
+	if err := e.writeOwn(ctx, t, s, nil); err != nil {
 		return nil, err
 	}
 	st.Set(s.actor, s.own.Clone())

@@ -14,6 +14,9 @@ const (
 	storedStrict        = "strict"
 	storedRetryCount    = "retry_count"
 	storedClaimTTL      = "claim_ttl_seconds"
+	// storedEntryRetention is missing from namespaces made before ledgers
+	// had a history; they keep none (0), as they did.
+	storedEntryRetention = "entry_retention_seconds"
 )
 
 // Stored is the options' stored form: every option, defaults filled in, so
@@ -26,8 +29,14 @@ func (o Options) Stored() map[string]string {
 		storedStrict:        strconv.FormatBool(e.Mode.claims()),
 		storedRetryCount:    strconv.Itoa(max(e.RetryCount, 0)),
 		storedClaimTTL:      strconv.FormatInt(int64(e.ClaimTTL/time.Second), 10),
+		// No history (a negative retention) is stored as 0.
+		storedEntryRetention: strconv.FormatInt(max(int64(e.EntryRetention/time.Second), 0), 10),
 	}
 }
+
+// keepsEntries reports whether writes store history entries; the zero
+// retention is the default, which keeps them.
+func (o Options) keepsEntries() bool { return o.EntryRetention >= 0 }
 
 // OptionsFromStored reads stored options strictly: every key must be there
 // and valid, since guessing would change how retries are treated. The
@@ -80,6 +89,13 @@ func OptionsFromStored(m map[string]string) (Options, error) {
 		return o, fmt.Errorf("%s %d is out of range", storedClaimTTL, secs)
 	}
 	o.ClaimTTL = time.Duration(secs) * time.Second
+	if v, ok := m[storedEntryRetention]; ok {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs < 0 || secs > int64(driver.MaxClaimTTL/time.Second) {
+			return o, fmt.Errorf("%s %q is not a number of seconds within 0..%d", storedEntryRetention, v, int64(driver.MaxClaimTTL/time.Second))
+		}
+		o.EntryRetention = time.Duration(secs) * time.Second
+	}
 	if o.RetryCount < 0 {
 		return o, fmt.Errorf("%s %d is negative", storedRetryCount, o.RetryCount)
 	}
@@ -90,12 +106,15 @@ func OptionsFromStored(m map[string]string) (Options, error) {
 }
 
 // Effective is what the engine runs stored options with: defaults filled
-// in, and a stored RetryCount of 0 (no resubmission) spelled as a
-// negative count.
+// in, and a stored RetryCount of 0 (no resubmission) and EntryRetention of
+// 0 (no history) spelled as negative values.
 func (o Options) Effective() Options {
 	e := o.WithDefaults()
 	if o.RetryCount == 0 {
 		e.RetryCount = -1
+	}
+	if o.EntryRetention == 0 {
+		e.EntryRetention = -1
 	}
 	return e
 }

@@ -86,7 +86,7 @@ func (e *Engine) retryUntil(stop <-chan struct{}, deadline time.Time, op func(co
 
 // settleWrite finishes a retired actor's write in the background. The
 // slot is retired, so nothing else touches its state.
-func (e *Engine) settleWrite(t Target, s *slot, ids []string, claimed time.Time) {
+func (e *Engine) settleWrite(t Target, s *slot, ids []string, entries []driver.LedgerEntry, claimed time.Time) {
 	state, actor, last := EncodeActor(s.own), s.actor, s.lastTS
 	deadline := claimed.Add(t.Options.ClaimTTL / 2)
 	started := e.goSettle(func(stop <-chan struct{}) {
@@ -96,7 +96,8 @@ func (e *Engine) settleWrite(t Target, s *slot, ids []string, claimed time.Time)
 			e.stats.Resubmissions.Add(1)
 			return e.cfg.Store.WriteLedgerRow(ctx, &driver.WriteLedgerRowParams{
 				Namespace: t.Namespace, Ledger: t.Ledger, Timestamp: ts,
-				Row:         driver.LedgerRow{Actor: actor, State: state},
+				Row:     driver.LedgerRow{Actor: actor, State: state},
+				Entries: entries, EntryTTL: t.Options.EntryRetention,
 				Consistency: t.WriteConsistency,
 			})
 		})

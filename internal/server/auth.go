@@ -105,6 +105,7 @@ var routeAccess = map[string]access{
 	"GET /v1/namespaces/{ns}/ledgers/{ledger}":                       onNamespace(apikey.Read),
 	"POST /v1/namespaces/{ns}/ledgers/{ledger}/find":                 onNamespace(apikey.Read),
 	"GET /v1/namespaces/{ns}/ledgers/{ledger}/requests/{request_id}": onNamespace(apikey.Read),
+	"GET /v1/namespaces/{ns}/ledgers/{ledger}/entries":               onNamespace(apikey.Read),
 	"POST /v1/updates":                     anyKey, // write on each item's namespace
 	"POST /v1/ledger-updates":              anyKey, // write on each item's namespace
 	"POST /v1/gc":                          globalAdmin,

@@ -90,6 +90,23 @@ func (s *Server) ledgerFind(w http.ResponseWriter, r *http.Request) {
 	writeResult(w, r, v, err, ledgerValueJSON)
 }
 
+// ledgerHistory lists a ledger's entries, newest first, a page at a time.
+func (s *Server) ledgerHistory(w http.ResponseWriter, r *http.Request) {
+	limit, err := limitParam(r, 100, abacus.MaxLedgerHistoryPage)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	h, err := s.client.LedgerHistory(r.Context(), r.PathValue("ns"), r.PathValue("ledger"), r.URL.Query().Get("after"), limit)
+	writeResult(w, r, h, err, func(h *abacus.LedgerHistory) api.LedgerHistory {
+		out := api.LedgerHistory{Namespace: h.Namespace, Ledger: h.Ledger, Entries: make([]api.LedgerEntry, len(h.Entries)), Next: h.Next}
+		for i, e := range h.Entries {
+			out.Entries[i] = api.LedgerEntry{RequestID: e.RequestID, Amount: e.Amount, At: e.At, Actor: e.Actor}
+		}
+		return out
+	})
+}
+
 func (s *Server) ledgerHasRequest(w http.ResponseWriter, r *http.Request) {
 	ns, name, id := r.PathValue("ns"), r.PathValue("ledger"), r.PathValue("request_id")
 	known, err := s.client.HasRequestID(r.Context(), ns, name, id)
@@ -107,7 +124,7 @@ func ledgerOptionsJSON(o *abacus.LedgerOptions) *api.LedgerOptions {
 	mode := o.WithDefaults().Mode
 	return &api.LedgerOptions{
 		HistoryLength: o.HistoryLength, Mode: string(mode), Strict: mode == ledger.ModeExact, RetryCount: o.RetryCount,
-		ClaimTTLSeconds: int64(o.ClaimTTL / time.Second),
+		ClaimTTLSeconds: int64(o.ClaimTTL / time.Second), EntryRetentionSeconds: max(int64(o.EntryRetention/time.Second), 0),
 	}
 }
 
@@ -127,6 +144,10 @@ func ledgerOptionsFromJSON(o *api.LedgerOptions) (*abacus.LedgerOptions, error) 
 	if o.RetryCount < -1 || o.RetryCount > ledger.MaxRetryCount {
 		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.retry_count\": %d is outside -1 to %d", o.RetryCount, ledger.MaxRetryCount)
 	}
+	maxRetention := int64(ledger.MaxEntryRetention / time.Second)
+	if o.EntryRetentionSeconds < -1 || o.EntryRetentionSeconds > maxRetention {
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.entry_retention_seconds\": %d is outside -1 to %d", o.EntryRetentionSeconds, maxRetention)
+	}
 	if o.HistoryLength < 0 || o.HistoryLength > ledger.MaxHistoryLength {
 		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.history_length\": %d is outside 0 to %d", o.HistoryLength, ledger.MaxHistoryLength)
 	}
@@ -141,7 +162,8 @@ func ledgerOptionsFromJSON(o *api.LedgerOptions) (*abacus.LedgerOptions, error) 
 	}
 	return &abacus.LedgerOptions{
 		HistoryLength: o.HistoryLength, Mode: mode, RetryCount: o.RetryCount,
-		ClaimTTL: time.Duration(o.ClaimTTLSeconds) * time.Second,
+		ClaimTTL:       time.Duration(o.ClaimTTLSeconds) * time.Second,
+		EntryRetention: time.Duration(o.EntryRetentionSeconds) * time.Second,
 	}, nil
 }
 

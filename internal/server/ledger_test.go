@@ -1,7 +1,9 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,7 +52,7 @@ func TestLedgerEndpoints(t *testing.T) {
 	// A ledger namespace with options, described with them filled in.
 	var ns api.Namespace
 	e.mustJSON("POST", "/v1/namespaces", `{"name":"strict","model":"ledger","ledger":{"strict":true,"history_length":3}}`, 201, &ns)
-	want := api.LedgerOptions{HistoryLength: 3, Mode: api.LedgerModeExact, Strict: true, RetryCount: 10, ClaimTTLSeconds: 86400}
+	want := api.LedgerOptions{HistoryLength: 3, Mode: api.LedgerModeExact, Strict: true, RetryCount: 10, ClaimTTLSeconds: 86400, EntryRetentionSeconds: 30 * 86400}
 	if ns.Model != "ledger" || ns.Type != "" || ns.Ledger == nil || *ns.Ledger != want {
 		t.Fatalf("created %+v (ledger %+v)", ns, ns.Ledger)
 	}
@@ -78,6 +80,47 @@ func TestLedgerEndpoints(t *testing.T) {
 	if text := string(e.do("GET", "/metrics", "").body); !strings.Contains(text, `abacus_ledger_updates_total{result="applied"} 4`) ||
 		!strings.Contains(text, `abacus_ledger_updates_total{result="duplicate"} 1`) {
 		t.Errorf("ledger metrics missing or wrong:\n%s", text)
+	}
+}
+
+// The history lists each applied request once, newest first, a page at a
+// time; a namespace made without one says so.
+func TestLedgerHistoryEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	base := "/v1/namespaces/ledgers/ledgers/h"
+	for _, body := range []string{`{"amount":10,"request_id":"c1"}`, `{"amount":3,"request_id":"c2"}`, `{"amount":10,"request_id":"c1"}`} {
+		e.mustJSON("POST", base+"/credits", body, 200, nil)
+	}
+	e.mustJSON("POST", base+"/debits", `{"amount":4,"request_id":"d1"}`, 200, nil)
+	var got []string
+	after := ""
+	for range 10 {
+		var page api.LedgerHistory
+		e.mustJSON("GET", base+"/entries?limit=2&after="+after, "", 200, &page)
+		for _, en := range page.Entries {
+			if en.Actor == "" || en.At.IsZero() {
+				t.Fatalf("entry without actor or time: %+v", en)
+			}
+			got = append(got, fmt.Sprintf("%s:%d", en.RequestID, en.Amount))
+		}
+		if after = page.Next; after == "" {
+			break
+		}
+	}
+	if want := []string{"d1:-4", "c2:3", "c1:10"}; !slices.Equal(got, want) {
+		t.Fatalf("history = %v, want %v", got, want)
+	}
+
+	var ns api.Namespace
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"nohist","model":"ledger","ledger":{"entry_retention_seconds":-1}}`, 201, &ns)
+	if ns.Ledger == nil || ns.Ledger.EntryRetentionSeconds != 0 {
+		t.Fatalf("a namespace without history described as %+v", ns.Ledger)
+	}
+	e.mustJSON("POST", "/v1/namespaces/nohist/ledgers/x/credits", `{"amount":1}`, 200, nil)
+	r := e.do("GET", "/v1/namespaces/nohist/ledgers/x/entries", "")
+	if r.status != 400 || r.apiError().Code != api.CodeInvalidArgument || !strings.Contains(r.apiError().Message, "keeps no history") {
+		t.Fatalf("history of a namespace without one: %d %s", r.status, r.body)
 	}
 }
 
@@ -111,6 +154,12 @@ func TestLedgerBadRequests(t *testing.T) {
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"strict":true,"mode":"concurrent_retries_may_double"}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"history_length":5000}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"claim_ttl_seconds":-1}}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"entry_retention_seconds":-2}}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"entry_retention_seconds":630720001}}`, 400, api.CodeInvalidArgument},
+		{"GET", base + "/entries?limit=0", "", 400, api.CodeInvalidArgument},
+		{"GET", base + "/entries?limit=1001", "", 400, api.CodeInvalidArgument},
+		{"GET", base + "/entries?after=nonsense", "", 400, api.CodeInvalidArgument},
+		{"GET", "/v1/namespaces/default/ledgers/w/entries", "", 400, api.CodeInvalidArgument},
 	} {
 		r := e.do(c.method, c.path, c.body)
 		if r.status != c.status || r.apiError().Code != c.code {

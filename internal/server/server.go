@@ -263,6 +263,7 @@ func (s *Server) routesMux() *http.ServeMux {
 	handle("DELETE", "/v1/namespaces/{ns}/ledgers/{ledger}", s.deleteLedger)
 	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/find", s.ledgerFind)
 	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}/requests/{request_id}", s.ledgerHasRequest)
+	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}/entries", s.ledgerHistory)
 	handle("POST", "/v1/updates", s.batch)
 	handle("POST", "/v1/ledger-updates", s.ledgerBatch)
 	handle("POST", "/v1/gc", s.gcAll)

@@ -1,0 +1,130 @@
+package ledger
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// The history of a ledger.
+//
+// Every write that appends requests to an actor's row stores one entry per
+// request with it (driver.LedgerEntry): the request id, the amount, the
+// actor, the entry's number in its section, and when the write was made.
+// The store keeps them for the namespace's EntryRetention.
+//
+// The store writes the entries before the row (Cassandra) or with it (the
+// embedded store), never after, so a row that landed has its entries. The
+// other way round does not hold: a write can fail after its entries
+// landed. Such an entry names a number its actor's row never reaches,
+// because an actor whose write failed is retired and writes nothing more
+// (a background resubmission writes the same row, holding the same
+// entries). So a reader keeps an entry exactly when the actor's row, read
+// after the entries, has reached the entry's number: then the row holds,
+// or has folded, exactly that request. An entry whose write lands late
+// shows from the moment its row does.
+
+// ErrNoHistory is returned by Entries for a namespace that keeps none.
+var ErrNoHistory = errors.New("the ledger's namespace keeps no history (entry_retention 0)")
+
+// MaxEntriesPage is the most entries one call to Entries returns.
+const MaxEntriesPage = 1000
+
+// HistoryPage is one page of a ledger's history.
+type HistoryPage struct {
+	// Entries are newest first.
+	Entries []driver.LedgerEntry
+	// Next continues the history after this page; empty at its end. A
+	// page may hold fewer entries than asked for (even none) and still
+	// have a Next.
+	Next string
+}
+
+// Entries returns up to limit entries of the ledger's history, newest
+// first, starting after the cursor (empty for the newest).
+func (e *Engine) Entries(ctx context.Context, t Target, cursor string, limit int) (*HistoryPage, error) {
+	if !t.Options.keepsEntries() {
+		return nil, ErrNoHistory
+	}
+	if limit < 1 || limit > MaxEntriesPage {
+		return nil, fmt.Errorf("%w: limit %d is outside 1..%d", ErrInvalidEntry, limit, MaxEntriesPage)
+	}
+	after, err := DecodeCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	now := driver.Micros(e.cfg.Clock.Now())
+	raw, err := e.cfg.Store.ReadLedgerEntries(ctx, &driver.ReadLedgerEntriesParams{
+		Namespace: t.Namespace, Ledger: t.Ledger, After: after, Limit: limit,
+		Since: now - t.Options.WithDefaults().EntryRetention.Microseconds(), Now: now,
+		Consistency: t.ReadConsistency,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The rows are read after the entries: every entry kept is one a
+	// row had reached when this call read it.
+	st, err := e.read(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	page := &HistoryPage{Entries: make([]driver.LedgerEntry, 0, len(raw))}
+	for _, en := range raw {
+		if a := st.Actor(en.Actor); a != nil && a.Section(en.Negative).Seq() >= en.Seq {
+			page.Entries = append(page.Entries, en)
+		}
+	}
+	if len(raw) == limit {
+		page.Next = EncodeCursor(&raw[len(raw)-1])
+	}
+	return page, nil
+}
+
+const cursorVersion byte = 1
+
+// EncodeCursor is the cursor that continues a history after e: the
+// fields that order entries, URL-safe.
+func EncodeCursor(e *driver.LedgerEntry) string {
+	b := []byte{cursorVersion}
+	b = binary.BigEndian.AppendUint64(b, uint64(e.At))
+	if e.Negative {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	b = binary.BigEndian.AppendUint64(b, e.Seq)
+	b = append(b, e.Actor...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeCursor reads a cursor made by EncodeCursor. It comes from callers,
+// so anything else is refused with ErrInvalidEntry; empty means the start.
+func DecodeCursor(s string) (*driver.LedgerEntry, error) {
+	if s == "" {
+		return nil, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	const fixed = 1 + 8 + 1 + 8
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: cursor is not one this server made: %v", ErrInvalidEntry, err)
+	case len(b) < fixed || b[0] != cursorVersion:
+		return nil, fmt.Errorf("%w: cursor is not one this server made", ErrInvalidEntry)
+	}
+	e := &driver.LedgerEntry{
+		At:       int64(binary.BigEndian.Uint64(b[1:])),
+		Negative: b[9] == 1,
+		Seq:      binary.BigEndian.Uint64(b[10:]),
+		Actor:    string(b[fixed:]),
+	}
+	if b[9] > 1 || e.At < 0 || e.Seq == 0 || e.Seq > math.MaxInt64 || len(e.Actor) > 256 || !utf8.ValidString(e.Actor) {
+		return nil, fmt.Errorf("%w: cursor is not one this server made", ErrInvalidEntry)
+	}
+	return e, nil
+}

@@ -57,11 +57,7 @@ func (c *Client) LedgerHistory(ctx context.Context, namespace, name, cursor stri
 	}
 	h := &LedgerHistory{Namespace: ns.Name, Ledger: name, Entries: make([]LedgerEntry, len(page.Entries)), Next: page.Next}
 	for i, e := range page.Entries {
-		amount := e.Amount
-		if e.Negative {
-			amount = -amount
-		}
-		h.Entries[i] = LedgerEntry{RequestID: e.RequestID, Amount: amount, At: time.UnixMicro(e.At).UTC(), Actor: e.Actor}
+		h.Entries[i] = LedgerEntry{RequestID: e.RequestID, Amount: e.Signed(), At: time.UnixMicro(e.At).UTC(), Actor: e.Actor}
 	}
 	return h, nil
 }

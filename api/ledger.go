@@ -30,9 +30,9 @@ type LedgerOptions struct {
 	// ClaimTTLSeconds is how long a strict-mode claim lives. Default 86400.
 	ClaimTTLSeconds int64 `json:"claim_ttl_seconds"`
 	// EntryRetentionSeconds is how long the ledger's history keeps each
-	// applied request. Default 2592000 (30 days); -1 in a create request
-	// keeps no history, shown as 0 in a description (as in namespaces
-	// made before ledgers had a history).
+	// applied request. Default 2592000 (30 days), at most 220752000 (7
+	// years); -1 keeps no history, in a create request and in a
+	// description (namespaces made before ledgers had a history show -1).
 	EntryRetentionSeconds int64 `json:"entry_retention_seconds"`
 }
 

@@ -11,6 +11,11 @@ import (
 // limit on TTLs (20 years).
 const MaxClaimTTL = 630_720_000 * time.Second
 
+// MaxEntryTTL is the longest TTL of ledger history entries: two days
+// short of Cassandra's limit, which leaves room for the Cassandra driver's
+// day markers to outlive the entries they list.
+const MaxEntryTTL = MaxClaimTTL - 48*time.Hour
+
 // LedgerRow is one actor's row of a ledger (the ledger model, “riak-ruby-ledger: Implementation”).
 type LedgerRow struct {
 	// Actor is the writer's actor id. Each actor id has exactly one writer.
@@ -36,8 +41,8 @@ type WriteLedgerRowParams struct {
 	// appends to Row (see LedgerEntry); none when the namespace keeps no
 	// history. They are stored before the row, or with it, never after it.
 	Entries []LedgerEntry
-	// EntryTTL is how long Entries are kept: at least a second, at most
-	// MaxClaimTTL, whole seconds. Required when Entries is not empty.
+	// EntryTTL is how long Entries are kept: whole seconds, at least a
+	// second, at most MaxEntryTTL. Required when Entries is not empty.
 	EntryTTL    time.Duration
 	Consistency Consistency
 }
@@ -49,8 +54,8 @@ func (p *WriteLedgerRowParams) CheckEntries() error {
 	if len(p.Entries) == 0 {
 		return nil
 	}
-	if p.EntryTTL < time.Second || p.EntryTTL > MaxClaimTTL || p.EntryTTL%time.Second != 0 {
-		return fmt.Errorf("entry TTL %v is not whole seconds within 1s..%v", p.EntryTTL, MaxClaimTTL)
+	if p.EntryTTL < time.Second || p.EntryTTL > MaxEntryTTL || p.EntryTTL%time.Second != 0 {
+		return fmt.Errorf("entry TTL %v is not whole seconds within 1s..%v", p.EntryTTL, MaxEntryTTL)
 	}
 	for i := range p.Entries {
 		e := &p.Entries[i]
@@ -81,6 +86,14 @@ type LedgerEntry struct {
 	RequestID string
 	// Amount is positive; Negative says whether it was a debit.
 	Amount int64
+}
+
+// Signed is the entry's amount with its sign: negative for a debit.
+func (e *LedgerEntry) Signed() int64 {
+	if e.Negative {
+		return -e.Amount
+	}
+	return e.Amount
 }
 
 // LedgerEntryBefore reports whether a comes before b in a history's order:

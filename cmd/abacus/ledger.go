@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"unicode/utf8"
 
 	"github.com/abacusdb/abacus"
@@ -424,22 +425,41 @@ line on stderr gives the --after that continues; --all follows every page.`,
 			if err != nil {
 				return err
 			}
-			h, err := c.LedgerHistory(cmd.Context(), a.ledgerNS(cmd), args[0], after, limit)
-			for err == nil && all && h.Next != "" {
-				var more *api.LedgerHistory
-				if more, err = c.LedgerHistory(cmd.Context(), a.ledgerNS(cmd), args[0], h.Next, limit); err == nil {
-					h.Entries, h.Next = append(h.Entries, more.Entries...), more.Next
-				}
-			}
+			ns := a.ledgerNS(cmd)
+			h, err := c.LedgerHistory(cmd.Context(), ns, args[0], after, limit)
 			if err != nil {
 				return err
 			}
-			err = a.printTable(h, "AT\tAMOUNT\tREQUEST_ID\tACTOR", func(tw io.Writer) {
+			if a.g.json {
+				// One JSON document: the pages' entries together.
+				for all && h.Next != "" {
+					more, err := c.LedgerHistory(cmd.Context(), ns, args[0], h.Next, limit)
+					if err != nil {
+						return err
+					}
+					h.Entries, h.Next = append(h.Entries, more.Entries...), more.Next
+				}
+				return a.printJSON(h)
+			}
+			// Text goes out a page at a time, so --all over a long
+			// history holds one page in memory, not all of them.
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "AT\tAMOUNT\tREQUEST_ID\tACTOR")
+			for {
 				for _, e := range h.Entries {
 					fmt.Fprintf(tw, "%s\t%+d\t%s\t%s\n", e.At.Format("2006-01-02T15:04:05.000000Z"), e.Amount, e.RequestID, e.Actor)
 				}
-			})
-			if err == nil && h.Next != "" && !a.g.json {
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if !all || h.Next == "" {
+					break
+				}
+				if h, err = c.LedgerHistory(cmd.Context(), ns, args[0], h.Next, limit); err != nil {
+					return err
+				}
+			}
+			if h.Next != "" {
 				_, err = fmt.Fprintf(a.stderr, "more entries: continue with --after %s\n", h.Next)
 			}
 			return err

@@ -61,6 +61,10 @@ func TestLedgerCommands(t *testing.T) {
 		!strings.Contains(lines[3], "-30") || !strings.Contains(r.stderr, "--after ") {
 		t.Fatalf("history --limit 3: %+v", r)
 	}
+	r = s.cli("ledger", "history", "wallet", "--limit", "1", "--all")
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != 0 || len(lines) != 5 || !strings.Contains(lines[4], "c1") || r.stderr != "" {
+		t.Fatalf("history --limit 1 --all: %+v", r)
+	}
 	r = s.cli("ledger", "history", "wallet", "--limit", "1", "--all", "--json")
 	var h api.LedgerHistory
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &h) != nil || len(h.Entries) != 4 || h.Entries[3].RequestID != "c1" || h.Next != "" {

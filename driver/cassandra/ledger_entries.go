@@ -3,6 +3,7 @@ package cassandra
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -70,9 +71,9 @@ func (m *entryDayMarks) add(key string, day int) {
 
 // markTTL is a day marker's TTL: the entries' own, plus the two days a
 // marker written at the start of its day may need to outlive entries
-// written at its end (capped at Cassandra's limit).
+// written at its end (driver.MaxEntryTTL leaves room for them).
 func markTTL(entryTTL time.Duration) int {
-	return int(min(entryTTL+48*time.Hour, driver.MaxClaimTTL) / time.Second)
+	return int((entryTTL + 48*time.Hour) / time.Second)
 }
 
 // microsPerDay is the width of an entries partition.
@@ -134,9 +135,8 @@ func (d *Driver) writeLedgerEntries(ctx context.Context, cl gocql.Consistency, p
 }
 
 // ReadLedgerEntries implements driver.Ledgers: it reads the marked day
-// partitions from the newest (up to a day past the reader's clock, for
-// writers whose clocks run ahead) back to the day of p.Since, until the
-// page is full.
+// partitions from the newest back to the day of p.Since, until the page is
+// full.
 func (d *Driver) ReadLedgerEntries(ctx context.Context, p *driver.ReadLedgerEntriesParams) ([]driver.LedgerEntry, error) {
 	const op = "read ledger entries"
 	if p.Limit < 1 {
@@ -147,9 +147,9 @@ func (d *Driver) ReadLedgerEntries(ctx context.Context, p *driver.ReadLedgerEntr
 		return nil, err
 	}
 	out := []driver.LedgerEntry{}
-	first := entryDay(p.Now) + 1
+	first := math.MaxInt32 // every marked day, however far ahead a writer's clock ran
 	if p.After != nil {
-		first = min(first, entryDay(p.After.At))
+		first = entryDay(p.After.At)
 	}
 	last := entryDay(max(p.Since, 0))
 	days, err := readRows(d.session.Query(d.q.entries.readDays, p.Namespace, p.Ledger, first, last).Consistency(cl).IterContext(ctx),

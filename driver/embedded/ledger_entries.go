@@ -160,39 +160,40 @@ func (d *Driver) writeLedgerRowWithEntries(ctx context.Context, p *driver.WriteL
 	}, " %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
 }
 
-// expiredEntriesEnd returns the key of the ledger's oldest unexpired
-// entry (or the end of its range) when at least one entry before it has
-// expired, and nil when none has. It scans at most a bounded number of
-// entries, so a long expired tail is deleted over several writes.
+// entryPurgeMaxScan bounds the entries one purge looks at, so a long
+// expired tail is deleted over several writes rather than in one.
+var entryPurgeMaxScan = 4096
+
+// expiredEntriesEnd returns where the ledger's expired entries end (the
+// exclusive end of a range delete from the ledger's first entry) when at
+// least one has expired, and nil when none has. It stops at the first
+// entry that is live, or that does not decode: that one is left for reads
+// to report, not deleted.
 func (d *Driver) expiredEntriesEnd(prefix []byte, now int64) ([]byte, error) {
-	const maxScan = 4096
 	it, err := d.iterPrefix(prefix)
 	if err != nil {
 		return nil, err
 	}
 	defer it.Close()
-	var last []byte
-	n := 0
-	for valid := it.First(); valid && n < maxScan; valid = it.Next() {
+	var last []byte // a copy: the iterator reuses its key buffer
+	for valid, n := it.First(), 0; valid && n < entryPurgeMaxScan; valid, n = it.Next(), n+1 {
 		raw, err := it.ValueAndErr()
 		if err != nil {
 			return nil, err
 		}
-		_, expiresAt, err := decodeEntry(raw)
-		if err == nil && expiresAt > now {
+		if _, expiresAt, err := decodeEntry(raw); err != nil || expiresAt > now {
 			if last == nil {
 				return nil, nil
 			}
 			return slices.Clone(it.Key()), it.Error()
 		}
-		last = it.Key()
-		n++
+		last = append(last[:0], it.Key()...)
 	}
 	if err := it.Error(); err != nil || last == nil {
 		return nil, err
 	}
 	// Everything scanned had expired: delete up to just past the last one.
-	return append(slices.Clone(last), 0), nil
+	return append(last, 0), nil
 }
 
 // ReadLedgerEntries implements driver.Ledgers with a reverse scan from the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,5 +105,68 @@ func TestExpiredEntriesAreDeleted(t *testing.T) {
 	got, err := d.ReadLedgerEntries(context.Background(), &driver.ReadLedgerEntriesParams{Namespace: "ns", Ledger: "l", Limit: 10, Now: t0 + 2*minute})
 	if err != nil || len(got) != 3 || got[2].Seq != 3 {
 		t.Fatalf("entries after the purge = %+v, %v; want 5, 4, 3", got, err)
+	}
+}
+
+// TestPurgeStopsAtItsScanLimitWithoutTouchingLiveEntries checks the purge
+// when it stops at its scan limit, with the entries read from files (where
+// the iterator reuses its key buffer), and that it never deletes a live
+// entry or one that does not decode.
+func TestPurgeStopsAtItsScanLimitWithoutTouchingLiveEntries(t *testing.T) {
+	old := entryPurgeMaxScan
+	entryPurgeMaxScan = 4
+	t.Cleanup(func() { entryPurgeMaxScan = old })
+	d := open(t, Config{Dir: t.TempDir()})
+	const minute = int64(60_000_000)
+	t0 := int64(1_800_000_000_000_000)
+	ctx := context.Background()
+	write := func(ts int64, ttl time.Duration, seqs ...uint64) {
+		t.Helper()
+		p := &driver.WriteLedgerRowParams{Namespace: "ns", Ledger: "l", Timestamp: ts, Row: driver.LedgerRow{Actor: "a", State: []byte{byte(ts)}}, EntryTTL: ttl}
+		for _, seq := range seqs {
+			p.Entries = append(p.Entries, driver.LedgerEntry{At: ts, Actor: "a", Seq: seq, RequestID: fmt.Sprint("r", seq), Amount: 1})
+		}
+		if err := d.WriteLedgerRow(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := func() (seqs []uint64) {
+		t.Helper()
+		err := d.scanPrefix(entriesPrefix("ns", "l"), func(_, v []byte) error {
+			e, _, err := decodeEntry(v)
+			if err != nil {
+				seqs = append(seqs, 0) // the corrupt one
+				return nil
+			}
+			seqs = append(seqs, e.Seq)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seqs
+	}
+	write(t0, time.Second, 1, 2, 3, 4, 5) // five to expire: more than one purge scans
+	write(t0+1, time.Hour, 6)             // live
+	if err := d.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	write(t0+2*minute, time.Hour, 7)
+	if got := stored(); !slices.Equal(got, []uint64{5, 6, 7}) {
+		t.Fatalf("after one purge of at most 4: %v, want 5 6 7", got)
+	}
+	write(t0+4*minute, time.Hour, 8)
+	if got := stored(); !slices.Equal(got, []uint64{6, 7, 8}) {
+		t.Fatalf("after the second purge: %v, want 6 7 8 (the live ones)", got)
+	}
+
+	// A value that does not decode stops the purge; reads report it.
+	bad := &driver.LedgerEntry{At: t0 - 1, Actor: "a", Seq: 99}
+	if err := d.db.Set(entryKey("ns", "l", bad), []byte{entryVersion + 1}, nil); err != nil {
+		t.Fatal(err)
+	}
+	write(t0+6*minute, time.Hour, 9)
+	if got := stored(); !slices.Equal(got, []uint64{0, 6, 7, 8, 9}) {
+		t.Fatalf("with a corrupt first entry: %v, want it kept", got)
 	}
 }

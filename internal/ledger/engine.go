@@ -43,8 +43,9 @@ const (
 	// DefaultEntryRetention is how long a new namespace's history keeps
 	// an entry.
 	DefaultEntryRetention = 30 * 24 * time.Hour
-	// MaxEntryRetention is the longest retention: Cassandra's limit on TTLs.
-	MaxEntryRetention = driver.MaxClaimTTL
+	// MaxEntryRetention is the longest retention, 7 years: Cassandra
+	// before 5.0 refuses a TTL that ends after January 2038.
+	MaxEntryRetention = 7 * 365 * 24 * time.Hour
 	// MaxRetryCount bounds retry_count; each resubmission is a write.
 	MaxRetryCount = 100
 )
@@ -732,17 +733,34 @@ func duplicate(id, actor string, recorded, amount int64) (Result, error) {
 // It returns nil, an error wrapping ErrUnknownOutcome if any attempt might
 // have landed, or one wrapping ErrNotApplied if none did.
 func (e *Engine) writeOwn(ctx context.Context, t Target, s *slot, entries []driver.LedgerEntry) error {
-	state := EncodeActor(s.own)
+	w := newRowWrite(t, s.actor, EncodeActor(s.own), entries)
 	return e.attempts(ctx, t.Options.RetryCount, "write", func(ctx context.Context) error {
-		ts := max(driver.Micros(e.cfg.Clock.Now()), s.lastTS+1)
-		s.lastTS = ts // even if the write fails: it may still land
-		return e.cfg.Store.WriteLedgerRow(ctx, &driver.WriteLedgerRowParams{
-			Namespace: t.Namespace, Ledger: t.Ledger, Timestamp: ts,
-			Row:     driver.LedgerRow{Actor: s.actor, State: state},
-			Entries: entries, EntryTTL: t.Options.EntryRetention,
-			Consistency: t.WriteConsistency,
-		})
+		var p *driver.WriteLedgerRowParams
+		p, s.lastTS = w.at(e.cfg.Clock, s.lastTS) // even if the write fails: it may still land
+		return e.cfg.Store.WriteLedgerRow(ctx, p)
 	})
+}
+
+// rowWrite is the write of an actor's row with the history entries of
+// the requests it appends. The first attempt and every resubmission
+// (writeOwn, settleWrite) send the same; only the timestamp moves on.
+type rowWrite driver.WriteLedgerRowParams
+
+func newRowWrite(t Target, actor string, state []byte, entries []driver.LedgerEntry) *rowWrite {
+	return &rowWrite{
+		Namespace: t.Namespace, Ledger: t.Ledger,
+		Row:     driver.LedgerRow{Actor: actor, State: state},
+		Entries: entries, EntryTTL: t.Options.EntryRetention,
+		Consistency: t.WriteConsistency,
+	}
+}
+
+// at returns the write's next attempt, at a timestamp above last (the
+// actor's previous one) and at least the clock's now, and that timestamp.
+func (w *rowWrite) at(clk clock.Clock, last int64) (*driver.WriteLedgerRowParams, int64) {
+	p := driver.WriteLedgerRowParams(*w)
+	p.Timestamp = max(driver.Micros(clk.Now()), last+1)
+	return &p, p.Timestamp
 }
 
 // attempts runs op until it succeeds, fails in a way a retry cannot help,

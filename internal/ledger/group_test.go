@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -265,6 +266,11 @@ func TestBatchRequestAfterLostClaimsKeepsItsClaimedEntry(t *testing.T) {
 		if err != nil || r.Applied {
 			t.Fatalf("retry of the acknowledged w on another actor: %+v, %v; want applied false", r, err)
 		}
+		// The history holds the written requests once each, not the ones
+		// whose claims another actor holds (nor w's first numbering).
+		if got := history(t, e, tg, 2); !reflect.DeepEqual(got, []string{"w3:1", "w2:1", "w:5"}) {
+			t.Fatalf("history %v, want w3, w2, w", got)
+		}
 	})
 }
 
@@ -291,6 +297,9 @@ func TestAFailedBatchWriteFailsEveryRequestInIt(t *testing.T) {
 					}
 				}
 				wantValue(t, e, tg, -1)
+				if got := history(t, e, tg, 10); !reflect.DeepEqual(got, []string{"c:-4", "b:2", "a:1"}) {
+					t.Fatalf("history %v, want each request once", got)
+				}
 			})
 		}
 	})

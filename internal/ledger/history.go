@@ -25,10 +25,11 @@ import (
 // landed. Such an entry names a number its actor's row never reaches,
 // because an actor whose write failed is retired and writes nothing more
 // (a background resubmission writes the same row, holding the same
-// entries). So a reader keeps an entry exactly when the actor's row, read
+// entries). So a reader keeps an entry only when the actor's row, read
 // after the entries, has reached the entry's number: then the row holds,
 // or has folded, exactly that request. An entry whose write lands late
-// shows from the moment its row does.
+// shows from the moment its row does. docs/ledger.md ("History") states
+// what a listing promises.
 
 // ErrNoHistory is returned by Entries for a namespace that keeps none.
 var ErrNoHistory = errors.New("the ledger's namespace keeps no history (entry_retention 0)")
@@ -49,6 +50,10 @@ type HistoryPage struct {
 // Entries returns up to limit entries of the ledger's history, newest
 // first, starting after the cursor (empty for the newest).
 func (e *Engine) Entries(ctx context.Context, t Target, cursor string, limit int) (*HistoryPage, error) {
+	t.Options = t.Options.WithDefaults()
+	if err := t.Options.Validate(); err != nil {
+		return nil, err
+	}
 	if !t.Options.keepsEntries() {
 		return nil, ErrNoHistory
 	}
@@ -62,7 +67,7 @@ func (e *Engine) Entries(ctx context.Context, t Target, cursor string, limit int
 	now := driver.Micros(e.cfg.Clock.Now())
 	raw, err := e.cfg.Store.ReadLedgerEntries(ctx, &driver.ReadLedgerEntriesParams{
 		Namespace: t.Namespace, Ledger: t.Ledger, After: after, Limit: limit,
-		Since: now - t.Options.WithDefaults().EntryRetention.Microseconds(), Now: now,
+		Since: now - t.Options.EntryRetention.Microseconds(), Now: now,
 		Consistency: t.ReadConsistency,
 	})
 	if err != nil {
@@ -76,7 +81,7 @@ func (e *Engine) Entries(ctx context.Context, t Target, cursor string, limit int
 	}
 	page := &HistoryPage{Entries: make([]driver.LedgerEntry, 0, len(raw))}
 	for _, en := range raw {
-		if a := st.Actor(en.Actor); a != nil && a.Section(en.Negative).Seq() >= en.Seq {
+		if counts(st, &en) {
 			page.Entries = append(page.Entries, en)
 		}
 	}
@@ -84,6 +89,27 @@ func (e *Engine) Entries(ctx context.Context, t Target, cursor string, limit int
 		page.Next = EncodeCursor(&raw[len(raw)-1])
 	}
 	return page, nil
+}
+
+// counts reports whether the entry's request counts in the state: its
+// actor's section has reached the entry's number and, while the section
+// still holds that entry, holds this request there. The second check
+// matters only if an actor id was ever reused (which the package forbids):
+// an entry stored by an earlier writer of the id, whose row never landed,
+// must not be listed beside the request that has its number now.
+func counts(st *State, en *driver.LedgerEntry) bool {
+	a := st.Actor(en.Actor)
+	if a == nil {
+		return false
+	}
+	sec := a.Section(en.Negative)
+	if sec.Seq() < en.Seq {
+		return false
+	}
+	if e, ok := sec.EntryAt(en.Seq); ok && (e.RequestID != en.RequestID || e.Amount != en.Amount) {
+		return false
+	}
+	return true
 }
 
 const cursorVersion byte = 1
@@ -109,7 +135,9 @@ func DecodeCursor(s string) (*driver.LedgerEntry, error) {
 	if s == "" {
 		return nil, nil
 	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
+	// Strict: a cursor with stray bits after its last byte is not one
+	// EncodeCursor made.
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	const fixed = 1 + 8 + 1 + 8
 	switch {
 	case err != nil:

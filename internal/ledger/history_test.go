@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,11 +24,7 @@ func history(t *testing.T, e *Engine, tg Target, size int) []string {
 			t.Fatalf("Entries: %v", err)
 		}
 		for _, en := range page.Entries {
-			amount := en.Amount
-			if en.Negative {
-				amount = -amount
-			}
-			out = append(out, fmt.Sprintf("%s:%d", en.RequestID, amount))
+			out = append(out, fmt.Sprintf("%s:%d", en.RequestID, en.Signed()))
 		}
 		if cursor = page.Next; cursor == "" {
 			return out
@@ -106,6 +103,14 @@ func TestHistoryHidesEntriesOfARowThatDidNotLand(t *testing.T) {
 		if got := history(t, e, tg, 10); !reflect.DeepEqual(got, []string{"landed:10"}) {
 			t.Fatalf("history with the row not landed = %v, want only landed:10", got)
 		}
+		// A page whose only entry is hidden comes back empty, and goes on.
+		first, err := e.Entries(ctxT(t), tg, "", 1)
+		if err != nil || len(first.Entries) != 0 || first.Next == "" {
+			t.Fatalf("first page of 1 = %+v, %v; want no entry and a next page", first, err)
+		}
+		if got := history(t, e, tg, 1); !reflect.DeepEqual(got, []string{"landed:10"}) {
+			t.Fatalf("history in pages of 1 = %v", got)
+		}
 		raw, err := fs.ReadLedgerEntries(ctxT(t), &driver.ReadLedgerEntriesParams{Namespace: tg.Namespace, Ledger: tg.Ledger, Limit: 10, Now: driver.Micros(h.clk.Now())})
 		if err != nil || len(raw) != 2 {
 			t.Fatalf("stored entries = %+v, %v; want both, the unlanded one hidden by the read", raw, err)
@@ -119,6 +124,40 @@ func TestHistoryHidesEntriesOfARowThatDidNotLand(t *testing.T) {
 		wantValue(t, e, tg, 15)
 		if got := history(t, e, tg, 10); !reflect.DeepEqual(got, []string{"unlanded:5", "landed:10"}) {
 			t.Fatalf("history after the late landing = %v", got)
+		}
+	})
+}
+
+// An exact-mode write whose outcome stayed unknown is finished in the
+// background (settleWrite); the resubmission carries the entries, so the
+// request is listed once its row lands.
+func TestHistoryOfAWriteFinishedInTheBackground(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		fs := &faultyStore{Ledgers: h.store}
+		e := h.engine(func(c *Config) { c.Store = fs })
+		tg := h.target("history-settled", Options{Mode: ModeExact, RetryCount: -1})
+		var failed atomic.Bool
+		fs.setWriteFault(func(p *driver.WriteLedgerRowParams) fault {
+			if failed.CompareAndSwap(false, true) {
+				return unknownNoLand // the first attempt; the background ones pass
+			}
+			return pass
+		})
+		if _, err := e.Update(ctxT(t), tg, 8, "late"); !isUnknown(err) {
+			t.Fatalf("the first write: %v, want unknown outcome", err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if v, err := mustRead(t, e, tg).Value(); err == nil && v == 8 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the background write never landed")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := history(t, e, tg, 10); !reflect.DeepEqual(got, []string{"late:8"}) {
+			t.Fatalf("history after the background write = %v, want late:8", got)
 		}
 	})
 }
@@ -196,6 +235,9 @@ func FuzzDecodeCursor(f *testing.F) {
 	f.Add(EncodeCursor(&driver.LedgerEntry{At: 1_800_000_000_000_000, Actor: "a1b2-3", Negative: true, Seq: 9}))
 	f.Add("")
 	f.Add("AQ")
+	// Stray bits after the last byte: refused, not read as the same cursor.
+	c := EncodeCursor(&driver.LedgerEntry{At: 1, Actor: "ab", Seq: 1})
+	f.Add(c[:len(c)-1] + string(c[len(c)-1]+1))
 	f.Fuzz(func(t *testing.T, s string) {
 		e, err := DecodeCursor(s)
 		if err != nil {

@@ -87,19 +87,14 @@ func (e *Engine) retryUntil(stop <-chan struct{}, deadline time.Time, op func(co
 // settleWrite finishes a retired actor's write in the background. The
 // slot is retired, so nothing else touches its state.
 func (e *Engine) settleWrite(t Target, s *slot, ids []string, entries []driver.LedgerEntry, claimed time.Time) {
-	state, actor, last := EncodeActor(s.own), s.actor, s.lastTS
+	w, actor, last := newRowWrite(t, s.actor, EncodeActor(s.own), entries), s.actor, s.lastTS
 	deadline := claimed.Add(t.Options.ClaimTTL / 2)
 	started := e.goSettle(func(stop <-chan struct{}) {
 		err := e.retryUntil(stop, deadline, func(ctx context.Context) error {
-			ts := max(driver.Micros(e.cfg.Clock.Now()), last+1)
-			last = ts
+			var p *driver.WriteLedgerRowParams
+			p, last = w.at(e.cfg.Clock, last)
 			e.stats.Resubmissions.Add(1)
-			return e.cfg.Store.WriteLedgerRow(ctx, &driver.WriteLedgerRowParams{
-				Namespace: t.Namespace, Ledger: t.Ledger, Timestamp: ts,
-				Row:     driver.LedgerRow{Actor: actor, State: state},
-				Entries: entries, EntryTTL: t.Options.EntryRetention,
-				Consistency: t.WriteConsistency,
-			})
+			return e.cfg.Store.WriteLedgerRow(ctx, p)
 		})
 		if err != nil {
 			e.cfg.Logger.Warn("ledger: could not finish a strict-mode write; retries of the request answer unknown until its claim expires",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -253,10 +254,17 @@ func TestDriftNonStrictAndClosedInStrict(t *testing.T) {
 				if v != 50 || holders != 2 || !results[0].Applied || !results[1].Applied {
 					t.Fatalf("non-strict: value %d, %d holders, results %+v; the drift did not reproduce", v, holders, results)
 				}
+				// The history shows what counts: the request twice.
+				if got := history(t, a, tg, 10); !reflect.DeepEqual(got, []string{"pay-42:25", "pay-42:25"}) {
+					t.Fatalf("non-strict: history %v, want the doubled request twice", got)
+				}
 				continue
 			}
 			if v != 25 || holders != 1 || results[0].Applied == results[1].Applied {
 				t.Fatalf("strict: value %d, %d holders, results %+v; want 25, 1 holder, one applied", v, holders, results)
+			}
+			if got := history(t, a, tg, 10); !reflect.DeepEqual(got, []string{"pay-42:25"}) {
+				t.Fatalf("strict: history %v, want the request once", got)
 			}
 		}
 	})

@@ -122,9 +122,15 @@ func ledgerOptionsJSON(o *abacus.LedgerOptions) *api.LedgerOptions {
 		return nil
 	}
 	mode := o.WithDefaults().Mode
+	// A stored retention of 0 is "no history"; over HTTP that is -1, since
+	// 0 in a create request asks for the default.
+	retention := int64(o.EntryRetention / time.Second)
+	if retention <= 0 {
+		retention = -1
+	}
 	return &api.LedgerOptions{
 		HistoryLength: o.HistoryLength, Mode: string(mode), Strict: mode == ledger.ModeExact, RetryCount: o.RetryCount,
-		ClaimTTLSeconds: int64(o.ClaimTTL / time.Second), EntryRetentionSeconds: max(int64(o.EntryRetention/time.Second), 0),
+		ClaimTTLSeconds: int64(o.ClaimTTL / time.Second), EntryRetentionSeconds: retention,
 	}
 }
 

@@ -114,7 +114,7 @@ func TestLedgerHistoryEndpoint(t *testing.T) {
 
 	var ns api.Namespace
 	e.mustJSON("POST", "/v1/namespaces", `{"name":"nohist","model":"ledger","ledger":{"entry_retention_seconds":-1}}`, 201, &ns)
-	if ns.Ledger == nil || ns.Ledger.EntryRetentionSeconds != 0 {
+	if ns.Ledger == nil || ns.Ledger.EntryRetentionSeconds != -1 {
 		t.Fatalf("a namespace without history described as %+v", ns.Ledger)
 	}
 	e.mustJSON("POST", "/v1/namespaces/nohist/ledgers/x/credits", `{"amount":1}`, 200, nil)
@@ -155,7 +155,7 @@ func TestLedgerBadRequests(t *testing.T) {
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"history_length":5000}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"claim_ttl_seconds":-1}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"entry_retention_seconds":-2}}`, 400, api.CodeInvalidArgument},
-		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"entry_retention_seconds":630720001}}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"entry_retention_seconds":220752001}}`, 400, api.CodeInvalidArgument},
 		{"GET", base + "/entries?limit=0", "", 400, api.CodeInvalidArgument},
 		{"GET", base + "/entries?limit=1001", "", 400, api.CodeInvalidArgument},
 		{"GET", base + "/entries?after=nonsense", "", 400, api.CodeInvalidArgument},

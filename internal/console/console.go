@@ -82,7 +82,7 @@ func New(cfg Config) (*Console, error) {
 		"ago":  ago,
 		"clip": clip,
 	}
-	for _, page := range []string{"overview", "queue", "namespace", "login", "error"} {
+	for _, page := range []string{"overview", "queue", "namespace", "ledger", "login", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("console: page %s: %w", page, err)
@@ -114,6 +114,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /ui/queues/{queue}/pause", c.signedIn(c.change(c.setPause(true))))
 	c.mux.HandleFunc("POST /ui/queues/{queue}/resume", c.signedIn(c.change(c.setPause(false))))
 	c.mux.HandleFunc("GET /ui/namespaces/{ns}", c.signedIn(c.namespacePage))
+	c.mux.HandleFunc("GET /ui/namespaces/{ns}/ledgers/{ledger}", c.signedIn(c.ledgerPage))
 	c.mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/ui/" {
 			http.Redirect(w, r, "/ui", http.StatusMovedPermanently)

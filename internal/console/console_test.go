@@ -415,6 +415,56 @@ func TestTheConsoleShowsNamespacesAndValues(t *testing.T) {
 	}
 }
 
+// A ledger's page shows its value and its history, newest first, page by
+// page; a namespace without a history says so; markup in a request id
+// stays text.
+func TestTheConsoleShowsALedgersHistory(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, server.AuthOff)
+	s.api("POST", "/v1/namespaces", `{"name":"wallets","model":"ledger"}`, nil)
+	base := "/v1/namespaces/wallets/ledgers/al%2Fice"
+	for i := range 60 {
+		s.api("POST", base+"/credits", fmt.Sprintf(`{"amount":%d,"request_id":"r%02d"}`, i+1, i), nil)
+	}
+	s.api("POST", base+"/debits", `{"amount":30,"request_id":"<b>refund</b>"}`, nil)
+	b := s.browser()
+	mustContain(t, "namespace links to the ledger", b.get("/ui/namespaces/wallets"), `href="/ui/namespaces/wallets/ledgers/al%2Fice"`)
+	first := b.get("/ui/namespaces/wallets/ledgers/al%2Fice")
+	mustContain(t, "ledger page", first, `<td class="n value">1800</td>`, "for 30 days",
+		`data-request="&lt;b&gt;refund&lt;/b&gt;"`, `<td class="n amount">-30</td>`, "Older entries")
+	if strings.Contains(first.body, "<b>refund</b>") {
+		t.Error("a request id's markup reached the page")
+	}
+	// Every entry once, over the pages, newest first.
+	var seen []string
+	path := "/ui/namespaces/wallets/ledgers/al%2Fice"
+	for range 5 {
+		p := b.get(path)
+		for _, m := range regexp.MustCompile(`data-request="([^"]*)"`).FindAllStringSubmatch(p.body, -1) {
+			seen = append(seen, html.UnescapeString(m[1]))
+		}
+		m := regexp.MustCompile(`<a href="([^"]*)">Older entries`).FindStringSubmatch(p.body)
+		if m == nil {
+			break
+		}
+		path = html.UnescapeString(m[1])
+	}
+	if len(seen) != 61 || seen[0] != "<b>refund</b>" || seen[1] != "r59" || seen[60] != "r00" {
+		t.Errorf("entries over the pages: %d, first %q, last %q", len(seen), seen[:min(2, len(seen))], seen[len(seen)-1])
+	}
+
+	s.api("POST", "/v1/namespaces", `{"name":"plain","model":"ledger","ledger":{"entry_retention_seconds":-1}}`, nil)
+	s.api("POST", "/v1/namespaces/plain/ledgers/bob/credits", `{"amount":5}`, nil)
+	mustContain(t, "no history", b.get("/ui/namespaces/plain/ledgers/bob"), `<td class="n value">5</td>`, `id="no-history"`)
+	s.api("POST", "/v1/namespaces", `{"name":"likes"}`, nil)
+	if p := b.get("/ui/namespaces/likes/ledgers/x"); p.status != 404 {
+		t.Errorf("a ledger page in a counter namespace: %d", p.status)
+	}
+	if p := b.get("/ui/namespaces/wallets/ledgers/al%2Fice?after=nonsense"); p.status != 400 {
+		t.Errorf("a bad cursor: %d", p.status)
+	}
+}
+
 // Pages of names that need escaping in a link (":" is allowed in queue and
 // namespace names, anything in counter names) follow on, and end.
 func TestTheConsolePagesThroughManyNames(t *testing.T) {

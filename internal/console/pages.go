@@ -346,7 +346,62 @@ func (c *Console) namespacePage(w http.ResponseWriter, r *http.Request, v viewer
 	c.render(w, http.StatusOK, "namespace", map[string]any{
 		"Title": "Namespace " + name, "Key": v.keyID(), "Auth": v.required,
 		"NS": ns, "Counters": rows, "Count": len(names), "Next": next, "After": after,
+		"Ledgers": ns.Model == abacus.ModelLedger,
 	})
+}
+
+// entriesPerPage is how many history entries a ledger page shows.
+const entriesPerPage = 50
+
+// ledgerPage shows a ledger's value and a page of its history, newest
+// first, with a link to the older entries.
+func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, v viewer) {
+	name, ledger := r.PathValue("ns"), r.PathValue("ledger")
+	if !c.allow(w, r, v, apikey.KindNamespace, name, apikey.Read) {
+		return
+	}
+	ctx := r.Context()
+	ns, err := c.cfg.Client.Namespace(ctx, name)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	if ns.Model != abacus.ModelLedger || ns.Ledger == nil {
+		c.fail(w, r, &v, http.StatusNotFound, fmt.Sprintf("namespace %s holds %s counters, not ledgers", name, ns.Model))
+		return
+	}
+	value, err := c.cfg.Client.LedgerValue(ctx, name, ledger)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	data := map[string]any{
+		"Title": "Ledger " + ledger, "Key": v.keyID(), "Auth": v.required,
+		"NS": ns, "Ledger": ledger, "Value": value, "NoHistory": ns.Ledger.EntryRetention <= 0,
+		"Retention": days(ns.Ledger.EntryRetention), "After": r.URL.Query().Get("after"),
+	}
+	if ns.Ledger.EntryRetention > 0 {
+		h, err := c.cfg.Client.LedgerHistory(ctx, name, ledger, r.URL.Query().Get("after"), entriesPerPage)
+		if err != nil {
+			c.failWith(w, r, v, err)
+			return
+		}
+		data["Entries"], data["Next"] = h.Entries, h.Next
+	}
+	c.render(w, http.StatusOK, "ledger", data)
+}
+
+// days writes a retention in days when it is whole days ("30 days"), as
+// a duration otherwise.
+func days(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == day:
+		return "1 day"
+	case d > 0 && d%day == 0:
+		return strconv.FormatInt(int64(d/day), 10) + " days"
+	}
+	return d.String()
 }
 
 // value reads one counter's value as text.

@@ -33,11 +33,10 @@ type Driver struct {
 
 	caps       Capabilities
 	lockHolder string // this process in schema_lock, while creating the schema
-	// Of schema statements sent since the nodes last agreed (schemalock.go),
-	// guarded by schemaMu:
-	schemaMu           sync.Mutex
-	unagreed           bool   // some were sent
-	lastDDLCoordinator string // the host id the last went to
+	// schemaMu runs this process's schema changes (createSchema,
+	// ChangeSchema) one at a time: Cassandra before 4.0 could give one
+	// table two ids when two nodes created it at once.
+	schemaMu sync.Mutex
 
 	closed atomic.Bool
 }
@@ -199,13 +198,13 @@ func (d *Driver) Session() *gocql.Session { return d.session }
 func (d *Driver) ChangeSchema(ctx context.Context, stmt string) error {
 	d.schemaMu.Lock()
 	defer d.schemaMu.Unlock()
-	if err := d.ddl(ctx, stmt); err != nil {
+	sc := &schemaChange{d: d}
+	if err := sc.ddl(ctx, stmt); err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
-	if err := d.awaitAgreement(ctx); err != nil {
+	if err := sc.agree(ctx); err != nil {
 		return fmt.Errorf("cassandra: %s: %w", firstLine(stmt), err)
 	}
-	d.unagreed = false
 	return nil
 }
 

@@ -95,26 +95,26 @@ func (d *Driver) schemaLockStatement() string {
 func (d *Driver) createSchema(ctx context.Context) error {
 	d.schemaMu.Lock()
 	defer d.schemaMu.Unlock()
+	sc := &schemaChange{d: d}
 	stmts := schemaStatements(d.cfg)
 	// stmts[0] creates the keyspace.
 	for _, stmt := range []string{stmts[0], d.schemaLockStatement()} {
-		if err := d.ddl(ctx, stmt); err != nil {
+		if err := sc.ddl(ctx, stmt); err != nil {
 			return err
 		}
 	}
 	// The lock's Paxos round runs on schema_lock's replicas, which must
 	// all have the table.
-	if err := d.awaitAgreement(ctx); err != nil {
+	if err := sc.agree(ctx); err != nil {
 		return err
 	}
-	d.unagreed = false
 	release, done, err := d.takeSchemaLock(ctx)
 	if err != nil || done {
 		return err
 	}
 	defer release()
 	for _, stmt := range stmts[1:] {
-		if err := d.ddl(ctx, stmt); err != nil && !columnExists(stmt, err) {
+		if err := sc.ddl(ctx, stmt); err != nil && !columnExists(stmt, err) {
 			// A column that exists was added by an earlier attempt of
 			// this statement (ddl sends a timed-out statement again).
 			return err
@@ -125,7 +125,25 @@ func (d *Driver) createSchema(ctx context.Context) error {
 	}
 	// Others use the tables once the lock is gone or every probe
 	// succeeds: every live node must have them first.
-	return d.awaitAgreement(ctx)
+	return sc.agree(ctx)
+}
+
+// schemaChange is one run of schema statements (createSchema, or one
+// ChangeSchema): which node ran the last of them, and whether the nodes
+// may not agree on them yet.
+type schemaChange struct {
+	d           *Driver
+	unagreed    bool   // statements were sent since the last agreement
+	coordinator string // the host id the last statement went to
+}
+
+// agree waits until the live nodes agree on the schema (awaitAgreement).
+func (sc *schemaChange) agree(ctx context.Context) error {
+	if err := sc.d.awaitAgreement(ctx); err != nil {
+		return err
+	}
+	sc.unagreed = false
+	return nil
 }
 
 // lockless reports whether this process creates the schema without the
@@ -287,7 +305,8 @@ func (d *Driver) schemaCoordinator() string {
 // has not seen would fail. Schema changes on Cassandra are slow (each
 // flushes the schema tables), so a timed-out statement is sent again; IF
 // NOT EXISTS makes that harmless.
-func (d *Driver) ddl(ctx context.Context, stmt string) error {
+func (sc *schemaChange) ddl(ctx context.Context, stmt string) error {
+	d := sc.d
 	const attempts = 4
 	var err error
 	for i := 0; i < attempts; i++ {
@@ -300,18 +319,17 @@ func (d *Driver) ddl(ctx context.Context, stmt string) error {
 			}
 		}
 		coord := d.schemaCoordinator()
-		if d.unagreed && coord != d.lastDDLCoordinator {
-			if err := d.awaitAgreement(ctx); err != nil {
+		if sc.unagreed && coord != sc.coordinator {
+			if err := sc.agree(ctx); err != nil {
 				return err
 			}
-			d.unagreed = false
 		}
 		// The level plays no part in schema changes.
 		q := d.session.Query(stmt).Consistency(gocql.One)
 		if coord != "" {
 			q = q.SetHostID(coord)
 		}
-		d.unagreed, d.lastDDLCoordinator = true, coord
+		sc.unagreed, sc.coordinator = true, coord
 		err = q.ExecContext(ctx)
 		if err == nil || ctx.Err() != nil || !(isTimeout(err) || errors.Is(err, gocql.ErrNoConnections)) {
 			break

@@ -318,6 +318,12 @@ func (e *Engine) slotFor(k slotKey) *slot {
 // next new ledger arrives after the busy ones are done. Called with e.mu
 // held.
 func (e *Engine) trimLocked() {
+	// Raised before any slot is tried, not only after: a slot found busy
+	// below may go idle at once, and its server must then see the flag
+	// (trimIdle), or the slot stays past the bound until the next trim.
+	if e.lru.Len() > e.cfg.MaxActors {
+		e.over.Store(true)
+	}
 	for el := e.lru.Back(); el != nil && el != e.lru.Front() && e.lru.Len() > e.cfg.MaxActors; {
 		prev := el.Prev()
 		old := el.Value.(*slot)

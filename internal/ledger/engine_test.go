@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 )
@@ -213,6 +214,10 @@ func TestEvictedActorsAreReplaced(t *testing.T) {
 		for i := range 3 {
 			mustUpdate(t, e, l1, 1, fmt.Sprint("a", i))
 			mustUpdate(t, e, l2, 2, fmt.Sprint("b", i))
+			// The bound holds once the slots go idle. A caller faster than
+			// the servers going idle would otherwise move the old slot to
+			// the front with its next request, which keeps it, rightly.
+			waitWithinBound(t, e)
 		}
 		for i := range 3 {
 			if mustUpdate(t, e, l1, 1, fmt.Sprint("a", i)).Applied {
@@ -225,6 +230,25 @@ func TestEvictedActorsAreReplaced(t *testing.T) {
 			t.Fatalf("ledger one has %d actors; eviction should have replaced its actor", n)
 		}
 	})
+}
+
+// waitWithinBound waits until the engine holds no more slots than its
+// MaxActors, which it must reach once every slot is idle.
+func waitWithinBound(t *testing.T, e *Engine) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.mu.Lock()
+		n := e.lru.Len()
+		e.mu.Unlock()
+		if n <= e.cfg.MaxActors {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d slots kept 10 s after the last request, bound %d", n, e.cfg.MaxActors)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Two processes configured with the same actor id write one row from two

@@ -317,17 +317,28 @@ type counterRow struct {
 	Err   string
 }
 
+// readableNamespace returns the namespace a page shows, after checking
+// that the viewer may read it; otherwise it has answered with the error
+// page and returns false.
+func (c *Console) readableNamespace(w http.ResponseWriter, r *http.Request, v viewer, name string) (*abacus.Namespace, bool) {
+	if !c.allow(w, r, v, apikey.KindNamespace, name, apikey.Read) {
+		return nil, false
+	}
+	ns, err := c.cfg.Client.Namespace(r.Context(), name)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return nil, false
+	}
+	return ns, true
+}
+
 func (c *Console) namespacePage(w http.ResponseWriter, r *http.Request, v viewer) {
 	name := r.PathValue("ns")
-	if !c.allow(w, r, v, apikey.KindNamespace, name, apikey.Read) {
+	ns, ok := c.readableNamespace(w, r, v, name)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
-	ns, err := c.cfg.Client.Namespace(ctx, name)
-	if err != nil {
-		c.failWith(w, r, v, err)
-		return
-	}
 	names, err := c.cfg.Client.Counters(ctx, name)
 	if err != nil {
 		c.failWith(w, r, v, err)
@@ -357,15 +368,11 @@ const entriesPerPage = 50
 // first, with a link to the older entries.
 func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, v viewer) {
 	name, ledger := r.PathValue("ns"), r.PathValue("ledger")
-	if !c.allow(w, r, v, apikey.KindNamespace, name, apikey.Read) {
+	ns, ok := c.readableNamespace(w, r, v, name)
+	if !ok {
 		return
 	}
 	ctx := r.Context()
-	ns, err := c.cfg.Client.Namespace(ctx, name)
-	if err != nil {
-		c.failWith(w, r, v, err)
-		return
-	}
 	if ns.Model != abacus.ModelLedger || ns.Ledger == nil {
 		c.fail(w, r, &v, http.StatusNotFound, fmt.Sprintf("namespace %s holds %s counters, not ledgers", name, ns.Model))
 		return

@@ -108,13 +108,15 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("abacus: %w", err)
 	}
 	led, err := ledger.New(ledger.Config{
-		Store:        cfg.Driver,
-		Clock:        cfg.Clock,
-		ActorID:      cfg.LedgerActorID,
-		MaxActors:    cfg.MaxLedgerActors,
-		WriteTimeout: cfg.WriteTimeout,
-		ClaimWait:    cfg.LedgerClaimWait,
-		Logger:       cfg.Logger,
+		Store:           cfg.Driver,
+		Clock:           cfg.Clock,
+		ActorID:         cfg.LedgerActorID,
+		MaxActors:       cfg.MaxLedgerActors,
+		RightsLease:     cfg.LedgerRightsLease,
+		LateWriteWindow: cfg.LedgerLateWriteWindow,
+		WriteTimeout:    cfg.WriteTimeout,
+		ClaimWait:       cfg.LedgerClaimWait,
+		Logger:          cfg.Logger,
 	})
 	if err != nil {
 		return nil, err

@@ -75,6 +75,20 @@ type Config struct {
 	// before returning ErrUnknownOutcome. Default 2s.
 	LedgerClaimWait time.Duration
 
+	// LedgerRightsLease is how long a grant of debit rights in a floored
+	// ledger namespace lasts before this process renews it; a process
+	// sends no debit of a ledger after its lease there ended. Default 10
+	// minutes. See docs/ledger.md, "Balance floors".
+	LedgerRightsLease time.Duration
+
+	// LedgerLateWriteWindow is how long after it was sent a write may
+	// still land: the store's longest delivery of a timed-out write
+	// (Cassandra's max_hint_window, 3h by default) plus the write timeout
+	// plus the clock skew between servers. A dead process's debit rights
+	// are reclaimed only this long after its lease ended. Default 3h10m;
+	// raise it with max_hint_window.
+	LedgerLateWriteWindow time.Duration
+
 	// LifecycleRefresh is how long this process trusts what it read of a
 	// namespace's deletes (its cuts) and its record before reading them
 	// again. Default 5s.

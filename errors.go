@@ -43,6 +43,17 @@ var (
 	// ErrRequestConflict means a RequestID was reused for a different update.
 	ErrRequestConflict = outcome.ErrRequestConflict
 
+	// ErrBelowFloor means a ledger debit would take the balance below the
+	// namespace's floor (LedgerOptions.Floor). Nothing was written for it;
+	// it is also ErrNotApplied.
+	ErrBelowFloor = outcome.ErrBelowFloor
+
+	// ErrRightsHeld means the balance above a ledger's floor would cover
+	// the debit, but other servers hold it as rights to debit until they
+	// go idle, close or their lease ends. Nothing was written for it; it
+	// is also ErrNotApplied, and may succeed when retried.
+	ErrRightsHeld = outcome.ErrRightsHeld
+
 	// ErrVersionConflict means an actor set carries a version already
 	// stored with a different value. Nothing was changed.
 	ErrVersionConflict = outcome.ErrVersionConflict

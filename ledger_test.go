@@ -183,3 +183,51 @@ func ExampleClient_Credit() {
 	// applied: false
 	// 30
 }
+
+func TestLedgerFloor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := newMemStore(t)
+	c := startClient(t, abacus.Config{Driver: store})
+	ns, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "wallets", Model: abacus.ModelLedger, Ledger: &abacus.LedgerOptions{Floored: true, Floor: -10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ns.Ledger.Floored || ns.Ledger.Floor != -10 {
+		t.Fatalf("created with %+v", ns.Ledger)
+	}
+	if _, err := c.Debit(ctx, "wallets", "bob", 10, "d1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Debit(ctx, "wallets", "bob", 1, "d2")
+	if !errors.Is(err, abacus.ErrBelowFloor) || !errors.Is(err, abacus.ErrNotApplied) {
+		t.Fatalf("debit past the floor: %v; want ErrBelowFloor and ErrNotApplied", err)
+	}
+	// Another client (another process) sees the stored floor and the
+	// rights the first one returns when it closes.
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c2 := startClient(t, abacus.Config{Driver: store})
+	if ns, err := c2.Namespace(ctx, "wallets"); err != nil || !ns.Ledger.Floored || ns.Ledger.Floor != -10 {
+		t.Fatalf("stored options read back as %+v, %v", ns, err)
+	}
+	if _, err := c2.Credit(ctx, "wallets", "bob", 5, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Debit(ctx, "wallets", "bob", 5, "d3"); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c2.LedgerValue(ctx, "wallets", "bob"); err != nil || v.Value != -10 {
+		t.Fatalf("value = %+v, %v; want -10", v, err)
+	}
+	for _, bad := range []abacus.NamespaceConfig{
+		{Name: "bad", Model: abacus.ModelLedger, Ledger: &abacus.LedgerOptions{Floored: true, Floor: 1}},
+		{Name: "bad", Model: abacus.ModelLedger, Ledger: &abacus.LedgerOptions{Floor: -1}},
+		{Name: "bad", Model: abacus.ModelLedger, Ledger: &abacus.LedgerOptions{Floored: true}, WriteConsistency: driver.One},
+	} {
+		if _, err := c2.CreateNamespace(ctx, bad); !errors.Is(err, abacus.ErrInvalid) {
+			t.Errorf("%+v with %+v: %v, want ErrInvalid", bad, bad.Ledger, err)
+		}
+	}
+}

@@ -19,8 +19,19 @@ func (ledgerModel) checkNamespace(nc NamespaceConfig) error {
 	if nc.Type != "" {
 		return fmt.Errorf("%w: type %q: ledger namespaces have no type", ErrInvalid, nc.Type)
 	}
-	if err := nc.ledgerOptions().WithDefaults().Validate(); err != nil {
+	o := nc.ledgerOptions()
+	if err := o.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("%w: ledger options: %v", ErrInvalid, err)
+	}
+	if o.Floored {
+		// The floor's argument needs every read of the rows to see every
+		// credit an earlier read saw, and every acknowledged write: a
+		// read and a write at one replica each need not meet.
+		for _, cl := range []driver.Consistency{nc.ReadConsistency, nc.WriteConsistency} {
+			if cl == driver.One || cl == driver.LocalOne || cl == driver.Any {
+				return fmt.Errorf("%w: a ledger floor needs reads and writes at QUORUM or stronger, not %v", ErrInvalid, cl)
+			}
+		}
 	}
 	return nil
 }

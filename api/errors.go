@@ -68,6 +68,13 @@ const (
 	// CodeStaleReceipt: the receipt's message was settled or delivered
 	// again since; nothing was changed.
 	CodeStaleReceipt = "stale_receipt"
+	// CodeBelowFloor: a ledger debit would take the balance below the
+	// namespace's floor; nothing was written for it.
+	CodeBelowFloor = "below_floor"
+	// CodeRightsHeld: the balance above a ledger's floor would cover the
+	// debit, but other servers hold it as rights to debit for a while;
+	// nothing was written for it, and a retry may succeed.
+	CodeRightsHeld = "rights_held"
 	// CodeDedupConflict: a message's dedup_id was used within the window
 	// for a message with another body; nothing was written.
 	CodeDedupConflict = "dedup_conflict"
@@ -110,6 +117,8 @@ var codeStatus = map[string]int{
 	CodeQueueExists:          http.StatusConflict,
 	CodeStaleReceipt:         http.StatusConflict,
 	CodeDedupConflict:        http.StatusConflict,
+	CodeBelowFloor:           http.StatusConflict,
+	CodeRightsHeld:           http.StatusConflict,
 	CodeUnauthenticated:      http.StatusUnauthorized,
 	CodeRateLimited:          http.StatusTooManyRequests,
 	CodeKeyNotFound:          http.StatusNotFound,

@@ -34,6 +34,12 @@ type LedgerOptions struct {
 	// years); -1 keeps no history, in a create request and in a
 	// description (namespaces made before ledgers had a history show -1).
 	EntryRetentionSeconds int64 `json:"entry_retention_seconds"`
+	// Floor, when present, is the lowest value a debit may leave a ledger
+	// at: 0 for a wallet, negative for an overdraft line, at least
+	// -4611686018427387904 (-2^62). A debit that would cross it is refused
+	// with below_floor (or rights_held) and nothing is written. Absent: no
+	// floor. Set only when the namespace is made.
+	Floor *int64 `json:"floor,omitempty"`
 }
 
 // Ledger modes (LedgerOptions.Mode).

@@ -245,4 +245,65 @@ type Ledgers interface {
 	// namespace p.Namespace (every namespace when empty), sorted; a
 	// CounterKey's Counter is the ledger's name.
 	ListLedgers(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
+
+	LedgerRightsStore
+}
+
+// LedgerRights is a ledger's rights record: who may debit how much, in a
+// ledger namespace with a balance floor (package ledger encodes State).
+// It changes only by compare-and-set on Version, so changes to it are
+// serialised across every server.
+type LedgerRights struct {
+	// Version is 0 for a record never stored, and grows by one with each
+	// change: a record is stored with Version ≥ 1.
+	Version int64
+	// State is opaque to drivers.
+	State []byte
+}
+
+// ReadLedgerRightsParams are the parameters of Ledgers.ReadLedgerRights.
+type ReadLedgerRightsParams struct {
+	Namespace string
+	Ledger    string
+	// Consistency picks the Paxos level of the read: SERIAL, or
+	// LOCAL_SERIAL for local levels.
+	Consistency Consistency
+}
+
+// SwapLedgerRightsParams are the parameters of Ledgers.SwapLedgerRights.
+type SwapLedgerRightsParams struct {
+	Namespace string
+	Ledger    string
+	// Expect is the Version the stored record must have (0: none stored).
+	Expect int64
+	// Next is stored in its place; Next.Version must be Expect+1.
+	Next LedgerRights
+	// Consistency is the commit level of the lightweight transaction; the
+	// Paxos phase uses SERIAL (LOCAL_SERIAL for local levels).
+	Consistency Consistency
+}
+
+// Check refuses a swap that would not move the version forward by one.
+func (p *SwapLedgerRightsParams) Check() error {
+	if p.Expect < 0 || p.Expect == math.MaxInt64 || p.Next.Version != p.Expect+1 {
+		return fmt.Errorf("a rights swap from version %d must store version %d, not %d", p.Expect, p.Expect+1, p.Next.Version)
+	}
+	return nil
+}
+
+// LedgerRightsStore keeps ledgers' rights records. Drivers that implement
+// Ledgers implement it too.
+type LedgerRightsStore interface {
+	// ReadLedgerRights returns the ledger's rights record, Version 0 and
+	// no State when none is stored. A swap that returned before the call
+	// began is seen (Cassandra reads at SERIAL, which also finishes a
+	// Paxos round a replica has accepted).
+	ReadLedgerRights(ctx context.Context, p *ReadLedgerRightsParams) (LedgerRights, error)
+
+	// SwapLedgerRights stores p.Next if the stored record's version is
+	// p.Expect, atomically: of racing swaps from one version at most one
+	// is applied. It reports whether it applied p.Next and, when it did
+	// not, the record it found. An error means the swap may or may not
+	// have been applied: read the record to learn which.
+	SwapLedgerRights(ctx context.Context, p *SwapLedgerRightsParams) (applied bool, current LedgerRights, err error)
 }

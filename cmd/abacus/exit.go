@@ -51,7 +51,7 @@ func exitStatus(err error) int {
 		switch ce.Code {
 		case api.CodeUnknownOutcome:
 			return exitUnknown
-		case api.CodeUnavailable, api.CodeNotApplied, api.CodeRateLimited:
+		case api.CodeUnavailable, api.CodeNotApplied, api.CodeRateLimited, api.CodeRightsHeld:
 			return exitUnavailable
 		case api.CodeUnauthenticated, api.CodeInsufficientScope:
 			return exitAuth

@@ -68,7 +68,12 @@ The change carries --request-id, or a new random id that is printed. If
 the same request id was already applied the command says so and changes
 nothing. If the outcome is unknown (a timeout, a lost connection), repeat
 the command with the request id printed in the error: it is applied at most
-once.`,
+once.
+
+In a namespace made with --floor, a debit that would take the ledger below
+the floor is refused (below_floor, exit 5) and nothing is written; one the
+balance would cover while other servers hold it as rights to debit is
+refused with rights_held (exit 6), and may succeed when repeated.`,
 		Example: example,
 		Args:    exactArgs(2, "NAME and AMOUNT"),
 		RunE: func(cmd *cobra.Command, args []string) error {

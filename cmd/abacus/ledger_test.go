@@ -76,6 +76,19 @@ func TestLedgerCommands(t *testing.T) {
 	if r := s.cli("namespace", "create", "nohist", "--model", "ledger", "--entry-retention", "0"); r.code != 0 || !strings.Contains(r.stdout, "entry retention none") {
 		t.Fatalf("create without history: %+v", r)
 	}
+	// A wallet: a debit past the floor is refused with exit 5 and a reason.
+	if r := s.cli("namespace", "create", "wallets", "--model", "ledger", "--floor", "0"); r.code != 0 || !strings.Contains(r.stdout, "floor 0") {
+		t.Fatalf("create with --floor 0: %+v", r)
+	}
+	if r := s.cli("--ns", "wallets", "ledger", "credit", "w", "10"); r.code != 0 {
+		t.Fatalf("credit: %+v", r)
+	}
+	if r := s.cli("--ns", "wallets", "ledger", "debit", "w", "11"); r.code != 5 || !strings.Contains(r.stderr, "below the floor") {
+		t.Fatalf("debit past the floor: %+v", r)
+	}
+	if r := s.cli("namespace", "create", "bad", "--model", "ledger", "--floor", "5"); r.code != 2 || !strings.Contains(r.stderr, "--floor") {
+		t.Fatalf("create with --floor 5: %+v", r)
+	}
 	r = s.cli("ledger", "get", "wallet", "--json")
 	var v api.LedgerValue
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.Value != 72 || v.Namespace != api.DefaultLedgerNamespace || v.Debits != 35 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ func (a *app) namespaceCreateCmd() *cobra.Command {
 	var req api.CreateNamespaceRequest
 	var lo api.LedgerOptions
 	var claimTTL, ttl, entryRetention time.Duration
+	var floor int64
 	var eo struct{ bucket, window, delay, future time.Duration }
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -50,7 +52,7 @@ Types (sharded only; the other counter models are sums): sum (a signed
 total), max and min (the largest or smallest value observed), distinct (an
 estimate of the number of distinct items).
 Ledger namespaces (--model ledger) have no type; their options are
---mode, --history-length, --retry-count, --claim-ttl and --entry-retention
+--mode, --history-length, --retry-count, --claim-ttl, --entry-retention and --floor
 (see 'abacus ledger --help').
 Consistency levels (ONE, QUORUM, ALL, LOCAL_QUORUM, ...) apply on Cassandra;
 DEFAULT uses the server's configured level.
@@ -61,6 +63,7 @@ request ids at each period's end.`,
 		Example: `  abacus namespace create visitors --type distinct
   abacus namespace create peaks --type max --write-consistency QUORUM
   abacus namespace create wallets --model ledger --history-length 20
+  abacus namespace create accounts --model ledger --floor 0
   abacus namespace create likes --model events --accept-window 2h
   abacus namespace create orders --model actor
   abacus namespace create hourly-requests --ttl 1h`,
@@ -97,7 +100,7 @@ request ids at each period's end.`,
 				}
 				req.Events = opts
 			}
-			if fl.Changed("history-length") || fl.Changed("mode") || fl.Changed("strict") || fl.Changed("retry-count") || fl.Changed("claim-ttl") || fl.Changed("entry-retention") {
+			if fl.Changed("history-length") || fl.Changed("mode") || fl.Changed("strict") || fl.Changed("retry-count") || fl.Changed("claim-ttl") || fl.Changed("entry-retention") || fl.Changed("floor") {
 				if claimTTL < 0 || claimTTL%time.Second != 0 {
 					return usagef("--claim-ttl %v must be a positive whole number of seconds", claimTTL)
 				}
@@ -109,6 +112,12 @@ request ids at each period's end.`,
 					return usagef("--entry-retention %v must be a whole number of seconds, or 0 for no history", entryRetention)
 				default:
 					lo.EntryRetentionSeconds = int64(entryRetention / time.Second)
+				}
+				if fl.Changed("floor") {
+					if floor > 0 {
+						return usagef("--floor %d must be 0 or negative", floor)
+					}
+					lo.Floor = &floor
 				}
 				req.Ledger = &lo
 			}
@@ -125,8 +134,12 @@ request ids at each period's end.`,
 				if o.EntryRetentionSeconds > 0 {
 					retention = secs(o.EntryRetentionSeconds).String()
 				}
-				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, mode %s, history length %d, retry count %d, claim TTL %v, entry retention %s, read %s, write %s)",
-					ns.Name, ns.Model, o.Mode, o.HistoryLength, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, retention, ns.ReadConsistency, ns.WriteConsistency))
+				floorNote := "none"
+				if o.Floor != nil {
+					floorNote = strconv.FormatInt(*o.Floor, 10)
+				}
+				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, mode %s, history length %d, retry count %d, claim TTL %v, entry retention %s, floor %s, read %s, write %s)",
+					ns.Name, ns.Model, o.Mode, o.HistoryLength, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, retention, floorNote, ns.ReadConsistency, ns.WriteConsistency))
 			}
 			if o := ns.Events; o != nil {
 				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)",
@@ -153,6 +166,7 @@ request ids at each period's end.`,
 	_ = f.MarkDeprecated("strict", "exact is the default mode now; use --mode")
 	f.IntVar(&lo.RetryCount, "retry-count", 10, "ledger: resubmissions of a write with an unknown outcome (-1: none)")
 	f.DurationVar(&claimTTL, "claim-ttl", 24*time.Hour, "ledger: lifetime of an exact-mode claim (whole seconds)")
+	f.Int64Var(&floor, "floor", 0, "ledger: the lowest balance a debit may leave (0: a wallet; negative: an overdraft line); without it, no floor")
 	f.DurationVar(&entryRetention, "entry-retention", 30*24*time.Hour, "ledger: how long 'abacus ledger history' lists an entry (whole seconds; 0: keep no history)")
 	f.DurationVar(&ttl, "ttl", 0, "length of the periods counters live in (whole seconds, at least 1m; 0: until deleted)")
 	f.StringVar(&req.ReadConsistency, "read-consistency", "DEFAULT", "consistency level of reads")

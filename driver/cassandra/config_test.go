@@ -147,7 +147,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 22 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, three queue columns added, two events, three counter-model tables, queue_pauses, ledger_entries and ledger_entry_days
+	if len(stmts) != 23 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, three queue columns added, two events, three counter-model tables, queue_pauses, ledger_entries, ledger_entry_days and ledger_rights
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"
@@ -176,8 +176,11 @@ func TestSchema(t *testing.T) {
 	if !strings.Contains(stmts[3], "k1.ledgers") || !strings.Contains(stmts[4], "k1.ledger_claims") {
 		t.Errorf("ledger tables: %s / %s", stmts[3], stmts[4])
 	}
-	if last := stmts[len(stmts)-2]; !strings.Contains(last, "k1.ledger_entries") || !strings.Contains(last, "CLUSTERING ORDER BY (at DESC, actor DESC, negative DESC, seq DESC)") {
-		t.Errorf("ledger_entries table: %s", last)
+	if entries := stmts[len(stmts)-3]; !strings.Contains(entries, "k1.ledger_entries") || !strings.Contains(entries, "CLUSTERING ORDER BY (at DESC, actor DESC, negative DESC, seq DESC)") {
+		t.Errorf("ledger_entries table: %s", entries)
+	}
+	if last := stmts[len(stmts)-1]; !strings.Contains(last, "k1.ledger_rights") || !strings.Contains(last, "PRIMARY KEY ((ns, ledger))") {
+		t.Errorf("ledger_rights table: %s", last)
 	}
 	if !strings.Contains(stmts[5], "k1.api_keys") || !strings.Contains(stmts[5], "hash blob") {
 		t.Errorf("api_keys table: %s", stmts[5])

@@ -47,6 +47,11 @@
 //	    ns text, ledger text, day int,
 //	    PRIMARY KEY ((ns, ledger), day))  -- clustering descending, TTL
 //
+//	CREATE TABLE ledger_rights (          -- ledgers with a balance floor
+//	    ns text, ledger text,
+//	    version bigint, state blob,       -- changed only by LWT on version
+//	    PRIMARY KEY ((ns, ledger)))
+//
 // and the delay queue's (queue.go; “cassandra-ruby-queue”):
 //
 //	CREATE TABLE queues (name text PRIMARY KEY, shards int, shard_ms bigint,
@@ -171,7 +176,11 @@
 // exist yet, UPDATE ... SET value = ? IF value = ? otherwise, with the
 // Paxos phase at SERIAL (LOCAL_SERIAL for local levels). ReadCAS reads at
 // SERIAL for Default and Quorum or stronger, LOCAL_SERIAL for LocalQuorum
-// and LocalOne, and plainly at One, Two and Three.
+// and LocalOne, and plainly at One, Two and Three. So too for
+// ledger_rights, written only by SwapLedgerRights (INSERT ... IF NOT
+// EXISTS from version 0, UPDATE ... IF version = ? from any other) and
+// read by ReadLedgerRights at SERIAL (LOCAL_SERIAL for local levels); a
+// purge deletes a ledger's record plainly, after the ledger's last use.
 //
 // AddNative is UPDATE native_counters SET value = value + ?. Counter
 // updates are not idempotent and Cassandra adds them as Java longs, so a

@@ -189,31 +189,13 @@ func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driv
 	if err := d.begin(ctx, op); err != nil {
 		return driver.Claim{}, false, err
 	}
-	// A SERIAL read is a Paxos round, which times out more readily than a
-	// plain read under load (seen on a busy 2.1 node: "0 of 1 replicas
-	// answered at SERIAL"). It writes nothing of its own: at most it
-	// finishes a proposal already accepted, or pre-empts one not yet
-	// accepted, which then times out as it could anyway. So it is sent
-	// again, after a short pause, up to three times in all; a caller's
-	// deadline or cancellation is not retried.
-	const attempts = 3
-	var (
-		m   map[string]any
-		err error
-	)
-	for attempt := 1; ; attempt++ {
+	var m map[string]any
+	err := readSerial(ctx, func() error {
 		m = map[string]any{}
-		err = d.session.Query(d.q.readClaim, p.Namespace, p.Ledger, p.RequestID).
+		return d.session.Query(d.q.readClaim, p.Namespace, p.Ledger, p.RequestID).
 			Consistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency))).
 			MapScanContext(ctx, m)
-		if err == nil || attempt == attempts || ctx.Err() != nil || !isTimeout(err) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-		}
-	}
+	})
 	if errors.Is(err, gocql.ErrNotFound) {
 		return driver.Claim{}, false, nil
 	}
@@ -225,6 +207,27 @@ func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driv
 		return driver.Claim{}, false, fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Ledger, p.RequestID, err)
 	}
 	return c, true, nil
+}
+
+// readSerial runs read, one read at SERIAL or LOCAL_SERIAL. Such a read
+// is a Paxos round, which times out more readily than a plain read under
+// load (seen on a busy 2.1 node: "0 of 1 replicas answered at SERIAL").
+// It writes nothing of its own: at most it finishes a proposal already
+// accepted, or pre-empts one not yet accepted, which then times out as it
+// could anyway. So it is sent again, after a short pause, up to three
+// times in all; a caller's deadline or cancellation is not retried.
+func readSerial(ctx context.Context, read func() error) error {
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		err := read()
+		if err == nil || attempt == attempts || ctx.Err() != nil || !isTimeout(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
+	}
 }
 
 func consistencyOr(c, configured driver.Consistency) driver.Consistency {

@@ -1,6 +1,7 @@
 package cassandra
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -93,4 +94,98 @@ func TestClaimFromMap(t *testing.T) {
 			t.Errorf("%s=%v: got %v, want errBadRow", tc.key, tc.val, err)
 		}
 	}
+}
+
+func TestRightsFromCAS(t *testing.T) {
+	t.Parallel()
+	var (
+		versionSeed *int64
+		stateSeed   *[]byte
+	)
+	for name, tc := range map[string]struct {
+		m        map[string]any
+		want     driver.LedgerRights
+		complete bool
+	}{
+		// What MapScanCAS leaves: see the comments in SwapLedgerRights.
+		"no row, no columns":      {map[string]any{"version": &versionSeed, "state": &stateSeed}, driver.LedgerRights{}, true},
+		"no row, null version":    {map[string]any{"version": (*int64)(nil), "state": &stateSeed}, driver.LedgerRights{}, true},
+		"row, from IF version =":  {map[string]any{"version": ptr(int64(4)), "state": &stateSeed}, driver.LedgerRights{Version: 4}, false},
+		"row, from IF NOT EXISTS": {map[string]any{"ns": "n", "ledger": "l", "version": ptr(int64(2)), "state": ptr([]byte("s"))}, driver.LedgerRights{Version: 2, State: []byte("s")}, true},
+		"empty state":             {map[string]any{"version": ptr(int64(1)), "state": ptr([]byte(nil))}, driver.LedgerRights{Version: 1, State: []byte{}}, true},
+	} {
+		got, complete, err := rightsFromCAS(tc.m)
+		if err != nil || complete != tc.complete || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %+v, complete %v, %v; want %+v, complete %v", name, got, complete, err, tc.want, tc.complete)
+		}
+	}
+	for name, m := range map[string]map[string]any{
+		"unseeded map":      {},
+		"gocql's own zero":  {"version": int64(0), "state": &stateSeed},
+		"version 0":         {"version": ptr(int64(0)), "state": ptr([]byte{})},
+		"version 0, alone":  {"version": ptr(int64(0)), "state": &stateSeed},
+		"negative version":  {"version": ptr(int64(-2)), "state": ptr([]byte{})},
+		"null state":        {"version": ptr(int64(1)), "state": (*[]byte)(nil)},
+		"wrong column type": {"version": ptr("1"), "state": ptr([]byte{})},
+		"state of a type":   {"version": ptr(int64(1)), "state": "s"},
+	} {
+		if got, _, err := rightsFromCAS(m); !errors.Is(err, errBadRow) {
+			t.Errorf("%s: got %+v, %v; want errBadRow", name, got, err)
+		}
+	}
+}
+
+// FuzzRightsFromCAS: whatever shape the non-applied result of a swap or
+// the columns of a read take, decoding either yields a record with a
+// version of at least 1 (or none at all), consistent with the input, or
+// refuses it as malformed.
+func FuzzRightsFromCAS(f *testing.F) {
+	f.Add(byte(0), int64(0), []byte(nil))
+	f.Add(byte(1), int64(3), []byte("s"))
+	f.Add(byte(5), int64(1), []byte{})
+	f.Add(byte(9), int64(0), []byte("s"))
+	f.Fuzz(func(t *testing.T, shape byte, v int64, s []byte) {
+		var (
+			versionSeed *int64
+			stateSeed   *[]byte
+		)
+		m := map[string]any{"ns": "n", "ledger": "l"}
+		switch shape % 4 { // version: seed, value, null, plain int64
+		case 0:
+			m["version"] = &versionSeed
+		case 1:
+			m["version"] = &v
+		case 2:
+			m["version"] = (*int64)(nil)
+		case 3:
+			m["version"] = v
+		}
+		switch shape / 4 % 4 { // state: seed, value, null, absent
+		case 0:
+			m["state"] = &stateSeed
+		case 1:
+			m["state"] = &s
+		case 2:
+			m["state"] = (*[]byte)(nil)
+		}
+		got, complete, err := rightsFromCAS(m)
+		if err != nil {
+			if !errors.Is(err, errBadRow) || !reflect.DeepEqual(got, driver.LedgerRights{}) || complete {
+				t.Fatalf("shape %d: got %+v, complete %v, with error %v", shape%16, got, complete, err)
+			}
+			return
+		}
+		switch {
+		case got.Version == 0:
+			if !complete || got.State != nil || shape%4 != 0 && shape%4 != 2 {
+				t.Fatalf("shape %d: no record, complete %v, state %x", shape%16, complete, got.State)
+			}
+		case got.Version != v || v < 1 || shape%4 != 1:
+			t.Fatalf("shape %d: version %d decoded as %+v", shape%16, v, got)
+		case complete && (!bytes.Equal(got.State, s) || got.State == nil || shape/4%4 != 1):
+			t.Fatalf("shape %d: state %x decoded as %+v", shape%16, s, got)
+		case !complete && (got.State != nil || shape/4%4 != 0):
+			t.Fatalf("shape %d: incomplete record %+v", shape%16, got)
+		}
+	})
 }

@@ -154,6 +154,9 @@ func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams)
 		if err := one(d.q.entries.purgeDays, ts, p.Namespace, p.Counter); err != nil {
 			return err
 		}
+		if err := one(d.q.rights.purge, ts, p.Namespace, p.Counter); err != nil {
+			return err
+		}
 		return one(q.purgeLedger, ts, p.Namespace, p.Counter)
 	case "events":
 		rcl, err := level(driver.Default, d.cfg.ReadConsistency)

@@ -31,6 +31,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("APIKeys", func(t *testing.T) { exerciseAPIKeys(t, d) })
 	t.Run("Ledgers", func(t *testing.T) { exerciseLedgers(t, d, open) })
 	t.Run("LedgerEntries", func(t *testing.T) { exerciseLedgerEntries(t, d) })
+	t.Run("LedgerRights", func(t *testing.T) { exerciseLedgerRights(t, d, open) })
 	t.Run("Shards", func(t *testing.T) { exerciseShards(t, d) })
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })
 	t.Run("BoundedReads", func(t *testing.T) { exerciseBoundedReads(t, d) })

@@ -3,6 +3,7 @@ package drivertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -172,18 +173,38 @@ func exercisePurge(t *testing.T, d driver.Driver) {
 		}, d.ListCASCounters},
 		{"ledger", func(k string) error {
 			now := driver.Micros(time.Now())
-			return d.WriteLedgerRow(c, &driver.WriteLedgerRowParams{
+			err := d.WriteLedgerRow(c, &driver.WriteLedgerRowParams{
 				Namespace: ns, Ledger: k, Row: driver.LedgerRow{Actor: "x", State: []byte{1}}, Timestamp: now,
 				Entries: []driver.LedgerEntry{{At: now, Actor: "x", Seq: 1, RequestID: "r", Amount: 1}}, EntryTTL: time.Hour,
 			})
-		}, func(k string) (bool, error) {
-			rows, err := d.ReadLedger(c, &driver.ReadLedgerParams{Namespace: ns, Ledger: k})
-			if err != nil || len(rows) > 0 {
-				return len(rows) > 0, err
+			if err != nil {
+				return err
 			}
-			// The history is gone with the rows.
+			applied, _, err := d.SwapLedgerRights(c, &driver.SwapLedgerRightsParams{Namespace: ns, Ledger: k, Next: driver.LedgerRights{Version: 1, State: []byte{1}}})
+			if err == nil && !applied {
+				err = errors.New("the first rights swap was refused")
+			}
+			return err
+		}, func(k string) (bool, error) {
+			// The history and the rights record go with the rows, and
+			// stay with them.
+			rows, err := d.ReadLedger(c, &driver.ReadLedgerParams{Namespace: ns, Ledger: k})
+			if err != nil {
+				return false, err
+			}
 			entries, err := d.ReadLedgerEntries(c, &driver.ReadLedgerEntriesParams{Namespace: ns, Ledger: k, Limit: 10, Now: driver.Micros(time.Now())})
-			return len(entries) > 0, err
+			if err != nil {
+				return false, err
+			}
+			rights, err := d.ReadLedgerRights(c, &driver.ReadLedgerRightsParams{Namespace: ns, Ledger: k})
+			if err != nil {
+				return false, err
+			}
+			held := len(rows) > 0
+			if (len(entries) > 0) != held || (rights.Version != 0) != held {
+				return false, fmt.Errorf("%d rows, %d entries and rights version %d: a purge took part of the ledger", len(rows), len(entries), rights.Version)
+			}
+			return held, nil
 		}, d.ListLedgers},
 	}
 	for _, m := range models {

@@ -44,7 +44,7 @@
 // The queue tables (0x04-0x07) are plain values written with Set and
 // Delete under a per-shard lock, not LWW cells; queue_encoding.go describes
 // their fixed-width components, which sort by shard, due time and id. The
-// ledger tables (0x10, 0x11) and the events tables (0x20, 0x21) are
+// ledger tables (0x10-0x13) and the events tables (0x20, 0x21) are
 // described in their own sections below.
 //
 // Length prefixes make keys unambiguous: namespace "a" with counter "bc" and
@@ -67,12 +67,13 @@
 //
 // # Ledgers
 //
-// The ledger model (package ledger) uses three more tables:
+// The ledger model (package ledger) uses four more tables:
 //
 //	0x10 | ns | ledger | actor      -> LWW cell {encoded actor state}
 //	0x11 | ns | ledger | request id -> claim {expires_at, actor, section, seq, amount}
 //	0x12 | ns | ledger | at | actor | section | seq
 //	                                -> history entry {every field again, request id, amount, expires_at}
+//	0x13 | ns | ledger              -> rights record {version 1, record version, state}
 //
 // Actor rows are LWW cells written by merge, exactly like shards. Claims of
 // strict-mode ledgers are plain values: ClaimRequest is a check-then-set
@@ -86,6 +87,11 @@
 // ledger_entries.go), so a page is one reverse scan; reads skip expired
 // entries, and a write deletes a ledger's expired span at most once a
 // minute with one range delete.
+//
+// A rights record (balance floors) is a plain value, like a claim,
+// changed only by SwapLedgerRights's compare-and-set on its version under
+// a mutex; the write is synced once the mutex is released, as cas
+// counters' are, and a purge of the ledger deletes it.
 //
 // # Actor, native and cas counters
 //

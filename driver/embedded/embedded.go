@@ -102,6 +102,9 @@ type Driver struct {
 	claims claimState
 	// entryPurge paces the deletion of expired ledger entries.
 	entryPurge entryPurge
+	// rightsMu makes SwapLedgerRights's check-then-set atomic
+	// (ledger_rights.go).
+	rightsMu sync.Mutex
 
 	// pauseMu makes SetQueuePause's compare-then-write atomic
 	// (queue_pause.go).

@@ -83,6 +83,10 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(actorKey("ns", "counter", "P1"))
 	f.Add(nativeKey("ns", "counter"))
 	f.Add(casKey("a", "bc"))
+	f.Add(rightsKey("ns", "ledger"))
+	f.Add(dedupKey("q", "id-1"))
+	f.Add(queuePauseKey("q"))
+	f.Add(cutKey("ns", driver.Cut{Counter: "c", At: 1_700_000_000_000_000}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		table, parts, err := decodeKey(b)
 		if err != nil {
@@ -108,6 +112,8 @@ func FuzzDecodeKey(f *testing.F) {
 			}
 		case tableLedgerClaims:
 			got = claimKey(parts[0], parts[1], parts[2])
+		case tableLedgerRights:
+			got = rightsKey(parts[0], parts[1])
 		case tableActorValues:
 			got = actorKey(parts[0], parts[1], parts[2])
 			actor, err := shardIDAfter(b, len(actorPrefix(parts[0], parts[1])))
@@ -120,6 +126,13 @@ func FuzzDecodeKey(f *testing.F) {
 			got = casKey(parts[0], parts[1])
 		case tableAPIKeys:
 			got = apiKeyKey(parts[0])
+		case tableQueueDedup:
+			got = dedupKey(parts[0], parts[1])
+		case tableQueuePauses:
+			got = queuePauseKey(parts[0])
+		case tableCuts:
+			// The time component is any length here; cutKey writes 8 bytes.
+			got = appendComponent(counterKey(tableCuts, parts[0], parts[1], 0), parts[2])
 		default:
 			t.Fatalf("decodeKey(%x) returned unknown table %d", b, table)
 		}
@@ -195,6 +208,7 @@ func TestSeedCorpusValidEntries(t *testing.T) {
 			return err
 		},
 		"FuzzDecodeCounterValue": func(_ string, args [][]byte) error { _, err := decodeCounterValue(args[0]); return err },
+		"FuzzDecodeLedgerRights": func(_ string, args [][]byte) error { _, err := decodeRights(args[0]); return err },
 	}
 	checkSeedCorpus(t, decoders, nil, 10)
 }

@@ -63,3 +63,43 @@ func decodeClaim(b []byte) (driver.Claim, int64, error) {
 	c.Negative = neg == 1
 	return c, expires, nil
 }
+
+// rightsVersion is the format version of a stored ledger rights record.
+// Rights records are plain values (not LWW cells): they are only ever
+// written under rightsMu, by compare-and-set on the record's own version.
+const rightsVersion byte = 1
+
+// Layout, version 1:
+//
+//	version  byte
+//	record   int64, the record's Version, big-endian, at least 1
+//	state    the rest of the value, opaque
+//
+// The state runs to the end and the record's version has one encoding, so
+// decoding then encoding gives back the same bytes.
+const rightsHeaderLen = 1 + 8
+
+func encodeRights(r driver.LedgerRights) []byte {
+	b := make([]byte, 0, rightsHeaderLen+len(r.State))
+	b = append(b, rightsVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(r.Version))
+	return append(b, r.State...)
+}
+
+// decodeRights decodes a stored rights record; its State aliases b.
+func decodeRights(b []byte) (driver.LedgerRights, error) {
+	if len(b) == 0 {
+		return driver.LedgerRights{}, fmt.Errorf("%w: empty ledger rights record", errCorrupt)
+	}
+	if b[0] != rightsVersion {
+		return driver.LedgerRights{}, fmt.Errorf("%w: ledger rights format version %d, this build reads only version %d", errCorrupt, b[0], rightsVersion)
+	}
+	if len(b) < rightsHeaderLen {
+		return driver.LedgerRights{}, fmt.Errorf("%w: ledger rights record of %d bytes is shorter than its header", errCorrupt, len(b))
+	}
+	r := driver.LedgerRights{Version: int64(binary.BigEndian.Uint64(b[1:rightsHeaderLen])), State: b[rightsHeaderLen:]}
+	if r.Version < 1 {
+		return driver.LedgerRights{}, fmt.Errorf("%w: ledger rights version %d", errCorrupt, r.Version)
+	}
+	return r, nil
+}

@@ -98,7 +98,7 @@ var modelTables = map[string][]byte{
 	"actor":   {tableActorValues},
 	"native":  {tableNativeCounters},
 	"cas":     {tableCASCounters},
-	"ledger":  {tableLedgers, tableLedgerClaims, tableLedgerEntries},
+	"ledger":  {tableLedgers, tableLedgerClaims, tableLedgerEntries, tableLedgerRights},
 }
 
 // PurgeCounter implements driver.Lifecycle with one range delete per table.

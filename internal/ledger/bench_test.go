@@ -64,11 +64,74 @@ func BenchmarkCredit(b *testing.B) {
 	}
 }
 
+// BenchmarkDebitFloor measures debits far from the floor: each ledger
+// holds 2^60 before the run, and the same debits go to a namespace with a
+// floor of 0 and to one without (exact mode, history on, 32 callers).
+// The target is floored ≥ 0.5× unfloored; docs/benchmarks-ledger.md
+// has a run's numbers.
+func BenchmarkDebitFloor(b *testing.B) {
+	stores := map[string]func(b *testing.B) driver.Driver{
+		"embedded": func(b *testing.B) driver.Driver {
+			d, err := embedded.Open(context.Background(), embedded.Config{Dir: b.TempDir(), Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = d.Close() })
+			return d
+		},
+		"cassandra": func(b *testing.B) driver.Driver { return benchCassandra(b) },
+	}
+	for _, store := range []string{"embedded", "cassandra"} {
+		b.Run(store, func(b *testing.B) {
+			for _, shape := range []struct {
+				name           string
+				procs, ledgers int
+			}{{"hot", 1, 1}, {"hot-4proc", 4, 1}, {"100ledgers", 1, 100}} {
+				for _, floor := range []string{"nofloor", "floor0"} {
+					opts := Options{Floored: floor == "floor0"}
+					b.Run(shape.name+"/"+floor, func(b *testing.B) {
+						benchDebits(b, stores[store](b), opts, shape.procs, shape.ledgers)
+					})
+				}
+			}
+		})
+	}
+}
+
+func benchDebits(b *testing.B, d driver.Driver, opts Options, procs, ledgers int) {
+	engines, targets := benchEngines(b, d, opts, procs, ledgers)
+	for _, t := range targets {
+		if _, err := engines[0].Update(context.Background(), t, 1<<60, "seed"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	runUnit(b, "debits/s", func(ctx context.Context) error {
+		n := next.Add(1)
+		e := engines[int(n)%procs]
+		_, err := e.Update(ctx, targets[int(n)%ledgers], -(1 + n%100), fmt.Sprint("r", n))
+		return err
+	})
+}
+
 const benchCallers = 32
 
 var benchSeq atomic.Int64
 
 func benchCredits(b *testing.B, d driver.Driver, opts Options, procs, ledgers int) {
+	engines, targets := benchEngines(b, d, opts, procs, ledgers)
+	var next atomic.Int64
+	run(b, func(ctx context.Context) error {
+		n := next.Add(1)
+		e := engines[int(n)%procs]
+		_, err := e.Update(ctx, targets[int(n)%ledgers], 1+n%100, fmt.Sprint("r", n))
+		return err
+	})
+}
+
+// benchEngines makes procs engines (processes) and ledgers targets in a
+// namespace of their own.
+func benchEngines(b *testing.B, d driver.Driver, opts Options, procs, ledgers int) ([]*Engine, []Target) {
 	ns := fmt.Sprintf("bench%d", benchSeq.Add(1))
 	engines := make([]*Engine, procs)
 	for i := range engines {
@@ -83,13 +146,7 @@ func benchCredits(b *testing.B, d driver.Driver, opts Options, procs, ledgers in
 	for i := range targets {
 		targets[i] = Target{Namespace: ns, Ledger: fmt.Sprint("l", i), Options: opts.WithDefaults()}
 	}
-	var next atomic.Int64
-	run(b, func(ctx context.Context) error {
-		n := next.Add(1)
-		e := engines[int(n)%procs]
-		_, err := e.Update(ctx, targets[int(n)%ledgers], 1+n%100, fmt.Sprint("r", n))
-		return err
-	})
+	return engines, targets
 }
 
 func benchSharded(b *testing.B, d driver.Driver) {
@@ -106,8 +163,11 @@ func benchSharded(b *testing.B, d driver.Driver) {
 }
 
 // run calls op b.N times from benchCallers goroutines and reports
-// throughput and latency percentiles.
-func run(b *testing.B, op func(context.Context) error) {
+// throughput (as credits/s) and latency percentiles.
+func run(b *testing.B, op func(context.Context) error) { runUnit(b, "credits/s", op) }
+
+// runUnit is run with throughput reported in unit.
+func runUnit(b *testing.B, unit string, op func(context.Context) error) {
 	ctx := context.Background()
 	var (
 		mu    sync.Mutex
@@ -148,7 +208,7 @@ func run(b *testing.B, op func(context.Context) error) {
 	pct := func(p float64) float64 {
 		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
 	}
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "credits/s")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), unit)
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(0, "ns/op") // wall time per op hides the concurrency; credits/s says it

@@ -34,6 +34,15 @@ var (
 	// ErrRequestConflict means the request id is recorded (or claimed) with
 	// a different amount: the id was reused for another request.
 	ErrRequestConflict = outcome.Tag(outcome.ErrRequestConflict, errors.New("request id already used for a different amount"))
+
+	// ErrBelowFloor means a debit would take the ledger below its floor;
+	// it was not applied (it is also ErrNotApplied).
+	ErrBelowFloor = outcome.Tag(outcome.ErrBelowFloor, outcome.Tag(ErrNotApplied, errors.New("debit refused: it would take the balance below the floor")))
+
+	// ErrRightsHeld means the balance above the floor would cover the
+	// debit but other actors hold it as their rights to debit; it was not
+	// applied (it is also ErrNotApplied), and may succeed when retried.
+	ErrRightsHeld = outcome.Tag(outcome.ErrRightsHeld, outcome.Tag(ErrNotApplied, errors.New("debit refused: the balance above the floor is held as debit rights by other servers")))
 )
 
 // Option defaults.
@@ -48,6 +57,10 @@ const (
 	MaxEntryRetention = 7 * 365 * 24 * time.Hour
 	// MaxRetryCount bounds retry_count; each resubmission is a write.
 	MaxRetryCount = 100
+	// MinFloor is the lowest floor a namespace may set: room enough for
+	// any overdraft line, and far enough from int64's bound that the
+	// arithmetic on balance minus floor stays simple.
+	MinFloor = -(1 << 62)
 )
 
 // Options are a ledger namespace's settings.
@@ -78,6 +91,13 @@ type Options struct {
 	// negative value means no history is kept, which saves a write per
 	// batch on Cassandra. Whole seconds up to 20 years.
 	EntryRetention time.Duration
+	// Floored says the namespace's ledgers have a floor: a debit that
+	// would take a ledger's value below Floor is refused with
+	// ErrBelowFloor, across any number of servers (docs/ledger.md,
+	// "Balance floors"). Floor is 0 (a wallet) or negative (an overdraft
+	// line), at least MinFloor.
+	Floored bool
+	Floor   int64
 }
 
 // Mode is how a ledger namespace recognises retried requests.
@@ -125,6 +145,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("entry_retention %v is above %v", o.EntryRetention, MaxEntryRetention)
 	case o.EntryRetention > 0 && o.EntryRetention%time.Second != 0:
 		return fmt.Errorf("entry_retention %v is not a whole number of seconds", o.EntryRetention)
+	case o.Floored && (o.Floor > 0 || o.Floor < MinFloor):
+		return fmt.Errorf("floor %d is outside %d..0", o.Floor, int64(MinFloor))
+	case !o.Floored && o.Floor != 0:
+		return fmt.Errorf("floor %d is set but Floored is false", o.Floor)
 	}
 	return nil
 }
@@ -163,6 +187,17 @@ type Config struct {
 	// for the winner's write to appear before reporting ErrUnknownOutcome.
 	// Default 2s.
 	ClaimWait time.Duration
+	// RightsLease is how long a grant of debit rights in a floored ledger
+	// lasts before its actor must renew it (it renews when half is left).
+	// An actor sends no write with debits after its lease ends. Default
+	// 10 minutes; at least a second.
+	RightsLease time.Duration
+	// LateWriteWindow is how long after it was sent a write may still
+	// land: the store's longest delivery of a timed-out write (Cassandra's
+	// max_hint_window, 3h by default) plus WriteTimeout plus the clock
+	// skew between servers. A dead actor's rights are reclaimed only this
+	// long after its lease ended. Default 3h10m.
+	LateWriteWindow time.Duration
 	// Logger receives warnings. Default: slog.Default().
 	Logger *slog.Logger
 }
@@ -178,6 +213,8 @@ func (c Config) withDefaults() Config {
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
 	c.RetryBackoff = cmp.Or(c.RetryBackoff, 20*time.Millisecond)
 	c.ClaimWait = cmp.Or(c.ClaimWait, 2*time.Second)
+	c.RightsLease = cmp.Or(c.RightsLease, DefaultRightsLease)
+	c.LateWriteWindow = cmp.Or(c.LateWriteWindow, DefaultLateWriteWindow)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -186,8 +223,10 @@ func (c Config) validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("ledger: Config.Store is required")
-	case c.MaxActors < 0 || c.WriteTimeout < 0 || c.ClaimWait < 0:
-		return errors.New("ledger: MaxActors, WriteTimeout and ClaimWait must not be negative")
+	case c.MaxActors < 0 || c.WriteTimeout < 0 || c.ClaimWait < 0 || c.LateWriteWindow < 0:
+		return errors.New("ledger: MaxActors, WriteTimeout, ClaimWait and LateWriteWindow must not be negative")
+	case c.RightsLease < time.Second:
+		return fmt.Errorf("ledger: RightsLease %v is under a second", c.RightsLease)
 	case len(c.ActorID) > 128:
 		return fmt.Errorf("ledger: ActorID is %d bytes, the limit is 128", len(c.ActorID))
 	}
@@ -222,6 +261,7 @@ type slot struct {
 	own     *Actor // everything this actor has written; never ahead of a successful write
 	lastTS  int64
 	retired bool // no longer in the engine's map; callers must fetch a new slot
+	rights  slotRights
 
 	mu      sync.Mutex
 	queue   []*request // guarded by mu
@@ -327,7 +367,7 @@ func (e *Engine) trimLocked() {
 	for el := e.lru.Back(); el != nil && el != e.lru.Front() && e.lru.Len() > e.cfg.MaxActors; {
 		prev := el.Prev()
 		old := el.Value.(*slot)
-		if old.evict() {
+		if old.evict(e) {
 			e.lru.Remove(el)
 			delete(e.slots, old.key)
 		}
@@ -350,7 +390,7 @@ func (e *Engine) trimIdle() {
 // evict closes the slot if it is idle: nothing running, nothing queued.
 // It only tries the slot's locks, since the caller holds e.mu, which a
 // slot's holder may be waiting for.
-func (s *slot) evict() bool {
+func (s *slot) evict(e *Engine) bool {
 	select {
 	case s.sem <- struct{}{}:
 	default:
@@ -365,6 +405,7 @@ func (s *slot) evict() bool {
 		return false
 	}
 	s.retired, s.closed = true, true
+	e.returnRights(s)
 	return true
 }
 
@@ -381,6 +422,7 @@ func (e *Engine) retire(s *slot) {
 	e.mu.Unlock()
 	s.retired = true
 	e.stats.Retired.Add(1)
+	e.returnRights(s)
 }
 
 // Result is the outcome of a successful Update.
@@ -472,6 +514,11 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 		finishAll(batch, err)
 		return
 	}
+	if t.Options.Floored {
+		var elsewhere []*request
+		fresh, elsewhere = e.checkFloor(ctx, t, s, st, fresh)
+		e.answerLost(ctx, t, elsewhere)
+	}
 	// From here on the batch claims and writes: a caller that gave up
 	// before this point has withdrawn its request.
 	committed := fresh[:0]
@@ -518,9 +565,13 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 		write, lost, again, retire = e.claimBatch(t, fresh, claimed)
 	}
 	if len(write) > 0 {
-		var entries []driver.LedgerEntry
+		var (
+			entries []driver.LedgerEntry
+			debits  bool
+		)
 		at := driver.Micros(e.cfg.Clock.Now())
 		for _, r := range write {
+			debits = debits || r.neg
 			seq, err := s.own.Section(r.neg).Append(Entry{RequestID: r.id, Amount: r.abs})
 			if err != nil {
 				panic(err) // checkBatch bounded the totals, so no section can overflow
@@ -529,7 +580,7 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 				entries = append(entries, driver.LedgerEntry{At: at, Actor: s.actor, Negative: r.neg, Seq: seq, RequestID: r.id, Amount: r.abs})
 			}
 		}
-		if err := e.writeOwn(ctx, t, s, entries); err != nil {
+		if err := e.writeOwn(ctx, t, s, entries, debits); err != nil {
 			e.retire(s)
 			if t.Options.Mode.claims() {
 				if errors.Is(err, ErrNotApplied) {
@@ -555,6 +606,15 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 	if retire && !s.retired {
 		e.retire(s)
 	}
+	e.answerLost(ctx, t, lost)
+	if len(again) > 0 {
+		s.requeue(again) // last: from here on the queue owns them
+	}
+}
+
+// answerLost answers, each in its own goroutine, the requests whose id
+// another actor claimed (r.claim.cur), as lostClaim finds.
+func (e *Engine) answerLost(ctx context.Context, t Target, lost []*request) {
 	for _, r := range lost {
 		go func() {
 			defer func() {
@@ -564,9 +624,6 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 			}()
 			r.finish(e.lostClaim(ctx, t, r.id, r.amount, r.claim.cur))
 		}()
-	}
-	if len(again) > 0 {
-		s.requeue(again) // last: from here on the queue owns them
 	}
 }
 
@@ -738,9 +795,18 @@ func duplicate(id, actor string, recorded, amount int64) (Result, error) {
 // content) after an unknown outcome up to RetryCount times.
 // It returns nil, an error wrapping ErrUnknownOutcome if any attempt might
 // have landed, or one wrapping ErrNotApplied if none did.
-func (e *Engine) writeOwn(ctx context.Context, t Target, s *slot, entries []driver.LedgerEntry) error {
+//
+// In a floored namespace a write that appends debits is sent only while
+// the actor's lease on its rights lasts: once the lease has ended its
+// rights may be reclaimed (after the late-write window), counting only
+// what had been sent by then.
+func (e *Engine) writeOwn(ctx context.Context, t Target, s *slot, entries []driver.LedgerEntry, debits bool) error {
 	w := newRowWrite(t, s.actor, EncodeActor(s.own), entries)
+	leased := t.Options.Floored && debits
 	return e.attempts(ctx, t.Options.RetryCount, "write", func(ctx context.Context) error {
+		if leased && driver.Micros(e.cfg.Clock.Now()) >= s.rights.until {
+			return errLeaseEnded
+		}
 		var p *driver.WriteLedgerRowParams
 		p, s.lastTS = w.at(e.cfg.Clock, s.lastTS) // even if the write fails: it may still land
 		return e.cfg.Store.WriteLedgerRow(ctx, p)
@@ -964,7 +1030,7 @@ func (e *Engine) Find(ctx context.Context, t Target) (*State, error) {
 	}
 	// Folding changes no entry and no sum, so a failed write-back leaves
 	// the actor consistent: the next write carries the folded state.
-	if err := e.writeOwn(ctx, t, s, nil); err != nil {
+	if err := e.writeOwn(ctx, t, s, nil, false); err != nil {
 		return nil, err
 	}
 	st.Set(s.actor, s.own.Clone())

@@ -134,6 +134,7 @@ type faultyStore struct {
 	mu          sync.Mutex
 	writeFault  func(p *driver.WriteLedgerRowParams) fault
 	claimFault  func(p *driver.ClaimRequestParams) fault
+	swapFault   func(p *driver.SwapLedgerRightsParams) fault
 	writeGate   func(p *driver.WriteLedgerRowParams) <-chan struct{}
 	writes      int
 	injected    map[fault]int
@@ -219,6 +220,26 @@ func (f *faultyStore) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimPa
 		return false, fmt.Errorf("injected: %w", driver.ErrUnknownOutcome)
 	}
 	return f.Ledgers.ReleaseClaim(ctx, p)
+}
+
+func (f *faultyStore) SwapLedgerRights(ctx context.Context, p *driver.SwapLedgerRightsParams) (bool, driver.LedgerRights, error) {
+	f.mu.Lock()
+	sf := f.swapFault
+	f.mu.Unlock()
+	var fl fault
+	if sf != nil {
+		fl = f.decide(func() fault { return sf(p) })
+	}
+	var (
+		applied bool
+		cur     driver.LedgerRights
+	)
+	err := f.apply(fl, func() error {
+		var err error
+		applied, cur, err = f.Ledgers.SwapLedgerRights(ctx, p)
+		return err
+	})
+	return applied, cur, err
 }
 
 func (f *faultyStore) setWriteFault(fn func(*driver.WriteLedgerRowParams) fault) {

@@ -17,6 +17,8 @@ const (
 	// storedEntryRetention is missing from namespaces made before ledgers
 	// had a history; they keep none (0), as they did.
 	storedEntryRetention = "entry_retention_seconds"
+	// storedFloor is there only for a namespace with a floor.
+	storedFloor = "floor"
 )
 
 // Stored is the options' stored form: every option, defaults filled in, so
@@ -24,7 +26,7 @@ const (
 // namespaces. No resubmission (a negative RetryCount) is stored as 0.
 func (o Options) Stored() map[string]string {
 	e := o.WithDefaults()
-	return map[string]string{
+	m := map[string]string{
 		storedHistoryLength: strconv.Itoa(e.HistoryLength),
 		storedStrict:        strconv.FormatBool(e.Mode.claims()),
 		storedRetryCount:    strconv.Itoa(max(e.RetryCount, 0)),
@@ -32,6 +34,10 @@ func (o Options) Stored() map[string]string {
 		// No history (a negative retention) is stored as 0.
 		storedEntryRetention: strconv.FormatInt(max(int64(e.EntryRetention/time.Second), 0), 10),
 	}
+	if e.Floored {
+		m[storedFloor] = strconv.FormatInt(e.Floor, 10)
+	}
+	return m
 }
 
 // keepsEntries reports whether writes store history entries; the zero
@@ -95,6 +101,12 @@ func OptionsFromStored(m map[string]string) (Options, error) {
 			return o, fmt.Errorf("%s %q is not a number of seconds within 0..%d", storedEntryRetention, v, int64(driver.MaxClaimTTL/time.Second))
 		}
 		o.EntryRetention = time.Duration(secs) * time.Second
+	}
+	if v, ok := m[storedFloor]; ok {
+		if o.Floor, err = strconv.ParseInt(v, 10, 64); err != nil {
+			return o, fmt.Errorf("%s %q is not a number", storedFloor, v)
+		}
+		o.Floored = true
 	}
 	if o.RetryCount < 0 {
 		return o, fmt.Errorf("%s %d is negative", storedRetryCount, o.RetryCount)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -89,8 +90,21 @@ func (e *Engine) retryUntil(stop <-chan struct{}, deadline time.Time, op func(co
 func (e *Engine) settleWrite(t Target, s *slot, ids []string, entries []driver.LedgerEntry, claimed time.Time) {
 	w, actor, last := newRowWrite(t, s.actor, EncodeActor(s.own), entries), s.actor, s.lastTS
 	deadline := claimed.Add(t.Options.ClaimTTL / 2)
+	leaseEnd := int64(math.MaxInt64)
+	if t.Options.Floored {
+		// No write goes out after the lease (writeOwn says why); the
+		// rights' return, started as the actor retired, may not have
+		// landed.
+		leaseEnd = s.rights.until
+		if lease := time.UnixMicro(leaseEnd); lease.Before(deadline) {
+			deadline = lease
+		}
+	}
 	started := e.goSettle(func(stop <-chan struct{}) {
 		err := e.retryUntil(stop, deadline, func(ctx context.Context) error {
+			if driver.Micros(e.cfg.Clock.Now()) >= leaseEnd {
+				return errLeaseEnded
+			}
 			var p *driver.WriteLedgerRowParams
 			p, last = w.at(e.cfg.Clock, last)
 			e.stats.Resubmissions.Add(1)
@@ -196,6 +210,9 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.bg.closing = true
 	e.bg.Unlock()
 	batchErr := waitFor(ctx, &e.bg.batches)
+	if batchErr == nil {
+		e.returnAllRights(ctx)
+	}
 	e.bg.Lock()
 	if !e.bg.closed {
 		e.bg.closed = true

@@ -57,6 +57,16 @@ var (
 	// used, within the window, for a message with another body.
 	ErrDedupConflict = errors.New("dedup id already used for another body")
 
+	// ErrBelowFloor means a debit would take a ledger below its namespace's
+	// floor, as far as the balance read shows. Nothing was written for it.
+	ErrBelowFloor = errors.New("debit would take the balance below the floor")
+
+	// ErrRightsHeld means the balance above a ledger's floor would cover a
+	// debit, but other servers' actors hold it as their rights to debit
+	// (until they go idle, close, or their lease runs out). Nothing was
+	// written for it; it may succeed when retried.
+	ErrRightsHeld = errors.New("the balance above the floor is held as debit rights by other servers")
+
 	// ErrConsumerStopped means the consumer was stopped.
 	ErrConsumerStopped = errors.New("consumer stopped")
 

@@ -36,6 +36,10 @@ func errorCode(err error) (code, msg string) {
 		return api.CodeBodyTooLarge, msg
 	case errors.Is(err, abacus.ErrConsumerStopped):
 		return api.CodeUnavailable, msg
+	case errors.Is(err, abacus.ErrBelowFloor):
+		return api.CodeBelowFloor, msg
+	case errors.Is(err, abacus.ErrRightsHeld):
+		return api.CodeRightsHeld, msg
 	case errors.Is(err, abacus.ErrUnknownOutcome), errors.Is(err, driver.ErrUnknownOutcome):
 		return api.CodeUnknownOutcome, msg
 	case errors.Is(err, abacus.ErrNotApplied):

@@ -128,10 +128,14 @@ func ledgerOptionsJSON(o *abacus.LedgerOptions) *api.LedgerOptions {
 	if retention <= 0 {
 		retention = -1
 	}
-	return &api.LedgerOptions{
+	j := &api.LedgerOptions{
 		HistoryLength: o.HistoryLength, Mode: string(mode), Strict: mode == ledger.ModeExact, RetryCount: o.RetryCount,
 		ClaimTTLSeconds: int64(o.ClaimTTL / time.Second), EntryRetentionSeconds: retention,
 	}
+	if o.Floored {
+		j.Floor = &o.Floor
+	}
+	return j
 }
 
 // ledgerOptionsFromJSON converts a create request's options. Out-of-range
@@ -166,11 +170,18 @@ func ledgerOptionsFromJSON(o *api.LedgerOptions) (*abacus.LedgerOptions, error) 
 	case o.Strict:
 		mode = ledger.ModeExact
 	}
-	return &abacus.LedgerOptions{
+	lo := &abacus.LedgerOptions{
 		HistoryLength: o.HistoryLength, Mode: mode, RetryCount: o.RetryCount,
 		ClaimTTL:       time.Duration(o.ClaimTTLSeconds) * time.Second,
 		EntryRetention: time.Duration(o.EntryRetentionSeconds) * time.Second,
-	}, nil
+	}
+	if o.Floor != nil {
+		if *o.Floor > 0 || *o.Floor < ledger.MinFloor {
+			return nil, errorf(api.CodeInvalidArgument, "field \"ledger.floor\": %d is outside %d to 0", *o.Floor, int64(ledger.MinFloor))
+		}
+		lo.Floored, lo.Floor = true, *o.Floor
+	}
+	return lo, nil
 }
 
 func decodeLedgerUpdate(data []byte) (api.LedgerUpdateRequest, error) {

@@ -189,3 +189,39 @@ func TestLedgerRequestIDHeaderOnFailure(t *testing.T) {
 		t.Fatalf("status %d, request id header %q", r.status, r.header.Get("Abacus-Request-Id"))
 	}
 }
+
+func TestLedgerFloorEndpoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var ns api.Namespace
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"wallets","model":"ledger","ledger":{"floor":0}}`, 201, &ns)
+	if ns.Ledger == nil || ns.Ledger.Floor == nil || *ns.Ledger.Floor != 0 {
+		t.Fatalf("a floored namespace described as %+v", ns.Ledger)
+	}
+	var open api.Namespace
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"open","model":"ledger"}`, 201, &open)
+	if open.Ledger == nil || open.Ledger.Floor != nil {
+		t.Fatalf("a namespace without a floor described as %+v", open.Ledger)
+	}
+	base := "/v1/namespaces/wallets/ledgers/alice"
+	e.mustJSON("POST", base+"/credits", `{"amount":100,"request_id":"c1"}`, 200, nil)
+	e.mustJSON("POST", base+"/debits", `{"amount":70,"request_id":"d1"}`, 200, nil)
+	r := e.do("POST", base+"/debits", `{"amount":31,"request_id":"d2"}`)
+	if r.status != 409 || r.apiError().Code != api.CodeBelowFloor || !strings.Contains(r.apiError().Message, "value is 30") {
+		t.Fatalf("debit below the floor: %d %s", r.status, r.body)
+	}
+	var v api.LedgerValue
+	e.mustJSON("GET", base, "", 200, &v)
+	if v.Value != 30 {
+		t.Fatalf("value after a refused debit = %d, want 30", v.Value)
+	}
+	for _, body := range []string{
+		`{"name":"x","model":"ledger","ledger":{"floor":1}}`,
+		`{"name":"x","model":"ledger","ledger":{"floor":-4611686018427387905}}`,
+		`{"name":"x","model":"ledger","ledger":{"floor":0},"read_consistency":"ONE"}`,
+	} {
+		if r := e.do("POST", "/v1/namespaces", body); r.status != 400 || r.apiError().Code != api.CodeInvalidArgument {
+			t.Errorf("%s: %d %s, want 400 invalid_argument", body, r.status, r.body)
+		}
+	}
+}

@@ -1,0 +1,385 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Balance floors.
+//
+// A check of "value − debit ≥ floor" on a read is a check on the past: two
+// servers that both read 10 and both debit 10 leave −10. So the balance
+// above the floor is handed out as rights to debit, held per actor in the
+// ledger's rights record, which changes only by compare-and-set. An actor
+// appends debits only while its debit total stays within its grant, and a
+// grant is made only while everything handed out stays within the credits
+// seen minus the floor. Credits only add, so value = P − Σ N ≥ P − Σ
+// granted ≥ floor in every state a reader can see. The argument, with
+// what it assumes of the store, is in docs/ledger.md, "Balance floors".
+
+// Defaults of the floor's Config fields.
+const (
+	DefaultRightsLease     = 10 * time.Minute
+	DefaultLateWriteWindow = 3*time.Hour + 10*time.Minute
+)
+
+// errLeaseEnded refuses to send a write with debits after the actor's
+// lease on its rights ended. Not retried: only a new lease would help,
+// and the batch's check got one if it could.
+var errLeaseEnded = errors.New("the actor's lease on its debit rights has ended")
+
+// rightsAttempts bounds the compare-and-set rounds of one grant: each lost
+// round means another actor changed the record, which is progress.
+const rightsAttempts = 8
+
+// slotRights is what a slot's actor knows of its own grant. Guarded by the
+// slot's sem. The record is the truth; this is never more than it, since
+// only this actor raises its own grant, and a reclaim takes it only after
+// the lease has ended, when the actor no longer sends debits.
+type slotRights struct {
+	t     Target // the ledger the grant is for, to return it
+	total int64  // the grant: the debit total the actor may reach
+	until int64  // the lease's end, microseconds
+}
+
+// checkFloor refuses the debits of a batch that its actor's rights do not
+// cover, asking the rights record for more first if needed, and returns
+// the requests that may go on, and those not covered whose id another
+// actor has claimed (exact mode): another copy of the request is being
+// applied there, so they are answered as a lost claim is, not refused.
+// Called with s.sem held.
+func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, fresh []*request) (keep, elsewhere []*request) {
+	used, _ := s.own.N.Sum()
+	// needs[i] is the debit total the actor reaches with the batch's
+	// first i+1 debits.
+	var needs []int64
+	for _, r := range fresh {
+		if r.neg {
+			needs = append(needs, saturatingAdd(cmp.Or(lastOf(needs), used), r.abs))
+		}
+	}
+	if len(needs) == 0 {
+		return fresh, nil
+	}
+	now := driver.Micros(e.cfg.Clock.Now())
+	var grantErr error
+	if lastOf(needs) > s.rights.total || s.rights.until-now < int64(e.cfg.RightsLease/time.Microsecond)/2 {
+		grantErr = e.acquireRights(ctx, t, s, st, needs)
+	}
+	// The batch's writes must all be sent before the lease ends; writeOwn
+	// checks each attempt, this only avoids starting a batch that would
+	// be cut short.
+	leased := s.rights.until-driver.Micros(e.cfg.Clock.Now()) > int64(e.cfg.WriteTimeout/time.Microsecond)
+	value, _ := st.Value()
+	keep, running := fresh[:0], used
+	type refusal struct {
+		r   *request
+		err error
+	}
+	var refused []refusal
+	for _, r := range fresh {
+		if !r.neg {
+			keep = append(keep, r)
+			continue
+		}
+		if leased && saturatingAdd(running, r.abs) <= s.rights.total {
+			running += r.abs
+			keep = append(keep, r)
+			continue
+		}
+		var err error
+		switch after := saturatingAdd(value, -saturatingAdd(running-used, r.abs)); {
+		case after < t.Options.Floor:
+			err = fmt.Errorf("%w: the ledger's value is %d, the floor %d, and the debit %d", ErrBelowFloor, saturatingAdd(value, -(running-used)), t.Options.Floor, r.abs)
+		case grantErr != nil:
+			err = fmt.Errorf("%w: could not get rights to debit from the ledger's rights record: %w", ErrNotApplied, grantErr)
+		default:
+			err = fmt.Errorf("%w: this server's actor holds rights for %d more; the value is %d, the floor %d", ErrRightsHeld, max(s.rights.total-running, 0), saturatingAdd(value, -(running-used)), t.Options.Floor)
+		}
+		refused = append(refused, refusal{r, err})
+	}
+	if !t.Options.Mode.claims() {
+		for _, f := range refused {
+			f.r.finish(Result{}, f.err)
+		}
+		return keep, nil
+	}
+	// A copy of the request sent earlier, to any server, may hold its
+	// claim and be on its way to applying it: refusing this copy would
+	// tell the caller "not applied" about a request that is. One SERIAL
+	// read per refusal finds such a claim.
+	for _, f := range refused {
+		rctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+		cur, ok, err := e.cfg.Store.ReadClaim(rctx, &driver.ReadClaimParams{
+			Namespace: t.Namespace, Ledger: t.Ledger, RequestID: f.r.id,
+			Now: driver.Micros(e.cfg.Clock.Now()), Consistency: t.WriteConsistency,
+		})
+		cancel()
+		switch {
+		case err != nil:
+			f.r.finish(Result{}, fmt.Errorf("%w: refused here (%v), but whether another copy of the request is being applied elsewhere could not be read: %w", ErrUnknownOutcome, f.err, err))
+		case ok:
+			f.r.claim = claimOutcome{cur: cur}
+			elsewhere = append(elsewhere, f.r)
+		default:
+			f.r.finish(Result{}, f.err)
+		}
+	}
+	return keep, elsewhere
+}
+
+// lastOf is the last element, 0 for none.
+func lastOf(s []int64) int64 {
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)-1]
+}
+
+// acquireRights raises the actor's grant to cover as many of needs (the
+// debit totals a batch's debits take the actor to, in order) as the
+// balance allows, and renews its lease, with a compare-and-set on the ledger's
+// rights record. It also reclaims the rights of actors whose lease ended
+// long enough ago that none of their writes can still land. On return
+// s.rights is what the record is known to hold for the actor, whether or
+// not the grant succeeded. st is a read of the ledger made before the call
+// (its credits can only have grown since).
+func (e *Engine) acquireRights(ctx context.Context, t Target, s *slot, st *State, needs []int64) error {
+	s.rights.t = t
+	p, _, err := st.Totals()
+	if err != nil {
+		return err
+	}
+	var last error
+	for n := range rightsAttempts {
+		if n > 0 {
+			if err := e.backoff(ctx, n-1); err != nil {
+				return errors.Join(last, err)
+			}
+		}
+		rec, err := e.readRights(ctx, t)
+		if err != nil {
+			last = err
+			if errors.Is(err, ErrCorrupt) {
+				return err
+			}
+			continue
+		}
+		// The record is the truth about this actor's grant: a swap
+		// reported as failed may have landed.
+		mine := rec.grants[s.actor]
+		s.rights.total, s.rights.until = mine.total, mine.until
+		now := driver.Micros(e.cfg.Clock.Now())
+
+		next := rec.clone()
+		reclaimed, err := e.reclaim(ctx, t, next, s.actor, now)
+		if err != nil {
+			e.cfg.Logger.Warn("ledger: could not read the ledger at ALL to reclaim the debit rights of stopped actors; they stay held",
+				"namespace", t.Namespace, "ledger", t.Ledger, "err", err)
+		}
+		if reclaimed.p > p {
+			p = reclaimed.p
+		}
+		others := next.held() - mine.total
+		free := saturatingAdd(saturatingAdd(p, -t.Options.Floor), -saturatingAdd(others, mine.total))
+		total := mine.total
+		if short := lastOf(needs) - mine.total; short <= 0 {
+			// Covered already: only the lease is renewed.
+		} else if short <= free {
+			// Ask for more than the batch needs, so a steady stream of
+			// debits far from the floor rarely comes back here: a share
+			// of what is left, split with the other actors holding some.
+			total += short + (free-short)/int64(2*(len(next.grants)+1))
+		} else {
+			// Enough for the batch's first debits, if any fit; never
+			// rights that no debit here can use, which would only keep
+			// them from other actors.
+			for _, n := range needs {
+				if n-mine.total <= free {
+					total = max(total, n)
+				}
+			}
+		}
+		until := now + int64(e.cfg.RightsLease/time.Microsecond)
+		if total == mine.total && mine.until-now >= int64(e.cfg.RightsLease/time.Microsecond)/2 && reclaimed.n == 0 {
+			return nil // nothing to ask for: the balance is all handed out
+		}
+		next.grants[s.actor] = grant{total: total, until: until}
+		next.version++
+		applied, err := e.swapRights(ctx, t, rec.version, next)
+		if err != nil {
+			last = err
+			continue // the next round reads what became of it
+		}
+		if applied {
+			s.rights.total, s.rights.until = total, until
+			return nil
+		}
+		last = errors.New("the rights record changed under a concurrent grant")
+	}
+	return fmt.Errorf("%d rounds: %w", rightsAttempts, last)
+}
+
+// reclaimed is what reclaim did: how many actors' rights it folded, and
+// the credits total the ALL read saw (0 if it read nothing).
+type reclaimed struct {
+	n int
+	p int64
+}
+
+// reclaim folds into next.spent the debit totals of the actors (other than
+// self) whose lease ended more than LateWriteWindow ago, and drops their
+// grants. Their debit totals are read at ALL: any write they sent before
+// their lease ended has landed on every replica it will ever land on by
+// now, and a read at ALL sees it whichever replicas those are. If the read
+// fails the rights stay held.
+func (e *Engine) reclaim(ctx context.Context, t Target, next *rights, self string, now int64) (reclaimed, error) {
+	window := int64(e.cfg.LateWriteWindow / time.Microsecond)
+	var stale []string
+	for a, g := range next.grants {
+		if a != self && now-g.until > window {
+			stale = append(stale, a)
+		}
+	}
+	if len(stale) == 0 {
+		return reclaimed{}, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+	defer cancel()
+	all := t
+	all.ReadConsistency = driver.All
+	st, err := e.read(rctx, all)
+	if err != nil {
+		return reclaimed{}, err
+	}
+	p, _, err := st.Totals()
+	if err != nil {
+		return reclaimed{}, err
+	}
+	for _, a := range stale {
+		var used int64
+		if row := st.Actor(a); row != nil {
+			if used, _ = row.N.Sum(); used < 0 {
+				used = 0
+			}
+		}
+		// What the actor used stays counted; the rest of its grant is
+		// free again.
+		next.spent = saturatingAdd(next.spent, used)
+		delete(next.grants, a)
+	}
+	return reclaimed{n: len(stale), p: p}, nil
+}
+
+// returnRights gives back, in the background, the part of a dropped
+// actor's grant it did not use. Called with s.sem held, as the slot is
+// retired or evicted.
+func (e *Engine) returnRights(s *slot) {
+	r := s.rights
+	if r.total == 0 && r.until == 0 {
+		return // never asked for rights
+	}
+	used, _ := s.own.N.Sum()
+	actor := s.actor
+	e.goSettle(func(stop <-chan struct{}) {
+		deadline := e.cfg.Clock.Now().Add(e.cfg.WriteTimeout * rightsAttempts)
+		err := e.retryUntil(stop, deadline, func(ctx context.Context) error {
+			return e.giveBack(ctx, r.t, actor, used)
+		})
+		if err != nil {
+			e.cfg.Logger.Info("ledger: could not return unused debit rights; they come back when the lease has ended and the late-write window passed",
+				"namespace", r.t.Namespace, "ledger", r.t.Ledger, "actor", actor, "err", err)
+		}
+	})
+}
+
+// returnAllRights returns the unused rights of every slot the engine
+// holds, as it closes. A slot busy past ctx keeps its rights until its
+// lease runs out.
+func (e *Engine) returnAllRights(ctx context.Context) {
+	e.mu.Lock()
+	var held []*slot
+	for _, el := range e.slots {
+		held = append(held, el.Value.(*slot))
+	}
+	e.mu.Unlock()
+	for _, s := range held {
+		select {
+		case s.sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		if r := s.rights; !s.retired && (r.total != 0 || r.until != 0) {
+			used, _ := s.own.N.Sum()
+			err := e.attempts(ctx, max(r.t.Options.RetryCount, 0), "return of debit rights", func(ctx context.Context) error {
+				return e.giveBack(ctx, r.t, s.actor, used)
+			})
+			if err == nil {
+				// Rights asked for after this count the debits made so
+				// far twice, which only ever refuses more.
+				s.rights = slotRights{}
+			} else {
+				e.cfg.Logger.Info("ledger: could not return unused debit rights on close; they come back when the lease has ended and the late-write window passed",
+					"namespace", r.t.Namespace, "ledger", r.t.Ledger, "actor", s.actor, "err", err)
+			}
+		}
+		s.unlock()
+	}
+}
+
+// giveBack takes an actor out of the ledger's rights record, counting its
+// debit total in spent: the rest of its grant is free again. used must be
+// at least the debit total of any row of the actor that may still land
+// (its own state is: it is never behind a write it sent), and the actor
+// must send no debits after it. A lost race is reported as an unknown
+// outcome, which the callers retry.
+func (e *Engine) giveBack(ctx context.Context, t Target, actor string, used int64) error {
+	rec, err := e.readRights(ctx, t)
+	if err != nil {
+		return err
+	}
+	if _, ok := rec.grants[actor]; !ok {
+		return nil // reclaimed, or returned by an earlier round
+	}
+	next := rec.clone()
+	next.spent = saturatingAdd(next.spent, max(used, 0))
+	delete(next.grants, actor)
+	next.version++
+	applied, err := e.swapRights(ctx, t, rec.version, next)
+	if err == nil && !applied {
+		err = fmt.Errorf("%w: the rights record changed under the return", driver.ErrUnknownOutcome)
+	}
+	return err
+}
+
+func (e *Engine) readRights(ctx context.Context, t Target) (*rights, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+	defer cancel()
+	rec, err := e.cfg.Store.ReadLedgerRights(ctx, &driver.ReadLedgerRightsParams{
+		Namespace: t.Namespace, Ledger: t.Ledger, Consistency: t.WriteConsistency,
+	})
+	if err != nil {
+		return nil, err
+	}
+	r, err := decodeRights(rec.Version, rec.State)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %s/%s: %w", t.Namespace, t.Ledger, err)
+	}
+	return r, nil
+}
+
+func (e *Engine) swapRights(ctx context.Context, t Target, expect int64, next *rights) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+	defer cancel()
+	applied, _, err := e.cfg.Store.SwapLedgerRights(ctx, &driver.SwapLedgerRightsParams{
+		Namespace: t.Namespace, Ledger: t.Ledger, Expect: expect,
+		Next:        driver.LedgerRights{Version: next.version, State: encodeRights(next)},
+		Consistency: t.WriteConsistency,
+	})
+	return applied, err
+}

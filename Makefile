@@ -49,7 +49,8 @@ test-unit: ## Run every test that needs no Cassandra (Cassandra tests skip and s
 # The full suite. Unless ABACUS_TEST_CASSANDRA already points at a cluster,
 # it first runs the compat phase (test-compat: each older release on one
 # node), then starts a DEV_NODES-node cluster of CASSANDRA_VERSION and runs
-# the race-enabled unit packages, every package with the Cassandra tests
+# the race-enabled unit packages (on the embedded store, while the cluster
+# starts), every package with the Cassandra tests
 # enabled, the node-loss tests and the fault suite, and stops the cluster.
 test: ## Run the whole suite: the API fuzzer, older Cassandra releases, then everything on the newest
 	@$(MAKE) --no-print-directory api-fuzz
@@ -59,20 +60,26 @@ test: ## Run the whole suite: the API fuzzer, older Cassandra releases, then eve
 
 test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 	@set -euo pipefail; \
-	own=; \
+	own=; starting=; \
+	if [ -z "$${ABACUS_TEST_CHROMIUM:-}" ]; then ABACUS_TEST_CHROMIUM=$$(scripts/chromium); export ABACUS_TEST_CHROMIUM; fi; \
+	echo "ABACUS_TEST_CHROMIUM=$$ABACUS_TEST_CHROMIUM (the web console's browser test)"; \
 	if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then \
 		own=1; \
-		trap 'scripts/devcassandra clean' EXIT; \
+		trap 'if [ -n "$$starting" ]; then kill $$starting 2>/dev/null || true; wait $$starting 2>/dev/null || true; fi; scripts/devcassandra clean' EXIT; \
 		scripts/devcassandra clean; \
 		echo "== $$(date -u +%T) Cassandra $(CASSANDRA_VERSION), $(DEV_NODES) node(s): the whole suite"; \
-		scripts/devcassandra start $(DEV_NODES) --version $(CASSANDRA_VERSION); \
+		startlog=$$(mktemp); \
+		echo "== $$(date -u +%T) starting it in the background while the race phase runs (log: $$startlog)"; \
+		scripts/devcassandra start $(DEV_NODES) --version $(CASSANDRA_VERSION) >$$startlog 2>&1 & starting=$$!; \
+	fi; \
+	echo "== $$(date -u +%T) race detector over the logic packages, on the embedded store (their Cassandra cases run in the next step)"; \
+	ABACUS_TEST_CASSANDRA= $(GO) test -race -short -count=1 $(RACE_PKGS); \
+	if [ -n "$$own" ]; then \
+		if ! wait $$starting; then starting=; cat $$startlog; exit 1; fi; \
+		starting=; cat $$startlog; rm -f $$startlog; \
 		export $$(scripts/devcassandra env); \
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
-	if [ -z "$${ABACUS_TEST_CHROMIUM:-}" ]; then ABACUS_TEST_CHROMIUM=$$(scripts/chromium); export ABACUS_TEST_CHROMIUM; fi; \
-	echo "ABACUS_TEST_CHROMIUM=$$ABACUS_TEST_CHROMIUM (the web console's browser test)"; \
-	echo "== $$(date -u +%T) race detector over the logic packages, on the embedded store (their Cassandra cases run in the next step)"; \
-	ABACUS_TEST_CASSANDRA= $(GO) test -race -short -count=1 $(RACE_PKGS); \
 	echo "== $$(date -u +%T) every package, Cassandra tests enabled"; \
 	$(GO) test -count=1 -timeout 25m ./...; \
 	if [ "$$(echo "$$ABACUS_TEST_CASSANDRA" | tr ',' '\n' | grep -c .)" -ge 3 ]; then \

@@ -456,6 +456,12 @@ func TestTheConsoleShowsALedgersHistory(t *testing.T) {
 	s.api("POST", "/v1/namespaces", `{"name":"plain","model":"ledger","ledger":{"entry_retention_seconds":-1}}`, nil)
 	s.api("POST", "/v1/namespaces/plain/ledgers/bob/credits", `{"amount":5}`, nil)
 	mustContain(t, "no history", b.get("/ui/namespaces/plain/ledgers/bob"), `<td class="n value">5</td>`, `id="no-history"`)
+	if strings.Contains(b.get("/ui/namespaces/plain/ledgers/bob").body, "<th>floor</th>") {
+		t.Error("a ledger without a floor shows one")
+	}
+	s.api("POST", "/v1/namespaces", `{"name":"overdraft","model":"ledger","ledger":{"floor":-100}}`, nil)
+	s.api("POST", "/v1/namespaces/overdraft/ledgers/carol/debits", `{"amount":40}`, nil)
+	mustContain(t, "floor", b.get("/ui/namespaces/overdraft/ledgers/carol"), `<td class="n value">-40</td>`, `<th>floor</th><td class="n">-100</td>`)
 	s.api("POST", "/v1/namespaces", `{"name":"likes"}`, nil)
 	if p := b.get("/ui/namespaces/likes/ledgers/x"); p.status != 404 {
 		t.Errorf("a ledger page in a counter namespace: %d", p.status)

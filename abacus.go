@@ -114,6 +114,7 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		MaxActors:       cfg.MaxLedgerActors,
 		RightsLease:     cfg.LedgerRightsLease,
 		LateWriteWindow: cfg.LedgerLateWriteWindow,
+		RightsIdle:      cfg.LedgerRightsIdle,
 		WriteTimeout:    cfg.WriteTimeout,
 		ClaimWait:       cfg.LedgerClaimWait,
 		Logger:          cfg.Logger,

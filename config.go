@@ -85,9 +85,15 @@ type Config struct {
 	// still land: the store's longest delivery of a timed-out write
 	// (Cassandra's max_hint_window, 3h by default) plus the write timeout
 	// plus the clock skew between servers. A dead process's debit rights
-	// are reclaimed only this long after its lease ended. Default 3h10m;
-	// raise it with max_hint_window.
+	// are reclaimed only this long after its lease ended (and its rows
+	// fenced, so a write landing later still does not count). Default
+	// 3h10m.
 	LedgerLateWriteWindow time.Duration
+
+	// LedgerRightsIdle is how long this process's actor of a floored
+	// ledger goes without a debit before it gives back the debit rights it
+	// has not used, so other servers can use them. Default 1s.
+	LedgerRightsIdle time.Duration
 
 	// LifecycleRefresh is how long this process trusts what it read of a
 	// namespace's deletes (its cuts) and its record before reading them

@@ -25,11 +25,15 @@ func (ledgerModel) checkNamespace(nc NamespaceConfig) error {
 	}
 	if o.Floored {
 		// The floor's argument needs every read of the rows to see every
-		// credit an earlier read saw, and every acknowledged write: a
-		// read and a write at one replica each need not meet.
+		// credit an earlier read saw, and the rights record's
+		// compare-and-set to be serial across the whole cluster: levels
+		// below a quorum need not meet, and local ones (LOCAL_SERIAL)
+		// serialise within one data center only.
 		for _, cl := range []driver.Consistency{nc.ReadConsistency, nc.WriteConsistency} {
-			if cl == driver.One || cl == driver.LocalOne || cl == driver.Any {
-				return fmt.Errorf("%w: a ledger floor needs reads and writes at QUORUM or stronger, not %v", ErrInvalid, cl)
+			switch cl {
+			case driver.Default, driver.Quorum, driver.EachQuorum, driver.All:
+			default:
+				return fmt.Errorf("%w: a ledger floor needs reads and writes at QUORUM, EACH_QUORUM or ALL (or DEFAULT, the server's level), not %v", ErrInvalid, cl)
 			}
 		}
 	}

@@ -11,6 +11,13 @@ import (
 // limit on TTLs (20 years).
 const MaxClaimTTL = 630_720_000 * time.Second
 
+// FenceTimestamp is the write timestamp of a fence: an actor's row written
+// again, as last read, so that any write of that actor landing later
+// loses to it (last write wins). Above every timestamp an actor uses (the
+// clock's microseconds), below the purges' deletes, which must still
+// shadow it.
+const FenceTimestamp int64 = math.MaxInt64 - 2
+
 // MaxEntryTTL is the longest TTL of ledger history entries: two days
 // short of Cassandra's limit, which leaves room for the Cassandra driver's
 // day markers to outlive the entries they list.

@@ -215,7 +215,7 @@ func checkFloorFault(t *testing.T, fault string, ops []*floorOp, lowest int64, r
 		case o.unknowns > 0:
 			r.unknown++
 			if applied {
-				maybeSum += o.amount
+				maybeSum += o.amount // counted: an attempt of unknown outcome may apply
 			}
 		default:
 			r.failed++
@@ -234,6 +234,9 @@ func checkFloorFault(t *testing.T, fault string, ops []*floorOp, lowest int64, r
 		fault, value, floorSeed, listed-floorSeed, ackedSum, maybeSum, refusedBy, reads, lowest)
 	if value != listed {
 		problemf(t, "%s: the wallet's value %d is not the sum of its history %d", fault, value, listed)
+	}
+	if reads == 0 {
+		problemf(t, "%s: no read of the wallet succeeded during the load, so the floor was never watched", fault)
 	}
 	if value < 0 || lowest < 0 {
 		problemf(t, "%s: the wallet went below its floor of 0: final %d, lowest read %d", fault, value, lowest)

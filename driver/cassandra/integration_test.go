@@ -284,7 +284,9 @@ func TestOpenCancelled(t *testing.T) {
 
 func TestNamespaces(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	// ListNamespaces below must list these three alone: no other test
+	// writes the namespaces table of the listing keyspace.
+	d := sharedDriverOn(t, "listing")
 	ctx := ctxT(t)
 
 	created := time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
@@ -353,7 +355,7 @@ func TestNamespaces(t *testing.T) {
 
 func TestCreateNamespaceRace(t *testing.T) {
 	t.Parallel()
-	d := open(t, testConfig(t))
+	d := sharedDriver(t) // "raced" is a name no other test uses
 	ctx := ctxT(t)
 	const n = 8
 	errs := make([]error, n)
@@ -393,8 +395,10 @@ func TestCreateNamespaceRace(t *testing.T) {
 // DisableSkipMetadata in Config.cluster).
 func TestManySessionsRacing(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	open(t, cfg) // creates the schema
+	// On the shared keyspace, whose schema sharedDriver has made, as the
+	// first open made it on a fresh one: each Open below finds it there.
+	cfg := configOn(t, sharedDriver(t).Keyspace())
+	const ns = "many-sessions" // a name no other test uses
 	ctx := ctxT(t)
 	const sessions = 8
 	var (
@@ -412,7 +416,7 @@ func TestManySessionsRacing(t *testing.T) {
 			}
 			defer d.Close()
 			err = d.CreateNamespace(ctx, &driver.CreateNamespaceParams{Namespace: driver.Namespace{
-				Name: "default", Model: "sharded", Type: "sum", CreatedAt: time.UnixMilli(int64(i))}})
+				Name: ns, Model: "sharded", Type: "sum", CreatedAt: time.UnixMilli(int64(i))}})
 			switch {
 			case err == nil:
 				winners.Add(1)
@@ -420,15 +424,15 @@ func TestManySessionsRacing(t *testing.T) {
 				t.Errorf("CreateNamespace %d: %v", i, err)
 			}
 			for range 10 {
-				ns, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: "default"})
+				got, err := d.GetNamespace(ctx, &driver.GetNamespaceParams{Name: ns})
 				if err != nil {
 					t.Errorf("GetNamespace %d: %v", i, err)
 					return
 				}
-				if ns.Model != "sharded" {
-					t.Errorf("GetNamespace %d: %+v", i, ns)
+				if got.Model != "sharded" {
+					t.Errorf("GetNamespace %d: %+v", i, got)
 				}
-				if _, err := d.ReadShards(ctx, &driver.ReadShardsParams{Namespace: "default", Counter: "c"}); err != nil {
+				if _, err := d.ReadShards(ctx, &driver.ReadShardsParams{Namespace: ns, Counter: "c"}); err != nil {
 					t.Errorf("ReadShards %d: %v", i, err)
 					return
 				}
@@ -950,6 +954,7 @@ func clusterRelease(t *testing.T) cassandra.ReleaseVersion {
 // holder releases the lock or, when the holder died, the lock's TTL ends.
 func TestOpenWaitsForSchemaLock(t *testing.T) {
 	t.Parallel()
+	cfg := testConfig(t)
 	for _, tc := range []struct {
 		name string
 		ttl  int // seconds the other process's lock lives
@@ -961,12 +966,14 @@ func TestOpenWaitsForSchemaLock(t *testing.T) {
 		}},
 		{"expired after its holder died", 8, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			cfg := testConfig(t)
+		// One keyspace, the cases in turn: each Open leaves the schema
+		// complete and the lock free for the next, and a schema made once
+		// saves tens of seconds on three busy nodes. After a failed case the
+		// keyspace may be left locked, so the next is not run.
+		ok := t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			open(t, cfg)
+			open(t, cfg) // makes the schema, or finds it complete
 			s := cassandratest.Session(t)
 			// An incomplete schema, and another process holding the lock.
 			if err := s.Query("DROP TABLE " + cfg.Keyspace + ".cas_counters").ExecContext(ctx); err != nil {
@@ -1011,6 +1018,9 @@ func TestOpenWaitsForSchemaLock(t *testing.T) {
 				t.Fatalf("the dropped table was not created again: %v", err)
 			}
 		})
+		if !ok {
+			break
+		}
 	}
 }
 

@@ -198,6 +198,10 @@ type Config struct {
 	// skew between servers. A dead actor's rights are reclaimed only this
 	// long after its lease ended. Default 3h10m.
 	LateWriteWindow time.Duration
+	// RightsIdle is how long an actor holding debit rights goes without a
+	// batch before it gives back the part it has not used, so other
+	// servers can debit it. Default 1s.
+	RightsIdle time.Duration
 	// Logger receives warnings. Default: slog.Default().
 	Logger *slog.Logger
 }
@@ -215,6 +219,7 @@ func (c Config) withDefaults() Config {
 	c.ClaimWait = cmp.Or(c.ClaimWait, 2*time.Second)
 	c.RightsLease = cmp.Or(c.RightsLease, DefaultRightsLease)
 	c.LateWriteWindow = cmp.Or(c.LateWriteWindow, DefaultLateWriteWindow)
+	c.RightsIdle = cmp.Or(c.RightsIdle, DefaultRightsIdle)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -225,8 +230,12 @@ func (c Config) validate() error {
 		return errors.New("ledger: Config.Store is required")
 	case c.MaxActors < 0 || c.WriteTimeout < 0 || c.ClaimWait < 0 || c.LateWriteWindow < 0:
 		return errors.New("ledger: MaxActors, WriteTimeout, ClaimWait and LateWriteWindow must not be negative")
-	case c.RightsLease < time.Second:
-		return fmt.Errorf("ledger: RightsLease %v is under a second", c.RightsLease)
+	case c.RightsLease < time.Second || c.RightsLease <= 2*c.WriteTimeout:
+		// A batch starts its writes only with more than WriteTimeout of
+		// lease left, and renews at half the lease.
+		return fmt.Errorf("ledger: RightsLease %v must be at least a second and more than twice WriteTimeout (%v)", c.RightsLease, c.WriteTimeout)
+	case c.RightsIdle < 0:
+		return errors.New("ledger: RightsIdle must not be negative")
 	case len(c.ActorID) > 128:
 		return fmt.Errorf("ledger: ActorID is %d bytes, the limit is 128", len(c.ActorID))
 	}
@@ -405,7 +414,8 @@ func (s *slot) evict(e *Engine) bool {
 		return false
 	}
 	s.retired, s.closed = true, true
-	e.returnRights(s)
+	used, _ := s.own.N.Sum()
+	e.returnRights(s, used)
 	return true
 }
 
@@ -414,6 +424,21 @@ func (s *slot) evict(e *Engine) bool {
 // or written with this request, so nothing else may ever use it. The next
 // request gets a fresh actor. Called with s.sem held.
 func (e *Engine) retire(s *slot) {
+	used, _ := s.own.N.Sum()
+	e.retireCounting(s, used)
+}
+
+// retireCounting is retire where the rights' return counts used as the
+// actor's debit total: at least that of any of its rows that may land.
+func (e *Engine) retireCounting(s *slot, used int64) {
+	e.drop(s)
+	e.stats.Retired.Add(1)
+	e.returnRights(s, used)
+}
+
+// drop takes the slot out of the engine's map and marks it retired, so
+// the ledger's next request gets a new actor. Called with s.sem held.
+func (e *Engine) drop(s *slot) {
 	e.mu.Lock()
 	if el, ok := e.slots[s.key]; ok && el.Value.(*slot) == s {
 		e.lru.Remove(el)
@@ -421,8 +446,6 @@ func (e *Engine) retire(s *slot) {
 	}
 	e.mu.Unlock()
 	s.retired = true
-	e.stats.Retired.Add(1)
-	e.returnRights(s)
 }
 
 // Result is the outcome of a successful Update.
@@ -515,9 +538,20 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 		return
 	}
 	if t.Options.Floored {
-		var elsewhere []*request
-		fresh, elsewhere = e.checkFloor(ctx, t, s, st, fresh)
-		e.answerLost(ctx, t, elsewhere)
+		var (
+			elsewhere []*request
+			reclaimed bool
+		)
+		fresh, elsewhere, reclaimed = e.checkFloor(ctx, t, s, st, fresh)
+		e.handOff(ctx, t, elsewhere)
+		if reclaimed {
+			// The actor's rights were taken back (or returned) while it
+			// was idle: what it debited is counted in spent, so it must
+			// never debit again. A new actor carries the batch.
+			e.retire(s)
+			s.requeue(fresh)
+			return
+		}
 	}
 	// From here on the batch claims and writes: a caller that gave up
 	// before this point has withdrawn its request.
@@ -570,6 +604,7 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 			debits  bool
 		)
 		at := driver.Micros(e.cfg.Clock.Now())
+		sentBefore, _ := s.own.N.Sum()
 		for _, r := range write {
 			debits = debits || r.neg
 			seq, err := s.own.Section(r.neg).Append(Entry{RequestID: r.id, Amount: r.abs})
@@ -581,7 +616,13 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 			}
 		}
 		if err := e.writeOwn(ctx, t, s, entries, debits); err != nil {
-			e.retire(s)
+			if errors.Is(err, ErrNotApplied) {
+				// Nothing of this write landed: the rights' return counts
+				// only the debits written before it.
+				e.retireCounting(s, sentBefore)
+			} else {
+				e.retire(s)
+			}
 			if t.Options.Mode.claims() {
 				if errors.Is(err, ErrNotApplied) {
 					// Nothing landed and the actor is gone: withdraw the claims.
@@ -592,7 +633,7 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 					// The claims keep other actors from applying the
 					// requests, so this actor may finish its write late.
 					// Until it does, retries anywhere answer "unknown".
-					e.settleWrite(t, s, requestIDs(write), entries, claimed)
+					e.settleWrite(t, s, requestIDs(write), entries, debits, claimed)
 					err = fmt.Errorf("%w (this process keeps resubmitting the write in the background while the claim lives)", err)
 				}
 			}
@@ -610,6 +651,23 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 	if len(again) > 0 {
 		s.requeue(again) // last: from here on the queue owns them
 	}
+}
+
+// handOff hands requests that a batch took, and whose id another actor
+// claimed (r.claim.cur), to answerLost before the batch commits anything:
+// their callers can no longer withdraw them (a copy elsewhere may be
+// applying the request), and a panic later in the batch leaves them to
+// the goroutines answering them.
+func (e *Engine) handOff(ctx context.Context, t Target, rs []*request) {
+	var mine []*request
+	for _, r := range rs {
+		if r.state.CompareAndSwap(taken, handedOff) {
+			mine = append(mine, r)
+		} else {
+			r.finish(Result{}, fmt.Errorf("%w: withdrawn by its caller", ErrNotApplied))
+		}
+	}
+	e.answerLost(ctx, t, mine)
 }
 
 // answerLost answers, each in its own goroutine, the requests whose id

@@ -48,6 +48,9 @@ const (
 	taken
 	committing
 	withdrawn
+	// handedOff: answered by a goroutine of its own, not by the batch
+	// (a debit refused here whose id another actor claimed).
+	handedOff
 )
 
 // request is one Update waiting for, or carried by, a batch.
@@ -241,6 +244,7 @@ func (e *Engine) serve(s *slot) {
 		}
 		batch := s.take()
 		if len(batch) == 0 {
+			e.idleRights(s)
 			s.unlock()
 			e.trimIdle()
 			return

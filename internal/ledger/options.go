@@ -56,6 +56,17 @@ func OptionsFromStored(m map[string]string) (Options, error) {
 		}
 		return v, nil
 	}
+	for k := range m {
+		switch k {
+		case storedHistoryLength, storedStrict, storedRetryCount, storedClaimTTL, storedEntryRetention, storedFloor:
+		default:
+			// A key this release does not know was written by a newer
+			// one, for a rule this server would not enforce (a floor, to
+			// a release before floors): refusing the namespace is the
+			// only safe answer.
+			return Options{}, fmt.Errorf("unknown option %q (written by a newer release?)", k)
+		}
+	}
 	var o Options
 	v, err := get(storedHistoryLength)
 	if err == nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
@@ -26,6 +27,7 @@ import (
 const (
 	DefaultRightsLease     = 10 * time.Minute
 	DefaultLateWriteWindow = 3*time.Hour + 10*time.Minute
+	DefaultRightsIdle      = time.Second
 )
 
 // errLeaseEnded refuses to send a write with debits after the actor's
@@ -45,15 +47,26 @@ type slotRights struct {
 	t     Target // the ledger the grant is for, to return it
 	total int64  // the grant: the debit total the actor may reach
 	until int64  // the lease's end, microseconds
+	// idle returns the unused part of the grant once the slot has had no
+	// batch for RightsIdle (idleReturn); nil when none is pending.
+	idle *time.Timer
 }
+
+// errReclaimed says the actor has debited, yet the rights record no
+// longer lists it: its rights were reclaimed (its lease ended while it
+// was idle) and its debit total counted in spent. Such an actor must never
+// debit again, or its earlier debits would need rights a second time.
+var errReclaimed = errors.New("the actor's rights were reclaimed while it was idle")
 
 // checkFloor refuses the debits of a batch that its actor's rights do not
 // cover, asking the rights record for more first if needed, and returns
 // the requests that may go on, and those not covered whose id another
 // actor has claimed (exact mode): another copy of the request is being
 // applied there, so they are answered as a lost claim is, not refused.
-// Called with s.sem held.
-func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, fresh []*request) (keep, elsewhere []*request) {
+// reclaimed says the actor may not debit any more (errReclaimed): the
+// caller retires it and gives the whole batch to the next actor. Called
+// with s.sem held.
+func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, fresh []*request) (keep, elsewhere []*request, reclaimed bool) {
 	used, _ := s.own.N.Sum()
 	// needs[i] is the debit total the actor reaches with the batch's
 	// first i+1 debits.
@@ -64,12 +77,15 @@ func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, f
 		}
 	}
 	if len(needs) == 0 {
-		return fresh, nil
+		return fresh, nil, false
 	}
 	now := driver.Micros(e.cfg.Clock.Now())
 	var grantErr error
 	if lastOf(needs) > s.rights.total || s.rights.until-now < int64(e.cfg.RightsLease/time.Microsecond)/2 {
 		grantErr = e.acquireRights(ctx, t, s, st, needs)
+		if errors.Is(grantErr, errReclaimed) {
+			return fresh, nil, true
+		}
 	}
 	// The batch's writes must all be sent before the lease ends; writeOwn
 	// checks each attempt, this only avoids starting a batch that would
@@ -97,7 +113,9 @@ func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, f
 		case after < t.Options.Floor:
 			err = fmt.Errorf("%w: the ledger's value is %d, the floor %d, and the debit %d", ErrBelowFloor, saturatingAdd(value, -(running-used)), t.Options.Floor, r.abs)
 		case grantErr != nil:
-			err = fmt.Errorf("%w: could not get rights to debit from the ledger's rights record: %w", ErrNotApplied, grantErr)
+			// The cause is told, not wrapped: a store's "unknown outcome"
+			// is about the grant, and the debit was not applied.
+			err = fmt.Errorf("%w: could not get rights to debit from the ledger's rights record: %v", ErrNotApplied, grantErr)
 		default:
 			err = fmt.Errorf("%w: this server's actor holds rights for %d more; the value is %d, the floor %d", ErrRightsHeld, max(s.rights.total-running, 0), saturatingAdd(value, -(running-used)), t.Options.Floor)
 		}
@@ -107,19 +125,32 @@ func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, f
 		for _, f := range refused {
 			f.r.finish(Result{}, f.err)
 		}
-		return keep, nil
+		return keep, nil, false
 	}
 	// A copy of the request sent earlier, to any server, may hold its
 	// claim and be on its way to applying it: refusing this copy would
 	// tell the caller "not applied" about a request that is. One SERIAL
-	// read per refusal finds such a claim.
-	for _, f := range refused {
-		rctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
-		cur, ok, err := e.cfg.Store.ReadClaim(rctx, &driver.ReadClaimParams{
-			Namespace: t.Namespace, Ledger: t.Ledger, RequestID: f.r.id,
-			Now: driver.Micros(e.cfg.Clock.Now()), Consistency: t.WriteConsistency,
+	// read per refusal finds such a claim; a batch's reads run at once.
+	type found struct {
+		cur driver.Claim
+		ok  bool
+		err error
+	}
+	finds := make([]found, len(refused))
+	var wg sync.WaitGroup
+	for i, f := range refused {
+		wg.Go(func() {
+			rctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+			defer cancel()
+			finds[i].cur, finds[i].ok, finds[i].err = e.cfg.Store.ReadClaim(rctx, &driver.ReadClaimParams{
+				Namespace: t.Namespace, Ledger: t.Ledger, RequestID: f.r.id,
+				Now: driver.Micros(e.cfg.Clock.Now()), Consistency: t.WriteConsistency,
+			})
 		})
-		cancel()
+	}
+	wg.Wait()
+	for i, f := range refused {
+		cur, ok, err := finds[i].cur, finds[i].ok, finds[i].err
 		switch {
 		case err != nil:
 			f.r.finish(Result{}, fmt.Errorf("%w: refused here (%v), but whether another copy of the request is being applied elsewhere could not be read: %w", ErrUnknownOutcome, f.err, err))
@@ -130,7 +161,7 @@ func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, f
 			f.r.finish(Result{}, f.err)
 		}
 	}
-	return keep, elsewhere
+	return keep, elsewhere, false
 }
 
 // lastOf is the last element, 0 for none.
@@ -172,14 +203,17 @@ func (e *Engine) acquireRights(ctx context.Context, t Target, s *slot, st *State
 		}
 		// The record is the truth about this actor's grant: a swap
 		// reported as failed may have landed.
-		mine := rec.grants[s.actor]
+		mine, listed := rec.grants[s.actor]
+		if used, _ := s.own.N.Sum(); !listed && used > 0 {
+			return errReclaimed
+		}
 		s.rights.total, s.rights.until = mine.total, mine.until
 		now := driver.Micros(e.cfg.Clock.Now())
 
 		next := rec.clone()
 		reclaimed, err := e.reclaim(ctx, t, next, s.actor, now)
 		if err != nil {
-			e.cfg.Logger.Warn("ledger: could not read the ledger at ALL to reclaim the debit rights of stopped actors; they stay held",
+			e.cfg.Logger.Warn("ledger: could not read the ledger at ALL, or fence the rows, to reclaim the debit rights of stopped actors; they stay held",
 				"namespace", t.Namespace, "ledger", t.Ledger, "err", err)
 		}
 		if reclaimed.p > p {
@@ -205,7 +239,9 @@ func (e *Engine) acquireRights(ctx context.Context, t Target, s *slot, st *State
 				}
 			}
 		}
-		until := now + int64(e.cfg.RightsLease/time.Microsecond)
+		// Never earlier than the lease it replaces, even if the clock
+		// stepped back: a reclaim waits from the latest lease end.
+		until := max(mine.until, now+int64(e.cfg.RightsLease/time.Microsecond))
 		if total == mine.total && mine.until-now >= int64(e.cfg.RightsLease/time.Microsecond)/2 && reclaimed.n == 0 {
 			return nil // nothing to ask for: the balance is all handed out
 		}
@@ -234,10 +270,15 @@ type reclaimed struct {
 
 // reclaim folds into next.spent the debit totals of the actors (other than
 // self) whose lease ended more than LateWriteWindow ago, and drops their
-// grants. Their debit totals are read at ALL: any write they sent before
-// their lease ended has landed on every replica it will ever land on by
-// now, and a read at ALL sees it whichever replicas those are. If the read
-// fails the rights stay held.
+// grants. Their debit totals are read at ALL: a write they sent before
+// their lease ended has normally landed by now, and a read at ALL sees it
+// whichever replicas it reached. "Normally" is not enough: a hint can be
+// delivered days later when the node holding it was down, and a process
+// can stall between its lease check and its send. So each such actor's
+// row is first fenced: written again, as read, at driver.FenceTimestamp,
+// above any timestamp the actor itself uses, so any write of it that
+// lands later loses to the fence and the total counted stays its total.
+// If the read or a fence fails the rights stay held.
 func (e *Engine) reclaim(ctx context.Context, t Target, next *rights, self string, now int64) (reclaimed, error) {
 	window := int64(e.cfg.LateWriteWindow / time.Microsecond)
 	var stale []string
@@ -261,6 +302,27 @@ func (e *Engine) reclaim(ctx context.Context, t Target, next *rights, self strin
 	if err != nil {
 		return reclaimed{}, err
 	}
+	fenced := make([]error, len(stale))
+	var wg sync.WaitGroup
+	for i, a := range stale {
+		row := st.Actor(a)
+		if row == nil {
+			row = &Actor{} // a row may still land: fence it with none
+		}
+		wg.Go(func() {
+			fctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+			defer cancel()
+			fenced[i] = e.cfg.Store.WriteLedgerRow(fctx, &driver.WriteLedgerRowParams{
+				Namespace: t.Namespace, Ledger: t.Ledger,
+				Row:       driver.LedgerRow{Actor: a, State: EncodeActor(row)},
+				Timestamp: driver.FenceTimestamp, Consistency: t.WriteConsistency,
+			})
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(fenced...); err != nil {
+		return reclaimed{}, fmt.Errorf("fencing the rows of actors whose rights are reclaimed: %w", err)
+	}
 	for _, a := range stale {
 		var used int64
 		if row := st.Actor(a); row != nil {
@@ -277,16 +339,19 @@ func (e *Engine) reclaim(ctx context.Context, t Target, next *rights, self strin
 }
 
 // returnRights gives back, in the background, the part of a dropped
-// actor's grant it did not use. Called with s.sem held, as the slot is
+// actor's grant it did not use; used is at least the debit total of any
+// of its rows that may land. Called with s.sem held, as the slot is
 // retired or evicted.
-func (e *Engine) returnRights(s *slot) {
+func (e *Engine) returnRights(s *slot, used int64) {
 	r := s.rights
+	if r.idle != nil {
+		r.idle.Stop()
+	}
 	if r.total == 0 && r.until == 0 {
 		return // never asked for rights
 	}
-	used, _ := s.own.N.Sum()
 	actor := s.actor
-	e.goSettle(func(stop <-chan struct{}) {
+	started := e.goSettle(func(stop <-chan struct{}) {
 		deadline := e.cfg.Clock.Now().Add(e.cfg.WriteTimeout * rightsAttempts)
 		err := e.retryUntil(stop, deadline, func(ctx context.Context) error {
 			return e.giveBack(ctx, r.t, actor, used)
@@ -296,11 +361,17 @@ func (e *Engine) returnRights(s *slot) {
 				"namespace", r.t.Namespace, "ledger", r.t.Ledger, "actor", actor, "err", err)
 		}
 	})
+	if !started {
+		e.cfg.Logger.Info("ledger: not returning unused debit rights (closed, or too much pending in the background); they come back when the lease has ended and the late-write window passed",
+			"namespace", r.t.Namespace, "ledger", r.t.Ledger, "actor", actor)
+	}
 }
 
 // returnAllRights returns the unused rights of every slot the engine
-// holds, as it closes. A slot busy past ctx keeps its rights until its
-// lease runs out.
+// holds, as it closes, several at once. Each slot with rights is dropped
+// first, whatever becomes of its return: a later request of its ledger
+// gets a new actor, never one the record may no longer list. A slot still
+// busy when ctx ends keeps its rights until its lease runs out.
 func (e *Engine) returnAllRights(ctx context.Context) {
 	e.mu.Lock()
 	var held []*slot
@@ -308,26 +379,101 @@ func (e *Engine) returnAllRights(ctx context.Context) {
 		held = append(held, el.Value.(*slot))
 	}
 	e.mu.Unlock()
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, 16)
 	for _, s := range held {
 		select {
 		case s.sem <- struct{}{}:
 		case <-ctx.Done():
+			wg.Wait()
 			return
 		}
-		if r := s.rights; !s.retired && (r.total != 0 || r.until != 0) {
-			used, _ := s.own.N.Sum()
+		r := s.rights
+		if s.retired || (r.total == 0 && r.until == 0) {
+			s.unlock()
+			continue
+		}
+		if r.idle != nil {
+			r.idle.Stop()
+		}
+		e.drop(s)
+		used, _ := s.own.N.Sum()
+		s.unlock()
+		limit <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-limit }()
 			err := e.attempts(ctx, max(r.t.Options.RetryCount, 0), "return of debit rights", func(ctx context.Context) error {
 				return e.giveBack(ctx, r.t, s.actor, used)
 			})
-			if err == nil {
-				// Rights asked for after this count the debits made so
-				// far twice, which only ever refuses more.
-				s.rights = slotRights{}
-			} else {
+			if err != nil {
 				e.cfg.Logger.Info("ledger: could not return unused debit rights on close; they come back when the lease has ended and the late-write window passed",
 					"namespace", r.t.Namespace, "ledger", r.t.Ledger, "actor", s.actor, "err", err)
 			}
+		})
+	}
+	wg.Wait()
+}
+
+// idleRights arms, as the slot goes idle, the return of the part of its
+// grant it has not used, after RightsIdle without a batch. Called with
+// s.sem held.
+func (e *Engine) idleRights(s *slot) {
+	if s.retired || s.rights.total == 0 {
+		return
+	}
+	if used, _ := s.own.N.Sum(); s.rights.total <= used {
+		return
+	}
+	if s.rights.idle == nil {
+		s.rights.idle = time.AfterFunc(e.cfg.RightsIdle, func() { e.shrinkIdle(s) })
+	} else {
+		s.rights.idle.Reset(e.cfg.RightsIdle)
+	}
+}
+
+// shrinkIdle lowers an idle actor's grant to what it has used, keeping
+// the actor and its lease: the rest is free for other actors, and this
+// one asks again with its next debit. A slot found busy is left alone;
+// going idle again re-arms the return.
+func (e *Engine) shrinkIdle(s *slot) {
+	select {
+	case s.sem <- struct{}{}:
+	default:
+		return
+	}
+	s.mu.Lock()
+	busy := s.serving || len(s.queue) > 0
+	s.mu.Unlock()
+	used, _ := s.own.N.Sum()
+	if busy || s.retired || s.rights.total <= used {
+		s.unlock()
+		return
+	}
+	// In the background, so Close waits for it; the slot stays locked
+	// until it is done, so no batch debits meanwhile.
+	if !e.goSettle(func(stop <-chan struct{}) {
+		defer s.unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
+		defer cancel()
+		t := s.rights.t
+		rec, err := e.readRights(ctx, t)
+		if err != nil {
+			return
 		}
+		mine, ok := rec.grants[s.actor]
+		if !ok || mine.total <= used {
+			return
+		}
+		next := rec.clone()
+		next.grants[s.actor] = grant{total: used, until: mine.until}
+		next.version++
+		// A swap of unknown outcome may have landed: believe the smaller
+		// grant, which only holds back rights until the next grant reads
+		// the record.
+		if applied, err := e.swapRights(ctx, t, rec.version, next); err != nil || applied {
+			s.rights.total = used
+		}
+	}) {
 		s.unlock()
 	}
 }

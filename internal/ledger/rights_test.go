@@ -104,7 +104,8 @@ func TestFloorOverdraftLine(t *testing.T) {
 func TestFloorRightsMoveBetweenProcesses(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		tg := h.target("shared-wallet", floored(0))
-		a, b := h.engine(), h.engine()
+		holds := func(c *Config) { c.RightsIdle = time.Hour } // no return when idle
+		a, b := h.engine(holds), h.engine(holds)
 		mustUpdate(t, a, tg, 100, "c1")
 		mustUpdate(t, a, tg, -1, "a1") // asks for more than 1: half of what is free
 		err := updateErr(t, b, tg, -99, "b1")
@@ -129,7 +130,7 @@ func TestFloorRightsMoveBetweenProcesses(t *testing.T) {
 func TestFloorReclaimsAStoppedActorsRights(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		tg := h.target("stopped-holder", floored(0))
-		short := func(c *Config) { c.RightsLease, c.LateWriteWindow = time.Minute, time.Hour }
+		short := func(c *Config) { c.RightsLease, c.LateWriteWindow, c.RightsIdle = time.Minute, time.Hour, time.Hour }
 		dead, live := h.engine(short), h.engine(short)
 		mustUpdate(t, live, tg, 100, "c1")
 		mustUpdate(t, dead, tg, -10, "d1") // holds 10 + 45, never returns them
@@ -150,13 +151,152 @@ func TestFloorReclaimsAStoppedActorsRights(t *testing.T) {
 		if rec.spent != 10 || len(rec.grants) != 1 {
 			t.Fatalf("after the reclaim: spent %d, grants %v; want the stopped actor's 10 spent and only the live actor left", rec.spent, rec.grants)
 		}
-		// The stopped process's engine comes back: its lease ended, so it
-		// must get new rights, and the balance has none left.
+		// A write of the stopped actor that lands only now (a late hint)
+		// loses to the fence the reclaim wrote: its debit total stays the
+		// one counted.
+		deadActor := ""
+		for _, a := range mustRead(t, live, tg).Actors() {
+			if n, _ := mustRead(t, live, tg).Actor(a).N.Sum(); n == 10 {
+				deadActor = a
+			}
+		}
+		late := &Actor{}
+		if _, err := late.N.Append(Entry{RequestID: "late", Amount: 50}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.store.WriteLedgerRow(ctxT(t), &driver.WriteLedgerRowParams{Namespace: tg.Namespace, Ledger: tg.Ledger,
+			Row: driver.LedgerRow{Actor: deadActor, State: EncodeActor(late)}, Timestamp: driver.Micros(h.clk.Now().Add(24 * time.Hour))}); err != nil {
+			t.Fatal(err)
+		}
+		wantValue(t, live, tg, 0)
+		// The stopped process's engine comes back: its rights were
+		// reclaimed, so its actor never debits again; a new actor asks for
+		// rights, and the balance has none left.
 		if err := updateErr(t, dead, tg, -1, "d2"); !errors.Is(err, ErrBelowFloor) {
 			t.Fatalf("debit by the reclaimed actor: %v; want ErrBelowFloor", err)
 		}
+		mustUpdate(t, live, tg, 5, "c2")
+		mustUpdate(t, dead, tg, -5, "d3")
 		wantValue(t, live, tg, 0)
+		for _, e := range []*Engine{dead, live} {
+			if err := e.Close(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantRecordSettled(t, h.engine(), tg)
 	})
+}
+
+// TestFloorNotAppliedDebitIsNotCounted: a debit whose write certainly did
+// not land is not counted as used when the actor's rights are returned.
+func TestFloorNotAppliedDebitIsNotCounted(t *testing.T) {
+	onEachDriver(t, func(t *testing.T, d driver.Driver) {
+		fs := &faultyStore{Ledgers: d}
+		h := newHarness(t, fs)
+		o := floored(0)
+		o.RetryCount = -1
+		tg := h.target("not-applied", o)
+		e := h.engine()
+		mustUpdate(t, e, tg, 100, "c1")
+		fs.setWriteFault(func(*driver.WriteLedgerRowParams) fault { return unavailable })
+		if err := updateErr(t, e, tg, -30, "d1"); !errors.Is(err, ErrNotApplied) {
+			t.Fatalf("debit whose write failed: %v; want ErrNotApplied", err)
+		}
+		fs.setWriteFault(nil)
+		if err := e.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		e2 := h.engine()
+		wantRecordSettled(t, e2, tg)
+		mustUpdate(t, e2, tg, -100, "all")
+		wantValue(t, e2, tg, 0)
+	})
+}
+
+// TestFloorCloseWhoseReturnIsUnknown: a return on close that lands but
+// answers "unknown" leaves no actor debiting on a grant the record no
+// longer lists.
+func TestFloorCloseWhoseReturnIsUnknown(t *testing.T) {
+	onEachDriver(t, func(t *testing.T, d driver.Driver) {
+		fs := &faultyStore{Ledgers: d}
+		h := newHarness(t, fs)
+		o := floored(0)
+		o.RetryCount = -1
+		tg := h.target("close-unknown", o)
+		holds := func(c *Config) { c.RightsIdle = time.Hour }
+		a, b := h.engine(holds), h.engine(holds)
+		mustUpdate(t, a, tg, 100, "c1")
+		mustUpdate(t, a, tg, -1, "a1")
+		fs.swapFault = func(*driver.SwapLedgerRightsParams) fault { return landThenUnknown }
+		_ = a.Close(ctxT(t))
+		fs.swapFault = nil
+		mustUpdate(t, b, tg, -99, "b1")
+		if err := updateErr(t, a, tg, -40, "a2"); !errors.Is(err, ErrBelowFloor) {
+			t.Fatalf("debit after a close whose return was unknown: %v; want ErrBelowFloor", err)
+		}
+		wantValue(t, b, tg, 0)
+	})
+}
+
+// TestFloorIdleActorGivesBackWhatItDoesNotUse: an actor that holds rights
+// and goes idle gives back the unused part, keeping its actor.
+func TestFloorIdleActorGivesBackWhatItDoesNotUse(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		tg := h.target("idle-holder", floored(0))
+		a := h.engine(func(c *Config) { c.RightsIdle = 20 * time.Millisecond })
+		b := h.engine(func(c *Config) { c.RightsIdle = time.Hour })
+		mustUpdate(t, a, tg, 100, "c1")
+		r := mustUpdate(t, a, tg, -1, "a1")
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			err := updateErr(t, b, tg, -99, "b1")
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, ErrRightsHeld) || time.Now().After(deadline) {
+				t.Fatalf("debit of what an idle actor held: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		wantValue(t, b, tg, 0)
+		rec, err := b.readRights(ctxT(t), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, ok := rec.grants[r.Actor]; !ok || g.total != 1 {
+			t.Fatalf("the idle actor's grant: %+v, %v; want it kept at what it used, 1", g, ok)
+		}
+	})
+}
+
+// TestFloorGrantFailureIsNotApplied: a debit refused because its grant
+// could not be made is not applied, and says so without "unknown".
+func TestFloorGrantFailureIsNotApplied(t *testing.T) {
+	onEachDriver(t, func(t *testing.T, d driver.Driver) {
+		fs := &faultyStore{Ledgers: d}
+		h := newHarness(t, fs)
+		tg := h.target("grant-fails", floored(0))
+		e := h.engine()
+		mustUpdate(t, e, tg, 100, "c1")
+		fs.swapFault = func(*driver.SwapLedgerRightsParams) fault { return unknownNoLand }
+		err := updateErr(t, e, tg, -1, "d1")
+		if !errors.Is(err, ErrNotApplied) || errors.Is(err, ErrUnknownOutcome) || errors.Is(err, driver.ErrUnknownOutcome) {
+			t.Fatalf("debit whose grant failed: %v; want ErrNotApplied only", err)
+		}
+		wantValue(t, e, tg, 100)
+	})
+}
+
+func TestFloorConfig(t *testing.T) {
+	for _, c := range []Config{
+		{RightsLease: 20 * time.Second, WriteTimeout: 10 * time.Second},
+		{RightsLease: 500 * time.Millisecond},
+		{RightsIdle: -1},
+	} {
+		c.Store = &faultyStore{}
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v) accepted a lease that cannot cover a write, or a negative idle time", c)
+		}
+	}
 }
 
 // TestFloorNoDebitSentAfterTheLease: a write whose first attempt timed out
@@ -254,7 +394,11 @@ func TestFloorHoldsUnderConcurrentDebits(t *testing.T) {
 					return
 				default:
 				}
-				v, err := mustRead(t, engines[0], tg).Value()
+				st, err := engines[0].Read(context.Background(), tg)
+				var v int64
+				if err == nil {
+					v, err = st.Value()
+				}
 				readerCount++
 				if err != nil || v < 0 {
 					readerErr = fmt.Errorf("a read saw %d, %v", v, err)
@@ -432,5 +576,38 @@ func TestFloorRetryOfAClaimedDebitIsNotRefused(t *testing.T) {
 			t.Fatalf("retry of a debit claimed elsewhere: %+v; want applied: false", out)
 		}
 		wantValue(t, first, tg, 0)
+	})
+}
+
+// TestFloorCreditIsSettledInTheBackground: in a floored namespace a
+// credit of unknown outcome is still finished in the background (the
+// lease bounds only writes with debits).
+func TestFloorCreditIsSettledInTheBackground(t *testing.T) {
+	onEachDriver(t, func(t *testing.T, d driver.Driver) {
+		fs := &faultyStore{Ledgers: d}
+		h := newHarness(t, fs)
+		o := floored(0)
+		o.RetryCount = 1
+		tg := h.target("settled-credit", o)
+		e := h.engine()
+		var n atomic.Int32
+		fs.setWriteFault(func(*driver.WriteLedgerRowParams) fault {
+			if n.Add(1) <= 2 {
+				return unknownNoLand
+			}
+			return pass
+		})
+		if err := updateErr(t, e, tg, 100, "c1"); !isUnknown(err) {
+			t.Fatalf("credit whose writes timed out: %v; want unknown", err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if v, err := mustRead(t, e, tg).Value(); err == nil && v == 100 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the credit was never finished in the background")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	})
 }

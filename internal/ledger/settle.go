@@ -87,14 +87,14 @@ func (e *Engine) retryUntil(stop <-chan struct{}, deadline time.Time, op func(co
 
 // settleWrite finishes a retired actor's write in the background. The
 // slot is retired, so nothing else touches its state.
-func (e *Engine) settleWrite(t Target, s *slot, ids []string, entries []driver.LedgerEntry, claimed time.Time) {
+func (e *Engine) settleWrite(t Target, s *slot, ids []string, entries []driver.LedgerEntry, debits bool, claimed time.Time) {
 	w, actor, last := newRowWrite(t, s.actor, EncodeActor(s.own), entries), s.actor, s.lastTS
 	deadline := claimed.Add(t.Options.ClaimTTL / 2)
 	leaseEnd := int64(math.MaxInt64)
-	if t.Options.Floored {
-		// No write goes out after the lease (writeOwn says why); the
-		// rights' return, started as the actor retired, may not have
-		// landed.
+	if t.Options.Floored && debits {
+		// No write with debits goes out after the lease (writeOwn says
+		// why); the rights' return, started as the actor retired, may not
+		// have landed.
 		leaseEnd = s.rights.until
 		if lease := time.UnixMicro(leaseEnd); lease.Before(deadline) {
 			deadline = lease
@@ -210,9 +210,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.bg.closing = true
 	e.bg.Unlock()
 	batchErr := waitFor(ctx, &e.bg.batches)
-	if batchErr == nil {
-		e.returnAllRights(ctx)
-	}
+	e.returnAllRights(ctx)
 	e.bg.Lock()
 	if !e.bg.closed {
 		e.bg.closed = true

@@ -18,7 +18,9 @@ import (
 func TestEngineRefusalsAreOutcomes(t *testing.T) {
 	t.Parallel()
 	for public, engines := range map[error][]error{
-		abacus.ErrNotApplied:      {ledger.ErrNotApplied, cas.ErrContention, cas.ErrNotApplied, events.ErrNotApplied},
+		abacus.ErrNotApplied:      {ledger.ErrNotApplied, cas.ErrContention, cas.ErrNotApplied, events.ErrNotApplied, ledger.ErrBelowFloor, ledger.ErrRightsHeld},
+		abacus.ErrBelowFloor:      {ledger.ErrBelowFloor},
+		abacus.ErrRightsHeld:      {ledger.ErrRightsHeld},
 		abacus.ErrRequestConflict: {ledger.ErrRequestConflict},
 		abacus.ErrOverflow:        {ledger.ErrOverflow, actor.ErrOverflow, cas.ErrOverflow},
 		abacus.ErrInvalid:         {ledger.ErrInvalidEntry, actor.ErrInvalid, events.ErrInvalid},

@@ -1,12 +1,14 @@
 package abacus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"sync"
 
+	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/ledger"
 	"github.com/abacusdb/abacus/internal/randomid"
 )
@@ -251,13 +253,20 @@ func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Nam
 	if ns.Model != ModelLedger || ns.Ledger == nil {
 		return nil, ledger.Target{}, fmt.Errorf("%w: namespace %q uses model %q; ledgers need a namespace of model %q", ErrInvalid, ns.Name, ns.Model, ModelLedger)
 	}
-	return ns, ledger.Target{
+	t := ledger.Target{
 		Namespace:        ns.Name,
 		Ledger:           view.stored(name),
 		Options:          ns.Ledger.Effective(),
 		ReadConsistency:  ns.ReadConsistency,
 		WriteConsistency: ns.WriteConsistency,
-	}, nil
+	}
+	if t.Options.Floored {
+		// A floor's argument needs quorum reads and writes and a
+		// cluster-wide SERIAL, whatever the server's default levels are.
+		t.ReadConsistency = cmp.Or(t.ReadConsistency, driver.Quorum)
+		t.WriteConsistency = cmp.Or(t.WriteConsistency, driver.Quorum)
+	}
+	return ns, t, nil
 }
 
 func newRequestID() string { return randomid.Hex(16) }

@@ -478,6 +478,12 @@ func (e *Engine) read(ctx context.Context, t Target) (*State, error) {
 			return nil, fmt.Errorf("ledger %s/%s: actor %q: %w", t.Namespace, t.Ledger, r.Actor, err)
 		}
 		st.Set(r.Actor, a)
+		if r.Timestamp >= minFenceTimestamp {
+			if st.fenced == nil {
+				st.fenced = map[string]bool{}
+			}
+			st.fenced[r.Actor] = true
+		}
 	}
 	return st, nil
 }
@@ -490,6 +496,9 @@ func (e *Engine) readMerged(ctx context.Context, t Target, s *slot) (*State, err
 	st, err := e.read(ctx, t)
 	if err != nil {
 		return nil, err
+	}
+	if st.fenced[s.actor] {
+		return nil, fmt.Errorf("ledger %s/%s: actor %q: %w", t.Namespace, t.Ledger, s.actor, errReclaimed)
 	}
 	if stored := st.Actor(s.actor); stored != nil {
 		j, err := Join(s.own, stored)
@@ -515,6 +524,10 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 	ctx := context.Background()
 	t := batch[0].t
 	st, err := e.readMerged(ctx, t, s)
+	if errors.Is(err, errReclaimed) {
+		e.moveOn(s, batch)
+		return
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrActorConflict):
@@ -545,11 +558,7 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 		fresh, elsewhere, reclaimed = e.checkFloor(ctx, t, s, st, fresh)
 		e.handOff(ctx, t, elsewhere)
 		if reclaimed {
-			// The actor's rights were taken back (or returned) while it
-			// was idle: what it debited is counted in spent, so it must
-			// never debit again. A new actor carries the batch.
-			e.retire(s)
-			s.requeue(fresh)
+			e.moveOn(s, fresh)
 			return
 		}
 	}
@@ -650,6 +659,26 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 	e.answerLost(ctx, t, lost)
 	if len(again) > 0 {
 		s.requeue(again) // last: from here on the queue owns them
+	}
+}
+
+// moveOn retires an actor whose debit rights were reclaimed (or returned)
+// while it was idle and gives the batch's requests to the next actor:
+// what it debited is counted in spent, and its row may be fenced, so it
+// must never write again. A request its caller withdrew meanwhile stays
+// withdrawn. Called with s.sem held.
+func (e *Engine) moveOn(s *slot, rs []*request) {
+	e.retire(s)
+	var again []*request
+	for _, r := range rs {
+		if r.state.CompareAndSwap(taken, queued) {
+			again = append(again, r)
+		} else if !r.finished() && r.state.Load() == withdrawn {
+			r.finish(Result{}, fmt.Errorf("%w: withdrawn by its caller", ErrNotApplied))
+		}
+	}
+	if len(again) > 0 {
+		s.requeue(again)
 	}
 }
 
@@ -860,7 +889,10 @@ func duplicate(id, actor string, recorded, amount int64) (Result, error) {
 // what had been sent by then.
 func (e *Engine) writeOwn(ctx context.Context, t Target, s *slot, entries []driver.LedgerEntry, debits bool) error {
 	w := newRowWrite(t, s.actor, EncodeActor(s.own), entries)
-	leased := t.Options.Floored && debits
+	// An actor that has held rights is in the rights record, and may be
+	// reclaimed and fenced once its lease is over: any write of it, not
+	// only one with debits, stops at the lease's end.
+	leased := t.Options.Floored && (debits || s.rights.until != 0)
 	return e.attempts(ctx, t.Options.RetryCount, "write", func(ctx context.Context) error {
 		if leased && driver.Micros(e.cfg.Clock.Now()) >= s.rights.until {
 			return errLeaseEnded

@@ -76,16 +76,26 @@ func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, f
 			needs = append(needs, saturatingAdd(cmp.Or(lastOf(needs), used), r.abs))
 		}
 	}
-	if len(needs) == 0 {
+	now := driver.Micros(e.cfg.Clock.Now())
+	// An actor that has held rights writes only within its lease, credits
+	// too (writeOwn): it renews the lease at half time.
+	renew := s.rights.until != 0 && s.rights.until-now < int64(e.cfg.RightsLease/time.Microsecond)/2
+	if len(needs) == 0 && !renew {
 		return fresh, nil, false
 	}
-	now := driver.Micros(e.cfg.Clock.Now())
 	var grantErr error
-	if lastOf(needs) > s.rights.total || s.rights.until-now < int64(e.cfg.RightsLease/time.Microsecond)/2 {
+	if renew || lastOf(needs) > s.rights.total {
 		grantErr = e.acquireRights(ctx, t, s, st, needs)
 		if errors.Is(grantErr, errReclaimed) {
 			return fresh, nil, true
 		}
+	}
+	if len(needs) == 0 {
+		// Credits need no rights, only time left to write them in; if
+		// the lease could not be renewed, an actor without one writes
+		// them.
+		left := s.rights.until - driver.Micros(e.cfg.Clock.Now())
+		return fresh, nil, left <= int64(e.cfg.WriteTimeout/time.Microsecond)
 	}
 	// The batch's writes must all be sent before the lease ends; writeOwn
 	// checks each attempt, this only avoids starting a batch that would
@@ -140,6 +150,11 @@ func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, f
 	var wg sync.WaitGroup
 	for i, f := range refused {
 		wg.Go(func() {
+			defer func() {
+				if p := recover(); p != nil {
+					finds[i].err = fmt.Errorf("internal error while reading the claim: %v", p)
+				}
+			}()
 			rctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
 			defer cancel()
 			finds[i].cur, finds[i].ok, finds[i].err = e.cfg.Store.ReadClaim(rctx, &driver.ReadClaimParams{
@@ -204,7 +219,7 @@ func (e *Engine) acquireRights(ctx context.Context, t Target, s *slot, st *State
 		// The record is the truth about this actor's grant: a swap
 		// reported as failed may have landed.
 		mine, listed := rec.grants[s.actor]
-		if used, _ := s.own.N.Sum(); !listed && used > 0 {
+		if used, _ := s.own.N.Sum(); !listed && (used > 0 || s.rights.until != 0) {
 			return errReclaimed
 		}
 		s.rights.total, s.rights.until = mine.total, mine.until
@@ -315,7 +330,7 @@ func (e *Engine) reclaim(ctx context.Context, t Target, next *rights, self strin
 			fenced[i] = e.cfg.Store.WriteLedgerRow(fctx, &driver.WriteLedgerRowParams{
 				Namespace: t.Namespace, Ledger: t.Ledger,
 				Row:       driver.LedgerRow{Actor: a, State: EncodeActor(row)},
-				Timestamp: driver.FenceTimestamp, Consistency: t.WriteConsistency,
+				Timestamp: fenceTimestamp(row), Consistency: t.WriteConsistency,
 			})
 		})
 	}
@@ -336,6 +351,24 @@ func (e *Engine) reclaim(ctx context.Context, t Target, next *rights, self strin
 		delete(next.grants, a)
 	}
 	return reclaimed{n: len(stale), p: p}, nil
+}
+
+// minFenceTimestamp is the lowest timestamp fenceTimestamp gives: any row
+// at or above it is a fence. Far above every clock-based timestamp (about
+// 2^63 − 2^60 microseconds: the year 250,000).
+const minFenceTimestamp = driver.FenceTimestamp - fenceSeqLimit<<20 - (1<<20 - 1)
+
+// fenceSeqLimit caps the entry numbers that order fences.
+const fenceSeqLimit = 1<<40 - 1
+
+// fenceTimestamp is the timestamp of a fence of row. Two reclaimers may
+// fence one actor at once, from reads a late write came between; last
+// write wins must then keep the fence with the fewest debits (never more
+// than either counted), and of those the one with the most credits (never
+// fewer than a grant may have seen). So the timestamp falls with the
+// debit section's number and rises with the credit section's.
+func fenceTimestamp(row *Actor) int64 {
+	return driver.FenceTimestamp - int64(min(row.N.Seq(), fenceSeqLimit))<<20 - (1<<20 - 1) + int64(min(row.P.Seq(), 1<<20-1))
 }
 
 // returnRights gives back, in the background, the part of a dropped
@@ -402,7 +435,7 @@ func (e *Engine) returnAllRights(ctx context.Context) {
 		limit <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-limit }()
-			err := e.attempts(ctx, max(r.t.Options.RetryCount, 0), "return of debit rights", func(ctx context.Context) error {
+			err := e.attempts(ctx, max(r.t.Options.RetryCount, rightsAttempts), "return of debit rights", func(ctx context.Context) error {
 				return e.giveBack(ctx, r.t, s.actor, used)
 			})
 			if err != nil {
@@ -446,6 +479,9 @@ func (e *Engine) shrinkIdle(s *slot) {
 	s.mu.Unlock()
 	used, _ := s.own.N.Sum()
 	if busy || s.retired || s.rights.total <= used {
+		if !busy && !s.retired && s.rights.total > used {
+			s.rights.idle.Reset(e.cfg.RightsIdle) // held by a find or a close: later
+		}
 		s.unlock()
 		return
 	}
@@ -453,25 +489,36 @@ func (e *Engine) shrinkIdle(s *slot) {
 	// until it is done, so no batch debits meanwhile.
 	if !e.goSettle(func(stop <-chan struct{}) {
 		defer s.unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
-		defer cancel()
 		t := s.rights.t
-		rec, err := e.readRights(ctx, t)
-		if err != nil {
-			return
-		}
-		mine, ok := rec.grants[s.actor]
-		if !ok || mine.total <= used {
-			return
-		}
-		next := rec.clone()
-		next.grants[s.actor] = grant{total: used, until: mine.until}
-		next.version++
-		// A swap of unknown outcome may have landed: believe the smaller
-		// grant, which only holds back rights until the next grant reads
-		// the record.
-		if applied, err := e.swapRights(ctx, t, rec.version, next); err != nil || applied {
-			s.rights.total = used
+		for n := range rightsAttempts {
+			if n > 0 && e.backoff(context.Background(), n-1) != nil {
+				break
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
+			rec, err := e.readRights(ctx, t)
+			if err != nil {
+				cancel()
+				continue
+			}
+			mine, ok := rec.grants[s.actor]
+			if !ok || mine.total <= used {
+				cancel()
+				return
+			}
+			next := rec.clone()
+			next.grants[s.actor] = grant{total: used, until: mine.until}
+			next.version++
+			applied, err := e.swapRights(ctx, t, rec.version, next)
+			cancel()
+			// A swap of unknown outcome may have landed: believe the
+			// smaller grant, which only holds back rights until the next
+			// grant reads the record.
+			if err != nil || applied {
+				s.rights.total = used
+			}
+			if applied {
+				return
+			}
 		}
 	}) {
 		s.unlock()

@@ -170,13 +170,14 @@ func TestFloorReclaimsAStoppedActorsRights(t *testing.T) {
 		}
 		wantValue(t, live, tg, 0)
 		// The stopped process's engine comes back: its rights were
-		// reclaimed, so its actor never debits again; a new actor asks for
-		// rights, and the balance has none left.
-		if err := updateErr(t, dead, tg, -1, "d2"); !errors.Is(err, ErrBelowFloor) {
-			t.Fatalf("debit by the reclaimed actor: %v; want ErrBelowFloor", err)
+		// reclaimed and its row fenced, so its actor never writes again,
+		// credits included; a new actor carries them, and asks for rights.
+		mustUpdate(t, dead, tg, 7, "c2")
+		wantValue(t, live, tg, 7)
+		mustUpdate(t, dead, tg, -7, "d2")
+		if err := updateErr(t, dead, tg, -1, "d3"); !errors.Is(err, ErrBelowFloor) {
+			t.Fatalf("debit of an empty wallet: %v; want ErrBelowFloor", err)
 		}
-		mustUpdate(t, live, tg, 5, "c2")
-		mustUpdate(t, dead, tg, -5, "d3")
 		wantValue(t, live, tg, 0)
 		for _, e := range []*Engine{dead, live} {
 			if err := e.Close(ctxT(t)); err != nil {
@@ -610,4 +611,35 @@ func TestFloorCreditIsSettledInTheBackground(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	})
+}
+
+func TestFenceTimestampsOrderFences(t *testing.T) {
+	row := func(p, n int) *Actor {
+		a := &Actor{}
+		for i := range p {
+			if _, err := a.P.Append(Entry{RequestID: fmt.Sprint("p", i), Amount: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range n {
+			if _, err := a.N.Append(Entry{RequestID: fmt.Sprint("n", i), Amount: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a
+	}
+	fewerDebits, moreDebits := fenceTimestamp(row(5, 1)), fenceTimestamp(row(9, 2))
+	fewerCredits, moreCredits := fenceTimestamp(row(1, 3)), fenceTimestamp(row(2, 3))
+	switch {
+	case fewerDebits <= moreDebits:
+		t.Error("a fence with fewer debits does not win")
+	case moreCredits <= fewerCredits:
+		t.Error("of fences with as many debits, the one with more credits does not win")
+	}
+	for _, r := range []*Actor{row(0, 0), row(1<<10, 1<<10), {N: Section{Folded: 1 << 50}, P: Section{Folded: 1 << 30}}} {
+		ts := fenceTimestamp(r)
+		if ts < minFenceTimestamp || ts > driver.FenceTimestamp || ts < driver.Micros(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)) {
+			t.Errorf("fence timestamp %d of %d/%d entries is outside %d..%d", ts, r.P.Seq(), r.N.Seq(), minFenceTimestamp, driver.FenceTimestamp)
+		}
+	}
 }

@@ -91,10 +91,10 @@ func (e *Engine) settleWrite(t Target, s *slot, ids []string, entries []driver.L
 	w, actor, last := newRowWrite(t, s.actor, EncodeActor(s.own), entries), s.actor, s.lastTS
 	deadline := claimed.Add(t.Options.ClaimTTL / 2)
 	leaseEnd := int64(math.MaxInt64)
-	if t.Options.Floored && debits {
-		// No write with debits goes out after the lease (writeOwn says
-		// why); the rights' return, started as the actor retired, may not
-		// have landed.
+	if t.Options.Floored && (debits || s.rights.until != 0) {
+		// No write of an actor that holds a lease, or with debits, goes
+		// out after the lease (writeOwn says why); the rights' return,
+		// started as the actor retired, may not have landed.
 		leaseEnd = s.rights.until
 		if lease := time.UnixMicro(leaseEnd); lease.Before(deadline) {
 			deadline = lease

@@ -255,6 +255,9 @@ func Join(a, b *Actor) (*Actor, error) {
 // State is a whole ledger: every actor's state, keyed by actor id.
 type State struct {
 	actors map[string]*Actor
+	// fenced lists the actors whose rows a reclaim of their debit rights
+	// fenced (driver.FenceTimestamp): they must never write again.
+	fenced map[string]bool
 }
 
 // NewState returns an empty ledger.

@@ -217,7 +217,8 @@ func (c Config) withDefaults() Config {
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
 	c.RetryBackoff = cmp.Or(c.RetryBackoff, 20*time.Millisecond)
 	c.ClaimWait = cmp.Or(c.ClaimWait, 2*time.Second)
-	c.RightsLease = cmp.Or(c.RightsLease, DefaultRightsLease)
+	// Long enough to cover a batch's writes whatever WriteTimeout is.
+	c.RightsLease = cmp.Or(c.RightsLease, max(DefaultRightsLease, 3*c.WriteTimeout))
 	c.LateWriteWindow = cmp.Or(c.LateWriteWindow, DefaultLateWriteWindow)
 	c.RightsIdle = cmp.Or(c.RightsIdle, DefaultRightsIdle)
 	c.Logger = cmp.Or(c.Logger, slog.Default())

@@ -84,7 +84,10 @@ func TestConsumersShareASpreadBurst(t *testing.T) {
 		seen := map[ID]bool{}
 		var pending []*Delivery
 		for i := range spread {
-			c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, Name: fmt.Sprint("c", i), BatchSize: 10})
+			// A lease long enough to outlast the four consumers' start
+			// on a loaded machine: the check below wants every lease
+			// still held, and only Receive renews one.
+			c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, Name: fmt.Sprint("c", i), BatchSize: 10, LeaseTTL: time.Minute})
 			consumers = append(consumers, c)
 			ds := receive(t, c, 5)
 			if i < shards && len(ds) == 0 {

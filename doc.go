@@ -33,8 +33,8 @@
 //     processes its copies reach and whenever they arrive, for as long as
 //     the claim lives (ClaimTTL).
 //   - A namespace may opt into LedgerModeConcurrentRetriesMayDouble, which
-//     skips the claim: a retry is then recognised (Applied false, nothing
-//     written) only while the request is among the last HistoryLength
+//     skips the claim: a retry is then recognised (Applied and Replayed,
+//     nothing written) only while the request is among the last HistoryLength
 //     requests of the process that applied it, and two processes receiving
 //     the same request at the same moment may both apply it.
 //   - ErrUnknownOutcome is returned, never success, when every write

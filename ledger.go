@@ -40,9 +40,14 @@ type LedgerResult struct {
 	// It is set even when the update fails, so an unknown outcome can be
 	// retried with it.
 	RequestID string
-	// Applied is true when this call added the request to the ledger, false
-	// when the request id was already recorded (nothing was written).
+	// Applied is true when the request is in the ledger: added by this
+	// call, or by an earlier one with the same request id (Replayed). A
+	// retry thus answers what the first attempt answered.
 	Applied bool
+	// Replayed is true when the request id was already recorded with this
+	// amount: an earlier attempt applied the request, and this call wrote
+	// nothing.
+	Replayed bool
 }
 
 // LedgerValue is a ledger as read.
@@ -161,10 +166,13 @@ func (c *Client) UpdateLedgers(ctx context.Context, updates []LedgerUpdate) []Le
 	apply := func(g *group) {
 		for j, o := range c.ledger.UpdateBatch(ctx, g.t, g.changes) {
 			r := &out[g.index[j]]
-			r.Applied = o.Applied
 			if o.Err != nil {
 				r.Err = publicError(o.Err)
+				continue
 			}
+			// The engine's Applied means "this call wrote it"; a
+			// recognised retry is the same request, applied before.
+			r.Applied, r.Replayed = true, !o.Applied
 		}
 	}
 	if len(order) == 1 {

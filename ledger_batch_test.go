@@ -44,18 +44,18 @@ func TestUpdateLedgersAnswersEachUpdate(t *testing.T) {
 			}
 			for i := range 30 {
 				r := res[i]
-				if r.Err != nil || r.Applied != firstTime || r.RequestID != fmt.Sprint("r", i) || r.Namespace != n1 {
+				if r.Err != nil || !r.Applied || r.Replayed == firstTime || r.RequestID != fmt.Sprint("r", i) || r.Namespace != n1 {
 					t.Fatalf("update %d: %+v", i, r)
 				}
 			}
-			if r := res[30]; r.Err != nil || r.Applied != firstTime || r.RequestID == "" || r.Namespace != n2 {
+			if r := res[30]; r.Err != nil || !r.Applied || r.Replayed == firstTime || r.RequestID == "" || r.Namespace != n2 {
 				t.Fatalf("update without a request id: %+v", r)
 			}
-			if r := res[31]; r.Err != nil || r.Applied {
+			if r := res[31]; r.Err != nil || !r.Applied || !r.Replayed {
 				t.Fatalf("repeat of r0: %+v, want recognised", r)
 			}
 			for i, want := range map[int]error{32: abacus.ErrRequestConflict, 33: abacus.ErrInvalid, 34: abacus.ErrInvalid, 35: abacus.ErrNamespaceNotFound} {
-				if !errors.Is(res[i].Err, want) || res[i].Applied {
+				if !errors.Is(res[i].Err, want) || res[i].Applied || res[i].Replayed {
 					t.Fatalf("update %d: %+v, want %v", i, res[i], want)
 				}
 			}

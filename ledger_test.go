@@ -77,8 +77,8 @@ func TestLedgerThroughTheClient(t *testing.T) {
 	if err != nil || !r.Applied || r.Namespace != abacus.DefaultLedgerNamespace || r.RequestID != "c1" {
 		t.Fatalf("Credit = %+v, %v", r, err)
 	}
-	if r, err := c.Credit(ctx, "", "wallet", 100, "c1"); err != nil || r.Applied {
-		t.Fatalf("retried credit = %+v, %v; want not applied", r, err)
+	if r, err := c.Credit(ctx, "", "wallet", 100, "c1"); err != nil || !r.Applied || !r.Replayed {
+		t.Fatalf("retried credit = %+v, %v; want the first answer, replayed", r, err)
 	}
 	if _, err := c.Debit(ctx, "", "wallet", 30, "d1"); err != nil {
 		t.Fatal(err)
@@ -159,7 +159,7 @@ func TestLedgerUnknownOutcomeIsNeverSuccess(t *testing.T) {
 	}
 	// The writes had landed: the retry, with the returned id, finds it.
 	healthy := startClient(t, abacus.Config{Driver: store})
-	if r2, err := healthy.Credit(ctx, "l", "x", 5, r.RequestID); err != nil || r2.Applied {
+	if r2, err := healthy.Credit(ctx, "l", "x", 5, r.RequestID); err != nil || !r2.Applied || !r2.Replayed {
 		t.Fatalf("retry = %+v, %v; want recognised", r2, err)
 	}
 }
@@ -171,16 +171,16 @@ func ExampleClient_Credit() {
 	defer done()
 
 	r, _ := client.Credit(ctx, "", "alice", 50, "order-1001")
-	fmt.Println("applied:", r.Applied)
+	fmt.Println("applied:", r.Applied, "replayed:", r.Replayed)
 	r, _ = client.Credit(ctx, "", "alice", 50, "order-1001") // a retry
-	fmt.Println("applied:", r.Applied)
+	fmt.Println("applied:", r.Applied, "replayed:", r.Replayed)
 	_, _ = client.Debit(ctx, "", "alice", 20, "refund-7")
 
 	v, _ := client.LedgerValue(ctx, "", "alice")
 	fmt.Println(v.Value)
 	// Output:
-	// applied: true
-	// applied: false
+	// applied: true replayed: false
+	// applied: true replayed: true
 	// 30
 }
 

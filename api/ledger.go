@@ -65,9 +65,13 @@ type LedgerUpdateResponse struct {
 	Namespace string `json:"namespace"`
 	Ledger    string `json:"ledger"`
 	RequestID string `json:"request_id"`
-	// Applied is true when this request changed the ledger, false when its
-	// request id was already recorded (a retry; nothing was written).
+	// Applied is true when the request is in the ledger, whether this
+	// attempt or an earlier one with the same request id added it.
 	Applied bool `json:"applied"`
+	// Replayed is true when an earlier attempt applied the request (its
+	// request id was recorded with this amount) and this one wrote
+	// nothing: a retry gets the first attempt's answer, marked as such.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // LedgerEntry is one applied request in a ledger's history.
@@ -148,5 +152,6 @@ type LedgerBatchResult struct {
 	Ledger    string `json:"ledger"`
 	RequestID string `json:"request_id"`
 	Applied   bool   `json:"applied"`
+	Replayed  bool   `json:"replayed,omitempty"`
 	Error     *Error `json:"error,omitempty"`
 }

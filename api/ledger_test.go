@@ -15,7 +15,8 @@ func TestLedgerWireNames(t *testing.T) {
 	}{
 		{LedgerUpdateRequest{Amount: 5, RequestID: "r"}, `{"amount":5,"request_id":"r"}`},
 		{LedgerUpdateRequest{}, `{"amount":0}`},
-		{LedgerUpdateResponse{"n", "l", "r", true}, `{"namespace":"n","ledger":"l","request_id":"r","applied":true}`},
+		{LedgerUpdateResponse{"n", "l", "r", true, false}, `{"namespace":"n","ledger":"l","request_id":"r","applied":true}`},
+		{LedgerUpdateResponse{"n", "l", "r", true, true}, `{"namespace":"n","ledger":"l","request_id":"r","applied":true,"replayed":true}`},
 		{LedgerValue{"n", "l", 3, 5, 2, 1}, `{"namespace":"n","ledger":"l","value":3,"credits":5,"debits":2,"actors":1}`},
 		{RequestIDStatus{"n", "l", "r", false}, `{"namespace":"n","ledger":"l","request_id":"r","known":false}`},
 		{LedgerOptions{10, "exact", true, 10, 86400, 3600, nil}, `{"history_length":10,"mode":"exact","strict":true,"retry_count":10,"claim_ttl_seconds":86400,"entry_retention_seconds":3600}`},

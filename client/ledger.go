@@ -13,8 +13,8 @@ import (
 // api.DefaultLedgerNamespace, which the server creates on first use.
 //
 // Retrying a ledger update is safe against any server: a retry that carries
-// the same request id is recognised (Applied false) while the request is in
-// the history of the server process that applied it (see docs/ledger.md).
+// the same request id is recognised (see docs/ledger.md for how long) and
+// gets the first attempt's answer, Applied, marked Replayed.
 
 func ledgerPath(ns, ledger string) string {
 	if ns == "" {
@@ -64,8 +64,9 @@ func (c *Client) ledgerUpdate(ctx context.Context, namespace, ledger, kind strin
 }
 
 // UpdateLedgers applies up to api.MaxBatchItems ledger updates, each once
-// per its request id, and returns one result per update, in order: Applied,
-// not Applied (a recognised retry), or the update's own Error. If any update
+// per its request id, and returns one result per update, in order: Applied
+// (and Replayed when an earlier attempt applied it), or the update's own
+// Error. If any update
 // is invalid the server refuses the whole batch, applies nothing, and
 // UpdateLedgers returns its error. Updates of one ledger share their
 // writes on the server, so a batch is much cheaper than its updates sent

@@ -44,7 +44,7 @@ func TestUpdateLedgers(t *testing.T) {
 		t.Fatalf("%d results for 3 updates: %+v", len(res), res)
 	}
 	for i, r := range res {
-		if !r.Applied || r.Error != nil || r.Namespace != api.DefaultLedgerNamespace || r.Ledger != updates[i].Ledger || r.RequestID == "" {
+		if !r.Applied || r.Replayed || r.Error != nil || r.Namespace != api.DefaultLedgerNamespace || r.Ledger != updates[i].Ledger || r.RequestID == "" {
 			t.Errorf("result %d = %+v (error %+v)", i, r, r.Error)
 		}
 	}
@@ -67,13 +67,13 @@ func TestUpdateLedgers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, r := range res {
-		if r.Applied || r.Error != nil {
-			t.Errorf("retried result %d = %+v (error %+v), want recognised", i, r, r.Error)
+		if !r.Applied || !r.Replayed || r.Error != nil {
+			t.Errorf("retried result %d = %+v (error %+v), want recognised: applied, replayed", i, r, r.Error)
 		}
 	}
 	// An update's own error is in its result; the others apply.
 	res, err = c.UpdateLedgers(ctx, []api.LedgerBatchUpdate{{Ledger: "alice", Amount: 1, RequestID: "d1"}, {Ledger: "bob", Amount: 1}})
-	if err != nil || res[0].Error == nil || res[0].Error.Code != api.CodeRequestConflict || !res[1].Applied {
+	if err != nil || res[0].Error == nil || res[0].Error.Code != api.CodeRequestConflict || res[0].Applied || res[0].Replayed || !res[1].Applied || res[1].Replayed {
 		t.Fatalf("conflict: %+v, %v", res, err)
 	}
 	// An invalid update refuses the batch as a whole.
@@ -108,7 +108,7 @@ func (f *ledgerBatchFlaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var resp api.LedgerBatchResponse
 	_ = json.Unmarshal(rec.Body.Bytes(), &resp)
 	if first && len(resp.Results) > 1 {
-		resp.Results[1].Applied = false
+		resp.Results[1].Applied, resp.Results[1].Replayed = false, false
 		resp.Results[1].Error = &api.Error{Code: api.CodeUnknownOutcome, Message: "lost"}
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -130,7 +130,7 @@ func TestUpdateLedgersRetriesOnlyFailedUpdates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// b was applied by the first attempt: its retry is recognised.
-	if !res[0].Applied || res[1].Applied || res[1].Error != nil || !res[2].Applied {
+	if res[0].Replayed || !res[1].Applied || !res[1].Replayed || res[1].Error != nil || res[2].Replayed || !res[0].Applied || !res[2].Applied {
 		t.Errorf("results %+v", res)
 	}
 	if len(f.batches) != 2 || len(f.batches[1]) != 1 || f.batches[1][0].Ledger != "b" || f.batches[1][0].RequestID != f.batches[0][1].RequestID {
@@ -148,7 +148,7 @@ func TestUpdateLedgersRetriesOnlyFailedUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res[0].Applied || res[1].Applied || res[1].Error == nil || res[1].Error.Code != api.CodeUnknownOutcome || res[1].RequestID == "" {
+	if !res[0].Applied || res[1].Applied || res[1].Replayed || res[1].Error == nil || res[1].Error.Code != api.CodeUnknownOutcome || res[1].RequestID == "" {
 		t.Errorf("results %+v", res)
 	}
 }

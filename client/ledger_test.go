@@ -22,11 +22,11 @@ func TestLedgerEndToEnd(t *testing.T) {
 	ctx := context.Background()
 
 	r, err := c.Credit(ctx, "", "wallet", 100, "c1")
-	if err != nil || !r.Applied || r.Namespace != api.DefaultLedgerNamespace || r.RequestID != "c1" {
+	if err != nil || !r.Applied || r.Replayed || r.Namespace != api.DefaultLedgerNamespace || r.RequestID != "c1" {
 		t.Fatalf("Credit = %+v, %v", r, err)
 	}
-	if r, err := c.Credit(ctx, "", "wallet", 100, "c1"); err != nil || r.Applied {
-		t.Fatalf("retried Credit = %+v, %v; want not applied", r, err)
+	if r, err := c.Credit(ctx, "", "wallet", 100, "c1"); err != nil || !r.Applied || !r.Replayed {
+		t.Fatalf("retried Credit = %+v, %v; want the first answer, replayed", r, err)
 	}
 	if _, err := c.Debit(ctx, "", "wallet", 30, ""); err != nil {
 		t.Fatal(err)

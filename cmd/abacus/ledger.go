@@ -66,7 +66,8 @@ func (a *app) ledgerUpdateCmd(kind, short string) *cobra.Command {
 
 The change carries --request-id, or a new random id that is printed. If
 the same request id was already applied the command says so and changes
-nothing. If the outcome is unknown (a timeout, a lost connection), repeat
+nothing (with -o json: "applied": true, "replayed": true, the first
+attempt's answer marked as a replay). If the outcome is unknown (a timeout, a lost connection), repeat
 the command with the request id printed in the error: it is applied at most
 once.
 
@@ -105,10 +106,10 @@ refused with rights_held (exit 6), and may succeed when repeated.`,
 			if err != nil {
 				return a.unknownOutcomeHint(err, id)
 			}
-			if res.Applied {
-				return a.printResult(res, "applied request "+res.RequestID)
+			if res.Replayed {
+				return a.printResult(res, "request "+res.RequestID+" was already applied; nothing changed")
 			}
-			return a.printResult(res, "request "+res.RequestID+" was already applied; nothing changed")
+			return a.printResult(res, "applied request "+res.RequestID)
 		},
 	}
 }
@@ -276,10 +277,10 @@ func (a *app) printLedgerBatch(lines []batchLine, results []api.LedgerBatchResul
 			switch {
 			case r.Error != nil:
 				line = fmt.Sprintf("error %s %s: %s", line, r.Error.Code, oneLine(r.Error.Message))
-			case r.Applied:
-				line = "applied " + line
-			default:
+			case r.Replayed:
 				line = "already-applied " + line
+			default:
+				line = "applied " + line
 			}
 			if _, err := fmt.Fprintln(a.stdout, line); err != nil {
 				return err

@@ -96,7 +96,7 @@ func TestLedgerCommands(t *testing.T) {
 	}
 	r = s.cli("ledger", "credit", "wallet", "100", "--request-id", "c1", "--json")
 	var up api.LedgerUpdateResponse
-	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &up) != nil || up.Applied || up.RequestID != "c1" {
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &up) != nil || !up.Applied || !up.Replayed || up.RequestID != "c1" {
 		t.Fatalf("retry --json: %+v", r)
 	}
 }

@@ -51,24 +51,33 @@ func (s *Server) ledgerUpdate(op ledgerOp) http.HandlerFunc {
 				Namespace: ns, Ledger: name, Amount: req.Amount, RequestID: req.RequestID,
 			})
 		}
-		s.countLedgerUpdate(err == nil && res.Applied, err)
+		s.countLedgerUpdate(err == nil && res.Replayed, err)
 		if err != nil {
 			writeError(w, r, err)
 			return
 		}
+		if res.Replayed {
+			w.Header().Set(replayedHeader, "true")
+		}
 		writeJSON(w, http.StatusOK, api.LedgerUpdateResponse{
-			Namespace: res.Namespace, Ledger: name, RequestID: res.RequestID, Applied: res.Applied,
+			Namespace: res.Namespace, Ledger: name, RequestID: res.RequestID, Applied: res.Applied, Replayed: res.Replayed,
 		})
 	}
 }
 
-func (s *Server) countLedgerUpdate(applied bool, err error) {
-	result := "duplicate"
+// replayedHeader marks the answer to a recognised retry of a ledger update,
+// as payment APIs do for their idempotency keys (Stripe's name): the body
+// is the first attempt's answer, and the header tells that nothing was
+// written this time to a caller that reads only headers.
+const replayedHeader = "Idempotent-Replayed"
+
+func (s *Server) countLedgerUpdate(replayed bool, err error) {
+	result := "applied"
 	switch {
 	case err != nil:
 		result, _ = errorCode(err)
-	case applied:
-		result = "applied"
+	case replayed:
+		result = "duplicate"
 	}
 	s.metrics.ledgerUpdates.WithLabelValues(result).Inc()
 }

@@ -50,10 +50,10 @@ func (s *Server) ledgerBatch(w http.ResponseWriter, r *http.Request) {
 	out := s.client.UpdateLedgers(r.Context(), updates)
 	res := api.LedgerBatchResponse{Results: make([]api.LedgerBatchResult, len(out))}
 	for i, o := range out {
-		s.countLedgerUpdate(o.Err == nil && o.Applied, o.Err)
+		s.countLedgerUpdate(o.Err == nil && o.Replayed, o.Err)
 		res.Results[i] = api.LedgerBatchResult{
 			Namespace: cmp.Or(o.Namespace, api.DefaultLedgerNamespace), Ledger: o.Ledger, RequestID: o.RequestID,
-			Applied: o.Err == nil && o.Applied,
+			Applied: o.Err == nil && o.Applied, Replayed: o.Err == nil && o.Replayed,
 		}
 		if o.Err != nil {
 			code, msg := errorCode(o.Err)

@@ -37,7 +37,7 @@ func TestLedgerBatch(t *testing.T) {
 		{Namespace: "ledgers", Ledger: "alice", RequestID: "c1", Applied: true},
 		{Namespace: "ledgers", Ledger: "bob", RequestID: "c1", Applied: true},
 		{Namespace: "ledgers", Ledger: "alice", RequestID: "d1", Applied: true},
-		{Namespace: "ledgers", Ledger: "alice", RequestID: "c1", Applied: false}, // the same request again
+		{Namespace: "ledgers", Ledger: "alice", RequestID: "c1", Applied: true, Replayed: true}, // the same request again
 		{Namespace: "wallets", Ledger: "carol", Applied: true},
 	}
 	if len(res.Results) != len(want) {

@@ -680,7 +680,7 @@ func TestIdempotencyKeyIsTheRequestID(t *testing.T) {
 	var first, again api.LedgerUpdateResponse
 	e.mustJSON("POST", led, `{"amount":50}`, 200, &first, "Idempotency-Key", "order-7")
 	e.mustJSON("POST", led, `{"amount":50}`, 200, &again, "Idempotency-Key", "order-7")
-	if !first.Applied || again.Applied || again.RequestID != "order-7" {
+	if !first.Applied || first.Replayed || !again.Applied || !again.Replayed || again.RequestID != "order-7" {
 		t.Fatalf("ledger credit and its retry: %+v, %+v", first, again)
 	}
 	if r := e.do("POST", led, `{"amount":60}`, "Idempotency-Key", "order-7"); r.status != 409 || r.apiError().Code != api.CodeRequestConflict {

@@ -206,36 +206,47 @@ func (d *Driver) UpdateMessages(ctx context.Context, p *driver.UpdateMessagesPar
 	const op = "update messages"
 	return batchByShard(ctx, d, op, p.Queue, p.Updates, func(m driver.Message) int { return m.Shard },
 		func(b *pebble.Batch, u driver.Message) error {
-			m, err := d.getMessage(p.Queue, u.MessageKey)
-			if errors.Is(err, driver.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			m.Deliveries, m.VisibleAt, m.LastError = u.Deliveries, ms(u.VisibleAt), u.LastError
-			return b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(m), nil)
+			_, err := d.redeliver(b, p.Queue, u.MessageKey, func(deliveryState) (deliveryState, bool) {
+				return deliveryState{u.Deliveries, u.VisibleAt, u.LastError}, true
+			})
+			return err
 		})
+}
+
+// redeliver adds to b the stored message k with the delivery state that
+// change makes of its own (see the function redeliver), unless the
+// message is gone or change declines. It reports whether it wrote.
+func (d *Driver) redeliver(b *pebble.Batch, queue string, k driver.MessageKey, change func(deliveryState) (deliveryState, bool)) (bool, error) {
+	k.Due = ms(k.Due)
+	key := messageKey(queue, k)
+	raw, closer, err := d.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer closer.Close()
+	v, err := redeliver(raw, change)
+	if err != nil {
+		return false, fmt.Errorf("message %s: %w", k.ID, err)
+	}
+	if v == nil {
+		return false, nil
+	}
+	return true, b.Set(key, v, nil)
 }
 
 // ExtendVisibility implements driver.Queues.
 func (d *Driver) ExtendVisibility(ctx context.Context, p *driver.ExtendVisibilityParams) (bool, error) {
 	wrote := false
 	err := batchByShard(ctx, d, "extend visibility", p.Queue, []driver.MessageKey{p.Key}, func(k driver.MessageKey) int { return k.Shard },
-		func(b *pebble.Batch, k driver.MessageKey) error {
-			m, err := d.getMessage(p.Queue, k)
-			if errors.Is(err, driver.ErrNotFound) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if m.Deliveries != p.Deliveries {
-				return nil
-			}
-			m.VisibleAt = ms(p.VisibleAt)
-			wrote = true
-			return b.Set(messageKey(p.Queue, m.MessageKey), encodeMessage(m), nil)
+		func(b *pebble.Batch, k driver.MessageKey) (err error) {
+			wrote, err = d.redeliver(b, p.Queue, k, func(st deliveryState) (deliveryState, bool) {
+				st.VisibleAt = p.VisibleAt
+				return st, st.Deliveries == p.Deliveries
+			})
+			return err
 		})
 	return wrote && err == nil, err
 }

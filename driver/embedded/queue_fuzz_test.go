@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"bytes"
+	"math"
 	"testing"
 	"time"
 
@@ -61,6 +62,45 @@ func FuzzDecodeQueueMessage(f *testing.F) {
 		}
 		if got := encodeMessage(&m); !bytes.Equal(got, b) {
 			t.Fatalf("decodeMessage(%x) = %+v, which re-encodes as %x", b, m, got)
+		}
+	})
+}
+
+// redeliver rewrites a stored message's delivery state in place; for every
+// value decodeMessage takes it must give what decoding, changing and
+// encoding again gives, and it must refuse a value whose delivery state
+// decodeMessage would refuse.
+func FuzzRedeliver(f *testing.F) {
+	m := fuzzMessage()
+	f.Add(encodeMessage(&m), 3, int64(1_700_000_000_123), "boom")
+	f.Add(encodeMessage(&driver.Message{}), 0, int64(0), "")
+	m.Attributes = map[string]string{"tenant": "acme", "z": "last"}
+	m.LastError = "an earlier error"
+	f.Add(encodeMessage(&m), 1<<20, int64(-5), "")
+	f.Fuzz(func(t *testing.T, b []byte, deliveries int, visibleMs int64, lastError string) {
+		if deliveries < 0 || deliveries > math.MaxInt32 {
+			return
+		}
+		visibleAt := time.UnixMilli(visibleMs).UTC()
+		st := deliveryState{deliveries, visibleAt, lastError}
+		var seen deliveryState
+		got, err := redeliver(b, func(old deliveryState) (deliveryState, bool) { seen = old; return st, true })
+		var m driver.Message
+		if decodeMessage(b, &m, true) != nil {
+			return // a corrupt tail may pass redeliver: reads check it
+		}
+		if err != nil {
+			t.Fatalf("redeliver(%x) = %v; decodeMessage takes it", b, err)
+		}
+		if seen != (deliveryState{m.Deliveries, m.VisibleAt, m.LastError}) {
+			t.Fatalf("redeliver(%x) saw %+v; decodeMessage read %+v", b, seen, m)
+		}
+		m.Deliveries, m.VisibleAt, m.LastError = deliveries, visibleAt, lastError
+		if want := encodeMessage(&m); !bytes.Equal(got, want) {
+			t.Fatalf("redeliver(%x) = %x; want %x", b, got, want)
+		}
+		if kept, err := redeliver(b, func(deliveryState) (deliveryState, bool) { return st, false }); kept != nil || err != nil {
+			t.Fatalf("a declined redeliver = %x, %v", kept, err)
 		}
 	})
 }

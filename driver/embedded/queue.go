@@ -120,6 +120,9 @@ func (d *Driver) ReadMessages(ctx context.Context, p *driver.ReadMessagesParams)
 	if to.Before(from) {
 		return page, nil
 	}
+	// A consumer's page is usually full: growing the slice row by row
+	// was a third of the bytes a consumer allocates.
+	page.Messages = make([]driver.Message, 0, min(p.Limit, 256))
 	it, err := d.db.NewIter(&pebble.IterOptions{
 		LowerBound: messageDuePrefix(p.Queue, p.Shard, from),
 		UpperBound: messageDuePrefix(p.Queue, p.Shard, to.Add(time.Millisecond)),

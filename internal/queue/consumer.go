@@ -324,15 +324,24 @@ func (c *Consumer) scan(ctx context.Context, now time.Time, s int, floor time.Ti
 			return nil, time.Time{}, false, err
 		}
 		fresh := 0
-		for _, m := range p.Messages {
-			if after != nil && !keyAfter(m.MessageKey, *after) {
-				continue // seen on the previous page
+		if after == nil && len(out.Messages) == 0 {
+			// The first page, nothing to skip: take it as it is rather
+			// than copy it row by row.
+			out.Messages, fresh = p.Messages, len(p.Messages)
+			if fresh > 0 && first.IsZero() {
+				first = p.Messages[0].Due
 			}
-			fresh++
-			if first.IsZero() {
-				first = m.Due
+		} else {
+			for _, m := range p.Messages {
+				if after != nil && !keyAfter(m.MessageKey, *after) {
+					continue // seen on the previous page
+				}
+				fresh++
+				if first.IsZero() {
+					first = m.Due
+				}
+				out.Messages = append(out.Messages, m)
 			}
-			out.Messages = append(out.Messages, m)
 		}
 		out.Fragments = append(out.Fragments, p.Fragments...)
 		full = len(p.Messages)+len(p.Fragments) >= c.cfg.BatchSize

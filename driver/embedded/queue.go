@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -195,6 +196,14 @@ func (d *Driver) getMessage(queue string, k driver.MessageKey) (*driver.Message,
 
 // byShard groups items by their shard, keeping their order within a shard.
 func byShard[T any](items []T, shard func(T) int) map[int][]T {
+	if len(items) > 0 {
+		s := shard(items[0])
+		if slices.IndexFunc(items, func(it T) bool { return shard(it) != s }) < 0 {
+			// A consumer's marks and acks are nearly always of one
+			// shard: no copy of them.
+			return map[int][]T{s: items}
+		}
+	}
 	out := map[int][]T{}
 	for _, it := range items {
 		s := shard(it)

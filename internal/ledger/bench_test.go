@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -31,14 +32,7 @@ import (
 // group commit). docs/benchmarks-ledger.md has a run's numbers.
 func BenchmarkCredit(b *testing.B) {
 	stores := map[string]func(b *testing.B) driver.Driver{
-		"embedded": func(b *testing.B) driver.Driver {
-			d, err := embedded.Open(context.Background(), embedded.Config{Dir: b.TempDir(), Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = d.Close() })
-			return d
-		},
+		"embedded":  benchEmbedded,
 		"cassandra": func(b *testing.B) driver.Driver { return benchCassandra(b) },
 	}
 	for _, store := range []string{"embedded", "cassandra"} {
@@ -71,14 +65,7 @@ func BenchmarkCredit(b *testing.B) {
 // has a run's numbers.
 func BenchmarkDebitFloor(b *testing.B) {
 	stores := map[string]func(b *testing.B) driver.Driver{
-		"embedded": func(b *testing.B) driver.Driver {
-			d, err := embedded.Open(context.Background(), embedded.Config{Dir: b.TempDir(), Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { _ = d.Close() })
-			return d
-		},
+		"embedded":  benchEmbedded,
 		"cassandra": func(b *testing.B) driver.Driver { return benchCassandra(b) },
 	}
 	for _, store := range []string{"embedded", "cassandra"} {
@@ -98,6 +85,56 @@ func BenchmarkDebitFloor(b *testing.B) {
 	}
 }
 
+// BenchmarkDebitNearFloor keeps one ledger near its floor: the callers
+// alternate credits and debits of 10 on a balance that starts at 1,000 or
+// 100, so the balance hovers there above a floor of 0, a hundred or ten
+// debits' worth, and grants are small and frequent. Each operation counts once
+// whatever its answer; the share refused (below_floor, rights_held) is
+// reported as refused-%. "nofloor" runs the same mix without a floor.
+func BenchmarkDebitNearFloor(b *testing.B) {
+	for _, store := range []string{"embedded", "cassandra"} {
+		b.Run(store, func(b *testing.B) {
+			for _, procs := range []int{1, 4} {
+				for _, balance := range []int64{1000, 100} {
+					for _, floor := range []string{"nofloor", "floor0"} {
+						b.Run(fmt.Sprintf("procs=%d/balance=%d/%s", procs, balance, floor), func(b *testing.B) {
+							var d driver.Driver
+							if store == "cassandra" {
+								d = benchCassandra(b)
+							} else {
+								d = benchEmbedded(b)
+							}
+							benchNearFloor(b, d, Options{Floored: floor == "floor0"}, procs, balance)
+						})
+					}
+				}
+			}
+		})
+	}
+}
+
+func benchNearFloor(b *testing.B, d driver.Driver, opts Options, procs int, balance int64) {
+	engines, targets := benchEngines(b, d, opts, procs, 1)
+	if _, err := engines[0].Update(context.Background(), targets[0], balance, "seed"); err != nil {
+		b.Fatal(err)
+	}
+	var next, refused atomic.Int64
+	runUnit(b, "ops/s", func(ctx context.Context) error {
+		n := next.Add(1)
+		amount := int64(10)
+		if n%2 == 0 {
+			amount = -10
+		}
+		_, err := engines[int(n)%procs].Update(ctx, targets[0], amount, fmt.Sprint("r", n))
+		if errors.Is(err, ErrBelowFloor) || errors.Is(err, ErrRightsHeld) {
+			refused.Add(1)
+			return nil
+		}
+		return err
+	})
+	b.ReportMetric(100*float64(refused.Load())/float64(b.N), "refused-%")
+}
+
 func benchDebits(b *testing.B, d driver.Driver, opts Options, procs, ledgers int) {
 	engines, targets := benchEngines(b, d, opts, procs, ledgers)
 	for _, t := range targets {
@@ -112,6 +149,16 @@ func benchDebits(b *testing.B, d driver.Driver, opts Options, procs, ledgers int
 		_, err := e.Update(ctx, targets[int(n)%ledgers], -(1 + n%100), fmt.Sprint("r", n))
 		return err
 	})
+}
+
+// benchEmbedded opens an embedded store on disk, each write synced.
+func benchEmbedded(b *testing.B) driver.Driver {
+	d, err := embedded.Open(context.Background(), embedded.Config{Dir: b.TempDir(), Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Close() })
+	return d
 }
 
 const benchCallers = 32

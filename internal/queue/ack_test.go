@@ -111,7 +111,10 @@ func TestConcurrentAcksShareWrites(t *testing.T) {
 	for store.calls.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// Wait until every ack is in a write or pending, not a fixed 50 ms: on a loaded machine late acks each took a write.
+	for store.keys.Load()+int64(pendingAcks(svc)) < n {
+		time.Sleep(time.Millisecond)
+	}
 	close(store.gate)
 	for i, err := range <-done {
 		if err != nil {
@@ -125,6 +128,17 @@ func TestConcurrentAcksShareWrites(t *testing.T) {
 		t.Errorf("the deletes carried %d keys, want %d", k, n)
 	}
 	wantAllAcked(t, svc, q, n)
+}
+
+// pendingAcks counts the acks waiting in svc's groups for their write.
+func pendingAcks(svc *Service) int {
+	svc.acks.mu.Lock()
+	defer svc.acks.mu.Unlock()
+	n := 0
+	for _, g := range svc.acks.shards {
+		n += len(g.pending)
+	}
+	return n
 }
 
 // Each group write holds one shard's acks, so that it is one partition's

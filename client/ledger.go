@@ -60,7 +60,20 @@ func (c *Client) ledgerUpdate(ctx context.Context, namespace, ledger, kind strin
 	err := c.retrying(ctx, func() error {
 		return c.do(ctx, "POST", path, req, out)
 	})
+	if err == nil {
+		answeredByAnOlderServer(&out.Applied, &out.Replayed)
+	}
 	return out, err
+}
+
+// answeredByAnOlderServer reads a success with applied false as what it
+// meant before servers said replayed: a recognised retry. A server of this
+// release never answers a success with applied false, so callers (and the
+// CLI) see one meaning during a rolling upgrade.
+func answeredByAnOlderServer(applied, replayed *bool) {
+	if !*applied {
+		*applied, *replayed = true, true
+	}
 }
 
 // UpdateLedgers applies up to api.MaxBatchItems ledger updates, each once
@@ -77,7 +90,13 @@ func (c *Client) ledgerUpdate(ctx context.Context, namespace, ledger, kind strin
 // retryable are sent again with their ids; an update whose last attempt got
 // no answer is reported as unknown_outcome, to be sent again with its id.
 func (c *Client) UpdateLedgers(ctx context.Context, updates []api.LedgerBatchUpdate) ([]api.LedgerBatchResult, error) {
-	return sendBatch(ctx, c, ledgerBatch, updates)
+	res, err := sendBatch(ctx, c, ledgerBatch, updates)
+	for i := range res {
+		if res[i].Error == nil {
+			answeredByAnOlderServer(&res[i].Applied, &res[i].Replayed)
+		}
+	}
+	return res, err
 }
 
 var ledgerBatch = batchKind[api.LedgerBatchUpdate, api.LedgerBatchResult]{

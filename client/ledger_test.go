@@ -153,3 +153,30 @@ func TestLedgerRetriesAcrossServersCountOnce(t *testing.T) {
 		t.Fatalf("%d answers lost, %d actors: the retries did not cross servers", lb.lost, v.Actors)
 	}
 }
+
+// A server from before replayed existed answers a recognised retry with
+// applied false; the client reports it as the replay it is, so callers see
+// one meaning during a rolling upgrade.
+func TestLedgerRetryAnsweredByAnOlderServer(t *testing.T) {
+	t.Parallel()
+	older := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/v1/ledger-updates" {
+			_, _ = io.WriteString(w, `{"results":[{"namespace":"ledgers","ledger":"a","request_id":"r1","applied":true},{"namespace":"ledgers","ledger":"a","request_id":"r2","applied":false},{"namespace":"ledgers","ledger":"a","request_id":"r3","applied":false,"error":{"code":"request_conflict","message":"other amount"}}]}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"namespace":"ledgers","ledger":"a","request_id":"r2","applied":false}`)
+	})
+	c := start(t, older)
+	ctx := context.Background()
+	if r, err := c.Credit(ctx, "", "a", 5, "r2"); err != nil || !r.Applied || !r.Replayed {
+		t.Fatalf("a retry answered applied false = %+v, %v; want applied and replayed", r, err)
+	}
+	res, err := c.UpdateLedgers(ctx, []api.LedgerBatchUpdate{{Ledger: "a", Amount: 1, RequestID: "r1"}, {Ledger: "a", Amount: 1, RequestID: "r2"}, {Ledger: "a", Amount: 1, RequestID: "r3"}})
+	if err != nil || len(res) != 3 {
+		t.Fatalf("UpdateLedgers = %+v, %v", res, err)
+	}
+	if !res[0].Applied || res[0].Replayed || !res[1].Applied || !res[1].Replayed || res[2].Applied || res[2].Replayed || res[2].Error == nil {
+		t.Fatalf("results %+v; want applied, replayed, and the conflict untouched", res)
+	}
+}

@@ -246,7 +246,7 @@ func (c Config) validate() error {
 // Stats are running totals, read with Engine.Stats.
 type Stats struct {
 	Applied       atomic.Uint64 // requests this process added to a ledger
-	Duplicates    atomic.Uint64 // requests found already recorded (applied: false)
+	Duplicates    atomic.Uint64 // requests found already recorded (answered as replays)
 	Resubmissions atomic.Uint64 // writes and claims sent again after an unknown outcome
 	Unknown       atomic.Uint64 // requests reported as ErrUnknownOutcome
 	ClaimsLost    atomic.Uint64 // strict-mode claims another actor held

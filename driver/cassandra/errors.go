@@ -74,12 +74,29 @@ func mapError(kind opKind, err error) error {
 			return fmt.Errorf("%w: %w (%d of %d replicas answered at %v)",
 				driver.ErrUnavailable, err, rt.Received, rt.BlockFor, rt.Consistency)
 		}
+		if serialReadCut(err) {
+			return fmt.Errorf("%w: %w (a read at SERIAL could not finish the Paxos round it found)", driver.ErrUnavailable, err)
+		}
 		return err
 	}
 	if rejected(err) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", driver.ErrUnknownOutcome, err)
+}
+
+// serialReadCut reports the errors of a read at SERIAL that found another
+// client's Paxos round in progress and could not get a quorum to finish
+// it (Cassandra 4.1 and later answer CAS_WRITE_UNKNOWN, "proposal accepted
+// by 1 but not a quorum", or a CAS write timeout). The read wrote nothing
+// of its caller's, so, like a read short of replicas, it is unavailable:
+// try again. Racing compare-and-sets on one record meet it under load.
+func serialReadCut(err error) bool {
+	var (
+		unknown *gocql.RequestErrCASWriteUnknown
+		wt      *gocql.RequestErrWriteTimeout
+	)
+	return errors.As(err, &unknown) || errors.As(err, &wt) && wt.WriteType == "CAS"
 }
 
 // notExecuted reports errors that prove the request was not executed

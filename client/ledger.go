@@ -79,9 +79,8 @@ func answeredByAnOlderServer(applied, replayed *bool) {
 // UpdateLedgers applies up to api.MaxBatchItems ledger updates, each once
 // per its request id, and returns one result per update, in order: Applied
 // (and Replayed when an earlier attempt applied it), or the update's own
-// Error. If any update
-// is invalid the server refuses the whole batch, applies nothing, and
-// UpdateLedgers returns its error. Updates of one ledger share their
+// Error. If any update is invalid the server refuses the whole batch,
+// applies nothing, and UpdateLedgers returns its error. Updates of one ledger share their
 // writes on the server, so a batch is much cheaper than its updates sent
 // one by one.
 //

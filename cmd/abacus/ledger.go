@@ -67,9 +67,9 @@ func (a *app) ledgerUpdateCmd(kind, short string) *cobra.Command {
 The change carries --request-id, or a new random id that is printed. If
 the same request id was already applied the command says so and changes
 nothing (with -o json: "applied": true, "replayed": true, the first
-attempt's answer marked as a replay). If the outcome is unknown (a timeout, a lost connection), repeat
-the command with the request id printed in the error: it is applied at most
-once.
+attempt's answer marked as a replay). If the outcome is unknown (a
+timeout, a lost connection), repeat the command with the request id
+printed in the error: it is applied at most once.
 
 In a namespace made with --floor, a debit that would take the ledger below
 the floor is refused (below_floor, exit 5) and nothing is written; one the

@@ -388,9 +388,7 @@ func encodeMessage(m *driver.Message) []byte {
 	b := make([]byte, 0, 32+len(m.LastError)+len(m.Body))
 	b = appendVersion(b, m.Attributes)
 	b = appendTime(b, m.EnqueuedAt)
-	b = binary.AppendUvarint(b, uint64(m.Deliveries))
-	b = appendTime(b, m.VisibleAt)
-	b = appendString(b, m.LastError)
+	b = appendDeliveryState(b, deliveryState{m.Deliveries, m.VisibleAt, m.LastError})
 	b = appendAttributes(b, m.Attributes)
 	return append(b, m.Body...)
 }
@@ -404,6 +402,23 @@ type deliveryState struct {
 	LastError  string
 }
 
+// appendDeliveryState and readDeliveryState are the one place that lays
+// out a message value's delivery state: encodeMessage, decodeMessage and
+// redeliver all go through them.
+func appendDeliveryState(b []byte, st deliveryState) []byte {
+	b = binary.AppendUvarint(b, uint64(st.Deliveries))
+	b = appendTime(b, st.VisibleAt)
+	return appendString(b, st.LastError)
+}
+
+func (r *reader) deliveryState() deliveryState {
+	var st deliveryState
+	st.Deliveries = r.int("deliveries")
+	st.VisibleAt = r.time("visible_at")
+	st.LastError = r.String("last error")
+	return st
+}
+
 // redeliver returns the stored message value raw with its delivery state
 // replaced by what change makes of it, or nil when change declines (write
 // false). What follows that state, the attributes and the body, is copied
@@ -415,10 +430,7 @@ func redeliver(raw []byte, change func(deliveryState) (deliveryState, bool)) ([]
 	r.messageVersion("message")
 	r.time("enqueued_at")
 	head := len(raw) - len(r.B)
-	var st deliveryState
-	st.Deliveries = r.int("deliveries")
-	st.VisibleAt = r.time("visible_at")
-	st.LastError = r.String("last error")
+	st := r.deliveryState()
 	if r.Err != nil {
 		return nil, r.Err
 	}
@@ -428,10 +440,8 @@ func redeliver(raw []byte, change func(deliveryState) (deliveryState, bool)) ([]
 		return nil, nil
 	}
 	b := make([]byte, 0, head+binary.MaxVarintLen64+8+binary.MaxVarintLen64+len(st.LastError)+len(tail))
-	b = append(b, raw[:head]...)
-	b = binary.AppendUvarint(b, uint64(st.Deliveries))
-	b = appendTime(b, ms(st.VisibleAt))
-	b = appendString(b, st.LastError)
+	st.VisibleAt = ms(st.VisibleAt)
+	b = appendDeliveryState(append(b, raw[:head]...), st)
 	return append(b, tail...), nil
 }
 
@@ -441,9 +451,8 @@ func decodeMessage(b []byte, m *driver.Message, withBody bool) error {
 	r := newReader(b)
 	attrs := r.messageVersion("message")
 	m.EnqueuedAt = r.time("enqueued_at")
-	m.Deliveries = r.int("deliveries")
-	m.VisibleAt = r.time("visible_at")
-	m.LastError = r.String("last error")
+	st := r.deliveryState()
+	m.Deliveries, m.VisibleAt, m.LastError = st.Deliveries, st.VisibleAt, st.LastError
 	m.Attributes = nil
 	if attrs {
 		// Read (and checked) either way; handed out, as the body is,

@@ -41,6 +41,8 @@ type (
 	// QueuePauseState is whether a queue's deliveries are paused
 	// (Queues.Pause, Resume, PauseState).
 	QueuePauseState = queue.PauseState
+	// QueueDeleteResult is what Queues.Delete did.
+	QueueDeleteResult = queue.DeleteResult
 )
 
 // ParseMessageID parses the text form of a MessageID.

@@ -250,6 +250,23 @@ type PurgeResponse struct {
 	DeadLetters int `json:"dead_letters"`
 }
 
+// QueueDeleteResponse is the answer to DELETE /v1/queues/{queue}.
+type QueueDeleteResponse struct {
+	Queue string `json:"queue"`
+	// DeletedAt is the delete's time; every server answers 404 for the
+	// queue within its queue refresh (a second by default) of it.
+	DeletedAt time.Time `json:"deleted_at"`
+	// RecreatableAt is when the name can be created again, as a new,
+	// empty queue.
+	RecreatableAt time.Time `json:"recreatable_at"`
+	// Messages and DeadLetters are how many rows the delete removed.
+	Messages    int `json:"messages"`
+	DeadLetters int `json:"dead_letters"`
+	// Leftover, when set, says why some rows could not be removed. They
+	// are never delivered or listed; they only take space.
+	Leftover string `json:"leftover,omitempty"`
+}
+
 // RequeueRequest is the body of POST /v1/queues/{queue}/dead/requeue.
 type RequeueRequest struct {
 	// IDs are the dead letters to requeue; empty requeues them all.

@@ -193,6 +193,16 @@ func (c *Client) setQueuePause(ctx context.Context, queue, tail string) (*api.Qu
 	return &out, nil
 }
 
+// DeleteQueue deletes a queue: every server answers 404 for it within its
+// queue refresh, its messages and dead letters are removed, and the name
+// can be created again, as a new and empty queue, from the answer's
+// RecreatableAt. It is not retried: a repeat of a delete that went through
+// answers 404 (api.CodeQueueNotFound), which after a lost answer means it
+// is done.
+func (c *Client) DeleteQueue(ctx context.Context, queue string) (*api.QueueDeleteResponse, error) {
+	return callNamed[api.QueueDeleteResponse](ctx, c, "queue", queue, "DELETE", queuePath(queue), nil)
+}
+
 // PurgeQueue deletes the messages of a queue put before the purge began,
 // and its dead letters when deadLetters is set. It is not retried: a
 // repeat would also delete what was put in between; send it again

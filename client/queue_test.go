@@ -150,7 +150,7 @@ func TestPutWithDedupIDsIsRetried(t *testing.T) {
 	}
 }
 
-func TestPauseResumeAndPurgeQueue(t *testing.T) {
+func TestPauseResumePurgeAndDeleteQueue(t *testing.T) {
 	t.Parallel()
 	c, _ := queueBackend(t)
 	ctx := context.Background()
@@ -193,5 +193,21 @@ func TestPauseResumeAndPurgeQueue(t *testing.T) {
 	}
 	if _, err := c.ResumeQueue(ctx, ""); err == nil {
 		t.Fatal("resuming a queue without a name was sent")
+	}
+	if _, err := c.Put(ctx, "jobs", api.PutMessage{Body: "z"}); err != nil {
+		t.Fatal(err)
+	}
+	del, err := c.DeleteQueue(ctx, "jobs")
+	if err != nil || del.Queue != "jobs" || del.Messages != 1 || !del.RecreatableAt.After(del.DeletedAt) {
+		t.Fatalf("DeleteQueue = %+v, %v; want the 1 message removed, and when the name is free", del, err)
+	}
+	if _, err := c.DeleteQueue(ctx, "jobs"); !client.IsCode(err, api.CodeQueueNotFound) {
+		t.Fatalf("deleting again: %v", err)
+	}
+	if _, err := c.Put(ctx, "jobs", api.PutMessage{Body: "z"}); !client.IsCode(err, api.CodeQueueNotFound) {
+		t.Fatalf("a put to the deleted queue: %v", err)
+	}
+	if _, err := c.DeleteQueue(ctx, ""); err == nil {
+		t.Fatal("deleting a queue without a name was sent")
 	}
 }

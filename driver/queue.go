@@ -33,6 +33,16 @@ type Queue struct {
 	VisibilityTimeout time.Duration
 	// CreatedAt is when the queue was created.
 	CreatedAt time.Time
+	// Generation counts how often the name was made again after a delete:
+	// 0 for a queue whose name was never deleted (and for every queue made
+	// before deletes existed). The queue engine keeps each generation's
+	// messages under a name of its own, so a new generation never sees
+	// the rows of an old one.
+	Generation int64
+	// DeletedAt is when the queue was deleted (millisecond precision); zero
+	// for a live queue. A deleted queue keeps its record, so that the next
+	// generation of the name knows its number.
+	DeletedAt time.Time
 }
 
 // MessageID is a message's time-based (version 1) UUID, which Cassandra
@@ -158,6 +168,19 @@ type DeadLetter struct {
 // CreateQueueParams are the parameters of Queues.CreateQueue.
 type CreateQueueParams struct {
 	Queue Queue
+	// Replaces, when set, is the deleted record Queue takes the place of:
+	// the create succeeds only if the stored record is still exactly that
+	// one (same CreatedAt and DeletedAt), and ErrExists otherwise.
+	Replaces *Queue
+}
+
+// DeleteQueueParams are the parameters of Queues.DeleteQueue.
+type DeleteQueueParams struct {
+	Name string
+	// CreatedAt names the record to delete: the one made at this time.
+	CreatedAt time.Time
+	// At is the delete's time, recorded as the record's DeletedAt.
+	At time.Time
 }
 
 // GetQueueParams are the parameters of Queues.GetQueue.
@@ -373,7 +396,15 @@ type GetQueuePauseParams struct {
 type Queues interface {
 	// CreateQueue stores a new queue record, or returns ErrExists and
 	// leaves the stored one unchanged; of racing creators exactly one wins.
+	// With p.Replaces set it overwrites that deleted record instead, under
+	// the same rule.
 	CreateQueue(ctx context.Context, p *CreateQueueParams) error
+
+	// DeleteQueue marks the live record made at p.CreatedAt as deleted at
+	// p.At. It returns ErrNotFound, and changes nothing, when there is no
+	// such record or it is deleted already; of racing deletes exactly one
+	// succeeds. It deletes no messages.
+	DeleteQueue(ctx context.Context, p *DeleteQueueParams) error
 
 	// GetQueue returns the queue record or ErrNotFound.
 	GetQueue(ctx context.Context, p *GetQueueParams) (*Queue, error)

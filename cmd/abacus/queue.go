@@ -25,15 +25,16 @@ import (
 )
 
 func (a *app) queueCmd() *cobra.Command {
-	cmd := groupCmd("queue", "Delay queues: create, put, consume, observe, dead letters, pause, purge", `  abacus queue create jobs --shards 16
+	cmd := groupCmd("queue", "Delay queues: create, put, consume, observe, dead letters, pause, purge, delete", `  abacus queue create jobs --shards 16
   abacus queue put jobs 'resize image 42' --delay 30s
   abacus queue consume jobs --exec ./handle.sh
   abacus queue observe jobs
   abacus queue dead jobs --requeue-all
   abacus queue pause jobs
-  abacus queue purge jobs --dead-letters`)
+  abacus queue purge jobs --dead-letters
+  abacus queue delete jobs`)
 	cmd.AddCommand(a.queueCreateCmd(), a.queueListCmd(), a.queuePutCmd(), a.queueConsumeCmd(), a.queueObserveCmd(), a.queueDeadCmd(),
-		a.queuePauseCmd(true), a.queuePauseCmd(false), a.queuePurgeCmd())
+		a.queuePauseCmd(true), a.queuePauseCmd(false), a.queuePurgeCmd(), a.queueDeleteCmd())
 	return cmd
 }
 
@@ -71,6 +72,44 @@ if longer. There is no undo.`,
 	}
 	cmd.Flags().BoolVar(&dead, "dead-letters", false, "delete the dead letters too")
 	return cmd
+}
+
+func (a *app) queueDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a queue with its messages and dead letters",
+		Long: `Delete the queue NAME. Every server answers "not found" for it within its
+queue refresh (a second at the default --queue-pause-refresh); its
+consumers deliver nothing more, deliveries in hand can no longer be
+settled, and its messages and dead letters are removed. The name can be
+created again about a minute and a quarter later (the answer says when),
+as a new queue that starts empty: nothing of the deleted one reaches it.
+Deleting a queue that does not exist, or again, fails with "not found";
+after a lost answer that means the delete went through. It may take
+minutes on a large queue: it waits up to 10 minutes, or --timeout if
+longer. There is no undo.`,
+		Example: "  abacus queue delete jobs",
+		Args:    exactArgs(1, "NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := queueName(args[0]); err != nil {
+				return err
+			}
+			c, err := a.clientWithTimeout(max(a.g.timeout, purgeTimeout))
+			if err != nil {
+				return err
+			}
+			res, err := c.DeleteQueue(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			text := fmt.Sprintf("deleted queue %s: removed %d message(s) and %d dead letter(s); the name can be created again from %s",
+				displayName(args[0]), res.Messages, res.DeadLetters, res.RecreatableAt.Format(time.RFC3339))
+			if res.Leftover != "" {
+				text += " (some rows were left behind, never to be read: " + res.Leftover + ")"
+			}
+			return a.printResult(res, text)
+		},
+	}
 }
 
 // queuePauseCmd is "queue pause" (pause true) or "queue resume".

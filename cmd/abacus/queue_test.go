@@ -360,6 +360,50 @@ func TestQueuePauseAndPurgeCLI(t *testing.T) {
 	}
 }
 
+// "queue delete" deletes; the name comes back empty after the wait it
+// names; a second delete, and one without NAME, fail with a reason.
+func TestQueueCLIDelete(t *testing.T) {
+	s, clk := newQueueTestServer(t)
+	if r := s.cli("queue", "create", "jobs", "--shards", "4"); r.code != 0 {
+		t.Fatalf("create: %+v", r)
+	}
+	if r := s.cli("queue", "put", "jobs", "old"); r.code != 0 {
+		t.Fatalf("put: %+v", r)
+	}
+	var res api.QueueDeleteResponse
+	r := s.cli("queue", "delete", "jobs", "--json")
+	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.Messages != 1 || res.Queue != "jobs" {
+		t.Fatalf("delete --json: %+v (%+v)", r, res)
+	}
+	if r := s.cli("queue", "delete", "jobs"); r.code == 0 || !strings.Contains(r.stderr, "queue not found") {
+		t.Fatalf("a second delete: %+v", r)
+	}
+	if r := s.cli("queue", "delete"); r.code == 0 || !strings.Contains(r.stderr, "NAME") {
+		t.Fatalf("delete without NAME: %+v", r)
+	}
+	if r := s.cli("queue", "put", "jobs", "x"); r.code == 0 || !strings.Contains(r.stderr, "queue not found") {
+		t.Fatalf("put to the deleted queue: %+v", r)
+	}
+	if r := s.cli("queue", "create", "jobs", "--shards", "4"); r.code == 0 || !strings.Contains(r.stderr, "created again from") {
+		t.Fatalf("create right after the delete: %+v", r)
+	}
+	clk.Advance(res.RecreatableAt.Sub(res.DeletedAt))
+	if r := s.cli("queue", "create", "jobs", "--shards", "4"); r.code != 0 {
+		t.Fatalf("create after the wait: %+v", r)
+	}
+	if r := s.cli("queue", "put", "jobs", "new"); r.code != 0 {
+		t.Fatalf("put: %+v", r)
+	}
+	clk.Advance(2 * time.Minute)
+	if r := s.cli("queue", "consume", "jobs", "--once", "--json"); r.code != 0 || !strings.Contains(r.stdout, `"body": "new"`) || strings.Contains(r.stdout, "old") {
+		t.Fatalf("consume of the queue made again: %+v", r)
+	}
+	r = s.cli("queue", "delete", "jobs")
+	if r.code != 0 || !strings.Contains(r.stdout, "deleted queue jobs: removed 0 message(s) and 0 dead letter(s); the name can be created again from") {
+		t.Fatalf("delete: %+v", r)
+	}
+}
+
 // Attributes put with --attr reach a command run by consume --exec.
 func TestQueueCLIAttributes(t *testing.T) {
 	s, clk := newQueueTestServer(t)

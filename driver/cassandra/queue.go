@@ -74,6 +74,8 @@ func queueSchemaStatements(cfg Config) []string {
 		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_messages", attributesColumn, "blob"),
 		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queue_dead", attributesColumn, "blob"),
 		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queues", spreadColumn, "int"),
+		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queues", generationColumn, "bigint"),
+		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queues", deletedAtColumn, "timestamp"),
 	}
 }
 
@@ -106,6 +108,7 @@ func isAnchor(due time.Time, id [16]byte) bool {
 // queueStatements holds the queue operations' CQL with the keyspace filled in.
 type queueStatements struct {
 	insertQueue, getQueue, listQueues                   string
+	replaceQueue, deleteQueue                           string
 	putFresh, putFull                                   string
 	readMessages, readMessagesNoBody, getMessage        string
 	updateMessage, deleteMessage                        string
@@ -121,9 +124,15 @@ const (
 	queueColumns = "name, shards, shard_ms, max_deliveries, visibility_ms, created_at, " + spreadColumn
 	// spread is a column added to queues after it first shipped; a queue
 	// made before then has none (null), and spreads over one shard.
-	spreadColumn   = "spread"
-	messageColumns = "due, id, enqueued_at, deliveries, visible_at, last_error"
-	deadColumns    = "id, shard, due, body, enqueued_at, deliveries, last_error, died_at"
+	spreadColumn = "spread"
+	// generation and deleted_at were added when queues could be deleted:
+	// null in a record of an earlier release, read as generation 0, live.
+	// A create of a first generation leaves both unset (no null cells).
+	generationColumn = "generation"
+	deletedAtColumn  = "deleted_at"
+	queueReadColumns = queueColumns + ", " + generationColumn + ", " + deletedAtColumn
+	messageColumns   = "due, id, enqueued_at, deliveries, visible_at, last_error"
+	deadColumns      = "id, shard, due, body, enqueued_at, deliveries, last_error, died_at"
 	// attributes is a column added to both tables after they first
 	// shipped (addColumnStatements); it is written by a statement of its
 	// own, only for messages that have attributes, so that the others get
@@ -137,8 +146,11 @@ func newQueueStatements(ks string) queueStatements {
 	m := ks + ".queue_messages"
 	return queueStatements{
 		insertQueue: "INSERT INTO " + ks + ".queues (" + queueColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
-		getQueue:    "SELECT " + queueColumns + " FROM " + ks + ".queues WHERE name = ?",
-		listQueues:  "SELECT " + queueColumns + " FROM " + ks + ".queues",
+		getQueue:    "SELECT " + queueReadColumns + " FROM " + ks + ".queues WHERE name = ?",
+		listQueues:  "SELECT " + queueReadColumns + " FROM " + ks + ".queues",
+		replaceQueue: "UPDATE " + ks + ".queues SET shards = ?, shard_ms = ?, max_deliveries = ?, visibility_ms = ?, created_at = ?, " +
+			spreadColumn + " = ?, " + generationColumn + " = ?, " + deletedAtColumn + " = null WHERE name = ? IF created_at = ? AND " + deletedAtColumn + " = ?",
+		deleteQueue: "UPDATE " + ks + ".queues SET " + deletedAtColumn + " = ? WHERE name = ? IF created_at = ? AND " + deletedAtColumn + " = null",
 		// Messages are written with UPDATE, not INSERT, and deleted cell by
 		// cell: see deleteMessage. A fresh message leaves visible_at and
 		// last_error unset rather than binding nulls, which would write a
@@ -171,7 +183,7 @@ func newQueueStatements(ks string) queueStatements {
 		listDead:          "SELECT " + deadColumns + ", attributes FROM " + ks + ".queue_dead WHERE queue = ?",
 		listDeadByID:      "SELECT " + deadColumns + ", attributes FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
 		deleteDead:        "DELETE FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
-		probeQueues:       "SELECT name, " + spreadColumn + " FROM " + ks + ".queues LIMIT 1",
+		probeQueues:       "SELECT name, " + deletedAtColumn + " FROM " + ks + ".queues LIMIT 1",
 		// The probes name the newest column too: a table of an earlier
 		// release lacks it, the probe fails, and the schema is brought up
 		// to date (prepareSchema).
@@ -201,12 +213,57 @@ func (d *Driver) CreateQueue(ctx context.Context, p *driver.CreateQueueParams) e
 	if err != nil {
 		return fmt.Errorf("cassandra: %s %q: %w", op, q.Name, err)
 	}
+	if p.Replaces != nil {
+		if p.Replaces.DeletedAt.IsZero() {
+			return fmt.Errorf("cassandra: %s %q: %w (only a deleted record is replaced)", op, q.Name, driver.ErrExists)
+		}
+		// The same values, in the UPDATE's order: name moves to the WHERE.
+		args := append(append(vals[1:], q.Generation, q.Name), p.Replaces.CreatedAt, nullTime(p.Replaces.DeletedAt))
+		return d.swapQueue(ctx, op, q.Name, d.q.queue.replaceQueue, args, driver.ErrExists, func(r queueRow) bool {
+			return r.CreatedAt != nil && r.CreatedAt.Equal(q.CreatedAt.Truncate(time.Millisecond)) && r.DeletedAt == nil
+		})
+	}
+	if q.Generation != 0 || !q.DeletedAt.IsZero() {
+		return fmt.Errorf("cassandra: %s %q: a new record is a live first generation", op, q.Name)
+	}
 	return d.insertRecord(ctx, op, "queue", q.Name, d.q.queue.insertQueue, vals, func(existing map[string]any) bool {
 		var r queueRow
 		r.fromMap(existing)
 		got, err := queueFromRow(r)
 		return err == nil && sameQueue(*got, q)
 	})
+}
+
+// DeleteQueue implements driver.Queues with a lightweight transaction on
+// the record.
+func (d *Driver) DeleteQueue(ctx context.Context, p *driver.DeleteQueueParams) error {
+	const op = "delete queue"
+	if err := d.begin(ctx, op); err != nil {
+		return err
+	}
+	at := p.At.Truncate(time.Millisecond)
+	return d.swapQueue(ctx, op, p.Name, d.q.queue.deleteQueue, []any{at, p.Name, p.CreatedAt}, driver.ErrNotFound, func(r queueRow) bool {
+		return r.CreatedAt != nil && r.CreatedAt.Equal(p.CreatedAt.Truncate(time.Millisecond)) && r.DeletedAt != nil && r.DeletedAt.Equal(at)
+	})
+}
+
+// swapQueue runs a conditional UPDATE of a queue record, resubmitting it
+// while its outcome is unknown; a resubmission refused on a record that
+// mine recognises as the earlier attempt's counts as applied. A refusal
+// answers refused.
+func (d *Driver) swapQueue(ctx context.Context, op, name, stmt string, args []any, refused error, mine func(queueRow) bool) error {
+	applied, _, err := d.insertIfNotExists(ctx, d.cfg.WriteConsistency, op, "queue", name, stmt, args, func(existing map[string]any) bool {
+		var r queueRow
+		r.fromMap(existing)
+		return mine(r)
+	})
+	if err != nil {
+		return err
+	}
+	if !applied {
+		return fmt.Errorf("cassandra: %s %q: %w", op, name, refused)
+	}
+	return nil
 }
 
 func sameQueue(a, b driver.Queue) bool {
@@ -238,10 +295,12 @@ type queueRow struct {
 	VisibilityMS  *int64
 	CreatedAt     *time.Time
 	Spread        *int // null for queues made before the column
+	Generation    *int64
+	DeletedAt     *time.Time
 }
 
 func (r *queueRow) dest() []any {
-	return []any{&r.Name, &r.Shards, &r.ShardMS, &r.MaxDeliveries, &r.VisibilityMS, &r.CreatedAt, &r.Spread}
+	return []any{&r.Name, &r.Shards, &r.ShardMS, &r.MaxDeliveries, &r.VisibilityMS, &r.CreatedAt, &r.Spread, &r.Generation, &r.DeletedAt}
 }
 
 // fromMap fills r from the row a not-applied IF NOT EXISTS returns.
@@ -267,6 +326,13 @@ func (r *queueRow) fromMap(m map[string]any) {
 	if v, ok := m[spreadColumn].(int); ok {
 		r.Spread = &v
 	}
+	if v, ok := m[generationColumn].(int64); ok {
+		r.Generation = &v
+	}
+	// A null timestamp comes back as the zero time.
+	if v, ok := m[deletedAtColumn].(time.Time); ok && !v.IsZero() {
+		r.DeletedAt = &v
+	}
 }
 
 // queueFromRow converts a scanned queues row; every column must be set.
@@ -291,10 +357,20 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 		return bad("negative shards or max_deliveries")
 	case r.Spread != nil && *r.Spread < 0:
 		return bad("negative spread")
+	case r.Generation != nil && *r.Generation < 0:
+		return bad("negative generation")
 	}
 	spread := 1
 	if r.Spread != nil {
 		spread = max(*r.Spread, 1)
+	}
+	var generation int64
+	if r.Generation != nil {
+		generation = *r.Generation
+	}
+	var deletedAt time.Time
+	if r.DeletedAt != nil && !r.DeletedAt.IsZero() {
+		deletedAt = r.DeletedAt.UTC()
 	}
 	const maxMS = math.MaxInt64 / int64(time.Millisecond)
 	for _, v := range []int64{*r.ShardMS, *r.VisibilityMS} {
@@ -310,6 +386,8 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 		VisibilityTimeout: time.Duration(*r.VisibilityMS) * time.Millisecond,
 		CreatedAt:         r.CreatedAt.UTC(),
 		Spread:            spread,
+		Generation:        generation,
+		DeletedAt:         deletedAt,
 	}, nil
 }
 

@@ -289,6 +289,108 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 			t.Errorf("stored %d shards, want the winner's %d", got.Shards, 4+winner)
 		}
 	})
+	t.Run("DeleteAndReplace", func(t *testing.T) {
+		t.Parallel()
+		c := ctx(t)
+		first := driver.Queue{
+			Name: unique("q-del"), Shards: 4, Spread: 1, ShardDuration: time.Minute,
+			MaxDeliveries: 5, VisibilityTimeout: time.Second,
+			CreatedAt: time.UnixMilli(1_700_000_000_000).UTC(),
+		}
+		if err := d.CreateQueue(c, &driver.CreateQueueParams{Queue: first}); err != nil {
+			t.Fatal(err)
+		}
+		// Only the record made at CreatedAt is deleted.
+		other := &driver.DeleteQueueParams{Name: first.Name, CreatedAt: first.CreatedAt.Add(time.Millisecond), At: time.UnixMilli(1_700_000_001_000)}
+		if err := d.DeleteQueue(c, other); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("DeleteQueue of another creation: got %v, want ErrNotFound", err)
+		}
+		if err := d.DeleteQueue(c, &driver.DeleteQueueParams{Name: unique("q-del-missing"), CreatedAt: first.CreatedAt, At: time.UnixMilli(1)}); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("DeleteQueue of a missing queue: got %v, want ErrNotFound", err)
+		}
+		deletedAt := time.UnixMilli(1_700_000_002_345).UTC()
+		// Racing deletes: exactly one succeeds.
+		errs := race(3, func(i int) error {
+			return d.DeleteQueue(c, &driver.DeleteQueueParams{Name: first.Name, CreatedAt: first.CreatedAt, At: deletedAt.Add(time.Duration(i) * time.Millisecond)})
+		})
+		won := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && won < 0:
+				won = i
+			case err == nil:
+				t.Fatalf("deletes %d and %d both succeeded", won, i)
+			case !errors.Is(err, driver.ErrNotFound):
+				t.Fatalf("delete %d: %v", i, err)
+			}
+		}
+		if won < 0 {
+			t.Fatalf("no delete succeeded: %v", errs)
+		}
+		deletedAt = deletedAt.Add(time.Duration(won) * time.Millisecond)
+		got, err := d.GetQueue(c, &driver.GetQueueParams{Name: first.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := first
+		want.DeletedAt = deletedAt
+		wantRecord(t, "GetQueue after the delete", got, &got.CreatedAt, want, want.CreatedAt)
+		if !got.DeletedAt.Equal(deletedAt) || got.Generation != 0 {
+			t.Fatalf("deleted record: generation %d, deleted at %v; want 0, %v", got.Generation, got.DeletedAt, deletedAt)
+		}
+		// The name stays taken for a plain create.
+		next := first
+		next.Shards, next.Generation, next.CreatedAt = 8, 1, time.UnixMilli(1_700_000_100_000).UTC()
+		if err := d.CreateQueue(c, &driver.CreateQueueParams{Queue: driver.Queue{Name: first.Name, Shards: 4, ShardDuration: time.Minute, CreatedAt: next.CreatedAt}}); !errors.Is(err, driver.ErrExists) {
+			t.Fatalf("plain CreateQueue over a deleted record: got %v, want ErrExists", err)
+		}
+		// A replace names the deleted record exactly.
+		stale := *got
+		stale.DeletedAt = stale.DeletedAt.Add(time.Millisecond)
+		if err := d.CreateQueue(c, &driver.CreateQueueParams{Queue: next, Replaces: &stale}); !errors.Is(err, driver.ErrExists) {
+			t.Fatalf("CreateQueue replacing another deletion: got %v, want ErrExists", err)
+		}
+		// Racing replaces: exactly one wins.
+		errs = race(3, func(i int) error {
+			q := next
+			q.Shards = 8 + i
+			return d.CreateQueue(c, &driver.CreateQueueParams{Queue: q, Replaces: got})
+		})
+		won = -1
+		for i, err := range errs {
+			switch {
+			case err == nil && won < 0:
+				won = i
+			case err == nil:
+				t.Fatalf("replaces %d and %d both won", won, i)
+			case !errors.Is(err, driver.ErrExists):
+				t.Fatalf("replace %d: %v", i, err)
+			}
+		}
+		if won < 0 {
+			t.Fatalf("no replace won: %v", errs)
+		}
+		again, err := d.GetQueue(c, &driver.GetQueueParams{Name: first.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Generation != 1 || !again.DeletedAt.IsZero() || again.Shards != 8+won || !again.CreatedAt.Equal(next.CreatedAt) {
+			t.Fatalf("replaced record: %+v; want generation 1, live, %d shards, made at %v", again, 8+won, next.CreatedAt)
+		}
+		// A replace of a live record is refused.
+		if err := d.CreateQueue(c, &driver.CreateQueueParams{Queue: next, Replaces: again}); !errors.Is(err, driver.ErrExists) {
+			t.Fatalf("CreateQueue replacing a live record: got %v, want ErrExists", err)
+		}
+		list, err := d.ListQueues(c, &driver.ListQueuesParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range list {
+			if q.Name == first.Name && q.Generation != 1 {
+				t.Errorf("ListQueues has generation %d, want 1", q.Generation)
+			}
+		}
+	})
 }
 
 func exerciseMessages(t *testing.T, d driver.Driver) {

@@ -62,9 +62,58 @@ var leaseNow = time.Now
 // CreateQueue implements driver.Queues.
 func (d *Driver) CreateQueue(ctx context.Context, p *driver.CreateQueueParams) error {
 	q := p.Queue
+	if p.Replaces != nil {
+		if p.Replaces.DeletedAt.IsZero() {
+			return fmt.Errorf("embedded: create queue %q: %w (only a deleted record is replaced)", q.Name, driver.ErrExists)
+		}
+		return d.swapQueue(ctx, "create queue", q.Name, p.Replaces, func(*driver.Queue) *driver.Queue { return &q }, driver.ErrExists)
+	}
 	return d.createRecord(ctx, "queue", q.Name, queueKey(q.Name),
 		func() ([]byte, error) { return encodeQueue(&q), nil },
-		func() func() { return lockShard("\x00queue records", 0) })
+		lockQueueRecords)
+}
+
+func lockQueueRecords() func() { return lockShard("\x00queue records", 0) }
+
+// DeleteQueue implements driver.Queues.
+func (d *Driver) DeleteQueue(ctx context.Context, p *driver.DeleteQueueParams) error {
+	want := &driver.Queue{CreatedAt: p.CreatedAt}
+	return d.swapQueue(ctx, "delete queue", p.Name, want, func(cur *driver.Queue) *driver.Queue {
+		next := *cur
+		next.DeletedAt = ms(p.At)
+		return &next
+	}, driver.ErrNotFound)
+}
+
+// swapQueue replaces the named queue record with next(record) if the
+// stored one was made at want.CreatedAt and deleted at want.DeletedAt
+// (zero: live); otherwise it answers refused and changes nothing.
+func (d *Driver) swapQueue(ctx context.Context, op, name string, want *driver.Queue, next func(*driver.Queue) *driver.Queue, refused error) error {
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	defer lockQueueRecords()()
+	key := queueKey(name)
+	raw, closer, err := d.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("embedded: %s %q: %w", op, name, refused)
+	}
+	if err != nil {
+		return fmt.Errorf("embedded: %s %q: %w", op, name, err)
+	}
+	cur, err := decodeQueue(raw)
+	_ = closer.Close()
+	if err != nil {
+		return fmt.Errorf("embedded: %s %q: %w", op, name, err)
+	}
+	if !cur.CreatedAt.Equal(want.CreatedAt) || !cur.DeletedAt.Equal(ms(want.DeletedAt)) {
+		return fmt.Errorf("embedded: %s %q: %w", op, name, refused)
+	}
+	if err := d.db.Set(key, encodeQueue(next(cur)), d.writeOpts); err != nil {
+		return fmt.Errorf("embedded: %s %q: %w", op, name, err)
+	}
+	return nil
 }
 
 // GetQueue implements driver.Queues.

@@ -327,13 +327,23 @@ func (r *reader) done(what string) error {
 // record with spread 1 keeps version 1, which earlier builds read.
 const spreadQueueVersion byte = 2
 
+// generationQueueVersion marks the record of a deleted queue, or of one
+// whose name was deleted before: the fields of version 1, then the spread
+// (uvarint, at least 1), the generation (uvarint) and the deletion time
+// (appendTime; noTime for a live queue). Records of live first
+// generations keep versions 1 and 2, which earlier builds read.
+const generationQueueVersion byte = 3
+
 func encodeQueue(q *driver.Queue) []byte {
-	b := make([]byte, 0, 48+len(q.Name))
-	if q.Spread > 1 {
-		b = append(b, spreadQueueVersion)
-	} else {
-		b = append(b, queueValueVersion)
+	b := make([]byte, 0, 64+len(q.Name))
+	version := queueValueVersion
+	switch {
+	case q.Generation > 0 || !q.DeletedAt.IsZero():
+		version = generationQueueVersion
+	case q.Spread > 1:
+		version = spreadQueueVersion
 	}
+	b = append(b, version)
 	b = appendString(b, q.Name)
 	b = binary.AppendUvarint(b, uint64(q.Shards))
 	b = binary.BigEndian.AppendUint64(b, uint64(q.ShardDuration))
@@ -341,21 +351,24 @@ func encodeQueue(q *driver.Queue) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(q.VisibilityTimeout))
 	b = binary.BigEndian.AppendUint64(b, uint64(q.CreatedAt.Unix()))
 	b = binary.BigEndian.AppendUint32(b, uint32(q.CreatedAt.Nanosecond()))
-	if q.Spread > 1 {
+	switch version {
+	case spreadQueueVersion:
 		b = binary.AppendUvarint(b, uint64(q.Spread))
+	case generationQueueVersion:
+		b = binary.AppendUvarint(b, uint64(max(q.Spread, 1)))
+		b = binary.AppendUvarint(b, uint64(q.Generation))
+		b = appendTime(b, q.DeletedAt)
 	}
 	return b
 }
 
 func decodeQueue(b []byte) (*driver.Queue, error) {
 	r := newReader(b)
-	spread := false
-	switch v := r.Byte("version"); {
+	version := r.Byte("version")
+	switch {
 	case r.Err != nil:
-	case v == spreadQueueVersion:
-		spread = true
-	case v != queueValueVersion:
-		r.Fail("queue record format version %d, this build reads versions %d and %d", v, queueValueVersion, spreadQueueVersion)
+	case version < queueValueVersion || version > generationQueueVersion:
+		r.Fail("queue record format version %d, this build reads versions %d to %d", version, queueValueVersion, generationQueueVersion)
 	}
 	q := &driver.Queue{}
 	q.Name = r.String("name")
@@ -369,9 +382,23 @@ func decodeQueue(b []byte) (*driver.Queue, error) {
 		r.Fail("created_at nanoseconds %d out of range", nanos)
 	}
 	q.Spread = 1
-	if spread {
+	switch version {
+	case spreadQueueVersion:
 		if q.Spread = r.int("spread"); r.Err == nil && q.Spread < 2 {
 			r.Fail("spread %d in a version %d record", q.Spread, spreadQueueVersion)
+		}
+	case generationQueueVersion:
+		if q.Spread = r.int("spread"); r.Err == nil && q.Spread < 1 {
+			r.Fail("spread %d in a version %d record", q.Spread, generationQueueVersion)
+		}
+		if g := r.Uvarint("generation"); r.Err == nil && g > math.MaxInt64 {
+			r.Fail("generation %d out of range", g)
+		} else {
+			q.Generation = int64(g)
+		}
+		q.DeletedAt = r.time("deleted_at")
+		if r.Err == nil && q.Generation == 0 && q.DeletedAt.IsZero() {
+			r.Fail("a live first generation in a version %d record", generationQueueVersion)
 		}
 	}
 	if err := r.done("queue record"); err != nil {

@@ -41,6 +41,10 @@ func FuzzDecodeQueueRecord(f *testing.F) {
 	f.Add(encodeQueue(&driver.Queue{}))
 	f.Add(encodeQueue(&driver.Queue{Name: "burst", Shards: 32, Spread: 8, ShardDuration: time.Second, MaxDeliveries: 5,
 		VisibilityTimeout: 30 * time.Second, CreatedAt: time.Unix(1_700_000_000, 5).UTC()}))
+	f.Add(encodeQueue(&driver.Queue{Name: "gone", Shards: 4, ShardDuration: time.Minute, CreatedAt: time.Unix(1_700_000_000, 5).UTC(),
+		DeletedAt: time.UnixMilli(1_700_000_100_000).UTC()}))
+	f.Add(encodeQueue(&driver.Queue{Name: "again", Shards: 8, Spread: 2, ShardDuration: time.Minute, CreatedAt: time.Unix(1_700_000_000, 5).UTC(),
+		Generation: 3}))
 	fuzzRoundTrip(f, "decodeQueue", decodeQueue, encodeQueue)
 }
 

@@ -58,14 +58,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 	after := r.URL.Query().Get("after")
 	page, next := pageAfter(queues, func(q *queue.Queue) string { return q.Name }, after, c.cfg.QueuesPerPage)
 	rows := make([]queueRow, len(page))
-	names := make([]string, len(page))
 	for i, q := range page {
 		rows[i] = queueRow{Name: q.Name, Shards: q.Shards}
-		names[i] = q.Name
 	}
 	octx, cancel := context.WithTimeout(ctx, observeTimeout)
 	defer cancel()
-	paused, err := c.cfg.Client.Queues().PauseStates(octx, names)
+	paused, err := c.cfg.Client.Queues().PauseStates(octx, page)
 	for i := range rows {
 		if err != nil {
 			rows[i].PauseErr = err.Error()

@@ -119,7 +119,7 @@ func (s *Service) enqueueAcks(q *Queue, keys []driver.MessageKey) []*ackRequest 
 	for i, k := range keys {
 		r := &ackRequest{key: k, done: make(chan error, 1)}
 		reqs[i] = r
-		at := ackShard{q.Name, k.Shard}
+		at := ackShard{q.stored(), k.Shard}
 		grp := g.shards[at]
 		if grp == nil {
 			grp = &ackGroup{}

@@ -88,12 +88,15 @@ type Config struct {
 	// Amazon SQS's.
 	DedupWindow time.Duration
 
-	// PauseRefresh is how long a process trusts the pause state of a queue
-	// it last read: consumers stop (or start again) handing out messages
-	// within this long of a pause (or resume) made in any process. Each
-	// process reads a queue's state about once a PauseRefresh while it
-	// consumes. Measured in real time, not on Clock. Negative: read it
-	// before every receive. Default 1s.
+	// PauseRefresh is how long a process trusts the pause state and the
+	// record of a queue it last read: consumers stop (or start again)
+	// handing out messages within this long of a pause (or resume) made in
+	// any process, and every call on a queue answers ErrNotFound within
+	// this long of its delete. Each process reads a queue's state about
+	// once a PauseRefresh while it uses the queue. Measured in real time,
+	// not on Clock. Every process should use the same value: a deleted
+	// name is free again after it (Service.RecreateWait). Negative: read
+	// them before every use. Default 1s.
 	PauseRefresh time.Duration
 }
 

@@ -115,7 +115,15 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	if c.stopped {
 		return nil, ErrStopped
 	}
-	if paused, err := c.svc.paused(ctx, c.q.Name); err != nil {
+	// The queue's record, as this process last read it (read again once
+	// a refresh old): a consumer of a deleted generation hands out
+	// nothing more.
+	if q, err := c.svc.Queue(ctx, c.q.Name); err != nil {
+		return nil, err
+	} else if !sameGeneration(q, c.q) {
+		return nil, fmt.Errorf("%w: %q was deleted and made again since this consumer started", ErrNotFound, c.q.Name)
+	}
+	if paused, err := c.svc.paused(ctx, c.q); err != nil {
 		return nil, err
 	} else if paused {
 		// Hand nothing out, and hold no shard, until the queue resumes;
@@ -166,7 +174,7 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 		if !c.keepLease(ctx) {
 			continue
 		}
-		if c.svc.pauses.last(c.q.Name).Paused {
+		if c.svc.pauses.last(c.q.stored()).Paused {
 			break // paused since this call began (learnt by this process)
 		}
 		ds, more, err := c.deliver(ctx, now, max-len(out))
@@ -259,7 +267,7 @@ func (c *Consumer) takeNext(ctx context.Context, now time.Time) (bool, error) {
 	for c.next < len(c.round) {
 		s := c.round[c.next]
 		c.next++
-		st, err := c.svc.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: c.q.Name, Shard: s})
+		st, err := c.svc.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: c.q.stored(), Shard: s})
 		if err != nil {
 			return false, err
 		}
@@ -318,7 +326,7 @@ func (c *Consumer) scan(ctx context.Context, now time.Time, s int, floor time.Ti
 	}
 	for page := 0; ; page++ {
 		p, err := c.svc.store.ReadMessages(ctx, &driver.ReadMessagesParams{
-			Queue: c.q.Name, Shard: s, From: from, To: to, Limit: c.cfg.BatchSize, WithBody: withBody,
+			Queue: c.q.stored(), Shard: s, From: from, To: to, Limit: c.cfg.BatchSize, WithBody: withBody,
 		})
 		if err != nil {
 			return nil, time.Time{}, false, err
@@ -416,7 +424,7 @@ func (c *Consumer) advanceFloor(ctx context.Context, s int, stored, first, now t
 	if d := floor.Sub(stored); d >= 0 && d < floorStep {
 		return stored
 	}
-	err := c.svc.store.SetFloor(ctx, &driver.SetFloorParams{Queue: c.q.Name, Shard: s, Floor: floor})
+	err := c.svc.store.SetFloor(ctx, &driver.SetFloorParams{Queue: c.q.stored(), Shard: s, Floor: floor})
 	if err != nil {
 		c.log.Warn("queue: recording a shard's floor failed; it will be retried", "shard", s, "err", err)
 		if floor.Before(stored) {
@@ -442,7 +450,7 @@ const floorRefreshEvery = 10
 func (c *Consumer) refreshFloor(ctx context.Context, now time.Time, l *lease) {
 	to := now
 	page, err := c.svc.store.ReadMessages(ctx, &driver.ReadMessagesParams{
-		Queue: c.q.Name, Shard: l.shard, From: l.floor, To: to, Limit: 10,
+		Queue: c.q.stored(), Shard: l.shard, From: l.floor, To: to, Limit: 10,
 	})
 	if err != nil {
 		c.log.Debug("queue: reading a shard's floor failed", "shard", l.shard, "err", err)
@@ -459,7 +467,7 @@ func (c *Consumer) refreshFloor(ctx context.Context, now time.Time, l *lease) {
 // acquire takes shard s's lease. A lease whose outcome is unknown is
 // probed with a renewal, which applies only if the lease is ours.
 func (c *Consumer) acquire(ctx context.Context, s int, now time.Time) bool {
-	p := &driver.LeaseParams{Queue: c.q.Name, Shard: s, Holder: c.cfg.Name, Since: now, TTL: c.cfg.LeaseTTL}
+	p := &driver.LeaseParams{Queue: c.q.stored(), Shard: s, Holder: c.cfg.Name, Since: now, TTL: c.cfg.LeaseTTL}
 	started := time.Now()
 	res, err := c.svc.store.AcquireLease(ctx, p)
 	if errors.Is(err, driver.ErrUnknownOutcome) {
@@ -492,7 +500,7 @@ func (c *Consumer) keepLease(ctx context.Context) bool {
 	}
 	started := time.Now()
 	res, err := c.svc.store.RenewLease(ctx, &driver.LeaseParams{
-		Queue: c.q.Name, Shard: l.shard, Holder: c.cfg.Name, Since: l.since, TTL: c.cfg.LeaseTTL,
+		Queue: c.q.stored(), Shard: l.shard, Holder: c.cfg.Name, Since: l.since, TTL: c.cfg.LeaseTTL,
 	})
 	if err == nil && res.Held {
 		l.renewedAt = started
@@ -516,7 +524,7 @@ func (c *Consumer) releaseLease(ctx context.Context) {
 		return
 	}
 	c.lease = nil
-	_, err := c.svc.store.ReleaseLease(ctx, &driver.LeaseParams{Queue: c.q.Name, Shard: l.shard, Holder: c.cfg.Name})
+	_, err := c.svc.store.ReleaseLease(ctx, &driver.LeaseParams{Queue: c.q.stored(), Shard: l.shard, Holder: c.cfg.Name})
 	if err != nil {
 		c.log.Debug("queue: releasing a shard lease failed; it will expire", "shard", l.shard, "err", err)
 	}
@@ -552,7 +560,7 @@ func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*De
 		if len(page.Fragments) > 0 {
 			// Leftovers of updates that lost a race with their message's
 			// delete; they hold no message.
-			if err := c.svc.store.DeleteMessages(ctx, &driver.DeleteMessagesParams{Queue: c.q.Name, Keys: page.Fragments}); err != nil {
+			if err := c.svc.store.DeleteMessages(ctx, &driver.DeleteMessagesParams{Queue: c.q.stored(), Keys: page.Fragments}); err != nil {
 				c.log.Debug("queue: deleting fragments failed", "shard", l.shard, "err", err)
 			}
 		}
@@ -585,7 +593,7 @@ func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*De
 		marks = append(marks, m)
 	}
 	if len(dead) > 0 {
-		if err := c.svc.store.DeadLetter(ctx, &driver.DeadLetterParams{Queue: c.q.Name, Letters: dead}); err != nil {
+		if err := c.svc.store.DeadLetter(ctx, &driver.DeadLetterParams{Queue: c.q.stored(), Letters: dead}); err != nil {
 			c.log.Warn("queue: moving messages to the dead letters failed; will retry", "count", len(dead), "err", err)
 		} else {
 			c.svc.stats.DeadLettered.Add(int64(len(dead)))
@@ -597,7 +605,7 @@ func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*De
 	// Counting and hiding comes first: a consumer that dies after this
 	// write still used up a delivery, and nobody else gets the messages
 	// until the visibility timeout ends.
-	if err := c.svc.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: c.q.Name, Updates: marks}); err != nil {
+	if err := c.svc.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: c.q.stored(), Updates: marks}); err != nil {
 		return nil, false, fmt.Errorf("queue: marking deliveries in %q shard %d: %w", c.q.Name, l.shard, err)
 	}
 	out := make([]*Delivery, len(marks))

@@ -41,7 +41,7 @@ func (s *Service) DeadLetters(ctx context.Context, queue string, limit int) ([]D
 	if limit < 0 {
 		return nil, invalidf("limit %d is negative", limit)
 	}
-	list, err := s.store.ListDead(ctx, &driver.ListDeadParams{Queue: q.Name, Limit: limit})
+	list, err := s.store.ListDead(ctx, &driver.ListDeadParams{Queue: q.stored(), Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 	only = distinct(only)
 	done := []ID{}
 	for {
-		p := &driver.ListDeadParams{Queue: q.Name, IDs: only, Limit: MaxBatch}
+		p := &driver.ListDeadParams{Queue: q.stored(), IDs: only, Limit: MaxBatch}
 		list, err := s.store.ListDead(ctx, p)
 		if err != nil || len(list) == 0 {
 			return done, err
@@ -84,10 +84,10 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 				Attributes: l.Attributes,
 			}
 		}
-		if err := s.store.PutMessages(ctx, &driver.PutMessagesParams{Queue: q.Name, Messages: msgs}); err != nil {
+		if err := s.store.PutMessages(ctx, &driver.PutMessagesParams{Queue: q.stored(), Messages: msgs}); err != nil {
 			return done, err
 		}
-		if err := s.store.DeleteDead(ctx, &driver.DeleteDeadParams{Queue: q.Name, IDs: batch}); err != nil {
+		if err := s.store.DeleteDead(ctx, &driver.DeleteDeadParams{Queue: q.stored(), IDs: batch}); err != nil {
 			return done, err
 		}
 		done = append(done, batch...)
@@ -113,7 +113,7 @@ func (s *Service) DeleteDead(ctx context.Context, queue string, ids []ID) ([]ID,
 		return nil, invalidf("%d ids, the limit is %d", len(ids), MaxBatch)
 	}
 	ids = distinct(ids)
-	list, err := s.store.ListDead(ctx, &driver.ListDeadParams{Queue: q.Name, IDs: ids, Limit: len(ids)})
+	list, err := s.store.ListDead(ctx, &driver.ListDeadParams{Queue: q.stored(), IDs: ids, Limit: len(ids)})
 	if err != nil || len(list) == 0 {
 		return []ID{}, err
 	}
@@ -121,7 +121,7 @@ func (s *Service) DeleteDead(ctx context.Context, queue string, ids []ID) ([]ID,
 	for i, l := range list {
 		found[i] = l.ID
 	}
-	if err := s.store.DeleteDead(ctx, &driver.DeleteDeadParams{Queue: q.Name, IDs: found}); err != nil {
+	if err := s.store.DeleteDead(ctx, &driver.DeleteDeadParams{Queue: q.stored(), IDs: found}); err != nil {
 		return nil, err
 	}
 	return found, nil

@@ -185,7 +185,7 @@ func (s *Service) extend(ctx context.Context, q *Queue, m driver.Message, by tim
 		until = cur.VisibleAt
 	}
 	wrote, err := s.store.ExtendVisibility(ctx, &driver.ExtendVisibilityParams{
-		Queue: q.Name, Key: cur.MessageKey, Deliveries: cur.Deliveries, VisibleAt: until,
+		Queue: q.stored(), Key: cur.MessageKey, Deliveries: cur.Deliveries, VisibleAt: until,
 	})
 	if err != nil {
 		return m, err
@@ -221,7 +221,7 @@ func (s *Service) fail(ctx context.Context, q *Queue, r receipt, cause error, re
 	s.stats.Failed.Add(1)
 	now := s.now()
 	if m.Deliveries >= q.MaxDeliveries {
-		err := s.store.DeadLetter(ctx, &driver.DeadLetterParams{Queue: q.Name, Letters: []driver.DeadLetter{{Message: m, DiedAt: now}}})
+		err := s.store.DeadLetter(ctx, &driver.DeadLetterParams{Queue: q.stored(), Letters: []driver.DeadLetter{{Message: m, DiedAt: now}}})
 		if err != nil {
 			return false, err
 		}
@@ -234,7 +234,7 @@ func (s *Service) fail(ctx context.Context, q *Queue, r receipt, cause error, re
 	case retryDelay > 0 && now.Add(retryDelay).Before(m.VisibleAt):
 		m.VisibleAt = now.Add(retryDelay)
 	}
-	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{m}}); err != nil {
+	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.stored(), Updates: []driver.Message{m}}); err != nil {
 		return false, err
 	}
 	s.consumers.hint(q.Name, m.Shard, m.VisibleAt, now)
@@ -252,7 +252,7 @@ func (s *Service) release(ctx context.Context, q *Queue, r receipt) error {
 	cur.Deliveries--
 	cur.VisibleAt = time.Time{}
 	cur.LastError = ""
-	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.Name, Updates: []driver.Message{*cur}}); err != nil {
+	if err := s.store.UpdateMessages(ctx, &driver.UpdateMessagesParams{Queue: q.stored(), Updates: []driver.Message{*cur}}); err != nil {
 		return err
 	}
 	now := s.now()
@@ -339,7 +339,7 @@ func (s *Service) receipt(ctx context.Context, queue, text string) (*Queue, rece
 // again, not acknowledged) and not settled as failed. Every settlement but
 // an ack goes through it, so each is applied at most once per delivery.
 func (s *Service) inHand(ctx context.Context, q *Queue, r receipt) (*driver.Message, error) {
-	m, err := s.store.GetMessage(ctx, &driver.GetMessageParams{Queue: q.Name, Key: r.Key})
+	m, err := s.store.GetMessage(ctx, &driver.GetMessageParams{Queue: q.stored(), Key: r.Key})
 	if errors.Is(err, driver.ErrNotFound) {
 		return nil, fmt.Errorf("%w: message %s is gone", ErrStaleReceipt, r.Key.ID)
 	}

@@ -76,11 +76,11 @@ func (s *Service) Observe(ctx context.Context, queue string) (*Observation, erro
 	err = forEach(q.Shards, func(i int) error {
 		// Count from the floor, like the consumers read: below it lie
 		// only the tombstones of consumed messages.
-		sh, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: q.Name, Shard: i})
+		sh, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: q.stored(), Shard: i})
 		if err != nil {
 			return err
 		}
-		st, err := s.store.QueueShardStats(ctx, &driver.QueueShardStatsParams{Queue: q.Name, Shard: i, From: sh.Floor, Now: now})
+		st, err := s.store.QueueShardStats(ctx, &driver.QueueShardStatsParams{Queue: q.stored(), Shard: i, From: sh.Floor, Now: now})
 		if err != nil {
 			return err
 		}

@@ -53,17 +53,19 @@ func (s *Service) Resume(ctx context.Context, name string) (PauseState, error) {
 // PauseState reads the queue's pause state from the store (not the cache);
 // ErrNotFound for an unknown queue.
 func (s *Service) PauseState(ctx context.Context, name string) (PauseState, error) {
-	if _, err := s.Queue(ctx, name); err != nil {
+	q, err := s.Queue(ctx, name)
+	if err != nil {
 		return PauseState{}, err
 	}
-	return s.readPause(ctx, name)
+	return s.readPause(ctx, q)
 }
 
 func (s *Service) setPause(ctx context.Context, name string, paused bool) (PauseState, error) {
-	if _, err := s.Queue(ctx, name); err != nil {
+	q, err := s.Queue(ctx, name)
+	if err != nil {
 		return PauseState{}, err
 	}
-	cur, err := s.readPause(ctx, name)
+	cur, err := s.readPause(ctx, q)
 	if err != nil || cur.Paused == paused {
 		return cur, err
 	}
@@ -74,20 +76,20 @@ func (s *Service) setPause(ctx context.Context, name string, paused bool) (Pause
 		since = cur.Since.Add(time.Millisecond)
 	}
 	next := driver.QueuePause{Paused: paused, Since: since}
-	if err := s.store.SetQueuePause(ctx, &driver.SetQueuePauseParams{Queue: name, Pause: next}); err != nil {
+	if err := s.store.SetQueuePause(ctx, &driver.SetQueuePauseParams{Queue: q.stored(), Pause: next}); err != nil {
 		return PauseState{}, err
 	}
 	// Answer, and cache, what the store holds now: a racing call from
 	// another process, made later, may have won.
-	return s.readPause(ctx, name)
+	return s.readPause(ctx, q)
 }
 
 // PauseStates reads the pause states of queues known to exist (a listing),
 // several at once, without looking each queue up.
-func (s *Service) PauseStates(ctx context.Context, names []string) ([]PauseState, error) {
-	out := make([]PauseState, len(names))
-	err := forEach(len(names), func(i int) (err error) {
-		out[i], err = s.readPause(ctx, names[i])
+func (s *Service) PauseStates(ctx context.Context, qs []*Queue) ([]PauseState, error) {
+	out := make([]PauseState, len(qs))
+	err := forEach(len(qs), func(i int) (err error) {
+		out[i], err = s.readPause(ctx, qs[i])
 		return err
 	})
 	if err != nil {
@@ -96,8 +98,11 @@ func (s *Service) PauseStates(ctx context.Context, names []string) ([]PauseState
 	return out, nil
 }
 
-func (s *Service) readPause(ctx context.Context, name string) (PauseState, error) {
+// readPause reads q's pause state. Each generation of a name has its own
+// (a queue made again starts unpaused), cached under its stored name.
+func (s *Service) readPause(ctx context.Context, q *Queue) (PauseState, error) {
 	began := time.Now()
+	name := q.stored()
 	p, err := s.store.GetQueuePause(ctx, &driver.GetQueuePauseParams{Queue: name})
 	if err != nil {
 		return PauseState{}, err
@@ -109,11 +114,12 @@ func (s *Service) readPause(ctx context.Context, name string) (PauseState, error
 
 // paused reports whether the queue is paused, from the cache when the
 // state was read less than Config.PauseRefresh ago.
-func (s *Service) paused(ctx context.Context, name string) (bool, error) {
+func (s *Service) paused(ctx context.Context, q *Queue) (bool, error) {
+	name := q.stored()
 	if st, ok := s.pauses.fresh(name, s.cfg.PauseRefresh); ok {
 		return st.Paused, nil
 	}
-	st, err := s.readPause(ctx, name)
+	st, err := s.readPause(ctx, q)
 	if err != nil && s.pauses.last(name).Paused {
 		// Staying paused when the state cannot be read keeps the promise;
 		// delivering on a stale "not paused" would not.

@@ -50,7 +50,7 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 	cutoff := start.Add(s.cfg.MaxClockSkew + time.Second)
 	counts := make([]int, q.Shards)
 	err = forEach(q.Shards, func(i int) (err error) {
-		counts[i], err = s.purgeShard(ctx, q.Name, i, start, cutoff)
+		counts[i], err = s.purgeShard(ctx, q.stored(), i, start, cutoff)
 		return err
 	})
 	var res PurgeResult
@@ -61,7 +61,7 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 		return res, err
 	}
 	if dead {
-		res.DeadLetters, err = s.purgeDead(ctx, q.Name)
+		res.DeadLetters, err = s.purgeDead(ctx, q.stored())
 	}
 	return res, err
 }
@@ -76,15 +76,22 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 // ends on a deleted row the next read starts at that row's due time (the
 // deleted rows are gone), and after one that ends on a kept row it starts
 // a millisecond later (the rest of that due time is kept too).
+//
+// With a zero cutoff it deletes every message of the shard, reading from
+// the epoch rather than the floor (a late message lies below it), and
+// leaves the floor alone: a deleted queue's rows go, and none is read again.
 func (s *Service) purgeShard(ctx context.Context, queue string, shard int, start, cutoff time.Time) (int, error) {
-	st, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: queue, Shard: shard})
-	if err != nil {
-		return 0, err
-	}
+	all := cutoff.IsZero()
 	epoch := time.UnixMilli(0).UTC()
-	from := st.Floor
-	if from.IsZero() {
-		from = epoch
+	from := epoch
+	if !all {
+		st, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: queue, Shard: shard})
+		if err != nil {
+			return 0, err
+		}
+		if !st.Floor.IsZero() {
+			from = st.Floor
+		}
 	}
 	var firstKept time.Time
 	var lastDeleted *driver.MessageKey
@@ -104,7 +111,7 @@ func (s *Service) purgeShard(ctx context.Context, queue string, shard int, start
 				// the same rows forever.
 				return n, fmt.Errorf("queue %q shard %d: message %s is still there after its delete", queue, shard, m.ID)
 			}
-			if m.ID.Time().After(cutoff) {
+			if !all && m.ID.Time().After(cutoff) {
 				if firstKept.IsZero() {
 					firstKept = m.Due
 				}
@@ -141,6 +148,9 @@ func (s *Service) purgeShard(ctx context.Context, queue string, shard int, start
 			lastDeleted = &last
 		}
 	}
+	if all {
+		return n, nil
+	}
 	// Every live message of the shard is now due at firstKept or later,
 	// or was put after start (and is due no earlier than start less the
 	// skew): the floor argument of advanceFloor.
@@ -150,7 +160,8 @@ func (s *Service) purgeShard(ctx context.Context, queue string, shard int, start
 	}
 	// Against the floor stored now: a consumer's deep read may have moved
 	// it down meanwhile, for a late message the purge did not see.
-	if st, err = s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: queue, Shard: shard}); err != nil {
+	st, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: queue, Shard: shard})
+	if err != nil {
 		return n, nil // the purge is done; the floor move was only a saving
 	}
 	if floor.Sub(st.Floor) >= floorStep {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -70,6 +71,8 @@ func New(cfg Config) (*Service, error) {
 			return s.store.GetQueue(ctx, &driver.GetQueueParams{Name: name})
 		},
 		Decode: queueFrom,
+		// A negative PauseRefresh reads before every use.
+		Refresh: max(cfg.PauseRefresh, time.Nanosecond),
 	}
 	return s, nil
 }
@@ -125,18 +128,41 @@ func (s *Service) Create(ctx context.Context, c QueueConfig) (*Queue, error) {
 		MaxDeliveries: c.MaxDeliveries, VisibilityTimeout: c.VisibilityTimeout,
 		CreatedAt: s.now(),
 	}
-	return s.queues.Create(c.Name, &d,
-		func() error { return s.store.CreateQueue(ctx, &driver.CreateQueueParams{Queue: d}) },
+	q, err := s.createRecord(ctx, d, nil)
+	if errors.Is(err, ErrExists) {
+		// The record may be a deleted queue's, whose name comes back.
+		return s.replaceDeleted(ctx, d)
+	}
+	return q, err
+}
+
+// createRecord stores d, in place of replaces when that is set.
+func (s *Service) createRecord(ctx context.Context, d driver.Queue, replaces *driver.Queue) (*Queue, error) {
+	return s.queues.Create(d.Name, &d,
+		func() error {
+			return s.store.CreateQueue(ctx, &driver.CreateQueueParams{Queue: d, Replaces: replaces})
+		},
 		func(err error) error { return err })
 }
 
-// Queue returns a queue's configuration (cached after the first lookup:
-// queues never change), or ErrNotFound.
+// Queue returns a queue's configuration, or ErrNotFound for an unknown or
+// deleted queue. A process reads the record again once it is
+// Config.PauseRefresh old, so that a delete reaches every process.
 func (s *Service) Queue(ctx context.Context, name string) (*Queue, error) {
-	return s.queues.Lookup(ctx, name)
+	q, err := s.queues.Lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !q.DeletedAt.IsZero() {
+		// Not kept, as an unknown name is not: the name may be made again
+		// by another process at any time.
+		s.queues.Forget(name)
+		return nil, deletedError(q)
+	}
+	return q, nil
 }
 
-// List returns every queue sorted by name.
+// List returns every live queue sorted by name.
 func (s *Service) List(ctx context.Context) ([]*Queue, error) {
 	list, err := s.store.ListQueues(ctx, &driver.ListQueuesParams{})
 	if err != nil {
@@ -144,6 +170,9 @@ func (s *Service) List(ctx context.Context) ([]*Queue, error) {
 	}
 	out := make([]*Queue, 0, len(list))
 	for _, d := range list {
+		if !d.DeletedAt.IsZero() {
+			continue
+		}
 		q, err := queueFrom(d)
 		if err != nil {
 			return nil, err
@@ -283,7 +312,7 @@ func (s *Service) PutBatchDedup(ctx context.Context, queue string, ms []Message)
 		}
 	}
 	if len(plain) > 0 {
-		if err := s.store.PutMessages(ctx, &driver.PutMessagesParams{Queue: q.Name, Messages: plain}); err != nil {
+		if err := s.store.PutMessages(ctx, &driver.PutMessagesParams{Queue: q.stored(), Messages: plain}); err != nil {
 			return nil, nil, err
 		}
 		s.stats.Put.Add(int64(len(plain)))
@@ -293,7 +322,7 @@ func (s *Service) PutBatchDedup(ctx context.Context, queue string, ms []Message)
 		if m.DedupID == "" {
 			continue
 		}
-		r, err := s.store.PutDedupMessage(ctx, &driver.PutDedupParams{Queue: q.Name, DedupID: m.DedupID, Window: s.cfg.DedupWindow, Message: rows[i]})
+		r, err := s.store.PutDedupMessage(ctx, &driver.PutDedupParams{Queue: q.stored(), DedupID: m.DedupID, Window: s.cfg.DedupWindow, Message: rows[i]})
 		if err != nil {
 			return nil, nil, fmt.Errorf("messages[%d] (dedup id %q): %w", i, m.DedupID, err)
 		}

@@ -174,7 +174,7 @@ func (c *Consumer) schedule(ctx context.Context, now time.Time, s int, page *dri
 		}
 	}
 	ahead, err := c.svc.store.ReadMessages(ctx, &driver.ReadMessagesParams{
-		Queue: c.q.Name, Shard: s, From: now.Add(time.Millisecond), To: now.Add(wakeHorizon), Limit: 1,
+		Queue: c.q.stored(), Shard: s, From: now.Add(time.Millisecond), To: now.Add(wakeHorizon), Limit: 1,
 	})
 	if err != nil {
 		c.log.Debug("queue: reading a shard's next due time failed; the sweep will look", "shard", s, "err", err)
@@ -193,7 +193,7 @@ func (c *Consumer) schedule(ctx context.Context, now time.Time, s int, page *dri
 // PollInterval like everything else, or the loop would spin on it.
 func (c *Consumer) nextWake() time.Duration {
 	d := c.cfg.PollInterval
-	if c.svc.pauses.last(c.q.Name).Paused {
+	if c.svc.pauses.last(c.q.stored()).Paused {
 		// Hints and wake times wait for the resume; until then only the
 		// pause state is worth a look.
 		return d

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 )
 
 // Registry caches records of one kind. R is the store's form of a record
-// (driver.Namespace, driver.Queue), T the form callers use. Records never
-// change once created, so a cached record is never stale; one that was
-// never seen is read from the store.
+// (driver.Namespace, driver.Queue), T the form callers use. A record that
+// was never seen is read from the store. With Refresh zero a cached record
+// is kept for good (namespaces never change once created); otherwise it is
+// trusted for Refresh after the read that found it began, and read again
+// after that (a queue can be deleted).
 type Registry[R, T any] struct {
 	// NotFound and Exists are the outcome errors of this kind, wrapped
 	// with the name.
@@ -23,20 +26,79 @@ type Registry[R, T any] struct {
 	Read func(ctx context.Context, name string) (*R, error)
 	// Decode checks a stored record and converts it.
 	Decode func(r *R) (*T, error)
+	// Refresh is how long a cached record is trusted; zero: for good.
+	// Measured in real time.
+	Refresh time.Duration
 
-	cache sync.Map // name -> *T
+	cache sync.Map // name -> *entry[T]
+
+	mu       sync.Mutex
+	inflight map[string]*read[T]
+}
+
+type entry[T any] struct {
+	t     *T
+	began time.Time // when the read that found t began
+}
+
+// read is one store read of a name that concurrent lookups share.
+type read[T any] struct {
+	done chan struct{}
+	t    *T
+	err  error
 }
 
 // Lookup returns the named record, from the cache or the store.
 func (g *Registry[R, T]) Lookup(ctx context.Context, name string) (*T, error) {
 	if v, ok := g.cache.Load(name); ok {
-		return v.(*T), nil
+		e := v.(*entry[T])
+		if g.Refresh <= 0 || time.Since(e.began) < g.Refresh {
+			return e.t, nil
+		}
 	}
 	if err := g.Validate(name); err != nil {
 		return nil, err
 	}
+	return g.shared(ctx, name)
+}
+
+// shared reads name from the store, joining a read of it already under
+// way, so that a busy name costs one read a refresh, not one per caller.
+func (g *Registry[R, T]) shared(ctx context.Context, name string) (*T, error) {
+	g.mu.Lock()
+	rd := g.inflight[name]
+	if rd == nil {
+		rd = &read[T]{done: make(chan struct{})}
+		if g.inflight == nil {
+			g.inflight = map[string]*read[T]{}
+		}
+		g.inflight[name] = rd
+		g.mu.Unlock()
+		// The read runs on its own context: a caller that gives up must
+		// not fail the others waiting on it.
+		go func() {
+			rd.t, rd.err = g.read(context.WithoutCancel(ctx), name)
+			g.mu.Lock()
+			delete(g.inflight, name)
+			g.mu.Unlock()
+			close(rd.done)
+		}()
+	} else {
+		g.mu.Unlock()
+	}
+	select {
+	case <-rd.done:
+		return rd.t, rd.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (g *Registry[R, T]) read(ctx context.Context, name string) (*T, error) {
+	began := time.Now()
 	r, err := g.Read(ctx, name)
 	if errors.Is(err, driver.ErrNotFound) {
+		g.cache.Delete(name)
 		return nil, fmt.Errorf("%w: %q", g.NotFound, name)
 	}
 	if err != nil {
@@ -46,27 +108,43 @@ func (g *Registry[R, T]) Lookup(ctx context.Context, name string) (*T, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, _ := g.cache.LoadOrStore(name, t)
-	return v.(*T), nil
+	g.remember(name, t, began)
+	return t, nil
 }
 
-// Cached returns the named record if it is in the cache, without asking
-// the store.
+// remember caches t, read (or written) by an operation that began at
+// began, unless a record found by a later operation is cached already.
+func (g *Registry[R, T]) remember(name string, t *T, began time.Time) {
+	e := &entry[T]{t: t, began: began}
+	for {
+		v, loaded := g.cache.LoadOrStore(name, e)
+		if !loaded {
+			return
+		}
+		if !v.(*entry[T]).began.Before(began) || g.cache.CompareAndSwap(name, v, e) {
+			return
+		}
+	}
+}
+
 // Forget drops name from the cache, so its next Lookup reads the store: a
 // record that was deleted and made again is not the one cached.
 func (g *Registry[R, T]) Forget(name string) { g.cache.Delete(name) }
 
+// Cached returns the named record if it is in the cache, without asking
+// the store.
 func (g *Registry[R, T]) Cached(name string) (*T, bool) {
 	v, ok := g.cache.Load(name)
 	if !ok {
 		return nil, false
 	}
-	return v.(*T), true
+	return v.(*entry[T]).t, true
 }
 
 // Create stores r with create and returns it decoded and cached. A
 // driver.ErrExists becomes Exists; other errors go through storeError.
 func (g *Registry[R, T]) Create(name string, r *R, create func() error, storeError func(error) error) (*T, error) {
+	began := time.Now()
 	if err := create(); err != nil {
 		if errors.Is(err, driver.ErrExists) {
 			return nil, fmt.Errorf("%w: %q", g.Exists, name)
@@ -77,7 +155,7 @@ func (g *Registry[R, T]) Create(name string, r *R, create func() error, storeErr
 	if err != nil {
 		return nil, err
 	}
-	g.cache.Store(name, t)
+	g.remember(name, t, began)
 	return t, nil
 }
 

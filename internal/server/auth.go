@@ -112,6 +112,7 @@ var routeAccess = map[string]access{
 	"GET /v1/queues":                       anyKey, // lists what the key may read
 	"POST /v1/queues":                      anyKey, // admin on the name in the body
 	"GET /v1/queues/{queue}":               onQueue(apikey.Read),
+	"DELETE /v1/queues/{queue}":            onQueue(apikey.Admin),
 	"POST /v1/queues/{queue}/messages":     onQueue(apikey.Write),
 	"POST /v1/queues/{queue}/receive":      onQueue(apikey.Write),
 	"POST /v1/queues/{queue}/ack":          onQueue(apikey.Write),

@@ -153,6 +153,7 @@ func TestScopesDecideWhatAKeyMayDo(t *testing.T) {
 		{"consumer", consumer, "POST", "/v1/queues/jobs/dead/requeue", `{}`, 403},
 		{"consumer", consumer, "POST", "/v1/queues/jobs/pause", "", 403},
 		{"consumer", consumer, "POST", "/v1/queues/jobs/purge", "", 403},
+		{"consumer", consumer, "DELETE", "/v1/queues/jobs", "", 403},
 		{"consumer", consumer, "GET", "/v1/queues/jobs/pause", "", 200},
 		{"consumer", consumer, "POST", "/v1/queues", `{"name":"jobs2"}`, 403},
 		{"admin", admin, "POST", "/v1/gc", "", 200},

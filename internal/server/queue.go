@@ -46,6 +46,7 @@ func (s *Server) queueRoutes(handle func(method, path string, h http.HandlerFunc
 	handle("POST", "/v1/queues/{queue}/pause", s.setPause(true))
 	handle("POST", "/v1/queues/{queue}/resume", s.setPause(false))
 	handle("POST", "/v1/queues/{queue}/purge", s.purge)
+	handle("DELETE", "/v1/queues/{queue}", s.deleteQueue)
 }
 
 // consumers holds the server's pull consumers, one per queue.
@@ -73,6 +74,27 @@ func (c *consumers) get(ctx context.Context, svc *queue.Service, name string) (*
 	}
 	c.byQueue[name] = qc
 	return qc, nil
+}
+
+// drop forgets name's consumer (only if it is qc, when qc is set) and
+// stops it: its queue was deleted, and a consumer of the name made again
+// must be a new one.
+func (c *consumers) drop(name string, qc *queue.Consumer) {
+	c.mu.Lock()
+	cur, ok := c.byQueue[name]
+	if ok && (qc == nil || cur == qc) {
+		delete(c.byQueue, name)
+	}
+	c.mu.Unlock()
+	if ok && (qc == nil || cur == qc) {
+		// Its shard lease belongs to a deleted generation: nothing to
+		// hand back that anyone waits for, so no need to wait here.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = cur.Stop(ctx)
+		}()
+	}
 }
 
 // stop releases every consumer's shard lease, so that other servers can
@@ -212,11 +234,7 @@ func (s *Server) getQueue(w http.ResponseWriter, r *http.Request) {
 // withPause answers queues with their pause states, read now (several
 // at once).
 func (s *Server) withPause(ctx context.Context, qs []*queue.Queue) ([]api.Queue, error) {
-	names := make([]string, len(qs))
-	for i, q := range qs {
-		names[i] = q.Name
-	}
-	states, err := s.client.Queues().PauseStates(ctx, names)
+	states, err := s.client.Queues().PauseStates(ctx, qs)
 	if err != nil {
 		return nil, err
 	}
@@ -393,8 +411,19 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	deadline := time.Now().Add(wait)
 	var ds []*queue.Delivery
+	renewed := false
 	for {
 		ds, err = qc.Receive(r.Context(), max)
+		if errors.Is(err, queue.ErrNotFound) && !renewed {
+			// This server's consumer is of a deleted generation; the
+			// name may have been made again since.
+			renewed = true
+			s.queues.drop(r.PathValue("queue"), qc)
+			if qc, err = s.queues.get(r.Context(), s.client.Queues(), r.PathValue("queue")); err != nil {
+				break
+			}
+			continue
+		}
 		if err != nil || len(ds) > 0 || !time.Now().Before(deadline) {
 			break
 		}
@@ -657,6 +686,25 @@ func (s *Server) purge(w http.ResponseWriter, r *http.Request) {
 	res, err := s.client.Queues().Purge(r.Context(), r.PathValue("queue"), req.DeadLetters)
 	writeResult(w, r, res, err, func(res queue.PurgeResult) api.PurgeResponse {
 		return api.PurgeResponse{Messages: res.Messages, DeadLetters: res.DeadLetters}
+	})
+}
+
+func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("queue")
+	qs := s.client.Queues()
+	res, err := qs.Delete(r.Context(), name)
+	if err == nil {
+		s.queues.drop(name, nil)
+	}
+	writeResult(w, r, res, err, func(res queue.DeleteResult) api.QueueDeleteResponse {
+		out := api.QueueDeleteResponse{
+			Queue: name, DeletedAt: res.DeletedAt, RecreatableAt: res.DeletedAt.Add(qs.RecreateWait()),
+			Messages: res.Messages, DeadLetters: res.DeadLetters,
+		}
+		if res.Leftover != nil {
+			out.Leftover = res.Leftover.Error()
+		}
+		return out
 	})
 }
 

@@ -421,6 +421,48 @@ func TestQueuePurge(t *testing.T) {
 	e.wantError("POST", "/v1/queues/nope/purge", "", 404, api.CodeQueueNotFound, "nope")
 }
 
+// DELETE takes the queue away (404 for everything), keeps the name for the
+// recreate wait, and a queue made again starts empty, its receives served
+// by a new consumer of this server.
+func TestQueueDelete(t *testing.T) {
+	t.Parallel()
+	e, clk := queueEnv(t)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body":"b","delay":"1h"}]}`, 201, nil)
+	var rcv api.ReceiveResponse
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":1}`, 200, &rcv)
+	if len(rcv.Messages) != 1 {
+		t.Fatalf("received %d before the delete, want 1", len(rcv.Messages))
+	}
+	var res api.QueueDeleteResponse
+	e.mustJSON("DELETE", "/v1/queues/q", "", 200, &res)
+	if res.Queue != "q" || res.Messages != 2 || res.DeletedAt.IsZero() || !res.RecreatableAt.After(res.DeletedAt) || res.Leftover != "" {
+		t.Fatalf("delete: %+v; want 2 messages removed and a later recreatable_at", res)
+	}
+	e.wantError("GET", "/v1/queues/q", "", 404, api.CodeQueueNotFound, "q")
+	e.wantError("POST", "/v1/queues/q/receive", `{"max":1}`, 404, api.CodeQueueNotFound, "q")
+	e.wantError("POST", "/v1/queues/q/messages", `{"messages":[{"body":"c"}]}`, 404, api.CodeQueueNotFound, "q")
+	e.wantError("POST", "/v1/queues/q/ack", `{"receipts":["`+rcv.Messages[0].Receipt+`"]}`, 404, api.CodeQueueNotFound, "q")
+	e.wantError("DELETE", "/v1/queues/q", "", 404, api.CodeQueueNotFound, "q")
+	e.wantError("DELETE", "/v1/queues/nope", "", 404, api.CodeQueueNotFound, "nope")
+	e.wantError("POST", "/v1/queues", `{"name":"q","shards":4}`, 409, api.CodeQueueExists, "created again from")
+	var list api.QueueList
+	e.mustJSON("GET", "/v1/queues", "", 200, &list)
+	for _, q := range list.Queues {
+		if q.Name == "q" {
+			t.Fatalf("the deleted queue is listed: %+v", list)
+		}
+	}
+	clk.Advance(res.RecreatableAt.Sub(res.DeletedAt))
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"new"}]}`, 201, nil)
+	clk.Advance(2 * time.Hour) // the deleted queue's delayed message would be due
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":10}`, 200, &rcv)
+	if len(rcv.Messages) != 1 || rcv.Messages[0].Body != "new" {
+		t.Fatalf("the queue made again handed out %+v; want only its own message", rcv.Messages)
+	}
+}
+
 func TestDeadLettersCanBeDeletedOneByOne(t *testing.T) {
 	t.Parallel()
 	e, _ := queueEnv(t)

@@ -1,0 +1,164 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/names"
+)
+
+// Deleting a queue.
+//
+// A delete marks the queue's record deleted; it does not remove it. Every
+// process trusts a queue record it read for Config.PauseRefresh, and reads
+// it again after that, so within that long of the delete no process takes
+// anything more for the queue: every call answers ErrNotFound. The delete
+// then removes the queue's messages and dead letters.
+//
+// The name can be used again once the delete is recreateWait old: a new
+// queue of the name is its next generation, and each generation keeps its
+// rows under a stored name of its own (stored). So whatever reaches the
+// old generation's rows after the delete — a put from a process that had
+// not yet read the delete, a write that lands late — is never read by the
+// new one: it is never delivered, listed or counted.
+
+// stored is the name the queue's rows are kept under: the queue's name
+// for its first generation (as before deletes existed), and the name, the
+// reserved separator and the generation after that. No queue name holds
+// the separator, so no two generations of any queues share a stored name.
+func (q *Queue) stored() string {
+	if q.Generation == 0 {
+		return q.Name
+	}
+	return q.Name + names.Reserved + strconv.FormatInt(q.Generation, 10)
+}
+
+// sameGeneration reports whether a and b are one generation of one queue.
+func sameGeneration(a, b *Queue) bool {
+	return a.Name == b.Name && a.Generation == b.Generation && a.CreatedAt.Equal(b.CreatedAt)
+}
+
+// recreateWait is how long after a delete its name stays taken. It covers
+// the time every process may still trust the record it read before the
+// delete, the skew between the deleter's clock and the creator's, and the
+// puts in flight meanwhile (acknowledged up to a write timeout later):
+// so a put is not acknowledged into the old generation after the new one
+// exists.
+func (s *Service) recreateWait() time.Duration {
+	return max(s.cfg.PauseRefresh, 0) + s.cfg.MaxClockSkew + recreateWriteMargin
+}
+
+// recreateWriteMargin bounds how long a put admitted before a process
+// learnt of a delete may take to be acknowledged.
+const recreateWriteMargin = 10 * time.Second
+
+// DeleteResult is what Delete did.
+type DeleteResult struct {
+	// DeletedAt is the delete's time, as recorded.
+	DeletedAt time.Time
+	// Messages and DeadLetters are how many rows the delete removed.
+	Messages, DeadLetters int
+	// Leftover is why some rows could not be removed (nil when all
+	// were). They belong to a deleted generation, which nothing reads
+	// again; they only take space.
+	Leftover error
+}
+
+// Delete deletes a queue: within Config.PauseRefresh every process
+// answers ErrNotFound for it, its consumers deliver nothing more, and its
+// messages and dead letters are removed. Deliveries in hand can no longer
+// be settled (ErrNotFound). The name can be created again
+// RecreateWait after the delete, and a queue made then starts empty. It
+// returns ErrNotFound for an unknown queue or one deleted already, so a
+// repeated delete (a retry of one whose answer was lost, too) answers
+// ErrNotFound.
+func (s *Service) Delete(ctx context.Context, name string) (DeleteResult, error) {
+	if err := ValidateName(name); err != nil {
+		return DeleteResult{}, err
+	}
+	// The record itself, not a cached copy: the delete names the
+	// generation it deletes.
+	d, err := s.store.GetQueue(ctx, &driver.GetQueueParams{Name: name})
+	if errors.Is(err, driver.ErrNotFound) {
+		return DeleteResult{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	q, err := queueFrom(d)
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	if !q.DeletedAt.IsZero() {
+		return DeleteResult{}, deletedError(q)
+	}
+	at := s.now()
+	err = s.store.DeleteQueue(ctx, &driver.DeleteQueueParams{Name: name, CreatedAt: q.CreatedAt, At: at})
+	s.queues.Forget(name)
+	if errors.Is(err, driver.ErrNotFound) {
+		return DeleteResult{}, fmt.Errorf("%w: %q (deleted by another call meanwhile)", ErrNotFound, name)
+	}
+	if err != nil {
+		return DeleteResult{}, err
+	}
+	res := DeleteResult{DeletedAt: at}
+	res.Messages, res.DeadLetters, res.Leftover = s.removeRows(ctx, q)
+	if res.Leftover != nil {
+		s.log.Warn("queue: a deleted queue's rows were not all removed; they are never read again", "queue", name, "err", res.Leftover)
+	}
+	return res, nil
+}
+
+// RecreateWait is how long after a delete a queue's name can be created
+// again.
+func (s *Service) RecreateWait() time.Duration { return s.recreateWait() }
+
+// removeRows removes every message and dead letter of q's generation,
+// however late they were put.
+func (s *Service) removeRows(ctx context.Context, q *Queue) (messages, dead int, err error) {
+	counts := make([]int, q.Shards)
+	err = forEach(q.Shards, func(i int) (err error) {
+		counts[i], err = s.purgeShard(ctx, q.stored(), i, time.Time{}, time.Time{})
+		return err
+	})
+	for _, n := range counts {
+		messages += n
+	}
+	if err != nil {
+		return messages, 0, err
+	}
+	dead, err = s.purgeDead(ctx, q.stored())
+	return messages, dead, err
+}
+
+func deletedError(q *Queue) error {
+	return fmt.Errorf("%w: %q (deleted at %s)", ErrNotFound, q.Name, q.DeletedAt.Format(time.RFC3339Nano))
+}
+
+// replaceDeleted creates d in place of the deleted record of its name,
+// as its next generation, once the delete is RecreateWait old. It answers
+// ErrExists for a live queue of the name and for one deleted too recently.
+func (s *Service) replaceDeleted(ctx context.Context, d driver.Queue) (*Queue, error) {
+	old, err := s.store.GetQueue(ctx, &driver.GetQueueParams{Name: d.Name})
+	if errors.Is(err, driver.ErrNotFound) {
+		// Gone meanwhile (no release removes records; a store restored
+		// from a backup might): create it as new.
+		return s.createRecord(ctx, d, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if old.DeletedAt.IsZero() {
+		return nil, fmt.Errorf("%w: %q", ErrExists, d.Name)
+	}
+	if free := old.DeletedAt.Add(s.recreateWait()); d.CreatedAt.Before(free) {
+		return nil, fmt.Errorf("%w: %q was deleted at %s; the name can be created again from %s",
+			ErrExists, d.Name, old.DeletedAt.Format(time.RFC3339), free.Format(time.RFC3339))
+	}
+	d.Generation = old.Generation + 1
+	return s.createRecord(ctx, d, old)
+}

@@ -1,0 +1,142 @@
+package queue
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A delete takes the queue away from every process within the refresh,
+// removes its messages, keeps its name for RecreateWait, and a queue made
+// again under the name starts empty: nothing of the old generation — not
+// a put that a process with a stale record made after the delete, not a
+// pause, not a dedup id, not a receipt — reaches it.
+func TestDeleteAndMakeAgain(t *testing.T) {
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		ctx := ctxT(t)
+		q := e.create(t, QueueConfig{Shards: 4, MaxDeliveries: 1})
+		for range 3 {
+			e.put(t, e.svc, q.Name, Message{Body: []byte("old")})
+		}
+		if _, _, err := e.svc.PutBatchDedup(ctx, q.Name, []Message{{Body: []byte("once"), DedupID: "order-1"}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Pause(ctx, q.Name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Resume(ctx, q.Name); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(2 * time.Minute)
+		oldConsumer := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
+		inHand := receive(t, oldConsumer, 1)
+		if len(inHand) != 1 {
+			t.Fatalf("received %d before the delete, want 1", len(inHand))
+		}
+		if _, err := e.svc.Pause(ctx, q.Name); err != nil {
+			t.Fatal(err)
+		}
+		stale := e.serviceWith(t, time.Hour) // trusts what it read for an hour
+		if _, err := stale.Queue(ctx, q.Name); err != nil {
+			t.Fatal(err)
+		}
+		fresh := e.serviceWith(t, -1) // reads the record before every use
+		if _, err := fresh.Queue(ctx, q.Name); err != nil {
+			t.Fatal(err)
+		}
+
+		res, err := e.svc.Delete(ctx, q.Name)
+		if err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		if res.Messages != 4 || res.Leftover != nil || !res.DeletedAt.Equal(e.svc.now()) {
+			t.Fatalf("Delete removed %+v; want 4 messages, nothing left over, deleted now (%v)", res, e.svc.now())
+		}
+		// Gone here and in every process that read the record since.
+		for name, svc := range map[string]*Service{"the deleting process": e.svc, "a fresh process": fresh} {
+			if _, err := svc.Put(ctx, q.Name, Message{Body: []byte("x")}); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s: Put after the delete: %v, want ErrNotFound", name, err)
+			}
+			if _, err := svc.Observe(ctx, q.Name); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s: Observe after the delete: %v, want ErrNotFound", name, err)
+			}
+			if err := svc.Ack(ctx, q.Name, inHand[0].Receipt()); !errors.Is(err, ErrNotFound) {
+				t.Errorf("%s: Ack by receipt after the delete: %v, want ErrNotFound", name, err)
+			}
+		}
+		if _, err := oldConsumer.Receive(ctx, 1); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a consumer of the deleted queue: Receive gave %v, want ErrNotFound", err)
+		}
+		if _, err := e.svc.Delete(ctx, q.Name); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a second Delete: %v, want ErrNotFound", err)
+		}
+		list, err := fresh.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range list {
+			if l.Name == q.Name {
+				t.Errorf("List still has the deleted queue")
+			}
+		}
+		// A process that has not read the record since the delete may
+		// still put (the refresh window); its message is never delivered.
+		if _, err := stale.Put(ctx, q.Name, Message{Body: []byte("late")}); err != nil {
+			t.Fatalf("a put from a process that has not seen the delete: %v", err)
+		}
+
+		// The name is taken until RecreateWait has passed.
+		if _, err := e.svc.Create(ctx, QueueConfig{Name: q.Name, Shards: 4}); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "created again from") {
+			t.Fatalf("Create right after the delete: %v, want ErrExists saying when", err)
+		}
+		e.clock.Advance(e.svc.RecreateWait())
+		again, err := fresh.Create(ctx, QueueConfig{Name: q.Name, Shards: 8})
+		if err != nil {
+			t.Fatalf("Create after RecreateWait: %v", err)
+		}
+		if again.Generation != 1 || again.Shards != 8 {
+			t.Fatalf("made again: generation %d, %d shards; want 1, 8", again.Generation, again.Shards)
+		}
+		if _, err := e.svc.Create(ctx, QueueConfig{Name: q.Name, Shards: 4}); !errors.Is(err, ErrExists) {
+			t.Fatalf("Create of the live queue made again: %v, want ErrExists", err)
+		}
+		st, err := e.svc.PauseState(ctx, q.Name)
+		if err != nil || st.Paused {
+			t.Fatalf("the queue made again starts paused (%+v, %v); want not paused", st, err)
+		}
+		// Empty: nothing old is delivered, a dedup id is new again, an
+		// old receipt settles nothing.
+		e.clock.Advance(2 * time.Minute)
+		newConsumer := e.consumer(t, fresh, ConsumerConfig{Queue: q.Name})
+		if got := drain(t, newConsumer); len(got) != 0 {
+			t.Fatalf("the queue made again delivered %d old messages", len(got))
+		}
+		_, dup, err := fresh.PutBatchDedup(ctx, q.Name, []Message{{Body: []byte("once"), DedupID: "order-1"}})
+		if err != nil || dup[0] {
+			t.Fatalf("a dedup id of the deleted queue in the new one: duplicate %v, %v; want a new message", dup, err)
+		}
+		if err := fresh.Ack(ctx, q.Name, inHand[0].Receipt()); err != nil && !errors.Is(err, ErrStaleReceipt) && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("an old receipt on the queue made again: %v", err)
+		}
+		e.clock.Advance(2 * time.Minute)
+		if got := drain(t, newConsumer); len(got) != 1 {
+			t.Fatalf("the queue made again delivered %d messages, want its own 1", len(got))
+		}
+		if _, err := oldConsumer.Receive(ctx, 1); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a consumer of the old generation after the name was made again: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// Deleting an unknown queue, or with a malformed name, changes nothing.
+func TestDeleteRefusals(t *testing.T) {
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		if _, err := e.svc.Delete(ctxT(t), queueName(t)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Delete of an unknown queue: %v, want ErrNotFound", err)
+		}
+		if _, err := e.svc.Delete(ctxT(t), ""); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Delete of an empty name: %v, want ErrInvalid", err)
+		}
+	})
+}

@@ -9,9 +9,10 @@ import (
 	"github.com/abacusdb/abacus/driver/cassandra"
 )
 
-// A keyspace made before message attributes and queue spreads existed gets
-// the columns when a newer process opens it, and only then; opening again
-// changes nothing. A queue made before reads back with spread 1.
+// A keyspace made before message attributes, queue spreads and queue
+// deletes existed gets the columns when a newer process opens it, and only
+// then; opening again changes nothing. A queue made before reads back with
+// spread 1, as a live first generation, and can be deleted.
 // Here the older tables are made by dropping the column from new ones:
 // the table an earlier release made differs from that in nothing a query
 // can see.
@@ -27,7 +28,9 @@ func TestOpenAddsTheNewColumnsToOlderTables(t *testing.T) {
 	for _, table := range []string{"queue_messages", "queue_dead"} {
 		exec("ALTER TABLE " + cfg.Keyspace + "." + table + " DROP attributes")
 	}
-	exec("ALTER TABLE " + cfg.Keyspace + ".queues DROP spread")
+	for _, column := range []string{"spread", "generation", "deleted_at"} {
+		exec("ALTER TABLE " + cfg.Keyspace + ".queues DROP " + column)
+	}
 	// A queue as an earlier release writes it: no spread cell at all.
 	older := driver.Queue{Name: "older", Shards: 16, ShardDuration: time.Minute, MaxDeliveries: 5,
 		VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(1_700_000_000_000).UTC()}
@@ -55,9 +58,13 @@ func TestOpenAddsTheNewColumnsToOlderTables(t *testing.T) {
 	}
 	for _, q := range []driver.Queue{older, spread} {
 		got, err := d.GetQueue(ctx, &driver.GetQueueParams{Name: q.Name})
-		if err != nil || got.Spread != max(q.Spread, 1) {
-			t.Fatalf("queue %s read back = %+v, %v; want spread %d", q.Name, got, err, max(q.Spread, 1))
+		if err != nil || got.Spread != max(q.Spread, 1) || got.Generation != 0 || !got.DeletedAt.IsZero() {
+			t.Fatalf("queue %s read back = %+v, %v; want spread %d, generation 0, live", q.Name, got, err, max(q.Spread, 1))
 		}
+	}
+	// A queue of an earlier release can be deleted.
+	if err := d.DeleteQueue(ctx, &driver.DeleteQueueParams{Name: older.Name, CreatedAt: older.CreatedAt, At: older.CreatedAt.Add(time.Hour)}); err != nil {
+		t.Fatalf("deleting a queue made by an earlier release: %v", err)
 	}
 	m := driver.Message{
 		MessageKey: driver.MessageKey{Due: time.UnixMilli(1_700_000_000_000).UTC(), ID: driver.MessageID{0x6b, 0xa7, 0xb8, 0x10, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}},

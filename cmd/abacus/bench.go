@@ -87,9 +87,11 @@ Scenarios (--scenarios):
               (new mutators) write them, the day passes on a simulated
               clock, GC folds what is final, and a long-lived reader reads
               each counter for --aging-read-time; a native read on the
-              first and last day is the baseline on Cassandra. Shows
-              whether reads slow down as folded shards pile up
-              (aging.png in --report)
+              first and last day is the baseline on Cassandra. Each
+              writer also credits a ledger as an actor of its own, and
+              the reader credits another as one actor. Shows whether
+              reads slow down as folded shards and retired ledger actors
+              pile up (aging.png in --report)
 
 Each run has --concurrency callers in a closed loop: --warmup (discarded),
 then --duration measured. After each increments run the counters are read

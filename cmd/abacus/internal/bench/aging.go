@@ -31,7 +31,10 @@ const agingParallelism = 8
 // cold one, then stops; the day passes; one collection folds what is final
 // and purges the tombstones GC may drop; and the reader process, started at the beginning and kept (as a server
 // is), reads each counter for Config.AgingReadTime. The rows show whether a
-// read gets slower as the folded shards pile up. A native counter's read
+// read gets slower as the folded shards pile up. Each writer also credits
+// a ledger, as an actor of its own, and the reader credits another ledger
+// once a day as one actor: the rows compare a ledger read over every
+// actor a restarting fleet leaves behind with one over a single actor. A native counter's read
 // is measured on the first and last day as the baseline on Cassandra.
 func (s *suite) aging(ctx context.Context) ([]Row, error) {
 	days, writers := s.cfg.AgingDays, s.cfg.AgingWriters
@@ -42,6 +45,10 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 	}
 	defer s.stopClient(reader)
 	hot, cold := s.names("aging-hot", 1)[0], s.names("aging-cold", 1)[0]
+	// Ledgers: every writer process credits the busy one once, each with
+	// an actor of its own (as every server process has); the reader
+	// credits the other once a day, always as one actor.
+	busyLedger, oneLedger := s.names("aging-ledger", 1)[0], s.names("aging-ledger-one", 1)[0]
 	var hotWant, coldWant int64
 	o := Options{Concurrency: s.cfg.Options.Concurrency, Warmup: s.cfg.AgingReadTime / 5, Duration: s.cfg.AgingReadTime}
 	var rows []Row
@@ -62,7 +69,7 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 		return rows, err
 	}
 	for day := 1; day <= days; day++ {
-		if err := s.agingWriters(ctx, clk, writers, hot, cold); err != nil {
+		if err := s.agingWriters(ctx, clk, writers, hot, cold, busyLedger); err != nil {
 			return rows, fmt.Errorf("bench: aging day %d: %w", day, err)
 		}
 		hotWant += int64(writers)
@@ -107,13 +114,38 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 			}
 			rows = append(rows, row)
 		}
+		if _, err := reader.Credit(ctx, abacus.DefaultLedgerNamespace, oneLedger, 1, ""); err != nil {
+			return rows, fmt.Errorf("bench: aging day %d: %w", day, err)
+		}
+		for _, l := range []struct {
+			name, series string
+			want         int64
+		}{{busyLedger, "ledger, an actor per writer", hotWant}, {oneLedger, "ledger, one actor", int64(day)}} {
+			v, err := reader.LedgerValue(ctx, abacus.DefaultLedgerNamespace, l.name)
+			if err != nil {
+				return rows, err
+			}
+			if v.Value != l.want {
+				return rows, fmt.Errorf("bench: aging day %d: %s reads %d, want %d", day, l.series, v.Value, l.want)
+			}
+			picker, err := NewPicker([]string{l.name}, max(o.Concurrency, 1), 0)
+			if err != nil {
+				return rows, err
+			}
+			row := s.measureWith(ctx, o, Row{
+				Scenario: fmt.Sprintf("aging day %d: %s", day, l.series), Kind: "aging_read",
+				Model: ModelLedger, Via: "library", Counters: 1, Day: day, Series: l.series,
+			}, LedgerReads(reader, abacus.DefaultLedgerNamespace, picker))
+			row.Check = fmt.Sprintf("ok: read %d from %s", l.want, plural(v.Actors, "actor row"))
+			rows = append(rows, row)
+		}
 	}
 	err = native(days)
 	return rows, err
 }
 
 // agingWriters runs one simulated day's writer processes.
-func (s *suite) agingWriters(ctx context.Context, clk clock.Clock, writers int, hot, cold string) error {
+func (s *suite) agingWriters(ctx context.Context, clk clock.Clock, writers int, hot, cold, ledger string) error {
 	sem := make(chan struct{}, agingParallelism)
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
@@ -130,6 +162,9 @@ func (s *suite) agingWriters(ctx context.Context, clk clock.Clock, writers int, 
 			defer s.stopClient(c)
 			if errs[w] = c.Add(ctx, abacus.DefaultNamespace, hot, 1); errs[w] == nil && w%10 == 0 {
 				errs[w] = c.Add(ctx, abacus.DefaultNamespace, cold, 1)
+			}
+			if errs[w] == nil {
+				_, errs[w] = c.Credit(ctx, abacus.DefaultLedgerNamespace, ledger, 1, "")
 			}
 		}()
 	}

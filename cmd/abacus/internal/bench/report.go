@@ -280,7 +280,9 @@ func ratios(rows []Row) []Ratio {
 // agingRatios compares, for each sharded series of the aging scenario, the
 // read p50 of its last day with that of the first day that merged as many
 // live shards (the number grows over the first days, until the first
-// shards are folded), and with the native read of the last day.
+// shards are folded), and with the native read of the last day; and the
+// last day's read of the ledger of many actors with that of the ledger of
+// one.
 func agingRatios(rows []Row) []Ratio {
 	series := map[string][]*Row{}
 	var order []string
@@ -299,6 +301,12 @@ func agingRatios(rows []Row) []Ratio {
 	for _, name := range order {
 		rs := series[name]
 		last := rs[len(rs)-1]
+		if one := series["ledger, one actor"]; last.Model == ModelLedger && name != "ledger, one actor" && len(one) > 0 && one[len(one)-1].Day == last.Day {
+			out = append(out, Ratio{
+				Name:  fmt.Sprintf("aging read p50, %s / %s, day %d (%s)", name, "ledger, one actor", last.Day, strings.TrimPrefix(last.Check, "ok: ")),
+				Value: float64(last.P50) / float64(one[len(one)-1].P50),
+			})
+		}
 		if last.Model != ModelSharded {
 			continue
 		}

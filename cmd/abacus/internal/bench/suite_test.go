@@ -191,13 +191,13 @@ func TestAgingScenario(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkReport(t, rep, 10) // hot and cold, five days; no native read without Cassandra
+		checkReport(t, rep, 20) // hot and cold counters, busy and one-actor ledgers, five days; no native read without Cassandra
 		for _, r := range rep.Rows {
-			if r.Kind != "aging_read" || r.Day < 1 || r.Series == "" || r.StoredBytes <= 0 {
+			if r.Kind != "aging_read" || r.Day < 1 || r.Series == "" || (r.Model == ModelSharded && r.StoredBytes <= 0) {
 				t.Errorf("aging row %+v: kind, day, series or stored bytes missing", r)
 			}
 		}
-		checkAging(t, rep, rep.Rows[len(rep.Rows)-2])
+		checkAging(t, rep, rep.Rows[len(rep.Rows)-4])
 	})
 	t.Run("cassandra", func(t *testing.T) {
 		t.Parallel()
@@ -213,12 +213,13 @@ func TestAgingScenario(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A native read on the first and the last day around the ten
-		// sharded rows; each native read checks the counter it added to.
-		checkReport(t, rep, 12)
+		// sharded and ten ledger rows; each native read checks the counter
+		// it added to.
+		checkReport(t, rep, 22)
 		if first, last := rep.Rows[0], rep.Rows[len(rep.Rows)-1]; first.Series != "native read" || last.Series != "native read" || last.Day != 5 {
 			t.Errorf("first and last rows %q (day %d) and %q (day %d), want native reads on days 1 and 5", first.Series, first.Day, last.Series, last.Day)
 		}
-		checkAging(t, rep, rep.Rows[len(rep.Rows)-3])
+		checkAging(t, rep, rep.Rows[len(rep.Rows)-5])
 	})
 }
 
@@ -236,13 +237,15 @@ func checkAging(t *testing.T, rep *Report, last Row) {
 	for _, r := range rep.Ratios {
 		names = append(names, r.Name)
 	}
-	for _, want := range []string{"aging read p50, sharded, hot counter: day 5 / day 2 (24 live shards each)", "aging read p50, sharded, cold counter: day 5 / day 2 (4 live shards each)"} {
+	for _, want := range []string{"aging read p50, sharded, hot counter: day 5 / day 2 (24 live shards each)", "aging read p50, sharded, cold counter: day 5 / day 2 (4 live shards each)",
+		// 12 writers a day for five days, an actor each.
+		"aging read p50, ledger, an actor per writer / ledger, one actor, day 5 (read 60 from 60 actor rows)"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no ratio %q among %q", want, names)
 		}
 	}
 	chart, ok := rep.agingChart()
-	if !ok || len(chart.Lines) < 2 || len(chart.Lines[len(chart.Lines)-1].Days) != 5 {
+	if !ok || len(chart.Lines) < 4 || len(chart.Lines[len(chart.Lines)-1].Days) != 5 {
 		t.Fatalf("aging chart: %+v, %v; want a line of five days per counter", chart, ok)
 	}
 	var png bytes.Buffer

@@ -259,7 +259,8 @@ type QueueDeleteResponse struct {
 	// RecreatableAt is when the name can be created again, as a new,
 	// empty queue.
 	RecreatableAt time.Time `json:"recreatable_at"`
-	// Messages and DeadLetters are how many rows the delete removed.
+	// Messages and DeadLetters are how many rows this delete removed (a
+	// repeat removes what is left).
 	Messages    int `json:"messages"`
 	DeadLetters int `json:"dead_letters"`
 	// Leftover, when set, says why some rows could not be removed. They

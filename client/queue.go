@@ -196,9 +196,10 @@ func (c *Client) setQueuePause(ctx context.Context, queue, tail string) (*api.Qu
 // DeleteQueue deletes a queue: every server answers 404 for it within its
 // queue refresh, its messages and dead letters are removed, and the name
 // can be created again, as a new and empty queue, from the answer's
-// RecreatableAt. It is not retried: a repeat of a delete that went through
-// answers 404 (api.CodeQueueNotFound), which after a lost answer means it
-// is done.
+// RecreatableAt. A repeat, until the name is made again, answers as the
+// first delete did and removes whatever rows are left; the client does
+// not repeat it by itself, since a repeat sent after the name was made
+// again would delete the new queue.
 func (c *Client) DeleteQueue(ctx context.Context, queue string) (*api.QueueDeleteResponse, error) {
 	return callNamed[api.QueueDeleteResponse](ctx, c, "queue", queue, "DELETE", queuePath(queue), nil)
 }

@@ -201,8 +201,11 @@ func TestPauseResumePurgeAndDeleteQueue(t *testing.T) {
 	if err != nil || del.Queue != "jobs" || del.Messages != 1 || !del.RecreatableAt.After(del.DeletedAt) {
 		t.Fatalf("DeleteQueue = %+v, %v; want the 1 message removed, and when the name is free", del, err)
 	}
-	if _, err := c.DeleteQueue(ctx, "jobs"); !client.IsCode(err, api.CodeQueueNotFound) {
-		t.Fatalf("deleting again: %v", err)
+	if again, err := c.DeleteQueue(ctx, "jobs"); err != nil || !again.DeletedAt.Equal(del.DeletedAt) || again.Messages != 0 {
+		t.Fatalf("deleting again = %+v, %v; want the first delete's time and nothing removed", again, err)
+	}
+	if _, err := c.DeleteQueue(ctx, "nope"); !client.IsCode(err, api.CodeQueueNotFound) {
+		t.Fatalf("deleting an unknown queue: %v", err)
 	}
 	if _, err := c.Put(ctx, "jobs", api.PutMessage{Body: "z"}); !client.IsCode(err, api.CodeQueueNotFound) {
 		t.Fatalf("a put to the deleted queue: %v", err)

@@ -84,8 +84,10 @@ consumers deliver nothing more, deliveries in hand can no longer be
 settled, and its messages and dead letters are removed. The name can be
 created again about a minute and a quarter later (the answer says when),
 as a new queue that starts empty: nothing of the deleted one reaches it.
-Deleting a queue that does not exist, or again, fails with "not found";
-after a lost answer that means the delete went through. It may take
+Deleting it again, until the name is made again, answers as the first
+delete did and removes whatever is left (a put racing the delete, a
+delete cut short). Deleting a queue that never existed fails with "not
+found". It may take
 minutes on a large queue: it waits up to 10 minutes, or --timeout if
 longer. There is no undo.`,
 		Example: "  abacus queue delete jobs",

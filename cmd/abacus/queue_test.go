@@ -360,8 +360,9 @@ func TestQueuePauseAndPurgeCLI(t *testing.T) {
 	}
 }
 
-// "queue delete" deletes; the name comes back empty after the wait it
-// names; a second delete, and one without NAME, fail with a reason.
+// "queue delete" deletes, and again harmlessly; the name comes back empty
+// after the wait it names; a delete of an unknown queue, and one without
+// NAME, fail with a reason.
 func TestQueueCLIDelete(t *testing.T) {
 	s, clk := newQueueTestServer(t)
 	if r := s.cli("queue", "create", "jobs", "--shards", "4"); r.code != 0 {
@@ -375,8 +376,11 @@ func TestQueueCLIDelete(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &res) != nil || res.Messages != 1 || res.Queue != "jobs" {
 		t.Fatalf("delete --json: %+v (%+v)", r, res)
 	}
-	if r := s.cli("queue", "delete", "jobs"); r.code == 0 || !strings.Contains(r.stderr, "queue not found") {
+	if r := s.cli("queue", "delete", "jobs"); r.code != 0 || !strings.Contains(r.stdout, "deleted queue jobs: removed 0 message(s)") {
 		t.Fatalf("a second delete: %+v", r)
+	}
+	if r := s.cli("queue", "delete", "nope"); r.code == 0 || !strings.Contains(r.stderr, "queue not found") {
+		t.Fatalf("delete of an unknown queue: %+v", r)
 	}
 	if r := s.cli("queue", "delete"); r.code == 0 || !strings.Contains(r.stderr, "NAME") {
 		t.Fatalf("delete without NAME: %+v", r)

@@ -118,10 +118,8 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	// The queue's record, as this process last read it (read again once
 	// a refresh old): a consumer of a deleted generation hands out
 	// nothing more.
-	if q, err := c.svc.Queue(ctx, c.q.Name); err != nil {
+	if err := c.svc.current(ctx, c.q); err != nil {
 		return nil, err
-	} else if !sameGeneration(q, c.q) {
-		return nil, fmt.Errorf("%w: %q was deleted and made again since this consumer started", ErrNotFound, c.q.Name)
 	}
 	if paused, err := c.svc.paused(ctx, c.q); err != nil {
 		return nil, err

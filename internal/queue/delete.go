@@ -58,24 +58,31 @@ const recreateWriteMargin = 10 * time.Second
 
 // DeleteResult is what Delete did.
 type DeleteResult struct {
-	// DeletedAt is the delete's time, as recorded.
+	// DeletedAt is the delete's time, as recorded (a repeat answers the
+	// first delete's).
 	DeletedAt time.Time
-	// Messages and DeadLetters are how many rows the delete removed.
+	// Messages and DeadLetters are how many rows this call removed.
 	Messages, DeadLetters int
 	// Leftover is why some rows could not be removed (nil when all
 	// were). They belong to a deleted generation, which nothing reads
-	// again; they only take space.
+	// again; a repeat of the delete removes them.
 	Leftover error
 }
 
+// removeTimeout bounds the removal of a deleted queue's rows, which goes
+// on when the caller gives up: a delete cut short would leave them.
+const removeTimeout = 30 * time.Minute
+
 // Delete deletes a queue: within Config.PauseRefresh every process
-// answers ErrNotFound for it, its consumers deliver nothing more, and its
-// messages and dead letters are removed. Deliveries in hand can no longer
-// be settled (ErrNotFound). The name can be created again
-// RecreateWait after the delete, and a queue made then starts empty. It
-// returns ErrNotFound for an unknown queue or one deleted already, so a
-// repeated delete (a retry of one whose answer was lost, too) answers
-// ErrNotFound.
+// answers ErrNotFound for it, its consumers deliver nothing more,
+// deliveries in hand and receipts can no longer be settled, and its
+// messages and dead letters are removed. The name can be created again
+// RecreateWait after the delete, and a queue made then starts empty.
+//
+// A delete is idempotent: repeated while the name is not made again (a
+// retry of one whose answer was lost, say), it answers the first one's
+// DeletedAt and removes whatever rows are left. ErrNotFound for a name
+// that never was a queue.
 func (s *Service) Delete(ctx context.Context, name string) (DeleteResult, error) {
 	if err := ValidateName(name); err != nil {
 		return DeleteResult{}, err
@@ -93,24 +100,55 @@ func (s *Service) Delete(ctx context.Context, name string) (DeleteResult, error)
 	if err != nil {
 		return DeleteResult{}, err
 	}
-	if !q.DeletedAt.IsZero() {
-		return DeleteResult{}, deletedError(q)
+	if q.DeletedAt.IsZero() {
+		at := s.now()
+		err = s.store.DeleteQueue(ctx, &driver.DeleteQueueParams{Name: name, CreatedAt: q.CreatedAt, At: at})
+		s.queues.Forget(name)
+		if errors.Is(err, driver.ErrNotFound) {
+			// Deleted by another call meanwhile: answer as a repeat.
+			at, err = s.deletedAt(ctx, q)
+		}
+		if err != nil {
+			return DeleteResult{}, err
+		}
+		q.DeletedAt = at
 	}
-	at := s.now()
-	err = s.store.DeleteQueue(ctx, &driver.DeleteQueueParams{Name: name, CreatedAt: q.CreatedAt, At: at})
-	s.queues.Forget(name)
-	if errors.Is(err, driver.ErrNotFound) {
-		return DeleteResult{}, fmt.Errorf("%w: %q (deleted by another call meanwhile)", ErrNotFound, name)
-	}
-	if err != nil {
-		return DeleteResult{}, err
-	}
-	res := DeleteResult{DeletedAt: at}
-	res.Messages, res.DeadLetters, res.Leftover = s.removeRows(ctx, q)
+	res := DeleteResult{DeletedAt: q.DeletedAt}
+	// The caller may give up; the removal goes on, as a delete cut short
+	// would leave rows no call could reach but a repeat.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+	defer cancel()
+	res.Messages, res.DeadLetters, res.Leftover = s.removeRows(rctx, q)
 	if res.Leftover != nil {
-		s.log.Warn("queue: a deleted queue's rows were not all removed; they are never read again", "queue", name, "err", res.Leftover)
+		s.log.Warn("queue: a deleted queue's rows were not all removed; they are never read again, and a repeat of the delete removes them", "queue", name, "err", res.Leftover)
 	}
 	return res, nil
+}
+
+// deletedAt reads when q's generation was deleted, after a delete of it
+// was refused: ErrNotFound if it is not stored as deleted.
+func (s *Service) deletedAt(ctx context.Context, q *Queue) (time.Time, error) {
+	d, err := s.store.GetQueue(ctx, &driver.GetQueueParams{Name: q.Name})
+	if err != nil && !errors.Is(err, driver.ErrNotFound) {
+		return time.Time{}, err
+	}
+	if err != nil || d.Generation != q.Generation || !d.CreatedAt.Equal(q.CreatedAt) || d.DeletedAt.IsZero() {
+		return time.Time{}, fmt.Errorf("%w: %q (changed by another call during the delete)", ErrNotFound, q.Name)
+	}
+	return d.DeletedAt, nil
+}
+
+// current answers ErrNotFound once q's generation is deleted, as this
+// process knows it (read again once a refresh old).
+func (s *Service) current(ctx context.Context, q *Queue) error {
+	cur, err := s.Queue(ctx, q.Name)
+	if err != nil {
+		return err
+	}
+	if !sameGeneration(cur, q) {
+		return fmt.Errorf("%w: %q was deleted and made again", ErrNotFound, q.Name)
+	}
+	return nil
 }
 
 // RecreateWait is how long after a delete a queue's name can be created

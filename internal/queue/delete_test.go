@@ -68,8 +68,18 @@ func TestDeleteAndMakeAgain(t *testing.T) {
 		if _, err := oldConsumer.Receive(ctx, 1); !errors.Is(err, ErrNotFound) {
 			t.Errorf("a consumer of the deleted queue: Receive gave %v, want ErrNotFound", err)
 		}
-		if _, err := e.svc.Delete(ctx, q.Name); !errors.Is(err, ErrNotFound) {
-			t.Errorf("a second Delete: %v, want ErrNotFound", err)
+		for what, settle := range map[string]func() error{
+			"Ack":     func() error { return inHand[0].Ack(ctx) },
+			"Fail":    func() error { return inHand[0].Fail(ctx, errors.New("x")) },
+			"Release": func() error { return inHand[0].Release(ctx) },
+			"Extend":  func() error { return inHand[0].Extend(ctx, time.Minute) },
+		} {
+			if err := settle(); !errors.Is(err, ErrNotFound) {
+				t.Errorf("Delivery.%s after the delete: %v, want ErrNotFound", what, err)
+			}
+		}
+		if again, err := fresh.Delete(ctx, q.Name); err != nil || !again.DeletedAt.Equal(res.DeletedAt) || again.Messages != 0 {
+			t.Errorf("a repeated Delete: %+v, %v; want the first one's time and nothing more removed", again, err)
 		}
 		list, err := fresh.List(ctx)
 		if err != nil {
@@ -81,8 +91,15 @@ func TestDeleteAndMakeAgain(t *testing.T) {
 			}
 		}
 		// A process that has not read the record since the delete may
-		// still put (the refresh window); its message is never delivered.
+		// still put (the refresh window); its message is never delivered,
+		// and a repeat of the delete removes it.
 		if _, err := stale.Put(ctx, q.Name, Message{Body: []byte("late")}); err != nil {
+			t.Fatalf("a put from a process that has not seen the delete: %v", err)
+		}
+		if again, err := e.svc.Delete(ctx, q.Name); err != nil || again.Messages != 1 {
+			t.Errorf("a repeated Delete after a late put: %+v, %v; want the late message removed", again, err)
+		}
+		if _, err := stale.Put(ctx, q.Name, Message{Body: []byte("later")}); err != nil {
 			t.Fatalf("a put from a process that has not seen the delete: %v", err)
 		}
 
@@ -129,7 +146,8 @@ func TestDeleteAndMakeAgain(t *testing.T) {
 	})
 }
 
-// Deleting an unknown queue, or with a malformed name, changes nothing.
+// Deleting a name that never was a queue, or a malformed one, changes
+// nothing.
 func TestDeleteRefusals(t *testing.T) {
 	onBothDrivers(t, func(t *testing.T, e *env) {
 		if _, err := e.svc.Delete(ctxT(t), queueName(t)); !errors.Is(err, ErrNotFound) {

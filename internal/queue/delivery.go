@@ -77,6 +77,9 @@ func (d *Delivery) Receipt() string {
 // ErrUnknownOutcome means the delete may not have happened, and the message
 // may be delivered again.
 func (d *Delivery) Ack(ctx context.Context) error {
+	if err := d.svc.current(ctx, d.q); err != nil {
+		return err
+	}
 	return d.svc.ack(ctx, d.q, d.message().MessageKey)
 }
 
@@ -96,6 +99,9 @@ func (d *Delivery) Fail(ctx context.Context, cause error) error {
 	var after time.Duration
 	if d.backoff != nil {
 		after = clampBackoff(d.backoff(m.Deliveries))
+	}
+	if err := d.svc.current(ctx, d.q); err != nil {
+		return err
 	}
 	_, err := d.svc.fail(ctx, d.q, receiptOf(m), cause, d.retryDelay, after)
 	return err
@@ -135,6 +141,9 @@ func ExponentialBackoff(base, limit time.Duration) func(attempt int) time.Durati
 // and this delivery does not count. For consumers that took more than they
 // can handle, for example when shutting down.
 func (d *Delivery) Release(ctx context.Context) error {
+	if err := d.svc.current(ctx, d.q); err != nil {
+		return err
+	}
 	return d.svc.release(ctx, d.q, receiptOf(d.message()))
 }
 
@@ -147,6 +156,9 @@ func (d *Delivery) Release(ctx context.Context) error {
 // delivered again at any moment) or after the delivery was settled or
 // delivered again.
 func (d *Delivery) Extend(ctx context.Context, by time.Duration) error {
+	if err := d.svc.current(ctx, d.q); err != nil {
+		return err
+	}
 	m, err := d.svc.extend(ctx, d.q, d.message(), by)
 	if err != nil {
 		return err

@@ -29,6 +29,10 @@ func (s outcomeStore) CreateQueue(ctx context.Context, p *driver.CreateQueuePara
 	return unknownOutcome(s.Queues.CreateQueue(ctx, p))
 }
 
+func (s outcomeStore) DeleteQueue(ctx context.Context, p *driver.DeleteQueueParams) error {
+	return unknownOutcome(s.Queues.DeleteQueue(ctx, p))
+}
+
 func (s outcomeStore) PutMessages(ctx context.Context, p *driver.PutMessagesParams) error {
 	return unknownOutcome(s.Queues.PutMessages(ctx, p))
 }

@@ -36,23 +36,30 @@ type Registry[R, T any] struct {
 	inflight map[string]*read[T]
 }
 
+// entry is a cached record; t nil marks the name as not known (a record
+// deleted, or found missing), so that a read that began earlier cannot
+// bring back what it found.
 type entry[T any] struct {
 	t     *T
-	began time.Time // when the read that found t began
+	began time.Time // when the read (or write) that learnt t began
 }
 
 // read is one store read of a name that concurrent lookups share.
 type read[T any] struct {
-	done chan struct{}
-	t    *T
-	err  error
+	began time.Time
+	done  chan struct{}
+	t     *T
+	err   error
 }
+
+// readTimeout bounds a shared read, which runs on a context of its own.
+const readTimeout = time.Minute
 
 // Lookup returns the named record, from the cache or the store.
 func (g *Registry[R, T]) Lookup(ctx context.Context, name string) (*T, error) {
 	if v, ok := g.cache.Load(name); ok {
 		e := v.(*entry[T])
-		if g.Refresh <= 0 || time.Since(e.began) < g.Refresh {
+		if e.t != nil && (g.Refresh <= 0 || time.Since(e.began) < g.Refresh) {
 			return e.t, nil
 		}
 	}
@@ -64,28 +71,37 @@ func (g *Registry[R, T]) Lookup(ctx context.Context, name string) (*T, error) {
 
 // shared reads name from the store, joining a read of it already under
 // way, so that a busy name costs one read a refresh, not one per caller.
+// Only a read that began less than a refresh ago is joined: one that
+// began earlier might miss a change the caller must see.
 func (g *Registry[R, T]) shared(ctx context.Context, name string) (*T, error) {
 	g.mu.Lock()
 	rd := g.inflight[name]
-	if rd == nil {
-		rd = &read[T]{done: make(chan struct{})}
+	if rd == nil || (g.Refresh > 0 && time.Since(rd.began) >= g.Refresh) || g.Refresh < 0 {
+		rd = &read[T]{began: time.Now(), done: make(chan struct{})}
 		if g.inflight == nil {
 			g.inflight = map[string]*read[T]{}
 		}
 		g.inflight[name] = rd
-		g.mu.Unlock()
 		// The read runs on its own context: a caller that gives up must
 		// not fail the others waiting on it.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
 		go func() {
-			rd.t, rd.err = g.read(context.WithoutCancel(ctx), name)
-			g.mu.Lock()
-			delete(g.inflight, name)
-			g.mu.Unlock()
-			close(rd.done)
+			defer cancel()
+			defer func() {
+				if p := recover(); p != nil {
+					rd.t, rd.err = nil, fmt.Errorf("reading %q: panic: %v", name, p)
+				}
+				g.mu.Lock()
+				if g.inflight[name] == rd {
+					delete(g.inflight, name)
+				}
+				g.mu.Unlock()
+				close(rd.done)
+			}()
+			rd.t, rd.err = g.read(rctx, name, rd.began)
 		}()
-	} else {
-		g.mu.Unlock()
 	}
+	g.mu.Unlock()
 	select {
 	case <-rd.done:
 		return rd.t, rd.err
@@ -94,11 +110,14 @@ func (g *Registry[R, T]) shared(ctx context.Context, name string) (*T, error) {
 	}
 }
 
-func (g *Registry[R, T]) read(ctx context.Context, name string) (*T, error) {
-	began := time.Now()
+func (g *Registry[R, T]) read(ctx context.Context, name string, began time.Time) (*T, error) {
 	r, err := g.Read(ctx, name)
 	if errors.Is(err, driver.ErrNotFound) {
-		g.cache.Delete(name)
+		// A record cached for the name is gone; an unknown name is not
+		// remembered (any name may be asked for).
+		if _, ok := g.cache.Load(name); ok {
+			g.remember(name, nil, began)
+		}
 		return nil, fmt.Errorf("%w: %q", g.NotFound, name)
 	}
 	if err != nil {
@@ -112,8 +131,9 @@ func (g *Registry[R, T]) read(ctx context.Context, name string) (*T, error) {
 	return t, nil
 }
 
-// remember caches t, read (or written) by an operation that began at
-// began, unless a record found by a later operation is cached already.
+// remember caches t (nil: the name is not known), learnt by an operation
+// that began at began, unless what a later operation learnt is cached
+// already.
 func (g *Registry[R, T]) remember(name string, t *T, began time.Time) {
 	e := &entry[T]{t: t, began: began}
 	for {
@@ -127,15 +147,16 @@ func (g *Registry[R, T]) remember(name string, t *T, began time.Time) {
 	}
 }
 
-// Forget drops name from the cache, so its next Lookup reads the store: a
-// record that was deleted and made again is not the one cached.
-func (g *Registry[R, T]) Forget(name string) { g.cache.Delete(name) }
+// Forget drops name's record from the cache, so its next Lookup reads the
+// store (a record deleted, perhaps to be made again), and keeps a read
+// that began before the call from caching what it found.
+func (g *Registry[R, T]) Forget(name string) { g.remember(name, nil, time.Now()) }
 
 // Cached returns the named record if it is in the cache, without asking
 // the store.
 func (g *Registry[R, T]) Cached(name string) (*T, bool) {
 	v, ok := g.cache.Load(name)
-	if !ok {
+	if !ok || v.(*entry[T]).t == nil {
 		return nil, false
 	}
 	return v.(*entry[T]).t, true

@@ -131,3 +131,64 @@ func TestConcurrentLookupsShareARead(t *testing.T) {
 		t.Fatalf("9 concurrent lookups made %d reads; want them to share one", n)
 	}
 }
+
+// A read that began before Forget does not cache what it found: the next
+// lookup reads again. That is how a delete made in this process takes
+// effect at once, even with a read of the old record under way.
+func TestForgetKeepsAnEarlierReadOutOfTheCache(t *testing.T) {
+	s := &store{records: map[string]int{"a": 1}, gate: make(chan struct{})}
+	g := s.registry(time.Hour)
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Lookup(context.Background(), "a")
+		done <- err
+	}()
+	for s.reads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	g.Forget("a")
+	s.set("a", 2)
+	close(s.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := g.Cached("a"); ok {
+		t.Fatal("a read that began before Forget cached its record")
+	}
+	if v, err := g.Lookup(context.Background(), "a"); err != nil || *v != 2 || s.reads.Load() != 2 {
+		t.Fatalf("after Forget: %v, %v after %d reads; want 2 from a second read", v, err, s.reads.Load())
+	}
+}
+
+// A lookup does not join a read that began a refresh ago or more: that
+// read may have missed a change the caller must see.
+func TestLookupsJoinOnlyFreshReads(t *testing.T) {
+	s := &store{records: map[string]int{"a": 1}, gate: make(chan struct{})}
+	const refresh = 30 * time.Millisecond
+	g := s.registry(refresh)
+	first := make(chan error, 1)
+	go func() {
+		_, err := g.Lookup(context.Background(), "a")
+		first <- err
+	}()
+	for s.reads.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(refresh)
+	second := make(chan error, 1)
+	go func() {
+		_, err := g.Lookup(context.Background(), "a")
+		second <- err
+	}()
+	for deadline := time.Now().Add(5 * time.Second); s.reads.Load() < 2; {
+		if time.Now().After(deadline) {
+			close(s.gate)
+			t.Fatal("the second lookup joined a read that began a refresh before it")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(s.gate)
+	if err := errors.Join(<-first, <-second); err != nil {
+		t.Fatal(err)
+	}
+}

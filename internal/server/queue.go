@@ -414,9 +414,10 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	renewed := false
 	for {
 		ds, err = qc.Receive(r.Context(), max)
-		if errors.Is(err, queue.ErrNotFound) && !renewed {
-			// This server's consumer is of a deleted generation; the
-			// name may have been made again since.
+		if (errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrStopped)) && !renewed {
+			// This server's consumer is of a deleted generation (or a
+			// delete here stopped it); the name may have been made
+			// again since.
 			renewed = true
 			s.queues.drop(r.PathValue("queue"), qc)
 			if qc, err = s.queues.get(r.Context(), s.client.Queues(), r.PathValue("queue")); err != nil {

@@ -443,7 +443,11 @@ func TestQueueDelete(t *testing.T) {
 	e.wantError("POST", "/v1/queues/q/receive", `{"max":1}`, 404, api.CodeQueueNotFound, "q")
 	e.wantError("POST", "/v1/queues/q/messages", `{"messages":[{"body":"c"}]}`, 404, api.CodeQueueNotFound, "q")
 	e.wantError("POST", "/v1/queues/q/ack", `{"receipts":["`+rcv.Messages[0].Receipt+`"]}`, 404, api.CodeQueueNotFound, "q")
-	e.wantError("DELETE", "/v1/queues/q", "", 404, api.CodeQueueNotFound, "q")
+	var again api.QueueDeleteResponse
+	e.mustJSON("DELETE", "/v1/queues/q", "", 200, &again) // a repeat: the first delete's answer, nothing left to remove
+	if !again.DeletedAt.Equal(res.DeletedAt) || again.Messages != 0 || !again.RecreatableAt.Equal(res.RecreatableAt) {
+		t.Fatalf("a repeated delete: %+v; want the first one's times and nothing removed", again)
+	}
 	e.wantError("DELETE", "/v1/queues/nope", "", 404, api.CodeQueueNotFound, "nope")
 	e.wantError("POST", "/v1/queues", `{"name":"q","shards":4}`, 409, api.CodeQueueExists, "created again from")
 	var list api.QueueList

@@ -38,8 +38,18 @@ func (a *app) queueCmd() *cobra.Command {
 	return cmd
 }
 
-// purgeTimeout is the least time "queue purge" waits for the server.
+// purgeTimeout is the least time "queue purge" and "queue delete" wait
+// for the server.
 const purgeTimeout = 10 * time.Minute
+
+// longQueueClient checks a queue name and returns a client that waits at
+// least purgeTimeout, for the calls that read a whole queue.
+func (a *app) longQueueClient(name string) (*client.Client, error) {
+	if err := queueName(name); err != nil {
+		return nil, err
+	}
+	return a.clientWithTimeout(max(a.g.timeout, purgeTimeout))
+}
 
 func (a *app) queuePurgeCmd() *cobra.Command {
 	var dead bool
@@ -56,10 +66,7 @@ if longer. There is no undo.`,
 		Example: "  abacus queue purge jobs\n  abacus queue purge jobs --dead-letters",
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := queueName(args[0]); err != nil {
-				return err
-			}
-			c, err := a.clientWithTimeout(max(a.g.timeout, purgeTimeout))
+			c, err := a.longQueueClient(args[0])
 			if err != nil {
 				return err
 			}
@@ -93,10 +100,7 @@ longer. There is no undo.`,
 		Example: "  abacus queue delete jobs",
 		Args:    exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := queueName(args[0]); err != nil {
-				return err
-			}
-			c, err := a.clientWithTimeout(max(a.g.timeout, purgeTimeout))
+			c, err := a.longQueueClient(args[0])
 			if err != nil {
 				return err
 			}

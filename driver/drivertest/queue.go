@@ -267,20 +267,7 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 				VisibilityTimeout: time.Second, CreatedAt: time.UnixMilli(int64(i)).UTC(),
 			}})
 		})
-		winner := -1
-		for i, err := range errs {
-			switch {
-			case err == nil && winner < 0:
-				winner = i
-			case err == nil:
-				t.Fatalf("racers %d and %d both created the queue", winner, i)
-			case !errors.Is(err, driver.ErrExists):
-				t.Fatalf("racer %d: %v", i, err)
-			}
-		}
-		if winner < 0 {
-			t.Fatalf("no racer created the queue: %v", errs)
-		}
+		winner := oneWinner(t, "creates", errs, driver.ErrExists)
 		got, err := d.GetQueue(c, &driver.GetQueueParams{Name: name})
 		if err != nil {
 			t.Fatal(err)
@@ -313,20 +300,7 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 		errs := race(3, func(i int) error {
 			return d.DeleteQueue(c, &driver.DeleteQueueParams{Name: first.Name, CreatedAt: first.CreatedAt, At: deletedAt.Add(time.Duration(i) * time.Millisecond)})
 		})
-		won := -1
-		for i, err := range errs {
-			switch {
-			case err == nil && won < 0:
-				won = i
-			case err == nil:
-				t.Fatalf("deletes %d and %d both succeeded", won, i)
-			case !errors.Is(err, driver.ErrNotFound):
-				t.Fatalf("delete %d: %v", i, err)
-			}
-		}
-		if won < 0 {
-			t.Fatalf("no delete succeeded: %v", errs)
-		}
+		won := oneWinner(t, "deletes", errs, driver.ErrNotFound)
 		deletedAt = deletedAt.Add(time.Duration(won) * time.Millisecond)
 		got, err := d.GetQueue(c, &driver.GetQueueParams{Name: first.Name})
 		if err != nil {
@@ -356,20 +330,7 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 			q.Shards = 8 + i
 			return d.CreateQueue(c, &driver.CreateQueueParams{Queue: q, Replaces: got})
 		})
-		won = -1
-		for i, err := range errs {
-			switch {
-			case err == nil && won < 0:
-				won = i
-			case err == nil:
-				t.Fatalf("replaces %d and %d both won", won, i)
-			case !errors.Is(err, driver.ErrExists):
-				t.Fatalf("replace %d: %v", i, err)
-			}
-		}
-		if won < 0 {
-			t.Fatalf("no replace won: %v", errs)
-		}
+		won = oneWinner(t, "replaces", errs, driver.ErrExists)
 		again, err := d.GetQueue(c, &driver.GetQueueParams{Name: first.Name})
 		if err != nil {
 			t.Fatal(err)
@@ -391,6 +352,27 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 			}
 		}
 	})
+}
+
+// oneWinner checks that exactly one of racing calls succeeded and every
+// other was refused with refused, and returns the winner's index.
+func oneWinner(t *testing.T, what string, errs []error, refused error) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner < 0:
+			winner = i
+		case err == nil:
+			t.Fatalf("racing %s: %d and %d both succeeded", what, winner, i)
+		case !errors.Is(err, refused):
+			t.Fatalf("racing %s: %d: %v", what, i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("racing %s: none succeeded: %v", what, errs)
+	}
+	return winner
 }
 
 func exerciseMessages(t *testing.T, d driver.Driver) {

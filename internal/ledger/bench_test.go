@@ -264,3 +264,46 @@ func runUnit(b *testing.B, unit string, op func(context.Context) error) {
 // benchCassandra is the tests' shared keyspace (skipped without
 // ABACUS_TEST_CASSANDRA).
 func benchCassandra(b *testing.B) driver.Driver { return sharedCassandra(b) }
+
+// BenchmarkReadActors measures a read of a ledger that 1, 100 or 1,000
+// processes have credited once each, so that it holds that many actor
+// rows: what a ledger written by restarting servers comes to (issue 12).
+// 32 concurrent callers read; it reports reads/s and latency. On the
+// embedded store, and on Cassandra when ABACUS_TEST_CASSANDRA is set.
+func BenchmarkReadActors(b *testing.B) {
+	for _, store := range []string{"embedded", "cassandra"} {
+		b.Run(store, func(b *testing.B) {
+			for _, actors := range []int{1, 100, 1000} {
+				b.Run(fmt.Sprintf("actors=%d", actors), func(b *testing.B) {
+					var d driver.Driver
+					if store == "embedded" {
+						d = benchEmbedded(b)
+					} else {
+						d = benchCassandra(b)
+					}
+					engines, targets := benchEngines(b, d, Options{}, 1, 1)
+					ctx := context.Background()
+					for i := range actors {
+						e, err := New(Config{Store: d, Logger: quiet})
+						if err != nil {
+							b.Fatal(err)
+						}
+						if _, err := e.Update(ctx, targets[0], 1, fmt.Sprint("seed", i)); err != nil {
+							b.Fatal(err)
+						}
+						if err := e.Close(ctx); err != nil {
+							b.Fatal(err)
+						}
+					}
+					runUnit(b, "reads/s", func(ctx context.Context) error {
+						st, err := engines[0].Read(ctx, targets[0])
+						if err == nil && st.Len() != actors {
+							err = fmt.Errorf("read %d actors, want %d", st.Len(), actors)
+						}
+						return err
+					})
+				})
+			}
+		})
+	}
+}

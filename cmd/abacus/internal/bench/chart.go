@@ -280,16 +280,21 @@ func label(img *image.RGBA, s string, x, y int, c color.Color) {
 // legendRow lists names with their colours on one line, right-aligned at
 // right, from top down.
 func legendRow(img *image.RGBA, names []string, right, top int) {
-	w := 0
-	for _, n := range names {
-		w += 14 + textWidth(n) + 12
-	}
-	x := right - w
+	x := right - legendWidth(names)
 	for i, n := range names {
 		draw.Draw(img, image.Rect(x, top, x+10, top+10), image.NewUniform(seriesColor(i)), image.Point{}, draw.Src)
 		label(img, n, x+14, top+10, ink)
 		x += 14 + textWidth(n) + 12
 	}
+}
+
+// legendWidth is how wide legendRow draws names.
+func legendWidth(names []string) int {
+	w := 0
+	for _, n := range names {
+		w += 14 + textWidth(n) + 12
+	}
+	return w
 }
 
 // decadeLabel names a power-of-ten duration in ASCII (the 7×13 font has

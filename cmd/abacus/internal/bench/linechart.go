@@ -48,7 +48,18 @@ func (c DayChart) render() (*image.RGBA, error) {
 	}
 	dLo, dHi, at := logDecades(lo, hi)
 	img, plot := canvas(c.Width, c.Height, 900, 480)
-	label(img, c.Title, marginLeft, 16, ink)
+	// The axis's name shares a row with the legend; a legend too wide to
+	// leave it room takes the row, and the title names the scale instead.
+	const axisName = "read latency p50 (log scale)"
+	names := make([]string, len(c.Lines))
+	for i, l := range c.Lines {
+		names[i] = l.Name
+	}
+	title, axisRoom := c.Title, plot.Max.X-legendWidth(names) > 4+textWidth(axisName)+12
+	if !axisRoom {
+		title += "; latency on a log scale"
+	}
+	label(img, title, marginLeft, 16, ink)
 	xOf := func(day int) int {
 		return plot.Min.X + int(math.Round(float64(day)/float64(lastDay)*float64(plot.Dx())))
 	}
@@ -69,10 +80,10 @@ func (c DayChart) render() (*image.RGBA, error) {
 		label(img, s, x-textWidth(s)/2, plot.Max.Y+16, ink)
 	}
 	label(img, "simulated day", plot.Min.X+(plot.Dx()-textWidth("simulated day"))/2, plot.Max.Y+34, ink)
-	label(img, "read latency p50 (log scale)", 4, marginTop-12, ink)
-	names := make([]string, len(c.Lines))
+	if axisRoom {
+		label(img, axisName, 4, marginTop-12, ink)
+	}
 	for i, l := range c.Lines {
-		names[i] = l.Name
 		col := seriesColor(i)
 		prevX, prevY := -1, -1
 		for j, d := range l.Latencies {

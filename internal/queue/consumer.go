@@ -620,7 +620,10 @@ func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*De
 // deliveries as there are idle handlers, runs ConsumerConfig.Handler on
 // each (with a context that ends at the visibility timeout) and
 // acknowledges or fails it by the handler's result. ctx bounds nothing
-// but the start itself; use Stop.
+// but the start itself; use Stop. Once its process has read that the
+// queue was deleted, the loop stops receiving by itself (a record merely
+// not found, as a lagging replica may answer, does not stop it); call
+// Stop all the same.
 func (c *Consumer) Start(ctx context.Context) error {
 	if c.cfg.Handler == nil {
 		return invalidf("consumer of %q: Start needs ConsumerConfig.Handler", c.q.Name)
@@ -695,6 +698,12 @@ func (c *Consumer) loop(ctx, handlerCtx context.Context) {
 		}
 		gather.Stop()
 		ds, err := c.Receive(ctx, free)
+		if errors.Is(err, errDeleted) {
+			// Nothing of this queue will be delivered again; handlers in
+			// flight finish, and Stop still ends the consumer.
+			c.log.Warn("queue: the queue was deleted; this consumer stops receiving", "err", err)
+			return
+		}
 		failed := err != nil && ctx.Err() == nil
 		if failed {
 			c.log.Warn("queue: receiving failed", "err", err)

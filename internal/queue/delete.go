@@ -146,7 +146,7 @@ func (s *Service) current(ctx context.Context, q *Queue) error {
 		return err
 	}
 	if !sameGeneration(cur, q) {
-		return fmt.Errorf("%w: %q was deleted and made again", ErrNotFound, q.Name)
+		return fmt.Errorf("%w: %q was %w and made again", ErrNotFound, q.Name, errDeleted)
 	}
 	return nil
 }
@@ -173,8 +173,13 @@ func (s *Service) removeRows(ctx context.Context, q *Queue) (messages, dead int,
 	return messages, dead, err
 }
 
+// errDeleted marks an ErrNotFound that comes from a record known to be
+// deleted, not from one that could not be found: the one a running
+// consumer stops for.
+var errDeleted = errors.New("deleted")
+
 func deletedError(q *Queue) error {
-	return fmt.Errorf("%w: %q (deleted at %s)", ErrNotFound, q.Name, q.DeletedAt.Format(time.RFC3339Nano))
+	return fmt.Errorf("%w: %q (%w at %s)", ErrNotFound, q.Name, errDeleted, q.DeletedAt.Format(time.RFC3339Nano))
 }
 
 // replaceDeleted creates d in place of the deleted record of its name,

@@ -1,8 +1,11 @@
 package queue
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -155,6 +158,49 @@ func TestDeleteRefusals(t *testing.T) {
 		}
 		if _, err := e.svc.Delete(ctxT(t), ""); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Delete of an empty name: %v, want ErrInvalid", err)
+		}
+	})
+}
+
+// A started consumer stops receiving once its process reads the delete;
+// the handler it was running finishes and is settled, and Stop still
+// returns cleanly.
+func TestARunningConsumerStopsAtTheDelete(t *testing.T) {
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		ctx := ctxT(t)
+		q := e.create(t, QueueConfig{Shards: 4})
+		e.put(t, e.svc, q.Name, Message{Body: []byte("slow")})
+		e.clock.Advance(2 * time.Minute)
+		started, release := make(chan struct{}), make(chan struct{})
+		var releaseOnce sync.Once
+		var handled atomic.Int64
+		// Two handlers, so that the loop goes on receiving while one runs.
+		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, Concurrency: 2, PollInterval: 10 * time.Millisecond, Handler: func(ctx context.Context, d *Delivery) error {
+			handled.Add(1)
+			close(started)
+			<-release
+			return nil
+		}})
+		// Cleanups run last first: this one before the consumer's Stop.
+		t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+		if err := c.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		if _, err := e.svc.Delete(ctx, q.Name); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-c.loopDone:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the receive loop still runs 30 s after the delete")
+		}
+		releaseOnce.Do(func() { close(release) })
+		if err := c.Stop(ctx); err != nil {
+			t.Fatalf("Stop after the loop stopped itself: %v", err)
+		}
+		if n := handled.Load(); n != 1 {
+			t.Fatalf("the handler ran %d times, want 1", n)
 		}
 	})
 }

@@ -93,6 +93,10 @@ func (s *Service) NewConsumer(ctx context.Context, cfg ConsumerConfig) (*Consume
 // Name returns the consumer's lease holder name.
 func (c *Consumer) Name() string { return c.cfg.Name }
 
+// Serves reports whether the consumer works q's generation: false once q
+// is the name made again after a delete.
+func (c *Consumer) Serves(q *Queue) bool { return sameGeneration(c.q, q) }
+
 // Receive returns up to max deliveries, each already counted and hidden
 // for the queue's visibility timeout. It returns an empty slice, not an
 // error, when no shard has a due message right now; call it again later

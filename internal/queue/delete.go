@@ -19,7 +19,7 @@ import (
 // anything more for the queue: every call answers ErrNotFound. The delete
 // then removes the queue's messages and dead letters.
 //
-// The name can be used again once the delete is recreateWait old: a new
+// The name can be used again once the delete is RecreateWait old: a new
 // queue of the name is its next generation, and each generation keeps its
 // rows under a stored name of its own (stored). So whatever reaches the
 // old generation's rows after the delete — a put from a process that had
@@ -42,13 +42,13 @@ func sameGeneration(a, b *Queue) bool {
 	return a.Name == b.Name && a.Generation == b.Generation && a.CreatedAt.Equal(b.CreatedAt)
 }
 
-// recreateWait is how long after a delete its name stays taken. It covers
+// RecreateWait is how long after a delete its name stays taken. It covers
 // the time every process may still trust the record it read before the
 // delete, the skew between the deleter's clock and the creator's, and the
 // puts in flight meanwhile (acknowledged up to a write timeout later):
 // so a put is not acknowledged into the old generation after the new one
 // exists.
-func (s *Service) recreateWait() time.Duration {
+func (s *Service) RecreateWait() time.Duration {
 	return max(s.cfg.PauseRefresh, 0) + s.cfg.MaxClockSkew + recreateWriteMargin
 }
 
@@ -89,10 +89,7 @@ func (s *Service) Delete(ctx context.Context, name string) (DeleteResult, error)
 	}
 	// The record itself, not a cached copy: the delete names the
 	// generation it deletes.
-	d, err := s.store.GetQueue(ctx, &driver.GetQueueParams{Name: name})
-	if errors.Is(err, driver.ErrNotFound) {
-		return DeleteResult{}, fmt.Errorf("%w: %q", ErrNotFound, name)
-	}
+	d, err := s.readRecord(ctx, name)
 	if err != nil {
 		return DeleteResult{}, err
 	}
@@ -103,7 +100,7 @@ func (s *Service) Delete(ctx context.Context, name string) (DeleteResult, error)
 	if q.DeletedAt.IsZero() {
 		at := s.now()
 		err = s.store.DeleteQueue(ctx, &driver.DeleteQueueParams{Name: name, CreatedAt: q.CreatedAt, At: at})
-		s.queues.Forget(name)
+		s.records.Forget(name)
 		if errors.Is(err, driver.ErrNotFound) {
 			// Deleted by another call meanwhile: answer as a repeat.
 			at, err = s.deletedAt(ctx, q)
@@ -118,7 +115,9 @@ func (s *Service) Delete(ctx context.Context, name string) (DeleteResult, error)
 	// would leave rows no call could reach but a repeat.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 	defer cancel()
-	res.Messages, res.DeadLetters, res.Leftover = s.removeRows(rctx, q)
+	// A zero cutoff purges every message, however late it was put.
+	rows, err := s.purgeRows(rctx, q, time.Time{}, time.Time{}, true)
+	res.Messages, res.DeadLetters, res.Leftover = rows.Messages, rows.DeadLetters, err
 	if res.Leftover != nil {
 		s.log.Warn("queue: a deleted queue's rows were not all removed; they are never read again, and a repeat of the delete removes them", "queue", name, "err", res.Leftover)
 	}
@@ -128,8 +127,8 @@ func (s *Service) Delete(ctx context.Context, name string) (DeleteResult, error)
 // deletedAt reads when q's generation was deleted, after a delete of it
 // was refused: ErrNotFound if it is not stored as deleted.
 func (s *Service) deletedAt(ctx context.Context, q *Queue) (time.Time, error) {
-	d, err := s.store.GetQueue(ctx, &driver.GetQueueParams{Name: q.Name})
-	if err != nil && !errors.Is(err, driver.ErrNotFound) {
+	d, err := s.readRecord(ctx, q.Name)
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return time.Time{}, err
 	}
 	if err != nil || d.Generation != q.Generation || !d.CreatedAt.Equal(q.CreatedAt) || d.DeletedAt.IsZero() {
@@ -151,28 +150,6 @@ func (s *Service) current(ctx context.Context, q *Queue) error {
 	return nil
 }
 
-// RecreateWait is how long after a delete a queue's name can be created
-// again.
-func (s *Service) RecreateWait() time.Duration { return s.recreateWait() }
-
-// removeRows removes every message and dead letter of q's generation,
-// however late they were put.
-func (s *Service) removeRows(ctx context.Context, q *Queue) (messages, dead int, err error) {
-	counts := make([]int, q.Shards)
-	err = forEach(q.Shards, func(i int) (err error) {
-		counts[i], err = s.purgeShard(ctx, q.stored(), i, time.Time{}, time.Time{})
-		return err
-	})
-	for _, n := range counts {
-		messages += n
-	}
-	if err != nil {
-		return messages, 0, err
-	}
-	dead, err = s.purgeDead(ctx, q.stored())
-	return messages, dead, err
-}
-
 // errDeleted marks an ErrNotFound that comes from a record known to be
 // deleted, not from one that could not be found: the one a running
 // consumer stops for.
@@ -186,8 +163,8 @@ func deletedError(q *Queue) error {
 // as its next generation, once the delete is RecreateWait old. It answers
 // ErrExists for a live queue of the name and for one deleted too recently.
 func (s *Service) replaceDeleted(ctx context.Context, d driver.Queue) (*Queue, error) {
-	old, err := s.store.GetQueue(ctx, &driver.GetQueueParams{Name: d.Name})
-	if errors.Is(err, driver.ErrNotFound) {
+	old, err := s.readRecord(ctx, d.Name)
+	if errors.Is(err, ErrNotFound) {
 		// Gone meanwhile (no release removes records; a store restored
 		// from a backup might): create it as new.
 		return s.createRecord(ctx, d, nil)
@@ -198,7 +175,7 @@ func (s *Service) replaceDeleted(ctx context.Context, d driver.Queue) (*Queue, e
 	if old.DeletedAt.IsZero() {
 		return nil, fmt.Errorf("%w: %q", ErrExists, d.Name)
 	}
-	if free := old.DeletedAt.Add(s.recreateWait()); d.CreatedAt.Before(free) {
+	if free := old.DeletedAt.Add(s.RecreateWait()); d.CreatedAt.Before(free) {
 		return nil, fmt.Errorf("%w: %q was deleted at %s; the name can be created again from %s",
 			ErrExists, d.Name, old.DeletedAt.Format(time.RFC3339), free.Format(time.RFC3339))
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/names"
 	"github.com/abacusdb/abacus/internal/queue/shard"
-	"github.com/abacusdb/abacus/internal/registry"
+	"github.com/abacusdb/abacus/internal/refreshcache"
 )
 
 // Service is the queue engine on one store: it creates queues, puts
@@ -33,7 +33,9 @@ type Service struct {
 	stats Stats
 	ids   *idGen
 
-	queues *registry.Registry[driver.Queue, Queue]
+	// records caches the queues' records, each trusted for
+	// Config.PauseRefresh (delete.go).
+	records *refreshcache.Cache[Queue]
 	// consumers are this process's live consumers, told of puts and
 	// settled deliveries so that they need not wait for a poll (wake.go).
 	consumers consumerSet
@@ -65,14 +67,10 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{cfg: cfg, store: outcomeStore{cfg.Store}, clock: cfg.Clock, log: cfg.Logger, ids: newIDGen()}
-	s.queues = &registry.Registry[driver.Queue, Queue]{
-		NotFound: ErrNotFound, Exists: ErrExists, Validate: ValidateName,
-		Read: func(ctx context.Context, name string) (*driver.Queue, error) {
-			return s.store.GetQueue(ctx, &driver.GetQueueParams{Name: name})
-		},
-		Decode: queueFrom,
-		// A negative PauseRefresh reads before every use.
-		Refresh: max(cfg.PauseRefresh, time.Nanosecond),
+	s.records = &refreshcache.Cache[Queue]{
+		// A negative PauseRefresh trusts nothing: a read before every use.
+		Refresh: cfg.PauseRefresh, Clock: clock.Real{}, LoadTimeout: recordReadTimeout,
+		Load: func(ctx context.Context, name string, _ time.Time) (*Queue, error) { return s.live(ctx, name) },
 	}
 	return s, nil
 }
@@ -118,7 +116,12 @@ func queueFrom(d *driver.Queue) (*Queue, error) {
 func (s *Service) Create(ctx context.Context, c QueueConfig) (*Queue, error) {
 	c = c.withDefaults()
 	if err := names.CheckNew("queue", c.Name); err != nil {
-		return nil, s.queues.Existing(ctx, c.Name, err)
+		// A name stored before the rule for new names still answers
+		// "exists", as creating it did then.
+		if _, qerr := s.Queue(ctx, c.Name); qerr == nil {
+			return nil, fmt.Errorf("%w: %q", ErrExists, c.Name)
+		}
+		return nil, err
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
@@ -136,30 +139,58 @@ func (s *Service) Create(ctx context.Context, c QueueConfig) (*Queue, error) {
 	return q, err
 }
 
-// createRecord stores d, in place of replaces when that is set.
+// createRecord stores d, in place of replaces when that is set:
+// ErrExists when the store has another record of the name.
 func (s *Service) createRecord(ctx context.Context, d driver.Queue, replaces *driver.Queue) (*Queue, error) {
-	return s.queues.Create(d.Name, &d,
-		func() error {
-			return s.store.CreateQueue(ctx, &driver.CreateQueueParams{Queue: d, Replaces: replaces})
-		},
-		func(err error) error { return err })
-}
-
-// Queue returns a queue's configuration, or ErrNotFound for an unknown or
-// deleted queue. A process reads the record again once it is
-// Config.PauseRefresh old, so that a delete reaches every process.
-func (s *Service) Queue(ctx context.Context, name string) (*Queue, error) {
-	q, err := s.queues.Lookup(ctx, name)
+	err := s.store.CreateQueue(ctx, &driver.CreateQueueParams{Queue: d, Replaces: replaces})
+	if errors.Is(err, driver.ErrExists) {
+		return nil, fmt.Errorf("%w: %q", ErrExists, d.Name)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !q.DeletedAt.IsZero() {
-		// Not kept, as an unknown name is not: the name may be made again
-		// by another process at any time.
-		s.queues.Forget(name)
+	return queueFrom(&d)
+}
+
+// Queue returns a queue's configuration, or ErrNotFound for an unknown or
+// deleted queue. A process trusts a record it read for
+// Config.PauseRefresh, and reads it again after that (in the background
+// once it is half that old), so that a delete reaches every process.
+func (s *Service) Queue(ctx context.Context, name string) (*Queue, error) {
+	q, _, err := s.records.Get(ctx, name)
+	return q, err
+}
+
+// recordReadTimeout bounds a read of a queue record, which every caller
+// waiting for it shares.
+const recordReadTimeout = time.Minute
+
+// live reads name's record from the store: ErrNotFound when there is
+// none, or when it is deleted (wrapping errDeleted too). Neither is
+// cached: the name may be made at any time.
+func (s *Service) live(ctx context.Context, name string) (*Queue, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	d, err := s.readRecord(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	q, err := queueFrom(d)
+	if err == nil && !q.DeletedAt.IsZero() {
 		return nil, deletedError(q)
 	}
-	return q, nil
+	return q, err
+}
+
+// readRecord reads name's record, deleted or not: ErrNotFound when there
+// is none.
+func (s *Service) readRecord(ctx context.Context, name string) (*driver.Queue, error) {
+	d, err := s.store.GetQueue(ctx, &driver.GetQueueParams{Name: name})
+	if errors.Is(err, driver.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	return d, err
 }
 
 // List returns every live queue sorted by name.

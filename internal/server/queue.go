@@ -56,14 +56,32 @@ type consumers struct {
 	closed  bool
 }
 
+// get returns the consumer of the queue's current generation, making it
+// on first use; a consumer of a deleted generation is stopped and, if the
+// name was made again, replaced.
 func (c *consumers) get(ctx context.Context, svc *queue.Service, name string) (*queue.Consumer, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, errorf(api.CodeUnavailable, "shutting down")
 	}
-	if qc, ok := c.byQueue[name]; ok {
-		return qc, nil
+	q, err := svc.Queue(ctx, name) // a cached record, read again once a refresh old
+	old, ok := c.byQueue[name]
+	if err == nil && ok && old.Serves(q) {
+		return old, nil
+	}
+	if ok && (err == nil || errors.Is(err, queue.ErrNotFound)) {
+		delete(c.byQueue, name)
+		// Its shard lease belongs to a deleted generation: nothing anyone
+		// waits for, so the request need not wait for it either.
+		go func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = old.Stop(sctx)
+		}()
+	}
+	if err != nil {
+		return nil, err
 	}
 	qc, err := svc.NewConsumer(ctx, queue.ConsumerConfig{Queue: name})
 	if err != nil {
@@ -74,27 +92,6 @@ func (c *consumers) get(ctx context.Context, svc *queue.Service, name string) (*
 	}
 	c.byQueue[name] = qc
 	return qc, nil
-}
-
-// drop forgets name's consumer (only if it is qc, when qc is set) and
-// stops it: its queue was deleted, and a consumer of the name made again
-// must be a new one.
-func (c *consumers) drop(name string, qc *queue.Consumer) {
-	c.mu.Lock()
-	cur, ok := c.byQueue[name]
-	if ok && (qc == nil || cur == qc) {
-		delete(c.byQueue, name)
-	}
-	c.mu.Unlock()
-	if ok && (qc == nil || cur == qc) {
-		// Its shard lease belongs to a deleted generation: nothing to
-		// hand back that anyone waits for, so no need to wait here.
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = cur.Stop(ctx)
-		}()
-	}
 }
 
 // stop releases every consumer's shard lease, so that other servers can
@@ -411,20 +408,8 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	deadline := time.Now().Add(wait)
 	var ds []*queue.Delivery
-	renewed := false
 	for {
 		ds, err = qc.Receive(r.Context(), max)
-		if (errors.Is(err, queue.ErrNotFound) || errors.Is(err, queue.ErrStopped)) && !renewed {
-			// This server's consumer is of a deleted generation (or a
-			// delete here stopped it); the name may have been made
-			// again since.
-			renewed = true
-			s.queues.drop(r.PathValue("queue"), qc)
-			if qc, err = s.queues.get(r.Context(), s.client.Queues(), r.PathValue("queue")); err != nil {
-				break
-			}
-			continue
-		}
 		if err != nil || len(ds) > 0 || !time.Now().Before(deadline) {
 			break
 		}
@@ -694,9 +679,6 @@ func (s *Server) deleteQueue(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
 	qs := s.client.Queues()
 	res, err := qs.Delete(r.Context(), name)
-	if err == nil {
-		s.queues.drop(name, nil)
-	}
 	writeResult(w, r, res, err, func(res queue.DeleteResult) api.QueueDeleteResponse {
 		out := api.QueueDeleteResponse{
 			Queue: name, DeletedAt: res.DeletedAt, RecreatableAt: res.DeletedAt.Add(qs.RecreateWait()),

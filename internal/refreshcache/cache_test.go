@@ -1,4 +1,4 @@
-package lifecycle
+package refreshcache
 
 import (
 	"context"
@@ -11,13 +11,16 @@ import (
 	"github.com/abacusdb/abacus/clock"
 )
 
+// value is what the test loads: when its read began.
+type value struct{ ReadAt time.Time }
+
 type loads struct {
 	n    atomic.Int64
 	fail atomic.Bool
 	gate chan struct{} // when set, each load waits for it
 }
 
-func (l *loads) load(ctx context.Context, _ string, readAt time.Time) (*View, error) {
+func (l *loads) load(ctx context.Context, _ string, readAt time.Time) (*value, error) {
 	if l.gate != nil {
 		select {
 		case <-l.gate:
@@ -29,18 +32,18 @@ func (l *loads) load(ctx context.Context, _ string, readAt time.Time) (*View, er
 	if l.fail.Load() {
 		return nil, errors.New("store down")
 	}
-	return NewView(readAt, time.Time{}, nil), nil
+	return &value{ReadAt: readAt}, nil
 }
 
 // newTestCache is a cache with a 10 s refresh on a manual clock, reading
 // through l (whose loads wait for gate, when not nil).
-func newTestCache(gate chan struct{}) (*clock.Manual, *loads, *Cache) {
+func newTestCache(gate chan struct{}) (*clock.Manual, *loads, *Cache[value]) {
 	clk := clock.NewManual(time.Unix(1000, 0))
 	l := &loads{gate: gate}
-	return clk, l, &Cache{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
+	return clk, l, &Cache[value]{Refresh: 10 * time.Second, Clock: clk, Load: l.load}
 }
 
-func TestViewsAreTrustedForOneRefresh(t *testing.T) {
+func TestValuesAreTrustedForOneRefresh(t *testing.T) {
 	t.Parallel()
 	clk, l, c := newTestCache(nil)
 	ctx := context.Background()
@@ -67,7 +70,7 @@ func TestViewsAreTrustedForOneRefresh(t *testing.T) {
 
 // Past half the refresh, a Get returns the view it has and reads a new one
 // in the background.
-func TestViewsAreReadAgainInTheBackground(t *testing.T) {
+func TestValuesAreReadAgainInTheBackground(t *testing.T) {
 	t.Parallel()
 	clk, l, c := newTestCache(nil)
 	ctx := context.Background()
@@ -154,12 +157,12 @@ func TestForgetOutlivesAReadUnderWay(t *testing.T) {
 	t.Parallel()
 	clk, l, c := newTestCache(make(chan struct{}))
 	ctx := context.Background()
-	first := make(chan *View, 1)
+	first := make(chan *value, 1)
 	go func() { v, _, _ := c.Get(ctx, "ns"); first <- v }()
 	time.Sleep(20 * time.Millisecond) // the first read is under way, at the gate
 	clk.Advance(time.Second)
 	c.Forget("ns")
-	second := make(chan *View, 1)
+	second := make(chan *value, 1)
 	go func() { v, _, _ := c.Get(ctx, "ns"); second <- v }()
 	time.Sleep(20 * time.Millisecond)
 	close(l.gate)
@@ -192,4 +195,58 @@ func BenchmarkGetWhileRefreshing(b *testing.B) {
 			}
 		}
 	})
+}
+
+// With no refresh, every Get reads, and uses only what a read that began
+// after it found: what "read before every use" asks for.
+func TestNoRefreshReadsForEveryGet(t *testing.T) {
+	t.Parallel()
+	clk, l, c := newTestCache(nil)
+	c.Refresh = 0
+	for i := range 3 {
+		clk.Advance(time.Millisecond)
+		v, _, err := c.Get(context.Background(), "k")
+		if err != nil || !v.ReadAt.Equal(clk.Now()) || l.n.Load() != int64(i+1) {
+			t.Fatalf("Get %d: %+v, %v after %d reads; want a value read for it", i, v, err, l.n.Load())
+		}
+	}
+}
+
+// A failed read is not kept, nor is the key: a key only ever asked for in
+// vain (an unknown name) leaves nothing behind. A failed read does not
+// take away a value still trusted.
+func TestFailedReadsAreNotKept(t *testing.T) {
+	t.Parallel()
+	clk, l, c := newTestCache(nil)
+	l.fail.Store(true)
+	for range 2 {
+		if _, _, err := c.Get(context.Background(), "unknown"); err == nil {
+			t.Fatal("a failed read answered a value")
+		}
+	}
+	if n := l.n.Load(); n != 2 {
+		t.Fatalf("two Gets of a key that fails made %d reads, want 2", n)
+	}
+	if _, ok := c.slots.Load("unknown"); ok {
+		t.Fatal("a key asked for in vain is still held")
+	}
+	l.fail.Store(false)
+	v1, _, err := c.Get(context.Background(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.fail.Store(true)
+	clk.Advance(6 * time.Second) // past half the refresh: a background read starts, and fails
+	if v, _, err := c.Get(context.Background(), "k"); err != nil || v != v1 {
+		t.Fatalf("a trusted value: %v, %v", v, err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); l.n.Load() < 4; {
+		if time.Now().After(deadline) {
+			t.Fatal("no background read")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if v, _, err := c.Get(context.Background(), "k"); err != nil || v != v1 {
+		t.Fatalf("after a failed background read the still-trusted value is gone: %v, %v", v, err)
+	}
 }

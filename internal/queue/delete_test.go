@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/abacusdb/abacus/driver"
 )
 
 // A delete takes the queue away from every process within the refresh,
@@ -203,4 +205,118 @@ func TestARunningConsumerStopsAtTheDelete(t *testing.T) {
 			t.Fatalf("the handler ran %d times, want 1", n)
 		}
 	})
+}
+
+// interruptedDelete is a store on which the caller of a delete gives up
+// the moment the record is marked, and whose message deletes fail while
+// failDeletes is set.
+type interruptedDelete struct {
+	driver.Queues
+	cancel      context.CancelFunc
+	failDeletes atomic.Bool
+}
+
+func (s *interruptedDelete) DeleteQueue(ctx context.Context, p *driver.DeleteQueueParams) error {
+	err := s.Queues.DeleteQueue(ctx, p)
+	s.cancel()
+	return err
+}
+
+func (s *interruptedDelete) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
+	if s.failDeletes.Load() {
+		return errors.New("store down")
+	}
+	return s.Queues.DeleteMessages(ctx, p)
+}
+
+// The removal of a deleted queue's rows outlives a caller that gives up;
+// rows it cannot remove are reported as left over, and a repeat of the
+// delete removes them.
+func TestADeleteFinishesItsRemovalAndARepeatRemovesTheRest(t *testing.T) {
+	e := newEnv(t, "embedded", embeddedStore(t))
+	q := e.create(t, QueueConfig{Shards: 4})
+	for range 5 {
+		e.put(t, e.svc, q.Name, Message{Body: []byte("m")})
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	store := &interruptedDelete{Queues: e.store, cancel: cancel}
+	svc, err := New(Config{Store: store, Clock: e.clock, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Delete(ctx, q.Name)
+	if err != nil || res.Messages != 5 || res.Leftover != nil || ctx.Err() == nil {
+		t.Fatalf("a delete whose caller gave up after the mark: %+v, %v (caller's context: %v); want all 5 messages removed", res, err, ctx.Err())
+	}
+	e.put(t, e.svc, q.Name, Message{Body: []byte("late")}) // e.svc has not read the delete yet (it trusts its record for a second)
+	store.failDeletes.Store(true)
+	res, err = svc.Delete(ctxT(t), q.Name)
+	if err != nil || res.Leftover == nil || res.Messages != 0 {
+		t.Fatalf("a repeat that cannot remove the late message: %+v, %v; want it reported as left over", res, err)
+	}
+	store.failDeletes.Store(false)
+	if res, err = svc.Delete(ctxT(t), q.Name); err != nil || res.Leftover != nil || res.Messages != 1 {
+		t.Fatalf("a repeat that can: %+v, %v; want the late message removed", res, err)
+	}
+}
+
+// The wait before a deleted name comes back is what the docs give: the
+// refresh, the clock skew and 10 s; 71 s at the defaults.
+func TestRecreateWaitAtTheDefaults(t *testing.T) {
+	svc, err := New(Config{Store: embeddedStore(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := svc.RecreateWait(); got != 71*time.Second {
+		t.Fatalf("RecreateWait at the defaults = %v, want 71s", got)
+	}
+}
+
+// lostRecord is a store whose record reads answer "not found" while lost
+// is set, as a replica that missed the create may.
+type lostRecord struct {
+	driver.Queues
+	lost atomic.Bool
+}
+
+func (s *lostRecord) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*driver.Queue, error) {
+	if s.lost.Load() {
+		return nil, driver.ErrNotFound
+	}
+	return s.Queues.GetQueue(ctx, p)
+}
+
+// A started consumer whose queue's record is merely not found keeps its
+// loop running, and delivers once the record is found again.
+func TestARunningConsumerOutlivesARecordNotFound(t *testing.T) {
+	e := newEnv(t, "embedded", embeddedStore(t))
+	q := e.create(t, QueueConfig{Shards: 4})
+	store := &lostRecord{Queues: e.store}
+	svc, err := New(Config{Store: store, Clock: e.clock, Logger: quiet, PauseRefresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := make(chan struct{}, 1)
+	c := e.consumer(t, svc, ConsumerConfig{Queue: q.Name, PollInterval: 5 * time.Millisecond, Handler: func(context.Context, *Delivery) error {
+		handled <- struct{}{}
+		return nil
+	}})
+	store.lost.Store(true)
+	if err := c.Start(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // receives that find no record
+	select {
+	case <-c.loopDone:
+		t.Fatal("the receive loop stopped on a record not found")
+	default:
+	}
+	store.lost.Store(false)
+	e.put(t, e.svc, q.Name, Message{Body: []byte("m")})
+	e.clock.Advance(2 * time.Minute)
+	select {
+	case <-handled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the consumer delivered nothing once the record was found again")
+	}
 }

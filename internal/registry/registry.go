@@ -50,12 +50,12 @@ func (g *Registry[R, T]) Lookup(ctx context.Context, name string) (*T, error) {
 	return v.(*T), nil
 }
 
-// Cached returns the named record if it is in the cache, without asking
-// the store.
 // Forget drops name from the cache, so its next Lookup reads the store: a
 // record that was deleted and made again is not the one cached.
 func (g *Registry[R, T]) Forget(name string) { g.cache.Delete(name) }
 
+// Cached returns the named record if it is in the cache, without asking
+// the store.
 func (g *Registry[R, T]) Cached(name string) (*T, bool) {
 	v, ok := g.cache.Load(name)
 	if !ok {

@@ -1,7 +1,9 @@
 package cassandra_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/cassandra"
@@ -19,10 +21,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// openUnmanaged opens a driver the caller closes.
+// openUnmanaged opens a driver the caller closes. Like open it allows two
+// minutes: the first Open of a keyspace makes its whole schema, one
+// agreement wait per statement, which a loaded 3-node cluster on two
+// cores has taken more than one.
 func openUnmanaged(t *testing.T, cfg cassandra.Config) *cassandra.Driver {
 	t.Helper()
-	d, err := cassandra.Open(ctxT(t), cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, err := cassandra.Open(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -126,3 +126,44 @@ func TestAnOperatorRequeuesAndDeletesDeadLettersInChromium(t *testing.T) {
 		t.Errorf("the queue holds %d messages after one requeue, want 1", st.Messages)
 	}
 }
+
+// An operator deletes a queue from its page in a real browser: the button
+// does nothing until the queue's name is typed, then the overview says
+// what went and lists the queue no more.
+func TestAnOperatorDeletesAQueueInChromium(t *testing.T) {
+	ctx := chromium(t)
+	s := newSite(t, server.AuthOff)
+	s.deadLetters("jobs", "smtp 550", "first")
+	s.api("POST", "/v1/queues/jobs/messages", `{"messages":[{"body":"later","delay":"1h"}]}`, nil)
+
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(s.url+"/ui/queues/jobs"),
+		chromedp.WaitVisible(chromedp.ID("delete-queue-button")),
+		// Unconfirmed, the browser refuses the form (the box is required)
+		// and the page stays.
+		chromedp.Click(chromedp.ID("delete-queue-button")),
+	)
+	if err != nil {
+		t.Fatalf("opening the queue and clicking delete: %v", err)
+	}
+	var st struct{ Messages int }
+	s.api("GET", "/v1/queues/jobs/stats", "", &st)
+	if st.Messages != 1 {
+		t.Fatalf("after a click with no name typed the queue holds %d messages, want 1", st.Messages)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#delete-queue input[name="confirm"]`), "jobs"),
+		chromedp.Click(chromedp.ID("delete-queue-button")),
+		chromedp.WaitVisible(chromedp.CSS(`.notice`)),
+	)
+	if err != nil {
+		t.Fatalf("deleting the queue: %v", err)
+	}
+	notice, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.notice`)))
+	if !strings.Contains(notice, "Deleted a queue and the 2 message(s) and dead letter(s)") {
+		t.Errorf("after deleting: notice %q", notice)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.CSSAll(`tr[data-queue="jobs"]`), chromedp.AtLeast(0))); err != nil || len(n) != 0 {
+		t.Errorf("the overview lists the deleted queue (%d rows, %v)", len(n), err)
+	}
+}

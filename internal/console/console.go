@@ -113,6 +113,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /ui/queues/{queue}/delete", c.signedIn(c.change(c.deadLetters("deleted", qs.DeleteDead, false))))
 	c.mux.HandleFunc("POST /ui/queues/{queue}/pause", c.signedIn(c.change(c.setPause(true))))
 	c.mux.HandleFunc("POST /ui/queues/{queue}/resume", c.signedIn(c.change(c.setPause(false))))
+	c.mux.HandleFunc("POST /ui/queues/{queue}/delete-queue", c.signedIn(c.change(c.deleteQueue)))
 	c.mux.HandleFunc("GET /ui/namespaces/{ns}", c.signedIn(c.namespacePage))
 	c.mux.HandleFunc("GET /ui/namespaces/{ns}/ledgers/{ledger}", c.signedIn(c.ledgerPage))
 	c.mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {

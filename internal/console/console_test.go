@@ -307,6 +307,47 @@ func TestTheConsoleRefusesBadFormsAndWritesNothing(t *testing.T) {
 	}
 }
 
+// Deleting a queue from its page takes its name typed again; the answer
+// is the overview, saying how many rows went, and the queue is gone.
+func TestTheConsoleDeletesAQueueWhoseNameIsTyped(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, server.AuthOff)
+	s.deadLetters("jobs", "boom", "a", "b", "c")
+	s.api("POST", "/v1/queues/jobs/messages", `{"messages":[{"body":"later","delay":"1h"},{"body":"later too","delay":"1h"}]}`, nil)
+	s.api("POST", "/v1/queues", `{"name":"other","shards":4}`, nil)
+	b := s.browser()
+
+	mustContain(t, "queue page", b.get("/ui/queues/jobs"), `id="delete-queue"`, `action="/ui/queues/jobs/delete-queue"`, "1m11s later")
+	for _, form := range []url.Values{{}, {"confirm": {""}}, {"confirm": {"job"}}, {"confirm": {"other"}}, {"confirm": {"jobs "}}} {
+		p := b.do("POST", "/ui/queues/jobs/delete-queue", form)
+		if p.status != 400 || !strings.Contains(p.body, "type its name") {
+			t.Errorf("delete with %v: %d, want 400 asking for the name:\n%s", form, p.status, p.body)
+		}
+	}
+	var st api.QueueStats
+	s.api("GET", "/v1/queues/jobs/stats", "", &st)
+	if st.Messages != 2 || len(s.deadIDs("jobs")) != 3 {
+		t.Fatalf("refused deletes changed the queue: %d messages, dead letters %v", st.Messages, s.deadIDs("jobs"))
+	}
+
+	after := b.post("/ui/queues/jobs/delete-queue", url.Values{"confirm": {"jobs"}})
+	mustContain(t, "after the delete", after, "Deleted a queue and the 5 message(s) and dead letter(s) it held.", `data-queue="other"`)
+	if strings.Contains(after.body, `data-queue="jobs"`) {
+		t.Errorf("the overview still lists the deleted queue:\n%s", after.body)
+	}
+	if p := b.get("/ui/queues/jobs"); p.status != 404 {
+		t.Errorf("the deleted queue's page: %d, want 404", p.status)
+	}
+	if p := b.get("/ui"); strings.Contains(p.body, "Deleted a queue") {
+		t.Errorf("the notice of the delete shows again on a reload")
+	}
+	// A repeat (the form sent again) is harmless, as the API's is: it
+	// removes what is left, here nothing.
+	mustContain(t, "a repeated delete", b.post("/ui/queues/jobs/delete-queue", url.Values{"confirm": {"jobs"}}),
+		"Deleted a queue and the 0 message(s) and dead letter(s) it held.")
+	s.api("GET", "/v1/queues/other/stats", "", nil) // the other queue is untouched
+}
+
 func TestTheConsoleNeedsAKeyWhenTheServerDoes(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, server.AuthOn)
@@ -349,14 +390,14 @@ func TestTheConsoleNeedsAKeyWhenTheServerDoes(t *testing.T) {
 	}
 	q := b.get("/ui/queues/jobs")
 	mustContain(t, "reader's queue page", q, ids[0])
-	if strings.Contains(q.body, `class="delete"`) || strings.Contains(q.body, `id="pause"`) {
+	if strings.Contains(q.body, `class="delete"`) || strings.Contains(q.body, `id="pause"`) || strings.Contains(q.body, `id="delete-queue"`) {
 		t.Errorf("a read-only key is offered changes:\n%s", q.body)
 	}
 	if p := b.get("/ui/queues/secret"); p.status != 403 {
 		t.Errorf("a queue the key may not read: %d", p.status)
 	}
-	for _, path := range []string{"/ui/queues/jobs/delete", "/ui/queues/jobs/requeue", "/ui/queues/jobs/pause"} {
-		if p := b.do("POST", path, url.Values{"id": {ids[0]}}); p.status != 403 {
+	for _, path := range []string{"/ui/queues/jobs/delete", "/ui/queues/jobs/requeue", "/ui/queues/jobs/pause", "/ui/queues/jobs/delete-queue"} {
+		if p := b.do("POST", path, url.Values{"id": {ids[0]}, "confirm": {"jobs"}}); p.status != 403 {
 			t.Errorf("POST %s with a read-only key: %d", path, p.status)
 		}
 	}

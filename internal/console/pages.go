@@ -88,7 +88,7 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, v viewer) {
 	}
 	wg.Wait()
 	c.render(w, http.StatusOK, "overview", map[string]any{
-		"Title": "Overview", "Key": v.keyID(), "Auth": v.required,
+		"Title": "Overview", "Key": v.keyID(), "Auth": v.required, "Notice": takeNotice(w, r),
 		"Queues": rows, "QueueCount": len(queues), "Next": next, "After": after,
 		"Namespaces": nsList,
 	})
@@ -129,6 +129,9 @@ var notices = map[string]struct {
 	"deleted":  {"Deleted %d dead letter(s).", true},
 	"paused":   {"Paused: consumers stop receiving within a second or so.", false},
 	"resumed":  {"Resumed: consumers receive again.", false},
+	// A deleted queue's page is gone: these show on the overview.
+	"queue-deleted":          {"Deleted a queue and the %d message(s) and dead letter(s) it held.", true},
+	"queue-deleted-leftover": {"Deleted a queue and %d of its messages and dead letters; some could not be removed (the server's log says why). They are never delivered; deleting the queue again removes them.", true},
 }
 
 // noticeCookie carries a change's notice to the page the change redirects
@@ -207,7 +210,7 @@ func (c *Console) queuePage(w http.ResponseWriter, r *http.Request, v viewer) {
 		"Title": "Queue " + name, "Key": v.keyID(), "Auth": v.required,
 		"Queue": q, "Pause": pause, "Obs": o, "Lag": o.DeliveryLag(), "Holders": holders(o),
 		"Dead": dead, "MoreDead": more, "Notice": notice,
-		"Admin": v.may(apikey.KindQueue, name, apikey.Admin),
+		"Admin": v.may(apikey.KindQueue, name, apikey.Admin), "RecreateWait": qs.RecreateWait(),
 	})
 }
 
@@ -227,8 +230,8 @@ func (c *Console) allow(w http.ResponseWriter, r *http.Request, v viewer, kind, 
 	return false
 }
 
-// formIDs reads the dead letter ids a form names.
-func (c *Console) formIDs(w http.ResponseWriter, r *http.Request, v viewer) ([]queue.ID, bool) {
+// readForm reads a posted form of at most 64 KiB, or answers why not.
+func (c *Console) readForm(w http.ResponseWriter, r *http.Request, v viewer) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
 		status := http.StatusBadRequest
@@ -236,6 +239,14 @@ func (c *Console) formIDs(w http.ResponseWriter, r *http.Request, v viewer) ([]q
 			status = http.StatusRequestEntityTooLarge
 		}
 		c.fail(w, r, &v, status, "The form could not be read: "+err.Error()+". Nothing was done.")
+		return false
+	}
+	return true
+}
+
+// formIDs reads the dead letter ids a form names.
+func (c *Console) formIDs(w http.ResponseWriter, r *http.Request, v viewer) ([]queue.ID, bool) {
+	if !c.readForm(w, r, v) {
 		return nil, false
 	}
 	list := r.PostForm["id"]
@@ -298,14 +309,46 @@ func (c *Console) setPause(paused bool) handler {
 	}
 }
 
+// deleteQueue answers the form that deletes a queue. The form must name
+// the queue again, typed by the operator: a stray click, or a page opened
+// on the wrong queue, deletes nothing. The answer goes to the overview,
+// since the queue's own page is gone.
+func (c *Console) deleteQueue(w http.ResponseWriter, r *http.Request, v viewer) {
+	if !c.admin(w, r, v) || !c.readForm(w, r, v) {
+		return
+	}
+	name := r.PathValue("queue")
+	if r.PostFormValue("confirm") != name {
+		c.fail(w, r, &v, http.StatusBadRequest, "To delete the queue, type its name, "+strconv.Quote(name)+", in the box. Nothing was done.")
+		return
+	}
+	res, err := c.cfg.Client.Queues().Delete(r.Context(), name)
+	if err != nil {
+		c.failWith(w, r, v, err)
+		return
+	}
+	what := "queue-deleted"
+	if res.Leftover != nil {
+		what = "queue-deleted-leftover"
+		c.cfg.Logger.Warn("console: a deleted queue's rows were not all removed", "queue", name, "err", res.Leftover)
+	}
+	c.redirect(w, r, "/ui", what, res.Messages+res.DeadLetters)
+}
+
 // back answers a change with a redirect to the queue page (post, redirect,
 // get: reloading the page repeats nothing).
 func (c *Console) back(w http.ResponseWriter, r *http.Request, what string, n int) {
+	c.redirect(w, r, "/ui/queues/"+url.PathEscape(r.PathValue("queue")), what, n)
+}
+
+// redirect answers a change with a redirect to location, whose page shows
+// the change's notice.
+func (c *Console) redirect(w http.ResponseWriter, r *http.Request, location, what string, n int) {
 	http.SetCookie(w, &http.Cookie{
 		Name: noticeCookie, Value: what + "." + strconv.Itoa(n), Path: "/ui", MaxAge: 60,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
-	http.Redirect(w, r, "/ui/queues/"+url.PathEscape(r.PathValue("queue")), http.StatusSeeOther)
+	http.Redirect(w, r, location, http.StatusSeeOther)
 }
 
 // counterRow is a counter (or ledger) as a namespace page shows it.

@@ -219,8 +219,15 @@ func (d *Driver) CreateQueue(ctx context.Context, p *driver.CreateQueueParams) e
 		}
 		// The same values, in the UPDATE's order: name moves to the WHERE.
 		args := append(append(vals[1:], q.Generation, q.Name), p.Replaces.CreatedAt, nullTime(p.Replaces.DeletedAt))
-		return d.swapQueue(ctx, op, q.Name, d.q.queue.replaceQueue, args, driver.ErrExists, func(r queueRow) bool {
-			return r.CreatedAt != nil && r.CreatedAt.Equal(q.CreatedAt.Truncate(time.Millisecond)) && r.DeletedAt == nil
+		// An earlier attempt is recognised by the whole record it wrote:
+		// racing replaces may share a creation time (a millisecond), and
+		// one that finds another's record must answer ErrExists. A
+		// refused conditional UPDATE returns only its condition's columns,
+		// so the record is read, at SERIAL, which sees every Paxos write
+		// the refusal itself may have finished.
+		return d.swapQueue(ctx, op, q.Name, d.q.queue.replaceQueue, args, driver.ErrExists, func(queueRow) bool {
+			got, err := d.getQueueSerial(ctx, q.Name)
+			return err == nil && got.DeletedAt.IsZero() && got.Generation == q.Generation && sameQueue(*got, q)
 		})
 	}
 	if q.Generation != 0 || !q.DeletedAt.IsZero() {
@@ -394,6 +401,21 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 // GetQueue reads one queue record at the ReadConsistency level.
 func (d *Driver) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*driver.Queue, error) {
 	return getRecord[driver.Queue, queueRow](ctx, d, d.cfg.ReadConsistency, "get queue", "queue", p.Name, d.q.queue.getQueue, queueFromRow)
+}
+
+// getQueueSerial reads a queue record at SERIAL consistency (LOCAL_SERIAL
+// when writes are local), for telling whose conditional write landed.
+func (d *Driver) getQueueSerial(ctx context.Context, name string) (*driver.Queue, error) {
+	iter := d.session.Query(d.q.queue.getQueue, name).Consistency(serialFor(d.cfg.WriteConsistency)).IterContext(ctx)
+	var r queueRow
+	found := iter.Scan(r.dest()...)
+	if err := iter.Close(); err != nil {
+		return nil, mapError(opRead, err)
+	}
+	if !found {
+		return nil, driver.ErrNotFound
+	}
+	return queueFromRow(r)
 }
 
 // ListQueues reads every queue record and sorts them by name.

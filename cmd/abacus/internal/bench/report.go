@@ -83,6 +83,10 @@ type Row struct {
 	// StoredBytes is the size of the embedded store's files after an aging
 	// row; 0 on Cassandra.
 	StoredBytes int64 `json:"stored_bytes,omitempty"`
+	// Trace is what Cassandra's tracing reported of one read of an aging
+	// row's counter or ledger, made after the row's run; nil on the
+	// embedded store.
+	Trace *ReadTrace `json:"trace,omitempty"`
 	// Started is when the run (its warm-up) began, to line rows up with
 	// outside measurements such as the store's own CPU use.
 	Started time.Time `json:"started"`
@@ -432,6 +436,12 @@ var columns = []column{
 	{"cpu host", func(r Row) string { return fmtCores(r.HostCPU) }, always},
 	{"rss peak", func(r Row) string { return fmtBytes(r.RSSPeak) }, always},
 	{"rss end", func(r Row) string { return fmtBytes(r.RSSEnd) }, always},
+	{"traced read: live / tombstones", func(r Row) string {
+		if r.Trace == nil {
+			return "-"
+		}
+		return strconv.Itoa(r.Trace.Live) + " / " + strconv.Itoa(r.Trace.Tombstones)
+	}, anyRow(func(r Row) bool { return r.Trace != nil })},
 }
 
 // fmtBytes prints a memory size in MiB; "?" when unknown.

@@ -21,10 +21,10 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-// openUnmanaged opens a driver the caller closes. Like open it allows two
-// minutes: the first Open of a keyspace makes its whole schema, one
-// agreement wait per statement, which a loaded 3-node cluster on two
-// cores has taken more than one.
+// openUnmanaged opens a driver the caller closes. It allows two minutes:
+// the first Open of a keyspace makes its whole schema, one agreement wait
+// per statement, which a loaded 3-node cluster on two cores has taken
+// more than one.
 func openUnmanaged(t *testing.T, cfg cassandra.Config) *cassandra.Driver {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

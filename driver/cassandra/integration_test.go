@@ -99,12 +99,7 @@ func sharedDriverOn(t *testing.T, label string) *cassandra.Driver {
 // open opens a driver on cfg and closes it when the test ends.
 func open(t *testing.T, cfg cassandra.Config) *cassandra.Driver {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	d, err := cassandra.Open(ctx, cfg)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
+	d := openUnmanaged(t, cfg)
 	t.Cleanup(func() { _ = d.Close() })
 	return d
 }

@@ -146,6 +146,13 @@ func TestAnOperatorDeletesAQueueInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatalf("opening the queue and clicking delete: %v", err)
 	}
+	missing, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector('#delete-queue input[name="confirm"]').validity.valueMissing`))
+	if err != nil || !missing {
+		t.Errorf("the name box of an unconfirmed delete: valueMissing %v (%v), want true", missing, err)
+	}
+	if path, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`)); err != nil || path != "/ui/queues/jobs" {
+		t.Errorf("after a click with no name typed the browser is at %q (%v), want the queue's page", path, err)
+	}
 	var st struct{ Messages int }
 	s.api("GET", "/v1/queues/jobs/stats", "", &st)
 	if st.Messages != 1 {

@@ -131,7 +131,8 @@ var notices = map[string]struct {
 	"resumed":  {"Resumed: consumers receive again.", false},
 	// A deleted queue's page is gone: these show on the overview.
 	"queue-deleted":          {"Deleted a queue and the %d message(s) and dead letter(s) it held.", true},
-	"queue-deleted-leftover": {"Deleted a queue and %d of its messages and dead letters; some could not be removed (the server's log says why). They are never delivered; deleting the queue again removes them.", true},
+	"queue-deleted-leftover": {"Deleted a queue and %d of its messages and dead letters; some could not be removed (the server's log says why). They are never delivered; deleting the queue again (abacus queue delete, or DELETE /v1/queues/{queue}) removes them.", true},
+	"queue-deleted-before":   {"That queue had been deleted already; %d leftover message(s) and dead letter(s) removed now.", true},
 }
 
 // noticeCookie carries a change's notice to the page the change redirects
@@ -322,15 +323,21 @@ func (c *Console) deleteQueue(w http.ResponseWriter, r *http.Request, v viewer) 
 		c.fail(w, r, &v, http.StatusBadRequest, "To delete the queue, type its name, "+strconv.Quote(name)+", in the box. Nothing was done.")
 		return
 	}
+	began := time.Now()
 	res, err := c.cfg.Client.Queues().Delete(r.Context(), name)
 	if err != nil {
 		c.failWith(w, r, v, err)
 		return
 	}
+	// The queue's Delete logs rows it could not remove; the notice says so.
 	what := "queue-deleted"
-	if res.Leftover != nil {
+	switch {
+	case res.Leftover != nil:
 		what = "queue-deleted-leftover"
-		c.cfg.Logger.Warn("console: a deleted queue's rows were not all removed", "queue", name, "err", res.Leftover)
+	case res.DeletedAt.Before(began.Add(-time.Second)):
+		// A repeat answers the first delete's time: the form was sent
+		// again, or another operator deleted the queue first.
+		what = "queue-deleted-before"
 	}
 	c.redirect(w, r, "/ui", what, res.Messages+res.DeadLetters)
 }

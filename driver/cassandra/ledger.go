@@ -84,7 +84,7 @@ func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]
 	if err != nil {
 		return nil, err
 	}
-	iter := d.session.Query(d.q.readLedgerRows, p.Namespace, p.Ledger).Consistency(cl).IterContext(ctx)
+	iter := traced(ctx, d.session.Query(d.q.readLedgerRows, p.Namespace, p.Ledger)).Consistency(cl).IterContext(ctx)
 	return readRows(iter, (*ledgerRow).dest, ledgerRowsFromScan, op, " %s/%s", p.Namespace, p.Ledger)
 }
 

@@ -49,7 +49,7 @@ func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*d
 	if p.From != "" {
 		q = d.session.Query(d.q.readShardsFrom, p.Namespace, p.Counter, p.From)
 	}
-	iter := q.Consistency(cl).PageSize(0).IterContext(ctx)
+	iter := traced(ctx, q).Consistency(cl).PageSize(0).IterContext(ctx)
 	return readRows(iter, (*shardRow).dest, shardSetFromRows, op, " %s/%s", p.Namespace, p.Counter)
 }
 

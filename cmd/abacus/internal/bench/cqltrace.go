@@ -9,22 +9,26 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/abacusdb/abacus/driver/cassandra"
 )
 
 // ReadTrace is what Cassandra's own tracing reports of one read: the live
-// rows and the tombstones the replica that saw the most read. It is what
-// a read costs in the store, apart from the machine it runs on.
+// rows (cells, on 2.1 and 2.2) and the tombstones the replica that saw the
+// most stepped over. It is what a read costs in the store, apart from the
+// machine it runs on.
 type ReadTrace struct {
 	Live       int `json:"live"`
 	Tombstones int `json:"tombstones"`
-	// Replicas is how many replicas reported a read (one per replica the
-	// read's consistency level asked).
+	// Replicas is how many replica read events the traces held when they
+	// were read (events arrive asynchronously: a slow replica's may come
+	// later and go uncounted).
 	Replicas int `json:"replicas"`
 }
 
 // readActivity matches the trace event every replica logs for a read:
-// "Read 1 live rows and 3 tombstone cells" (3.0 on), "Read 1 live and 3
-// tombstoned cells" (2.1).
+// "Read 1 live rows and 3 tombstone cells" (4.0 on), "Read 1 live and 3
+// tombstone cells" (2.1 to 3.11), "... tombstoned cells" (2.0, early 3.0).
 var readActivity = regexp.MustCompile(`^Read (\d+) live (?:rows )?and (\d+) tombstoned? cells`)
 
 // parseReadActivity returns the counts a read's trace event gives.
@@ -41,36 +45,50 @@ func parseReadActivity(activity string) (live, tombstones int, ok bool) {
 	return live, tombstones, true
 }
 
-// traceID is a gocql.Tracer that keeps the id of the query's trace.
-type traceID struct {
-	mu sync.Mutex
-	id []byte
+// traceIDs is a gocql.Tracer that keeps the ids of the traces made.
+type traceIDs struct {
+	mu  sync.Mutex
+	ids [][]byte
 }
 
-func (t *traceID) Trace(id []byte) {
+func (t *traceIDs) Trace(id []byte) {
 	t.mu.Lock()
-	t.id = append([]byte(nil), id...)
+	t.ids = append(t.ids, append([]byte(nil), id...))
 	t.mu.Unlock()
 }
 
-// TraceRead runs stmt, a read, once with tracing on at consistency cl and
-// returns what its replicas reported. Cassandra writes trace events
-// asynchronously, so it waits (up to 10 s) for the trace's session to be
-// complete and for each replica's read event.
-func TraceRead(ctx context.Context, session *gocql.Session, cl gocql.Consistency, stmt string, args ...any) (ReadTrace, error) {
-	var tr traceID
-	iter := session.Query(stmt, args...).Consistency(cl).Trace(&tr).IterContext(ctx)
-	for iter.Scanner().Next() {
-	}
-	if err := iter.Close(); err != nil {
+// TraceReads runs read once with the Cassandra driver's read tracing on
+// (cassandra.WithReadTrace) and returns what the replicas reported of the
+// reads it made: the most live rows and tombstones one replica's read
+// stepped over. So the read traced is the library's own, with its own
+// bounds (a sharded read starts after the folded shards). Cassandra
+// writes trace events asynchronously: each trace is waited for, up to
+// 10 s, until it is complete and holds a replica's read event.
+func TraceReads(ctx context.Context, session *gocql.Session, read func(ctx context.Context) error) (ReadTrace, error) {
+	var tr traceIDs
+	if err := read(cassandra.WithReadTrace(ctx, &tr)); err != nil {
 		return ReadTrace{}, fmt.Errorf("bench: traced read: %w", err)
 	}
 	tr.mu.Lock()
-	id := tr.id
+	ids := tr.ids
 	tr.mu.Unlock()
-	if id == nil {
-		return ReadTrace{}, fmt.Errorf("bench: traced read: Cassandra returned no trace id")
+	if len(ids) == 0 {
+		return ReadTrace{}, fmt.Errorf("bench: traced read: the read sent Cassandra no traced query")
 	}
+	var out ReadTrace
+	for _, id := range ids {
+		got, err := waitForTrace(ctx, session, id)
+		if err != nil {
+			return ReadTrace{}, err
+		}
+		out.Live, out.Tombstones = max(out.Live, got.Live), max(out.Tombstones, got.Tombstones)
+		out.Replicas += got.Replicas
+	}
+	return out, nil
+}
+
+// waitForTrace reads one trace once it is complete.
+func waitForTrace(ctx context.Context, session *gocql.Session, id []byte) (ReadTrace, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got, done, err := readTraceEvents(ctx, session, id)

@@ -226,8 +226,7 @@ func (d *Driver) CreateQueue(ctx context.Context, p *driver.CreateQueueParams) e
 		// so the record is read, at SERIAL, which sees every Paxos write
 		// the refusal itself may have finished.
 		return d.swapQueue(ctx, op, q.Name, d.q.queue.replaceQueue, args, driver.ErrExists, func(queueRow) bool {
-			got, err := d.getQueueSerial(ctx, q.Name)
-			return err == nil && got.DeletedAt.IsZero() && got.Generation == q.Generation && sameQueue(*got, q)
+			return d.holdsReplace(ctx, q)
 		})
 	}
 	if q.Generation != 0 || !q.DeletedAt.IsZero() {
@@ -401,6 +400,14 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 // GetQueue reads one queue record at the ReadConsistency level.
 func (d *Driver) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*driver.Queue, error) {
 	return getRecord[driver.Queue, queueRow](ctx, d, d.cfg.ReadConsistency, "get queue", "queue", p.Name, d.q.queue.getQueue, queueFromRow)
+}
+
+// holdsReplace reports whether the stored record is the live one q's
+// replace writes: the same generation and configuration, not merely the
+// same creation time.
+func (d *Driver) holdsReplace(ctx context.Context, q driver.Queue) bool {
+	got, err := d.getQueueSerial(ctx, q.Name)
+	return err == nil && got.DeletedAt.IsZero() && got.Generation == q.Generation && sameQueue(*got, q)
 }
 
 // getQueueSerial reads a queue record at SERIAL consistency (LOCAL_SERIAL

@@ -128,7 +128,7 @@ func (d *Driver) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounte
 	if err != nil {
 		return nil, err
 	}
-	iter := d.session.Query(d.q.events.readCounter, p.Namespace, p.Counter).
+	iter := traced(ctx, d.session.Query(d.q.events.readCounter, p.Namespace, p.Counter)).
 		Consistency(cl).PageSize(0).IterContext(ctx)
 	return readRows(iter, (*eventCounterRow).dest, eventCounterFromRows, op, " %s/%s", p.Namespace, p.Counter)
 }
@@ -228,7 +228,7 @@ func (d *Driver) ReadEvents(ctx context.Context, p *driver.ReadEventsParams) ([]
 	if p.After >= p.UpTo {
 		return []driver.Event{}, nil // an empty range; Cassandra would reject some of them
 	}
-	iter := d.session.Query(d.q.events.readEvents, p.Namespace, p.Counter, p.Bucket, p.After, p.UpTo).
+	iter := traced(ctx, d.session.Query(d.q.events.readEvents, p.Namespace, p.Counter, p.Bucket, p.After, p.UpTo)).
 		Consistency(cl).PageSize(eventsPageSize).IterContext(ctx)
 	decode := func(rows []eventRow) ([]driver.Event, error) { return eventsFromRows(rows, p.After, p.UpTo) }
 	return readRows(iter, (*eventRow).dest, decode, op, " %s/%s/%d", p.Namespace, p.Counter, p.Bucket)

@@ -10,8 +10,10 @@ import (
 type readTraceKey struct{}
 
 // WithReadTrace returns a context under which the driver asks Cassandra to
-// trace its reads of a counter's shards (ReadShards) and of a ledger's rows
-// (ReadLedger), and hands each trace's id to t. The trace (in
+// trace its reads of a counter's shards (ReadShards), of an events
+// counter's record and events (ReadEventCounter, ReadEvents) and of a
+// ledger's rows (ReadLedger), and hands each trace's id to t (a paged
+// read: each page's). The trace (in
 // system_traces) tells how many live rows and tombstones each replica
 // stepped over, which is what a read costs the store apart from the
 // machine it runs on. For diagnosis and benchmarks: tracing makes every

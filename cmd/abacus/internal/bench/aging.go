@@ -34,8 +34,11 @@ const agingParallelism = 8
 // read gets slower as the folded shards pile up. Each writer also credits
 // a ledger, as an actor of its own, and the reader credits another ledger
 // once a day as one actor: the rows compare a ledger read over every
-// actor a restarting fleet leaves behind with one over a single actor. A native counter's read
-// is measured on the first and last day as the baseline on Cassandra.
+// actor a restarting fleet leaves behind with one over a single actor.
+// Each writer also adds an event to an events counter, which the day's
+// rollup folds. A native counter's read is measured on the first and last
+// day as the baseline on Cassandra; on Cassandra each row also records
+// what a traced read of it stepped over (traceAgingRead).
 func (s *suite) aging(ctx context.Context) ([]Row, error) {
 	days, writers := s.cfg.AgingDays, s.cfg.AgingWriters
 	clk := clock.NewManual(time.Now().Add(-time.Duration(days+3) * agingDay))
@@ -49,6 +52,13 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 	// an actor of its own (as every server process has); the reader
 	// credits the other once a day, always as one actor.
 	busyLedger, oneLedger := s.names("aging-ledger", 1)[0], s.names("aging-ledger-one", 1)[0]
+	// An events counter: every writer adds one event to it, as to the hot
+	// counter, and the day's rollup folds them.
+	eventsNS, err := s.modelNamespace(ctx, reader, ModelEvents)
+	if err != nil {
+		return nil, err
+	}
+	events := s.names("aging-events", 1)[0]
 	var hotWant, coldWant int64
 	o := Options{Concurrency: s.cfg.Options.Concurrency, Warmup: s.cfg.AgingReadTime / 5, Duration: s.cfg.AgingReadTime}
 	var rows []Row
@@ -69,7 +79,7 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 		return rows, err
 	}
 	for day := 1; day <= days; day++ {
-		if err := s.agingWriters(ctx, clk, writers, hot, cold, busyLedger); err != nil {
+		if err := s.agingWriters(ctx, clk, writers, agingNames{hot: hot, cold: cold, ledger: busyLedger, eventsNS: eventsNS, events: events}); err != nil {
 			return rows, fmt.Errorf("bench: aging day %d: %w", day, err)
 		}
 		hotWant += int64(writers)
@@ -85,6 +95,13 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 				return rows, fmt.Errorf("bench: aging day %d: GC of %s skipped: %v", day, name, res.Err)
 			}
 			folded += res.Folded
+		}
+		rolled, err := reader.GC(ctx, eventsNS, events)
+		if err != nil {
+			return rows, err
+		}
+		if rolled.Skipped {
+			return rows, fmt.Errorf("bench: aging day %d: rollup of %s skipped: %v", day, events, rolled.Err)
 		}
 		// As the GC sweeper does after each collection (a no-op on
 		// Cassandra, which drops tombstones on its own).
@@ -120,6 +137,26 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 			}
 			rows = append(rows, row)
 		}
+		ev, err := reader.Get(ctx, eventsNS, events)
+		if err != nil {
+			return rows, err
+		}
+		if ev.Value != hotWant {
+			return rows, fmt.Errorf("bench: aging day %d: events counter reads %d, want %d", day, ev.Value, hotWant)
+		}
+		row := s.measureWith(ctx, o, Row{
+			Scenario: fmt.Sprintf("aging day %d: events counter", day), Kind: "aging_read",
+			Model: ModelEvents, Via: "library", Counters: 1, Events: ev.Events, Day: day,
+			Series: "events counter",
+		}, EventsReads(reader, eventsNS, events))
+		row.Check = fmt.Sprintf("ok: read %d, %s un-rolled; the rollup folded %d that day", hotWant, plural(ev.Events, "event"), rolled.Folded)
+		if row.Trace, err = s.traceAgingRead(ctx, func(ctx context.Context) error {
+			_, err := reader.Get(ctx, eventsNS, events)
+			return err
+		}); err != nil {
+			return rows, fmt.Errorf("bench: aging day %d: %w", day, err)
+		}
+		rows = append(rows, row)
 		if _, err := reader.Credit(ctx, abacus.DefaultLedgerNamespace, oneLedger, 1, ""); err != nil {
 			return rows, fmt.Errorf("bench: aging day %d: %w", day, err)
 		}
@@ -182,8 +219,16 @@ func (s *suite) traceAgingRead(ctx context.Context, read func(ctx context.Contex
 	return &tr, nil
 }
 
+// agingNames are the counters and ledger the aging scenario's writers
+// write.
+type agingNames struct {
+	hot, cold, ledger string
+	// events is an events counter in namespace eventsNS.
+	eventsNS, events string
+}
+
 // agingWriters runs one simulated day's writer processes.
-func (s *suite) agingWriters(ctx context.Context, clk clock.Clock, writers int, hot, cold, ledger string) error {
+func (s *suite) agingWriters(ctx context.Context, clk clock.Clock, writers int, n agingNames) error {
 	sem := make(chan struct{}, agingParallelism)
 	errs := make([]error, writers)
 	var wg sync.WaitGroup
@@ -198,11 +243,14 @@ func (s *suite) agingWriters(ctx context.Context, clk clock.Clock, writers int, 
 				return
 			}
 			defer s.stopClient(c)
-			if errs[w] = c.Add(ctx, abacus.DefaultNamespace, hot, 1); errs[w] == nil && w%10 == 0 {
-				errs[w] = c.Add(ctx, abacus.DefaultNamespace, cold, 1)
+			if errs[w] = c.Add(ctx, abacus.DefaultNamespace, n.hot, 1); errs[w] == nil && w%10 == 0 {
+				errs[w] = c.Add(ctx, abacus.DefaultNamespace, n.cold, 1)
 			}
 			if errs[w] == nil {
-				_, errs[w] = c.Credit(ctx, abacus.DefaultLedgerNamespace, ledger, 1, "")
+				_, errs[w] = c.Credit(ctx, abacus.DefaultLedgerNamespace, n.ledger, 1, "")
+			}
+			if errs[w] == nil {
+				errs[w] = c.Add(ctx, n.eventsNS, n.events, 1)
 			}
 		}()
 	}

@@ -14,8 +14,8 @@ import (
 )
 
 // ReadTrace is what Cassandra's own tracing reports of one read: the live
-// rows (cells, on 2.1 and 2.2) and the tombstones the replica that saw the
-// most stepped over. It is what a read costs in the store, apart from the
+// rows (cells, on 2.1 and 2.2) and the tombstones stepped over, of each of
+// its queries at the replica that saw the most, summed. It is what a read costs in the store, apart from the
 // machine it runs on.
 type ReadTrace struct {
 	Live       int `json:"live"`
@@ -59,8 +59,8 @@ func (t *traceIDs) Trace(id []byte) {
 
 // TraceReads runs read once with the Cassandra driver's read tracing on
 // (cassandra.WithReadTrace) and returns what the replicas reported of the
-// reads it made: the most live rows and tombstones one replica's read
-// stepped over. So the read traced is the library's own, with its own
+// queries it made: for each query the most live rows and tombstones one
+// replica stepped over, summed over the queries. So the read traced is the library's own, with its own
 // bounds (a sharded read starts after the folded shards). Cassandra
 // writes trace events asynchronously: each trace is waited for, up to
 // 10 s, until it is complete and holds a replica's read event.
@@ -75,31 +75,44 @@ func TraceReads(ctx context.Context, session *gocql.Session, read func(ctx conte
 	if len(ids) == 0 {
 		return ReadTrace{}, fmt.Errorf("bench: traced read: the read sent Cassandra no traced query")
 	}
+	// A read may be several queries (an events read: its record, then a
+	// query per bucket); what it steps over is their sum.
 	var out ReadTrace
 	for _, id := range ids {
 		got, err := waitForTrace(ctx, session, id)
 		if err != nil {
 			return ReadTrace{}, err
 		}
-		out.Live, out.Tombstones = max(out.Live, got.Live), max(out.Tombstones, got.Tombstones)
+		out.Live += got.Live
+		out.Tombstones += got.Tombstones
 		out.Replicas += got.Replicas
+	}
+	if out.Replicas == 0 {
+		return ReadTrace{}, fmt.Errorf("bench: the traces of a read (%d) hold no replica's read event", len(ids))
 	}
 	return out, nil
 }
 
-// waitForTrace reads one trace once it is complete.
+// waitForTrace reads one trace once it is complete: its coordinator has
+// finished it and a replica's read event is in, or, for a query that
+// reads nothing (gocql traces a statement's PREPARE too), a second has
+// passed since it was finished with none.
 func waitForTrace(ctx context.Context, session *gocql.Session, id []byte) (ReadTrace, error) {
 	deadline := time.Now().Add(10 * time.Second)
+	var finished time.Time
 	for {
 		got, done, err := readTraceEvents(ctx, session, id)
 		if err != nil {
 			return ReadTrace{}, err
 		}
-		if done && got.Replicas > 0 {
+		if done && finished.IsZero() {
+			finished = time.Now()
+		}
+		if done && (got.Replicas > 0 || time.Since(finished) > time.Second) {
 			return got, nil
 		}
 		if time.Now().After(deadline) {
-			return ReadTrace{}, fmt.Errorf("bench: the trace of a read reported no replica read within 10 s")
+			return ReadTrace{}, fmt.Errorf("bench: a read's trace was not finished within 10 s")
 		}
 		select {
 		case <-ctx.Done():

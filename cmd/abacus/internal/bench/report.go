@@ -281,10 +281,11 @@ func ratios(rows []Row) []Ratio {
 	return out
 }
 
-// agingRatios compares, for each sharded series of the aging scenario, the
-// read p50 of its last day with that of the first day that merged as many
-// live shards (the number grows over the first days, until the first
-// shards are folded), and with the native read of the last day; and the
+// agingRatios compares, for each sharded or events series of the aging
+// scenario, the read p50 of its last day with that of the first day that
+// merged as many live shards or un-rolled events (the number of shards
+// grows over the first days, until the first shards are folded), and with
+// the native read of the last day; and the
 // last day's read of the ledger of many actors with that of the ledger of
 // one.
 func agingRatios(rows []Row) []Ratio {
@@ -311,19 +312,27 @@ func agingRatios(rows []Row) []Ratio {
 				Value: float64(last.P50) / float64(one[len(one)-1].P50),
 			})
 		}
-		if last.Model != ModelSharded {
+		// What a sharded read merges is its live shards; an events read,
+		// its rollup and its un-rolled events.
+		size := func(r *Row) int { return r.Shards }
+		what := "live shard"
+		switch last.Model {
+		case ModelSharded:
+		case ModelEvents:
+			size, what = func(r *Row) int { return r.Events }, "un-rolled event"
+		default:
 			continue
 		}
 		first := last
 		for _, r := range rs {
-			if r.Shards == last.Shards {
+			if size(r) == size(last) {
 				first = r
 				break
 			}
 		}
 		if first != last {
 			out = append(out, Ratio{
-				Name:  fmt.Sprintf("aging read p50, %s: day %d / day %d (%s each)", name, last.Day, first.Day, plural(last.Shards, "live shard")),
+				Name:  fmt.Sprintf("aging read p50, %s: day %d / day %d (%s each)", name, last.Day, first.Day, plural(size(last), what)),
 				Value: float64(last.P50) / float64(first.P50),
 			})
 		}

@@ -191,7 +191,7 @@ func TestAgingScenario(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkReport(t, rep, 20) // hot and cold counters, busy and one-actor ledgers, five days; no native read without Cassandra
+		checkReport(t, rep, 25) // hot, cold and events counters, busy and one-actor ledgers, five days; no native read without Cassandra
 		for _, r := range rep.Rows {
 			if r.Kind != "aging_read" || r.Day < 1 || r.Series == "" || (r.Model == ModelSharded && r.StoredBytes <= 0) {
 				t.Errorf("aging row %+v: kind, day, series or stored bytes missing", r)
@@ -200,7 +200,7 @@ func TestAgingScenario(t *testing.T) {
 				t.Errorf("aging row %q on the embedded store has a Cassandra trace %+v", r.Scenario, *r.Trace)
 			}
 		}
-		checkAging(t, rep, rep.Rows[len(rep.Rows)-4])
+		checkAging(t, rep, rep.Rows[len(rep.Rows)-5])
 	})
 	t.Run("cassandra", func(t *testing.T) {
 		t.Parallel()
@@ -215,14 +215,14 @@ func TestAgingScenario(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A native read on the first and the last day around the ten
-		// sharded and ten ledger rows; each native read checks the counter
+		// A native read on the first and the last day around the fifteen
+		// counter and ten ledger rows; each native read checks the counter
 		// it added to.
-		checkReport(t, rep, 22)
+		checkReport(t, rep, 27)
 		if first, last := rep.Rows[0], rep.Rows[len(rep.Rows)-1]; first.Series != "native read" || last.Series != "native read" || last.Day != 5 {
 			t.Errorf("first and last rows %q (day %d) and %q (day %d), want native reads on days 1 and 5", first.Series, first.Day, last.Series, last.Day)
 		}
-		checkAging(t, rep, rep.Rows[len(rep.Rows)-5])
+		checkAging(t, rep, rep.Rows[len(rep.Rows)-6])
 		// Cassandra's trace of a read: every row has one; the hot counter
 		// reads its live shards and starts after the shards GC folded on
 		// days 3 to 5 (12 a day), whose tombstones Cassandra keeps for
@@ -233,7 +233,7 @@ func TestAgingScenario(t *testing.T) {
 				t.Errorf("aging row %q: trace %+v", r.Scenario, tr)
 			}
 		}
-		if hot := rep.Rows[len(rep.Rows)-5]; hot.Trace == nil || hot.Trace.Live < hot.Shards || hot.Trace.Tombstones >= 12 {
+		if hot := rep.Rows[len(rep.Rows)-6]; hot.Trace == nil || hot.Trace.Live < hot.Shards || hot.Trace.Tombstones >= 12 {
 			t.Errorf("day 5's hot counter read %d live shards; its trace %+v, want at least as many live rows and fewer than a day's folds (12) in tombstones", hot.Shards, hot.Trace)
 		}
 		if busy := rep.Rows[len(rep.Rows)-3]; busy.Series != "ledger, an actor per writer" || busy.Trace == nil || busy.Trace.Live != 60 {
@@ -257,11 +257,18 @@ func checkAging(t *testing.T, rep *Report, last Row) {
 		names = append(names, r.Name)
 	}
 	for _, want := range []string{"aging read p50, sharded, hot counter: day 5 / day 2 (24 live shards each)", "aging read p50, sharded, cold counter: day 5 / day 2 (4 live shards each)",
+		// Each day's rollup folds the day's events before the reads.
+		"aging read p50, events counter: day 5 / day 1 (0 un-rolled events each)",
 		// 12 writers a day for five days, an actor each.
 		"aging read p50, ledger, an actor per writer / ledger, one actor, day 5 (read 60 from 60 actor rows)"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no ratio %q among %q", want, names)
 		}
+	}
+	if i := slices.IndexFunc(rep.Rows, func(r Row) bool { return r.Series == "events counter" && r.Day == 5 }); i < 0 {
+		t.Error("no events row on day 5")
+	} else if ev := rep.Rows[i]; ev.Events != 0 || ev.Check != "ok: read 60, 0 events un-rolled; the rollup folded 12 that day" {
+		t.Errorf("day 5's events row: %d un-rolled, check %q", ev.Events, ev.Check)
 	}
 	chart, ok := rep.agingChart()
 	if !ok || len(chart.Lines) < 4 || len(chart.Lines[len(chart.Lines)-1].Days) != 5 {

@@ -60,10 +60,11 @@ func (t *traceIDs) Trace(id []byte) {
 // TraceReads runs read once with the Cassandra driver's read tracing on
 // (cassandra.WithReadTrace) and returns what the replicas reported of the
 // queries it made: for each query the most live rows and tombstones one
-// replica stepped over, summed over the queries. So the read traced is the library's own, with its own
-// bounds (a sharded read starts after the folded shards). Cassandra
-// writes trace events asynchronously: each trace is waited for, up to
-// 10 s, until it is complete and holds a replica's read event.
+// replica stepped over (live rows and tombstones each the most of any
+// replica, so they may come from different ones), summed over the queries.
+// The read traced is the library's own, with its own bounds (a sharded
+// read starts after the folded shards). Cassandra writes trace events
+// asynchronously: see waitForTrace for how long each trace is waited for.
 func TraceReads(ctx context.Context, session *gocql.Session, read func(ctx context.Context) error) (ReadTrace, error) {
 	var tr traceIDs
 	if err := read(cassandra.WithReadTrace(ctx, &tr)); err != nil {

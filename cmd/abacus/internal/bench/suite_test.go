@@ -175,7 +175,7 @@ func TestRunSuiteCassandra(t *testing.T) {
 	}
 }
 
-// The aging scenario: two rows a simulated day, every read checked
+// The aging scenario: five rows a simulated day, every read checked
 // against the writes, the folded shards' growth visible in the checks,
 // and the ratios and the chart built from the rows.
 func TestAgingScenario(t *testing.T) {

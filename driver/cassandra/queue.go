@@ -406,23 +406,8 @@ func (d *Driver) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*drive
 // replace writes: the same generation and configuration, not merely the
 // same creation time.
 func (d *Driver) holdsReplace(ctx context.Context, q driver.Queue) bool {
-	got, err := d.getQueueSerial(ctx, q.Name)
+	got, err := getRecordAt[driver.Queue, queueRow](ctx, d, serialFor(d.cfg.WriteConsistency), "get queue", "queue", q.Name, d.q.queue.getQueue, queueFromRow)
 	return err == nil && got.DeletedAt.IsZero() && got.Generation == q.Generation && sameQueue(*got, q)
-}
-
-// getQueueSerial reads a queue record at SERIAL consistency (LOCAL_SERIAL
-// when writes are local), for telling whose conditional write landed.
-func (d *Driver) getQueueSerial(ctx context.Context, name string) (*driver.Queue, error) {
-	iter := d.session.Query(d.q.queue.getQueue, name).Consistency(serialFor(d.cfg.WriteConsistency)).IterContext(ctx)
-	var r queueRow
-	found := iter.Scan(r.dest()...)
-	if err := iter.Close(); err != nil {
-		return nil, mapError(opRead, err)
-	}
-	if !found {
-		return nil, driver.ErrNotFound
-	}
-	return queueFromRow(r)
 }
 
 // ListQueues reads every queue record and sorts them by name.

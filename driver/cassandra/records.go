@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/abacusdb/abacus/driver"
 )
 
@@ -113,12 +115,21 @@ func getRecord[T any, R any, PR interface {
 	*R
 	recordRow
 }](ctx context.Context, d *Driver, read driver.Consistency, op, kind, name, stmt string, decode func(R) (*T, error)) (*T, error) {
-	if err := d.begin(ctx, op); err != nil {
-		return nil, err
-	}
 	cl, err := level(driver.Default, read)
 	if err != nil {
 		return nil, fmt.Errorf("cassandra: %s %q: %w", op, name, err)
+	}
+	return getRecordAt[T, R, PR](ctx, d, cl, op, kind, name, stmt, decode)
+}
+
+// getRecordAt is getRecord at a level of the driver's own, such as SERIAL
+// for telling whose conditional write landed.
+func getRecordAt[T any, R any, PR interface {
+	*R
+	recordRow
+}](ctx context.Context, d *Driver, cl gocql.Consistency, op, kind, name, stmt string, decode func(R) (*T, error)) (*T, error) {
+	if err := d.begin(ctx, op); err != nil {
+		return nil, err
 	}
 	iter := d.session.Query(stmt, name).Consistency(cl).IterContext(ctx)
 	var r R

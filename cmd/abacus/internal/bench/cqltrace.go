@@ -94,25 +94,28 @@ func TraceReads(ctx context.Context, session *gocql.Session, read func(ctx conte
 	return out, nil
 }
 
+// preparing is the request Cassandra names a statement's PREPARE by in a
+// trace (gocql traces those too); it reads nothing.
+const preparing = "Preparing CQL3 query"
+
 // waitForTrace reads one trace once it is complete: its coordinator has
-// finished it and a replica's read event is in, or, for a query that
-// reads nothing (gocql traces a statement's PREPARE too), a second has
-// passed since it was finished with none.
+// finished it and, unless it is a PREPARE, a replica's read event is in.
+// A finished read whose replicas' events are still missing after 10 s
+// counts what is in (a replica that never logged is not counted).
 func waitForTrace(ctx context.Context, session *gocql.Session, id []byte) (ReadTrace, error) {
 	deadline := time.Now().Add(10 * time.Second)
-	var finished time.Time
 	for {
-		got, done, err := readTraceEvents(ctx, session, id)
+		got, request, done, err := readTraceEvents(ctx, session, id)
 		if err != nil {
 			return ReadTrace{}, err
 		}
-		if done && finished.IsZero() {
-			finished = time.Now()
-		}
-		if done && (got.Replicas > 0 || time.Since(finished) > time.Second) {
+		if done && (got.Replicas > 0 || request == preparing) {
 			return got, nil
 		}
 		if time.Now().After(deadline) {
+			if done {
+				return got, nil
+			}
 			return ReadTrace{}, fmt.Errorf("bench: a read's trace was not finished within 10 s")
 		}
 		select {
@@ -124,16 +127,18 @@ func waitForTrace(ctx context.Context, session *gocql.Session, id []byte) (ReadT
 }
 
 // readTraceEvents reads a trace: the largest counts any replica's read
-// event reports, and whether the coordinator has finished the trace.
-func readTraceEvents(ctx context.Context, session *gocql.Session, id []byte) (ReadTrace, bool, error) {
+// event reports, the request the trace is of, and whether the coordinator
+// has finished it.
+func readTraceEvents(ctx context.Context, session *gocql.Session, id []byte) (ReadTrace, string, bool, error) {
 	uuid, err := gocql.UUIDFromBytes(id)
 	if err != nil {
-		return ReadTrace{}, false, fmt.Errorf("bench: trace id: %w", err)
+		return ReadTrace{}, "", false, fmt.Errorf("bench: trace id: %w", err)
 	}
 	var duration *int
-	if err := session.Query(`SELECT duration FROM system_traces.sessions WHERE session_id = ?`, uuid).
-		Consistency(gocql.One).ScanContext(ctx, &duration); err != nil && err != gocql.ErrNotFound {
-		return ReadTrace{}, false, fmt.Errorf("bench: reading a trace: %w", err)
+	var request *string
+	if err := session.Query(`SELECT duration, request FROM system_traces.sessions WHERE session_id = ?`, uuid).
+		Consistency(gocql.One).ScanContext(ctx, &duration, &request); err != nil && err != gocql.ErrNotFound {
+		return ReadTrace{}, "", false, fmt.Errorf("bench: reading a trace: %w", err)
 	}
 	var got ReadTrace
 	var activity string
@@ -146,7 +151,11 @@ func readTraceEvents(ctx context.Context, session *gocql.Session, id []byte) (Re
 		}
 	}
 	if err := iter.Close(); err != nil {
-		return ReadTrace{}, false, fmt.Errorf("bench: reading a trace's events: %w", err)
+		return ReadTrace{}, "", false, fmt.Errorf("bench: reading a trace's events: %w", err)
 	}
-	return got, duration != nil, nil
+	var req string
+	if request != nil {
+		req = *request
+	}
+	return got, req, duration != nil, nil
 }

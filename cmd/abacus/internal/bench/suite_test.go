@@ -237,9 +237,11 @@ func TestAgingScenario(t *testing.T) {
 			t.Errorf("day 5's hot counter read %d live shards; its trace %+v, want at least as many live rows and fewer than a day's folds (12) in tombstones", hot.Shards, hot.Trace)
 		}
 		// An events read steps over at most the markers of the buckets
-		// rolled up (one a day here), never the rolled-up events.
-		if ev := rep.Rows[len(rep.Rows)-4]; ev.Series != "events counter" || ev.Trace == nil || ev.Trace.Tombstones > 5 || ev.Trace.Live > 1 {
-			t.Errorf("day 5's events row %q: trace %+v, want at most 5 tombstones and 1 live row", ev.Series, ev.Trace)
+		// rolled up (one a day here), never the rolled-up events (12 a
+		// day): it reads the record's row and, where a replica has not yet
+		// heard of a marker, a few events more, never a day's worth.
+		if ev := rep.Rows[len(rep.Rows)-4]; ev.Series != "events counter" || ev.Trace == nil || ev.Trace.Tombstones > 5 || ev.Trace.Live < 1 || ev.Trace.Live >= 12 {
+			t.Errorf("day 5's events row %q: trace %+v, want at most 5 tombstones and from 1 to 11 live rows", ev.Series, ev.Trace)
 		}
 		if busy := rep.Rows[len(rep.Rows)-3]; busy.Series != "ledger, an actor per writer" || busy.Trace == nil || busy.Trace.Live != 60 {
 			t.Errorf("day 5's busy ledger row %q: trace %+v, want 60 live rows", busy.Series, busy.Trace)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -15,11 +16,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/api"
+	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/apikey"
 	"github.com/abacusdb/abacus/internal/console"
@@ -42,20 +45,32 @@ type site struct {
 func library(t *testing.T) (*abacus.Client, *embedded.Driver) {
 	t.Helper()
 	store := servertest.OpenStore(t)
-	lib, err := abacus.NewClient(context.Background(), abacus.Config{Driver: store, Logger: quiet, GCInterval: -1})
+	return libraryOn(t, store), store
+}
+
+// libraryOn is a library client on drv, stopped when the test ends.
+func libraryOn(t *testing.T, drv driver.Driver) *abacus.Client {
+	t.Helper()
+	lib, err := abacus.NewClient(context.Background(), abacus.Config{Driver: drv, Logger: quiet, GCInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lib.Stop(context.Background()) })
-	return lib, store
+	return lib
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 func newSite(t *testing.T, auth server.AuthMode) *site {
 	t.Helper()
-	lib, store := library(t)
-	keys := apikey.New(store, 0)
+	return newSiteOn(t, auth, servertest.OpenStore(t))
+}
+
+// newSiteOn is newSite on a store of the test's choosing.
+func newSiteOn(t *testing.T, auth server.AuthMode, drv driver.Driver) *site {
+	t.Helper()
+	lib := libraryOn(t, drv)
+	keys := apikey.New(drv, 0)
 	srv, err := server.New(server.Config{Client: lib, Logger: quiet, Auth: auth, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
@@ -348,6 +363,43 @@ func TestTheConsoleDeletesAQueueWhoseNameIsTyped(t *testing.T) {
 	mustContain(t, "a repeated delete", b.post("/ui/queues/jobs/delete-queue", url.Values{"confirm": {"jobs"}}),
 		"That queue had been deleted already; 0 leftover message(s)")
 	s.api("GET", "/v1/queues/other/stats", "", nil) // the other queue is untouched
+}
+
+// deletesFail is an embedded store whose message deletes fail while fail
+// is set, as a store that goes down in the middle of a queue's delete.
+type deletesFail struct {
+	*embedded.Driver
+	fail atomic.Bool
+}
+
+func (d *deletesFail) DeleteMessages(ctx context.Context, p *driver.DeleteMessagesParams) error {
+	if d.fail.Load() {
+		return errors.New("store down")
+	}
+	return d.Driver.DeleteMessages(ctx, p)
+}
+
+// A delete that cannot remove every row still deletes the queue, and the
+// console says rows were left and how to remove them; the repeat it names
+// does.
+func TestTheConsoleSaysWhatADeleteLeftBehind(t *testing.T) {
+	t.Parallel()
+	store := &deletesFail{Driver: servertest.OpenStore(t)}
+	s := newSiteOn(t, server.AuthOff, store)
+	s.api("POST", "/v1/queues", `{"name":"jobs","shards":4}`, nil)
+	s.api("POST", "/v1/queues/jobs/messages", `{"messages":[{"body":"later","delay":"1h"},{"body":"later too","delay":"1h"}]}`, nil)
+	b := s.browser()
+
+	store.fail.Store(true)
+	after := b.post("/ui/queues/jobs/delete-queue", url.Values{"confirm": {"jobs"}})
+	mustContain(t, "a delete that left rows", after, "some could not be removed", "deleting the queue again")
+	if p := b.get("/ui/queues/jobs"); p.status != 404 {
+		t.Errorf("the queue's page after a delete that left rows: %d, want 404 (the queue is deleted)", p.status)
+	}
+	store.fail.Store(false)
+	time.Sleep(1100 * time.Millisecond) // past the second a delete's own time may trail its start
+	mustContain(t, "the repeat", b.post("/ui/queues/jobs/delete-queue", url.Values{"confirm": {"jobs"}}),
+		"That queue had been deleted already; 2 leftover message(s)")
 }
 
 func TestTheConsoleNeedsAKeyWhenTheServerDoes(t *testing.T) {

@@ -43,6 +43,24 @@ type WriteShardParams struct {
 	Consistency Consistency
 }
 
+// MaxShardWrites is the most writes one Shards.WriteShards call may carry:
+// the native protocol counts a batch's statements in 16 bits.
+const MaxShardWrites = 65535
+
+// CheckShardWrites reports whether ws is a batch Shards.WriteShards takes:
+// not more than MaxShardWrites writes, all at one consistency level.
+func CheckShardWrites(ws []WriteShardParams) error {
+	if len(ws) > MaxShardWrites {
+		return fmt.Errorf("%d shard writes exceed the %d of one batch", len(ws), MaxShardWrites)
+	}
+	for _, w := range ws[min(1, len(ws)):] {
+		if w.Consistency != ws[0].Consistency {
+			return fmt.Errorf("shard writes at %v and %v in one batch: a batch has one consistency level", ws[0].Consistency, w.Consistency)
+		}
+	}
+	return nil
+}
+
 // ReadShardsParams are the parameters of Shards.ReadShards.
 type ReadShardsParams struct {
 	Namespace string
@@ -129,6 +147,16 @@ type Shards interface {
 	// already written at a higher timestamp, or deleted at an equal or higher
 	// timestamp, is left as it is. Replaying the same write is harmless.
 	WriteShard(ctx context.Context, p *WriteShardParams) error
+
+	// WriteShards makes each write of ws as WriteShard would, of any
+	// counters, in one request to the store (the sharded engine combines
+	// the shard writes of many counters this way, so that many quiet
+	// counters share a round trip as one hot counter's updates do). Every
+	// write must have the same Consistency. On success every write is
+	// made; on an error any of them may or may not have been, as if each
+	// had failed on its own: the batch is not atomic across counters. It
+	// may hold at most MaxShardWrites writes.
+	WriteShards(ctx context.Context, ws []WriteShardParams) error
 
 	// ReadShards returns the counter's tally and live shards from one
 	// consistent read: reading them separately while a fold lands could count

@@ -27,6 +27,33 @@ func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) err
 		" %s/%s/%s", p.Namespace, p.Counter, p.Shard.ID)
 }
 
+// WriteShards sends the writes as one unlogged batch, each statement with
+// its own write timestamp. An unlogged batch spares the batch log because
+// nothing asks the writes to land together: each is idempotent and
+// reported as unknown when the batch fails. The coordinator still sends
+// each partition's mutation to that partition's replicas.
+func (d *Driver) WriteShards(ctx context.Context, ws []driver.WriteShardParams) error {
+	const op = "write shards"
+	if len(ws) == 0 {
+		return d.begin(ctx, op)
+	}
+	if err := driver.CheckShardWrites(ws); err != nil {
+		return fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	cl, err := d.beginAt(ctx, op, ws[0].Consistency, d.cfg.WriteConsistency)
+	if err != nil {
+		return err
+	}
+	b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
+	for _, p := range ws {
+		b.Query(d.q.writeShard, p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp)
+	}
+	if err := b.ExecContext(ctx); err != nil {
+		return fmt.Errorf("cassandra: %s (%d, the first %s/%s/%s): %w", op, len(ws), ws[0].Namespace, ws[0].Counter, ws[0].Shard.ID, mapError(opWrite, err))
+	}
+	return nil
+}
+
 // ReadShards reads the counter's partition: its shards and the static tally.
 // With p.From it reads only the clustering rows from p.From on, so the row
 // tombstones of folded shards below it are never scanned; Cassandra then

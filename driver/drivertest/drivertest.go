@@ -33,6 +33,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("LedgerEntries", func(t *testing.T) { exerciseLedgerEntries(t, d) })
 	t.Run("LedgerRights", func(t *testing.T) { exerciseLedgerRights(t, d, open) })
 	t.Run("Shards", func(t *testing.T) { exerciseShards(t, d) })
+	t.Run("ShardBatches", func(t *testing.T) { exerciseShardBatches(t, d) })
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })
 	t.Run("BoundedReads", func(t *testing.T) { exerciseBoundedReads(t, d) })
 	t.Run("ListCounters", func(t *testing.T) { exerciseListCounters(t, d) })
@@ -57,6 +58,13 @@ func Exercise(t *testing.T, open Opener) {
 		})
 		if !errors.Is(err, driver.ErrClosed) {
 			t.Fatalf("WriteShard after Close: got %v, want ErrClosed", err)
+		}
+		err = d2.WriteShards(context.Background(), []driver.WriteShardParams{{
+			Namespace: "x", Counter: "y", Timestamp: 1,
+			Shard: driver.Shard{ID: "m", State: []byte{1}, ExpiresAt: 10},
+		}})
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Fatalf("WriteShards after Close: got %v, want ErrClosed", err)
 		}
 	})
 }
@@ -398,6 +406,81 @@ func exerciseShards(t *testing.T, d driver.Driver) {
 		}
 		if got := len(read(t, d, k).Shards); got != writers {
 			t.Fatalf("read %d shards, want %d", got, writers)
+		}
+	})
+}
+
+// exerciseShardBatches checks WriteShards: each write of a batch is the
+// WriteShard it stands for, whatever else the batch holds.
+func exerciseShardBatches(t *testing.T, d driver.Driver) {
+	w := func(k driver.CounterKey, id string, state []byte, expires, ts int64) driver.WriteShardParams {
+		return driver.WriteShardParams{Namespace: k.Namespace, Counter: k.Counter, Timestamp: ts,
+			Shard: driver.Shard{ID: id, State: state, ExpiresAt: expires}}
+	}
+	t.Run("EachWriteAsWriteShard", func(t *testing.T) {
+		t.Parallel()
+		// Names a key layout that concatenates would mix up; a shard
+		// written twice in one batch (the higher timestamp wins, whatever
+		// the order); a write older than the stored row; a write of a
+		// shard a fold deleted at a higher timestamp.
+		ns := unique("ns-batch")
+		a := driver.CounterKey{Namespace: ns + "a", Counter: "bc"}
+		b := driver.CounterKey{Namespace: ns + "ab", Counter: "c"}
+		old := counterWithShards(t, d, "batchold", 2)
+		fold(t, d, old, []string{"a"}, []byte("T"), 150)
+		err := d.WriteShards(ctx(t), []driver.WriteShardParams{
+			w(a, "m2", []byte{2}, 900, 12),
+			w(a, "m1", []byte{1}, 800, 10),
+			w(b, "m", []byte{0xb}, 100, 1),
+			w(a, "m2", []byte{3}, 900, 11),
+			w(old, "b", []byte{9}, 200, 5),
+			w(old, "a", []byte{8}, 100, 120),
+		})
+		if err != nil {
+			t.Fatalf("WriteShards: %v", err)
+		}
+		wantShards(t, read(t, d, a), "m1=01@800", "m2=02@900")
+		wantShards(t, read(t, d, b), "m=0b@100")
+		wantState(t, d, old, []byte("T"), 150, "b=02@200")
+	})
+
+	t.Run("EmptyBatch", func(t *testing.T) {
+		t.Parallel()
+		if err := d.WriteShards(ctx(t), nil); err != nil {
+			t.Fatalf("WriteShards of nothing: %v", err)
+		}
+	})
+
+	t.Run("OneLevelPerBatch", func(t *testing.T) {
+		t.Parallel()
+		k := counter("batchlevels")
+		one, quorum := w(k, "m1", []byte{1}, 100, 1), w(k, "m2", []byte{2}, 100, 1)
+		one.Consistency, quorum.Consistency = driver.One, driver.Quorum
+		if err := d.WriteShards(ctx(t), []driver.WriteShardParams{one, quorum}); err == nil {
+			t.Fatal("WriteShards at two levels: no error")
+		}
+		wantState(t, d, k, nil, 0)
+	})
+
+	t.Run("ConcurrentBatchesAllVisible", func(t *testing.T) {
+		t.Parallel()
+		keys := []driver.CounterKey{counter("batchconc"), counter("batchconc")}
+		const batches = 8
+		errs := race(batches, func(i int) error {
+			return d.WriteShards(ctx(t), []driver.WriteShardParams{
+				w(keys[0], fmt.Sprintf("m%02d", i), []byte{byte(i)}, 1000, int64(10+i)),
+				w(keys[1], fmt.Sprintf("m%02d", i), []byte{byte(i)}, 1000, int64(10+i)),
+			})
+		})
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("WriteShards: %v", err)
+			}
+		}
+		for _, k := range keys {
+			if got := len(read(t, d, k).Shards); got != batches {
+				t.Fatalf("read %d shards of %s, want %d", got, k.Counter, batches)
+			}
 		}
 	})
 }

@@ -91,18 +91,20 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	eng, err := sharded.New(sharded.Config{
-		Store:             cfg.Driver,
-		Clock:             cfg.Clock,
-		Lifetime:          cfg.MutatorLifetime,
-		RefusalMargin:     cfg.RefusalMargin,
-		GCGrace:           cfg.GCGrace,
-		MaxMutators:       cfg.MaxMutators,
-		DedupWindow:       cfg.RequestIDWindow,
-		DedupMax:          cfg.RequestIDMax,
-		WriteTimeout:      cfg.WriteTimeout,
-		MaxInflightWrites: cfg.MaxInflightWrites,
-		Logger:            cfg.Logger,
-		Hooks:             cfg.ShardedHooks,
+		Store:              cfg.Driver,
+		Clock:              cfg.Clock,
+		Lifetime:           cfg.MutatorLifetime,
+		RefusalMargin:      cfg.RefusalMargin,
+		GCGrace:            cfg.GCGrace,
+		MaxMutators:        cfg.MaxMutators,
+		DedupWindow:        cfg.RequestIDWindow,
+		DedupMax:           cfg.RequestIDMax,
+		WriteTimeout:       cfg.WriteTimeout,
+		MaxInflightWrites:  cfg.MaxInflightWrites,
+		MaxShardBatch:      cfg.MaxShardBatch,
+		MaxInflightBatches: cfg.MaxInflightShardBatches,
+		Logger:             cfg.Logger,
+		Hooks:              cfg.ShardedHooks,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("abacus: %w", err)

@@ -49,6 +49,18 @@ type Config struct {
 	// may have in flight at once (pipelined group commit). Default 4.
 	MaxInflightWrites int
 
+	// MaxShardBatch is how many shard writes, of any counters, one request
+	// to the store may carry. Writes that queue while
+	// MaxInflightShardBatches requests are in flight go out together, so
+	// many quiet counters share a round trip as one hot counter's updates
+	// share a write; a write that finds a request slot free goes at once.
+	// 1 sends every write on its own. Default 32.
+	MaxShardBatch int
+
+	// MaxInflightShardBatches is how many shard-write requests this process
+	// may have in flight at once when MaxShardBatch is above 1. Default 8.
+	MaxInflightShardBatches int
+
 	// Clock tells the time; tests inject a clock.Manual. Default: system clock.
 	Clock clock.Clock
 

@@ -66,6 +66,14 @@ type Config struct {
 	// flight. More than one lets a hot counter pipeline its writes instead of
 	// waiting a round trip per group commit. Default 4.
 	MaxInflightWrites int
+	// MaxShardBatch is how many shard writes, of any counters, one request
+	// to the store may carry: writes that queue while MaxInflightBatches
+	// requests are in flight go out together (see combiner). 1 sends every
+	// write on its own, straight from its mutator. Default 32.
+	MaxShardBatch int
+	// MaxInflightBatches is how many combined shard-write requests this
+	// process may have in flight at once. Default 8.
+	MaxInflightBatches int
 	// GCConsistency is the level of the read before a fold. Default ALL:
 	// folding a shard set that misses a shard would lose it.
 	GCConsistency driver.Consistency
@@ -107,6 +115,8 @@ func (c Config) withDefaults() Config {
 	c.DedupMax = cmp.Or(c.DedupMax, 1_000_000)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
 	c.MaxInflightWrites = cmp.Or(c.MaxInflightWrites, 4)
+	c.MaxShardBatch = cmp.Or(c.MaxShardBatch, 32)
+	c.MaxInflightBatches = cmp.Or(c.MaxInflightBatches, 8)
 	c.GCConsistency = cmp.Or(c.GCConsistency, driver.All)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
@@ -120,8 +130,10 @@ func (c Config) validate() error {
 		return errors.New("sharded: durations must not be negative")
 	case c.RefusalMargin >= c.Lifetime:
 		return fmt.Errorf("sharded: RefusalMargin (%v) must be below Lifetime (%v)", c.RefusalMargin, c.Lifetime)
-	case c.MaxMutators < 0 || c.DedupMax < 0 || c.MaxInflightWrites < 0 || c.MaxReadBounds < 0:
-		return errors.New("sharded: MaxMutators, MaxReadBounds, DedupMax and MaxInflightWrites must not be negative")
+	case c.MaxMutators < 0 || c.DedupMax < 0 || c.MaxInflightWrites < 0 || c.MaxReadBounds < 0 || c.MaxShardBatch < 0 || c.MaxInflightBatches < 0:
+		return errors.New("sharded: MaxMutators, MaxReadBounds, DedupMax, MaxInflightWrites, MaxShardBatch and MaxInflightBatches must not be negative")
+	case c.MaxShardBatch > driver.MaxShardWrites:
+		return fmt.Errorf("sharded: MaxShardBatch (%d) is more than one request carries (%d)", c.MaxShardBatch, driver.MaxShardWrites)
 	}
 	return nil
 }
@@ -151,8 +163,9 @@ type Engine struct {
 	mutators map[driver.CounterKey]*list.Element // of *mutator, most recent first
 	lru      *list.List
 
-	dedup  dedup
-	bounds bounds
+	dedup    dedup
+	bounds   bounds
+	combiner *combiner // nil when MaxShardBatch is 1
 
 	gcMu      sync.Mutex
 	gcRunning map[driver.CounterKey]bool
@@ -193,7 +206,24 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.dedup.init(cfg.DedupWindow, cfg.DedupMax)
 	e.bounds.init(cfg.MaxReadBounds)
+	if cfg.MaxShardBatch > 1 {
+		e.combiner = &combiner{
+			store: cfg.Store, start: e.goBackground, timeout: cfg.WriteTimeout,
+			maxWrites: cfg.MaxShardBatch, maxBytes: maxBatchBytes, maxInflight: cfg.MaxInflightBatches,
+		}
+	}
 	return e, nil
+}
+
+// writeShard persists one mutator's snapshot: through the combiner, or on
+// its own when combining is off.
+func (e *Engine) writeShard(p driver.WriteShardParams) error {
+	if e.combiner != nil {
+		return e.combiner.write(p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
+	defer cancel()
+	return e.cfg.Store.WriteShard(ctx, &p)
 }
 
 // Stats returns the engine's running totals.

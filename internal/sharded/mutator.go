@@ -1,7 +1,6 @@
 package sharded
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -155,15 +154,13 @@ func (m *mutator) writeLoop() {
 		var batch uint64
 		start := time.Now()
 		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), m.e.cfg.WriteTimeout)
-			err = m.e.cfg.Store.WriteShard(ctx, &driver.WriteShardParams{
+			err = m.e.writeShard(driver.WriteShardParams{
 				Namespace:   m.target.Namespace,
 				Counter:     m.target.Counter,
 				Shard:       driver.Shard{ID: m.id, State: snapshot, ExpiresAt: m.expiresAt},
 				Timestamp:   ts,
 				Consistency: m.target.WriteConsistency,
 			})
-			cancel()
 		}
 
 		m.mu.Lock()

@@ -32,6 +32,7 @@ type faultyStore struct {
 
 	mu          sync.Mutex
 	writes      []driver.WriteShardParams // every write that reached the store
+	batches     []int                     // the size of every WriteShards call
 	failBefore  int                       // fail the next N writes without applying them
 	failAfter   int                       // apply the next N writes, then report a timeout
 	delay       time.Duration             // sleep before each write
@@ -82,6 +83,25 @@ func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams
 	return nil
 }
 
+// WriteShards makes each write as WriteShard does, faults and all, and
+// reports the first failure for the whole batch, as a store whose request
+// failed part-way would.
+func (f *faultyStore) WriteShards(ctx context.Context, ws []driver.WriteShardParams) error {
+	if err := driver.CheckShardWrites(ws); err != nil {
+		return err // the contract's check, which a real store makes too
+	}
+	f.mu.Lock()
+	f.batches = append(f.batches, len(ws))
+	f.mu.Unlock()
+	var first error
+	for i := range ws {
+		if err := f.WriteShard(ctx, &ws[i]); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 func (f *faultyStore) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*driver.ShardSet, error) {
 	f.mu.Lock()
 	f.reads++
@@ -112,6 +132,13 @@ func (f *faultyStore) set(fn func(f *faultyStore)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fn(f)
+}
+
+// batchSizes returns the size of every WriteShards call so far.
+func (f *faultyStore) batchSizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int(nil), f.batches...)
 }
 
 func (f *faultyStore) writeLog() []driver.WriteShardParams {

@@ -150,6 +150,11 @@ type Config struct {
 	// as warm-up. Default 1s.
 	AgingReadTime time.Duration
 
+	// ShardBatch is the library's MaxShardBatch in the scenarios' clients:
+	// how many shard writes, of any counters, one request carries. Default
+	// (0): the library's.
+	ShardBatch int
+
 	// StorePID, when not 0, is the process id of a Cassandra node on this
 	// machine; its CPU use is recorded per scenario (Linux only), which
 	// gives throughput per store core, a figure that survives a noisy,
@@ -558,10 +563,11 @@ func (c *commits) record(r *Row) {
 // load that has nothing to do with the scenario.
 func (s *suite) newClient(ctx context.Context, hooks sharded.Hooks) (*abacus.Client, error) {
 	return abacus.NewClient(ctx, abacus.Config{
-		Driver:       s.store,
-		GCInterval:   -1,
-		Logger:       s.log,
-		ShardedHooks: hooks,
+		Driver:        s.store,
+		GCInterval:    -1,
+		Logger:        s.log,
+		ShardedHooks:  hooks,
+		MaxShardBatch: s.cfg.ShardBatch,
 	})
 }
 

@@ -1,0 +1,224 @@
+package sharded_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/crdt"
+	"github.com/abacusdb/abacus/internal/sharded"
+)
+
+// applyAll applies delta to each target at once and returns each error.
+func applyAll(h *harness, tgs []sharded.Target, delta int64) []error {
+	errs := make([]error, len(tgs))
+	var wg sync.WaitGroup
+	for i, tg := range tgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = h.eng.Apply(context.Background(), tg, crdt.Op{Delta: delta}, "")
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// waitMutators waits until the engine holds n mutators, then a moment
+// more: each has taken its update and is handing its write to the store.
+func waitMutators(t *testing.T, h *harness, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for h.eng.LiveMutators() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d mutators born", h.eng.LiveMutators(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond)
+}
+
+// Writes of many counters that queue behind a busy request go out together,
+// at most MaxShardBatch to a request, and each is acknowledged and read
+// back as if written alone.
+func TestQuietCountersShareARequest(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch, c.MaxInflightBatches = 8, 1 })
+	gate := make(chan struct{})
+	var arrived sync.WaitGroup
+	arrived.Add(1)
+	first := sync.OnceFunc(arrived.Done)
+	h.store.set(func(f *faultyStore) {
+		f.gate = gate
+		f.before = func() error { first(); return nil }
+	})
+	lead := make(chan error, 1)
+	go func() { lead <- h.eng.Apply(context.Background(), target("lead", crdt.KindSum), crdt.Op{Delta: 1}, "") }()
+	arrived.Wait() // the one request slot is taken
+	var tgs []sharded.Target
+	for i := range 20 {
+		tgs = append(tgs, target(fmt.Sprintf("quiet-%02d", i), crdt.KindSum))
+	}
+	done := make(chan []error, 1)
+	go func() { done <- applyAll(h, tgs, 5) }()
+	waitMutators(t, h, 21) // the 20 writes queue behind the gate
+	close(gate)
+	if err := <-lead; err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range <-done {
+		if err != nil {
+			t.Fatalf("%s: %v", tgs[i].Counter, err)
+		}
+	}
+	for _, tg := range tgs {
+		if got, shards := h.value(t, tg); got != 5 || shards != 1 {
+			t.Errorf("%s reads %d from %d shards, want 5 from 1", tg.Counter, got, shards)
+		}
+	}
+	sizes := h.store.batchSizes()
+	if len(sizes) == 0 || slices.Max(sizes) > 8 || slices.Max(sizes) < 2 {
+		t.Fatalf("batch sizes %v: want some of 2 to 8 writes", sizes)
+	}
+	// 21 writes: the lead alone, the rest in requests of at most 8.
+	if n := len(h.store.writeLog()); n != 21 {
+		t.Fatalf("%d writes reached the store, want 21", n)
+	}
+}
+
+// A request that fails reports every write in it as of unknown outcome,
+// never as applied or as not applied; each counter's next write persists
+// the update, so none is lost.
+func TestAFailedRequestLeavesEveryWriteInItUnknown(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch, c.MaxInflightBatches = 16, 1 })
+	gate := make(chan struct{})
+	h.store.set(func(f *faultyStore) { f.gate = gate })
+	lead := make(chan error, 1)
+	go func() { lead <- h.eng.Apply(context.Background(), target("lead", crdt.KindSum), crdt.Op{Delta: 1}, "") }()
+	waitMutators(t, h, 1) // the one request slot is taken
+	var tgs []sharded.Target
+	for i := range 6 {
+		tgs = append(tgs, target(fmt.Sprintf("c-%d", i), crdt.KindSum))
+	}
+	done := make(chan []error, 1)
+	go func() { done <- applyAll(h, tgs, 3) }()
+	waitMutators(t, h, 7)
+	// The lead lands; of the batch behind it, one write fails before landing.
+	h.store.set(func(f *faultyStore) {
+		calls := 0
+		f.before = func() error {
+			calls++
+			if calls == 3 { // a write inside the batch
+				return fmt.Errorf("injected: %w", driver.ErrUnavailable)
+			}
+			return nil
+		}
+	})
+	close(gate)
+	if err := <-lead; err != nil {
+		t.Fatal(err)
+	}
+	unknown := 0
+	for i, err := range <-done {
+		switch {
+		case err == nil:
+		case errors.Is(err, sharded.ErrUnknownOutcome):
+			unknown++
+		default:
+			t.Errorf("%s: %v, want nil or ErrUnknownOutcome", tgs[i].Counter, err)
+		}
+	}
+	if sizes := h.store.batchSizes(); len(sizes) == 0 || unknown != sizes[0] {
+		t.Fatalf("%d writes reported unknown, batches %v: a failed request must report each of its writes", unknown, sizes)
+	}
+	h.store.set(func(f *faultyStore) { f.before = nil })
+	for _, err := range applyAll(h, tgs, 4) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tg := range tgs {
+		if got, _ := h.value(t, tg); got != 7 {
+			t.Errorf("%s reads %d after a failed and a good write, want 7", tg.Counter, got)
+		}
+	}
+}
+
+// Writes at different consistency levels never share a request (a request
+// has one level); each reaches the store at its own.
+func TestEachRequestHasOneLevel(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch, c.MaxInflightBatches = 32, 1 })
+	var tgs []sharded.Target
+	for i := range 24 {
+		tg := target(fmt.Sprintf("lvl-%02d", i), crdt.KindSum)
+		tg.WriteConsistency = []driver.Consistency{driver.One, driver.Quorum, driver.All}[i%3]
+		tgs = append(tgs, tg)
+	}
+	h.store.set(func(f *faultyStore) { f.delay = 5 * time.Millisecond })
+	for round := range 3 {
+		for i, err := range applyAll(h, tgs, 1) {
+			if err != nil {
+				t.Fatalf("round %d, %s: %v", round, tgs[i].Counter, err)
+			}
+		}
+	}
+	for _, tg := range tgs {
+		if got, _ := h.value(t, tg); got != 3 {
+			t.Errorf("%s reads %d, want 3", tg.Counter, got)
+		}
+	}
+	// The store refuses a batch of two levels (driver.CheckShardWrites), so
+	// a mixed batch would have failed an Apply above.
+	if sizes := h.store.batchSizes(); len(sizes) == 0 || slices.Max(sizes) < 2 {
+		t.Fatalf("batches %v: the writes were never combined, so levels were never at stake", sizes)
+	}
+	for _, w := range h.store.writeLog() {
+		var want driver.Consistency
+		for _, tg := range tgs {
+			if tg.Counter == w.Counter {
+				want = tg.WriteConsistency
+			}
+		}
+		if w.Consistency != want {
+			t.Fatalf("%s written at %v, want %v", w.Counter, w.Consistency, want)
+		}
+	}
+}
+
+// With MaxShardBatch 1 every write goes to the store on its own.
+func TestCombiningOff(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch = 1 })
+	h.store.set(func(f *faultyStore) { f.delay = 5 * time.Millisecond })
+	var tgs []sharded.Target
+	for i := range 10 {
+		tgs = append(tgs, target(fmt.Sprintf("alone-%d", i), crdt.KindSum))
+	}
+	for _, err := range applyAll(h, tgs, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sizes := h.store.batchSizes(); len(sizes) != 0 {
+		t.Fatalf("batches %v with combining off", sizes)
+	}
+}
+
+func TestShardBatchConfig(t *testing.T) {
+	t.Parallel()
+	for _, c := range []sharded.Config{
+		{MaxShardBatch: -1}, {MaxInflightBatches: -1}, {MaxShardBatch: driver.MaxShardWrites + 1},
+	} {
+		c.Store = newStore(t)
+		if _, err := sharded.New(c); err == nil {
+			t.Errorf("New(%+v): no error", c)
+		}
+	}
+}

@@ -131,6 +131,9 @@ func TestServeFlagMistakes(t *testing.T) {
 		{"serve", "--cassandra", "127.0.0.1", "--password", "p", "--password-file", pki.ca},
 		{"serve", "--cassandra", "127.0.0.1", "--password-file", filepath.Join(t.TempDir(), "missing")},
 		{"serve", "--max-queues", "-2"},
+		{"serve", "--shard-batch", "0"},
+		{"serve", "--shard-batch", "65536"},
+		{"bench", "--shard-batch", "0"},
 	} {
 		if r := cli(nil, args...); r.code != exitUsage {
 			t.Errorf("%v: %+v, want exit %d", args, r, exitUsage)

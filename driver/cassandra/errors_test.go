@@ -109,3 +109,22 @@ func TestIsTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A batch of several writes that finds a partition short of replicas may
+// have sent other partitions' writes first: it is never reported as
+// unavailable (which promises nothing was applied), only as unknown. A
+// batch of one write is the write alone.
+func TestBatchShortOfReplicasIsUnknown(t *testing.T) {
+	t.Parallel()
+	unavailable := &gocql.RequestErrUnavailable{Consistency: gocql.Quorum, Required: 2, Alive: 1}
+	got := mapBatchError(3, unavailable)
+	if !errors.Is(got, driver.ErrUnknownOutcome) || errors.Is(got, driver.ErrUnavailable) {
+		t.Errorf("a batch of 3 short of replicas: %v, want unknown outcome and not unavailable", got)
+	}
+	if got := mapBatchError(1, unavailable); !errors.Is(got, driver.ErrUnavailable) {
+		t.Errorf("a batch of 1 short of replicas: %v, want unavailable", got)
+	}
+	if got := mapBatchError(3, gocql.ErrSessionClosed); !errors.Is(got, driver.ErrClosed) {
+		t.Errorf("a batch on a closed session: %v, want closed", got)
+	}
+}

@@ -3,6 +3,7 @@ package cassandra
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -31,7 +32,9 @@ func (d *Driver) WriteShard(ctx context.Context, p *driver.WriteShardParams) err
 // its own write timestamp. An unlogged batch spares the batch log because
 // nothing asks the writes to land together: each is idempotent and
 // reported as unknown when the batch fails. The coordinator still sends
-// each partition's mutation to that partition's replicas.
+// each partition's mutation to that partition's replicas. A batch that
+// finds too few replicas is reported as of unknown outcome, not as
+// unavailable: other partitions' writes may have gone out before.
 func (d *Driver) WriteShards(ctx context.Context, ws []driver.WriteShardParams) error {
 	const op = "write shards"
 	if len(ws) == 0 {
@@ -49,9 +52,21 @@ func (d *Driver) WriteShards(ctx context.Context, ws []driver.WriteShardParams) 
 		b.Query(d.q.writeShard, p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp)
 	}
 	if err := b.ExecContext(ctx); err != nil {
-		return fmt.Errorf("cassandra: %s (%d, the first %s/%s/%s): %w", op, len(ws), ws[0].Namespace, ws[0].Counter, ws[0].Shard.ID, mapError(opWrite, err))
+		return fmt.Errorf("cassandra: %s (%d, the first %s/%s/%s): %w", op, len(ws), ws[0].Namespace, ws[0].Counter, ws[0].Shard.ID, mapBatchError(len(ws), err))
 	}
 	return nil
+}
+
+// mapBatchError is mapError for an unlogged batch of n writes. The
+// coordinator checks each partition's replicas as it sends that
+// partition's writes, so a batch that finds one partition short of
+// replicas may have sent others before: unknown, not unavailable.
+func mapBatchError(n int, err error) error {
+	mapped := mapError(opWrite, err)
+	if n > 1 && errors.Is(mapped, driver.ErrUnavailable) {
+		return fmt.Errorf("%w: %w (a batch of several writes may have been applied in part)", driver.ErrUnknownOutcome, err)
+	}
+	return mapped
 }
 
 // ReadShards reads the counter's partition: its shards and the static tally.

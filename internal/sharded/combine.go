@@ -2,7 +2,7 @@ package sharded
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"sync"
 	"time"
 
@@ -19,16 +19,17 @@ import (
 // arrives while all of them are busy waits for the next, which carries
 // every write queued meanwhile (up to MaxShardBatch of them). A write that
 // arrives when a request slot is free is sent at once, alone: the combiner
-// never waits for company, so a quiet process pays no latency for it.
+// never waits for company, so a quiet process pays no latency for it. A
+// write too large to share a request goes straight to the store and takes
+// no slot.
 //
-// Combining changes no promise. Each write is the write its mutator would
-// have made alone (its own row, state and timestamp); a request that fails
-// reports every write in it as failed, and the mutator already treats a
-// failed write as an unknown outcome (the store may have applied it), so a
-// write that landed in a failed batch is no different from one that landed
-// before a timeout. Writes of one mutator may share a request: the later
-// snapshot has the higher timestamp and wins in the store whatever the
-// order, as it does when pipelined writes land out of order.
+// Combining changes no promise (docs/architecture.md, "Group commit across
+// counters"). Each write is the write its mutator would have made alone
+// (its own row, state and timestamp). A request that fails is not atomic
+// across counters, so each of its writes is sent again on its own and
+// reports its own outcome; a write that fails alone is an unknown outcome
+// to its mutator, as it always was. WriteTimeout still bounds each write
+// from the moment its mutator hands it over, queueing included.
 type combiner struct {
 	store       driver.Shards
 	start       func(func()) bool // starts a send loop that Close waits for
@@ -44,38 +45,54 @@ type combiner struct {
 
 // queuedWrite is one mutator's write waiting for its request.
 type queuedWrite struct {
-	p    driver.WriteShardParams
-	err  error // set before done is closed
-	done chan struct{}
+	p        driver.WriteShardParams
+	deadline time.Time // WriteTimeout after it was handed over
+	err      error     // set before done is closed
+	done     chan struct{}
 }
+
+// errQueuedTooLong fails a write that waited its whole WriteTimeout for a
+// request and was never sent. Its mutator reports the update as of unknown
+// outcome: the update stays in the mutator's state and a later write of
+// the mutator may persist it.
+var errQueuedTooLong = errors.New("shard write waited out its write timeout for a request")
 
 // maxBatchBytes bounds the data one combined request carries. Cassandra
 // logs a warning for every batch above batch_size_warn_threshold (5 KiB by
 // default) and refuses one above batch_size_fail_threshold (50 KiB); a
-// write larger than this alone is sent alone.
+// write larger than this is sent alone.
 const maxBatchBytes = 4 << 10
 
-// writeBytes estimates what a write adds to a batch: its key and its state.
+// writeBytes estimates what a write adds to a batch as Cassandra 3.0 and
+// later count it: its key, its state and the cells' overhead. (2.1 and 2.2
+// count the clustering key once per cell: about 1.5 times this.)
 func writeBytes(p *driver.WriteShardParams) int {
 	return len(p.Namespace) + len(p.Counter) + len(p.Shard.ID) + len(p.Shard.State) + 24
 }
 
 // write sends p in the next request that has room and returns its outcome.
 func (c *combiner) write(p driver.WriteShardParams) error {
-	w := &queuedWrite{p: p, done: make(chan struct{})}
+	w := &queuedWrite{p: p, deadline: time.Now().Add(c.timeout), done: make(chan struct{})}
+	if writeBytes(&p) > c.maxBytes {
+		return c.sendAlone(w)
+	}
 	c.mu.Lock()
 	c.queue = append(c.queue, w)
+	inline := false
 	if c.inflight < c.maxInflight {
-		if c.start(c.sendLoop) {
-			c.inflight++
-		} else if c.inflight == 0 {
-			// The engine is closing and no send loop will take it.
-			c.queue = c.queue[:len(c.queue)-1]
-			c.mu.Unlock()
-			return fmt.Errorf("%w: the engine is shutting down", ErrNotApplied)
+		c.inflight++
+		if !c.start(c.sendLoop) {
+			// The engine is closing, and Close is waiting for this
+			// write's mutator: send from here rather than refuse a write
+			// that an earlier snapshot of the same mutator may already
+			// have made durable in part.
+			inline = true
 		}
 	}
 	c.mu.Unlock()
+	if inline {
+		c.sendLoop()
+	}
 	<-w.done
 	return w.err
 }
@@ -91,11 +108,7 @@ func (c *combiner) sendLoop() {
 			return
 		}
 		c.mu.Unlock()
-		err := c.send(batch)
-		for _, w := range batch {
-			w.err = err
-			close(w.done)
-		}
+		c.send(batch)
 	}
 }
 
@@ -128,16 +141,64 @@ func (c *combiner) take() []*queuedWrite {
 	return batch
 }
 
-// send makes one request of the batch's writes.
-func (c *combiner) send(batch []*queuedWrite) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	if len(batch) == 1 {
-		return c.store.WriteShard(ctx, &batch[0].p)
+// send makes one request of the batch's writes and completes each of them.
+// Writes that waited out their timeout in the queue are not sent. When a
+// request of several writes fails, each is sent again alone, at once, so
+// that a write the store could take is not failed for another's sake (a
+// partition short of replicas, say); replaying a write is harmless.
+func (c *combiner) send(batch []*queuedWrite) {
+	now := time.Now()
+	live := batch[:0]
+	deadline := now.Add(c.timeout)
+	for _, w := range batch {
+		if !now.Before(w.deadline) {
+			w.err = errQueuedTooLong
+			close(w.done)
+			continue
+		}
+		live = append(live, w)
+		if w.deadline.Before(deadline) {
+			deadline = w.deadline
+		}
 	}
-	ws := make([]driver.WriteShardParams, len(batch))
-	for i, w := range batch {
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		live[0].err = c.sendAlone(live[0])
+		close(live[0].done)
+		return
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ws := make([]driver.WriteShardParams, len(live))
+	for i, w := range live {
 		ws[i] = w.p
 	}
-	return c.store.WriteShards(ctx, ws)
+	err := c.store.WriteShards(ctx, ws)
+	cancel()
+	if err != nil {
+		var wg sync.WaitGroup
+		for _, w := range live {
+			if !time.Now().Before(w.deadline) {
+				w.err = err
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.err = c.sendAlone(w)
+			}()
+		}
+		wg.Wait()
+	}
+	for _, w := range live {
+		close(w.done)
+	}
+}
+
+// sendAlone writes w on its own, within its deadline.
+func (c *combiner) sendAlone(w *queuedWrite) error {
+	ctx, cancel := context.WithDeadline(context.Background(), w.deadline)
+	defer cancel()
+	return c.store.WriteShard(ctx, &w.p)
 }

@@ -91,10 +91,11 @@ func TestQuietCountersShareARequest(t *testing.T) {
 	}
 }
 
-// A request that fails reports every write in it as of unknown outcome,
-// never as applied or as not applied; each counter's next write persists
-// the update, so none is lost.
-func TestAFailedRequestLeavesEveryWriteInItUnknown(t *testing.T) {
+// A request that fails is sent again write by write, so each write gets
+// its own outcome: one the store refuses is an unknown outcome to its
+// caller (never applied, never not applied), the others succeed, and the
+// refused counter's next write persists the update, so none is lost.
+func TestAFailedRequestIsSentAgainWriteByWrite(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch, c.MaxInflightBatches = 16, 1 })
 	gate := make(chan struct{})
@@ -106,38 +107,36 @@ func TestAFailedRequestLeavesEveryWriteInItUnknown(t *testing.T) {
 	for i := range 6 {
 		tgs = append(tgs, target(fmt.Sprintf("c-%d", i), crdt.KindSum))
 	}
-	done := make(chan []error, 1)
-	go func() { done <- applyAll(h, tgs, 3) }()
-	waitMutators(t, h, 7)
-	// The lead lands; of the batch behind it, one write fails before landing.
+	// The store refuses every write of c-2, as a partition short of
+	// replicas would be refused, until told otherwise.
 	h.store.set(func(f *faultyStore) {
-		calls := 0
-		f.before = func() error {
-			calls++
-			if calls == 3 { // a write inside the batch
+		f.refuse = func(p *driver.WriteShardParams) error {
+			if p.Counter == "c-2" {
 				return fmt.Errorf("injected: %w", driver.ErrUnavailable)
 			}
 			return nil
 		}
 	})
+	done := make(chan []error, 1)
+	go func() { done <- applyAll(h, tgs, 3) }()
+	waitMutators(t, h, 7)
 	close(gate)
 	if err := <-lead; err != nil {
 		t.Fatal(err)
 	}
-	unknown := 0
 	for i, err := range <-done {
-		switch {
-		case err == nil:
-		case errors.Is(err, sharded.ErrUnknownOutcome):
-			unknown++
-		default:
-			t.Errorf("%s: %v, want nil or ErrUnknownOutcome", tgs[i].Counter, err)
+		if i == 2 {
+			if !errors.Is(err, sharded.ErrUnknownOutcome) {
+				t.Errorf("c-2, refused by the store: %v, want ErrUnknownOutcome", err)
+			}
+		} else if err != nil {
+			t.Errorf("%s, which the store takes: %v; a request's failure must not fail it", tgs[i].Counter, err)
 		}
 	}
-	if sizes := h.store.batchSizes(); len(sizes) == 0 || unknown != sizes[0] {
-		t.Fatalf("%d writes reported unknown, batches %v: a failed request must report each of its writes", unknown, sizes)
+	if sizes := h.store.batchSizes(); len(sizes) == 0 || slices.Max(sizes) < 2 {
+		t.Fatalf("batches %v: the writes were never combined", sizes)
 	}
-	h.store.set(func(f *faultyStore) { f.before = nil })
+	h.store.set(func(f *faultyStore) { f.refuse = nil })
 	for _, err := range applyAll(h, tgs, 4) {
 		if err != nil {
 			t.Fatal(err)
@@ -147,6 +146,65 @@ func TestAFailedRequestLeavesEveryWriteInItUnknown(t *testing.T) {
 		if got, _ := h.value(t, tg); got != 7 {
 			t.Errorf("%s reads %d after a failed and a good write, want 7", tg.Counter, got)
 		}
+	}
+}
+
+// WriteTimeout bounds a write from the moment its mutator hands it over,
+// queueing included: a write that waited it out behind a stalled request
+// is an unknown outcome, not one left waiting for the store.
+func TestAWriteQueuedPastItsTimeoutIsUnknown(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *sharded.Config) {
+		c.MaxShardBatch, c.MaxInflightBatches, c.WriteTimeout = 8, 1, 100*time.Millisecond
+	})
+	gate := make(chan struct{})
+	h.store.set(func(f *faultyStore) { f.gate = gate })
+	lead := make(chan error, 1)
+	go func() { lead <- h.eng.Apply(context.Background(), target("lead", crdt.KindSum), crdt.Op{Delta: 1}, "") }()
+	waitMutators(t, h, 1)
+	queued := make(chan error, 1)
+	go func() { queued <- h.eng.Apply(context.Background(), target("queued", crdt.KindSum), crdt.Op{Delta: 1}, "") }()
+	time.Sleep(300 * time.Millisecond) // the stalled request holds the only slot past the timeout
+	h.store.set(func(f *faultyStore) { f.gate = nil })
+	close(gate)
+	<-lead
+	if err := <-queued; !errors.Is(err, sharded.ErrUnknownOutcome) {
+		t.Fatalf("a write queued past its timeout: %v, want ErrUnknownOutcome", err)
+	}
+	// The update stays in its mutator, and the next write persists it.
+	h.add(t, target("queued", crdt.KindSum), 1, "")
+	if got, _ := h.value(t, target("queued", crdt.KindSum)); got != 2 {
+		t.Fatalf("queued reads %d, want 2", got)
+	}
+}
+
+// Close writes what its mutators hold: an update waiting behind its
+// mutator's write in flight is written once that write returns, though the
+// engine takes no new background work by then, and is acknowledged.
+func TestCloseSendsQueuedWrites(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *sharded.Config) { c.MaxInflightWrites = 1 })
+	gate := make(chan struct{})
+	h.store.set(func(f *faultyStore) { f.gate = gate })
+	tg := target("closing", crdt.KindSum)
+	first := make(chan error, 1)
+	go func() { first <- h.eng.Apply(context.Background(), tg, crdt.Op{Delta: 1}, "") }()
+	waitMutators(t, h, 1)
+	second := make(chan error, 1)
+	go func() { second <- h.eng.Apply(context.Background(), tg, crdt.Op{Delta: 2}, "") }()
+	time.Sleep(20 * time.Millisecond) // the second update waits for the next round
+	closed := make(chan error, 1)
+	go func() { closed <- h.eng.Close(context.Background()) }()
+	time.Sleep(20 * time.Millisecond) // Close refuses new background work from here
+	close(gate)
+	for _, c := range []chan error{first, second, closed} {
+		if err := <-c; err != nil {
+			t.Fatalf("an update (or Close) around Close: %v, want every acknowledged update written", err)
+		}
+	}
+	set, err := h.store.Shards.ReadShards(context.Background(), &driver.ReadShardsParams{Namespace: "ns", Counter: "closing"})
+	if err != nil || len(set.Shards) != 1 {
+		t.Fatalf("the counter's shards after Close: %+v, %v", set, err)
 	}
 }
 

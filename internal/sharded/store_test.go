@@ -31,15 +31,16 @@ type faultyStore struct {
 	driver.Shards
 
 	mu          sync.Mutex
-	writes      []driver.WriteShardParams // every write that reached the store
-	batches     []int                     // the size of every WriteShards call
-	failBefore  int                       // fail the next N writes without applying them
-	failAfter   int                       // apply the next N writes, then report a timeout
-	delay       time.Duration             // sleep before each write
-	gate        chan struct{}             // when set, writes wait for it to close
-	jitter      time.Duration             // random extra delay, so pipelined writes land out of order
-	before      func() error              // when set, runs first; an error fails the write unapplied
-	allReadsErr error                     // returned by reads at ALL
+	writes      []driver.WriteShardParams            // every write that reached the store
+	batches     []int                                // the size of every WriteShards call
+	failBefore  int                                  // fail the next N writes without applying them
+	failAfter   int                                  // apply the next N writes, then report a timeout
+	delay       time.Duration                        // sleep before each write
+	gate        chan struct{}                        // when set, writes wait for it to close
+	jitter      time.Duration                        // random extra delay, so pipelined writes land out of order
+	before      func() error                         // when set, runs first; an error fails the write unapplied
+	refuse      func(*driver.WriteShardParams) error // when set, an error it returns fails that write unapplied
+	allReadsErr error                                // returned by reads at ALL
 	reads       int
 	froms       []string                                // ReadShardsParams.From of every read
 	bounded     func(*driver.ShardSet) *driver.ShardSet // when set, rewrites what reads with a From return
@@ -48,10 +49,15 @@ type faultyStore struct {
 
 func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
 	f.mu.Lock()
-	gate, delay, jitter, before := f.gate, f.delay, f.jitter, f.before
+	gate, delay, jitter, before, refuse := f.gate, f.delay, f.jitter, f.before, f.refuse
 	f.mu.Unlock()
 	if before != nil {
 		if err := before(); err != nil {
+			return err
+		}
+	}
+	if refuse != nil {
+		if err := refuse(p); err != nil {
 			return err
 		}
 	}

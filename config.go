@@ -42,7 +42,8 @@ type Config struct {
 	// RequestIDMax bounds how many request ids are remembered. Default 1,000,000.
 	RequestIDMax int
 
-	// WriteTimeout bounds one shard write. Default 10s.
+	// WriteTimeout bounds one shard write, time queued for a combined
+	// request included (see MaxShardBatch). Default 10s.
 	WriteTimeout time.Duration
 
 	// MaxInflightWrites is how many shard writes of one counter this process

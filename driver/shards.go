@@ -154,8 +154,9 @@ type Shards interface {
 	// counters share a round trip as one hot counter's updates do). Every
 	// write must have the same Consistency. On success every write is
 	// made; on an error any of them may or may not have been, as if each
-	// had failed on its own: the batch is not atomic across counters. It
-	// may hold at most MaxShardWrites writes.
+	// had failed on its own: the batch is not atomic across counters (so a
+	// failed batch of several writes is never ErrUnavailable, which says
+	// nothing was applied). It may hold at most MaxShardWrites writes.
 	WriteShards(ctx context.Context, ws []WriteShardParams) error
 
 	// ReadShards returns the counter's tally and live shards from one

@@ -163,7 +163,9 @@ func TestAWriteQueuedPastItsTimeoutIsUnknown(t *testing.T) {
 	go func() { lead <- h.eng.Apply(context.Background(), target("lead", crdt.KindSum), crdt.Op{Delta: 1}, "") }()
 	waitMutators(t, h, 1)
 	queued := make(chan error, 1)
-	go func() { queued <- h.eng.Apply(context.Background(), target("queued", crdt.KindSum), crdt.Op{Delta: 1}, "") }()
+	go func() {
+		queued <- h.eng.Apply(context.Background(), target("queued", crdt.KindSum), crdt.Op{Delta: 1}, "")
+	}()
 	time.Sleep(300 * time.Millisecond) // the stalled request holds the only slot past the timeout
 	h.store.set(func(f *faultyStore) { f.gate = nil })
 	close(gate)

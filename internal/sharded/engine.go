@@ -60,7 +60,8 @@ type Config struct {
 	DedupWindow time.Duration
 	// DedupMax bounds how many request ids are remembered. Default 1,000,000.
 	DedupMax int
-	// WriteTimeout bounds one shard write. Default 10s.
+	// WriteTimeout bounds one shard write, from the moment its mutator hands
+	// it over (time queued for a combined request included). Default 10s.
 	WriteTimeout time.Duration
 	// MaxInflightWrites is how many shard writes one mutator may have in
 	// flight. More than one lets a hot counter pipeline its writes instead of

@@ -30,6 +30,8 @@ import (
 // reports its own outcome; a write that fails alone is an unknown outcome
 // to its mutator, as it always was. WriteTimeout still bounds each write
 // from the moment its mutator hands it over, queueing included.
+// Requests in flight are at most MaxInflightBatches, besides large writes
+// and, after a request the store refused, its writes sent again alone.
 type combiner struct {
 	store       driver.Shards
 	start       func(func()) bool // starts a send loop that Close waits for
@@ -52,10 +54,14 @@ type queuedWrite struct {
 }
 
 // errQueuedTooLong fails a write that waited its whole WriteTimeout for a
-// request and was never sent. Its mutator reports the update as of unknown
-// outcome: the update stays in the mutator's state and a later write of
-// the mutator may persist it.
-var errQueuedTooLong = errors.New("shard write waited out its write timeout for a request")
+// request and was never sent, and errWriteTimedOut one whose WriteTimeout
+// passed while its request was under way. Its mutator reports the update
+// as of unknown outcome either way: the update stays in the mutator's
+// state and a later write of the mutator may persist it.
+var (
+	errQueuedTooLong = errors.New("shard write waited out its write timeout for a request")
+	errWriteTimedOut = errors.New("shard write timed out in a combined request")
+)
 
 // maxBatchBytes bounds the data one combined request carries. Cassandra
 // logs a warning for every batch above batch_size_warn_threshold (5 KiB by
@@ -77,24 +83,30 @@ func (c *combiner) write(p driver.WriteShardParams) error {
 		return c.sendAlone(w)
 	}
 	c.mu.Lock()
+	if c.inflight < c.maxInflight && !c.start(c.sendLoop) {
+		// The engine is closing, and Close is waiting for this write's
+		// mutator: send the write from here rather than refuse it (an
+		// earlier snapshot of the same mutator, whose outcome is
+		// unknown, may have carried some of its updates). Any writes
+		// queued already have a send loop running.
+		c.mu.Unlock()
+		return c.sendAlone(w)
+	}
 	c.queue = append(c.queue, w)
-	inline := false
 	if c.inflight < c.maxInflight {
 		c.inflight++
-		if !c.start(c.sendLoop) {
-			// The engine is closing, and Close is waiting for this
-			// write's mutator: send from here rather than refuse a write
-			// that an earlier snapshot of the same mutator may already
-			// have made durable in part.
-			inline = true
-		}
 	}
 	c.mu.Unlock()
-	if inline {
-		c.sendLoop()
+	// The request may outlive this write's deadline (its deadline is the
+	// latest of its writes'); the mutator is answered by its own.
+	timer := time.NewTimer(time.Until(w.deadline))
+	defer timer.Stop()
+	select {
+	case <-w.done:
+		return w.err
+	case <-timer.C:
+		return errWriteTimedOut
 	}
-	<-w.done
-	return w.err
 }
 
 // sendLoop sends requests until the queue is empty.
@@ -143,21 +155,24 @@ func (c *combiner) take() []*queuedWrite {
 
 // send makes one request of the batch's writes and completes each of them.
 // Writes that waited out their timeout in the queue are not sent. When a
-// request of several writes fails, each is sent again alone, at once, so
-// that a write the store could take is not failed for another's sake (a
-// partition short of replicas, say); replaying a write is harmless.
+// request of several writes fails before its deadline (the store refused
+// it: a partition short of replicas, say), each write is sent again alone,
+// so that a write the store could take is not failed for another's sake;
+// replaying a write is harmless. A request that timed out is not sent
+// again: its writes are of unknown outcome, and more requests would only
+// add to whatever slowed the store. Each write completes as soon as its
+// own outcome is known; its mutator waits no longer than its deadline.
 func (c *combiner) send(batch []*queuedWrite) {
 	now := time.Now()
 	live := batch[:0]
-	deadline := now.Add(c.timeout)
+	var deadline time.Time // the latest of the writes': one near its own must not cut the others short
 	for _, w := range batch {
 		if !now.Before(w.deadline) {
-			w.err = errQueuedTooLong
-			close(w.done)
+			w.complete(errQueuedTooLong)
 			continue
 		}
 		live = append(live, w)
-		if w.deadline.Before(deadline) {
+		if w.deadline.After(deadline) {
 			deadline = w.deadline
 		}
 	}
@@ -165,8 +180,7 @@ func (c *combiner) send(batch []*queuedWrite) {
 	case 0:
 		return
 	case 1:
-		live[0].err = c.sendAlone(live[0])
-		close(live[0].done)
+		live[0].complete(c.sendAlone(live[0]))
 		return
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -176,24 +190,30 @@ func (c *combiner) send(batch []*queuedWrite) {
 	}
 	err := c.store.WriteShards(ctx, ws)
 	cancel()
-	if err != nil {
-		var wg sync.WaitGroup
+	if err == nil || !time.Now().Before(deadline) {
 		for _, w := range live {
-			if !time.Now().Before(w.deadline) {
-				w.err = err
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w.err = c.sendAlone(w)
-			}()
+			w.complete(err)
 		}
-		wg.Wait()
+		return
 	}
+	// The send loop keeps its request slot until the writes sent again
+	// are answered, so a failing store sees no more requests at once
+	// than MaxShardBatch per slot.
+	var wg sync.WaitGroup
 	for _, w := range live {
-		close(w.done)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.complete(c.sendAlone(w))
+		}()
 	}
+	wg.Wait()
+}
+
+// complete gives w its outcome and wakes its mutator.
+func (w *queuedWrite) complete(err error) {
+	w.err = err
+	close(w.done)
 }
 
 // sendAlone writes w on its own, within its deadline.

@@ -71,12 +71,13 @@ func (m *mutator) apply(op crdt.Op) (uint64, *round, error) {
 	}
 	m.applied++
 	m.lastUsed = now
-	return m.applied, m.schedule(), nil
+	return m.applied, m.schedule(false), nil
 }
 
 // schedule returns the round that will persist the current state, starting
-// a writer if none is running. Called with m.mu held.
-func (m *mutator) schedule() *round {
+// a writer if none is running. retry says the caller waits for an update
+// applied earlier, whose write failed. Called with m.mu held.
+func (m *mutator) schedule(retry bool) *round {
 	if m.pending == nil {
 		m.pending = &round{done: make(chan struct{})}
 	}
@@ -85,8 +86,13 @@ func (m *mutator) schedule() *round {
 		if !m.e.goBackground(m.writeLoop) {
 			if m.writers == 0 {
 				// The engine is closing: nothing will persist this state.
+				// A new update is then not applied; one applied earlier
+				// may have been carried by the write that failed.
 				m.pending = nil
 				r.err = fmt.Errorf("%w: the engine is shutting down", ErrNotApplied)
+				if retry {
+					r.err = fmt.Errorf("%w: the engine is shutting down, and the update's earlier write failed", ErrUnknownOutcome)
+				}
 				close(r.done)
 			}
 			return r
@@ -104,7 +110,7 @@ func (m *mutator) flush(seq uint64) *round {
 	if m.durable >= seq {
 		return nil
 	}
-	return m.schedule()
+	return m.schedule(true)
 }
 
 func (m *mutator) isDurable(seq uint64) bool {

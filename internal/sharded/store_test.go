@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ type faultyStore struct {
 
 	mu          sync.Mutex
 	writes      []driver.WriteShardParams            // every write that reached the store
-	batches     []int                                // the size of every WriteShards call
+	batches     [][]string                           // the counters of every WriteShards call
+	badBatches  int                                  // WriteShards calls the contract refuses (two levels)
 	failBefore  int                                  // fail the next N writes without applying them
 	failAfter   int                                  // apply the next N writes, then report a timeout
 	delay       time.Duration                        // sleep before each write
@@ -93,12 +95,19 @@ func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams
 // reports the first failure for the whole batch, as a store whose request
 // failed part-way would.
 func (f *faultyStore) WriteShards(ctx context.Context, ws []driver.WriteShardParams) error {
-	if err := driver.CheckShardWrites(ws); err != nil {
-		return err // the contract's check, which a real store makes too
+	counters := make([]string, len(ws))
+	for i, w := range ws {
+		counters[i] = w.Counter
 	}
 	f.mu.Lock()
-	f.batches = append(f.batches, len(ws))
+	f.batches = append(f.batches, counters)
 	f.mu.Unlock()
+	if err := driver.CheckShardWrites(ws); err != nil {
+		f.mu.Lock()
+		f.badBatches++
+		f.mu.Unlock()
+		return err // the contract's check, which a real store makes too
+	}
 	var first error
 	for i := range ws {
 		if err := f.WriteShard(ctx, &ws[i]); err != nil && first == nil {
@@ -144,7 +153,25 @@ func (f *faultyStore) set(fn func(f *faultyStore)) {
 func (f *faultyStore) batchSizes() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]int(nil), f.batches...)
+	var sizes []int
+	for _, b := range f.batches {
+		sizes = append(sizes, len(b))
+	}
+	return sizes
+}
+
+// batchesOf returns the counters of every WriteShards call that held
+// counter.
+func (f *faultyStore) batchesOf(counter string) [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out [][]string
+	for _, b := range f.batches {
+		if slices.Contains(b, counter) {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func (f *faultyStore) writeLog() []driver.WriteShardParams {

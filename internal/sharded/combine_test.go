@@ -29,6 +29,15 @@ func applyAll(h *harness, tgs []sharded.Target, delta int64) []error {
 	return errs
 }
 
+// sumTargets names n sum counters by format and their index.
+func sumTargets(format string, n int) []sharded.Target {
+	var tgs []sharded.Target
+	for i := range n {
+		tgs = append(tgs, target(fmt.Sprintf(format, i), crdt.KindSum))
+	}
+	return tgs
+}
+
 // holdTheSlot starts an update of counter "lead" whose write is held at
 // the store's gate, and returns once that write has reached the store: the
 // combiner's one request slot (MaxInflightBatches 1) is then taken. The
@@ -74,10 +83,7 @@ func TestQuietCountersShareARequest(t *testing.T) {
 	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch, c.MaxInflightBatches = 8, 1 })
 	gate := make(chan struct{})
 	lead := holdTheSlot(t, h, gate)
-	var tgs []sharded.Target
-	for i := range 20 {
-		tgs = append(tgs, target(fmt.Sprintf("quiet-%02d", i), crdt.KindSum))
-	}
+	tgs := sumTargets("quiet-%02d", 20)
 	done := make(chan []error, 1)
 	go func() { done <- applyAll(h, tgs, 5) }()
 	waitApplied(t, h, tgs, 1)
@@ -115,10 +121,7 @@ func TestAFailedRequestIsSentAgainWriteByWrite(t *testing.T) {
 	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch, c.MaxInflightBatches = 16, 1 })
 	gate := make(chan struct{})
 	lead := holdTheSlot(t, h, gate)
-	var tgs []sharded.Target
-	for i := range 6 {
-		tgs = append(tgs, target(fmt.Sprintf("c-%d", i), crdt.KindSum))
-	}
+	tgs := sumTargets("c-%d", 6)
 	// The store refuses every write of c-2, as a partition short of
 	// replicas would be refused, until told otherwise.
 	h.store.set(func(f *faultyStore) {
@@ -292,10 +295,7 @@ func TestCombiningOff(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch = 1 })
 	h.store.set(func(f *faultyStore) { f.delay = 5 * time.Millisecond })
-	var tgs []sharded.Target
-	for i := range 10 {
-		tgs = append(tgs, target(fmt.Sprintf("alone-%d", i), crdt.KindSum))
-	}
+	tgs := sumTargets("alone-%d", 10)
 	for _, err := range applyAll(h, tgs, 1) {
 		if err != nil {
 			t.Fatal(err)

@@ -38,11 +38,10 @@ func sumTargets(format string, n int) []sharded.Target {
 	return tgs
 }
 
-// holdTheSlot starts an update of counter "lead" whose write is held at
-// the store's gate, and returns once that write has reached the store: the
-// combiner's one request slot (MaxInflightBatches 1) is then taken. The
-// lead's Apply answers on the channel once the gate opens.
-func holdTheSlot(t *testing.T, h *harness, gate chan struct{}) chan error {
+// holdAWrite starts an update of tg whose write is held at the store's
+// gate, and returns once that write has reached the store. The Apply
+// answers on the channel once the gate opens.
+func holdAWrite(t *testing.T, h *harness, gate chan struct{}, tg sharded.Target) chan error {
 	t.Helper()
 	arrived := make(chan struct{})
 	first := sync.OnceFunc(func() { close(arrived) })
@@ -50,15 +49,22 @@ func holdTheSlot(t *testing.T, h *harness, gate chan struct{}) chan error {
 		f.gate = gate
 		f.before = func() error { first(); return nil }
 	})
-	lead := make(chan error, 1)
-	go func() { lead <- h.eng.Apply(context.Background(), target("lead", crdt.KindSum), crdt.Op{Delta: 1}, "") }()
+	held := make(chan error, 1)
+	go func() { held <- h.eng.Apply(context.Background(), tg, crdt.Op{Delta: 1}, "") }()
 	select {
 	case <-arrived:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the lead's write never reached the store")
+		t.Fatalf("the write of %s never reached the store", tg.Counter)
 	}
 	h.store.set(func(f *faultyStore) { f.before = nil })
-	return lead
+	return held
+}
+
+// holdTheSlot holds a write of counter "lead" at the gate: with
+// MaxInflightBatches 1 the combiner's one request slot is then taken.
+func holdTheSlot(t *testing.T, h *harness, gate chan struct{}) chan error {
+	t.Helper()
+	return holdAWrite(t, h, gate, target("lead", crdt.KindSum))
 }
 
 // waitApplied waits until each target's mutator has applied n updates.
@@ -207,15 +213,7 @@ func TestCloseSendsQueuedWrites(t *testing.T) {
 	h := newHarness(t, func(c *sharded.Config) { c.MaxInflightWrites = 1 })
 	gate := make(chan struct{})
 	tg := target("closing", crdt.KindSum)
-	arrived := make(chan struct{})
-	first := sync.OnceFunc(func() { close(arrived) })
-	h.store.set(func(f *faultyStore) {
-		f.gate = gate
-		f.before = func() error { first(); return nil }
-	})
-	firstErr := make(chan error, 1)
-	go func() { firstErr <- h.eng.Apply(context.Background(), tg, crdt.Op{Delta: 1}, "") }()
-	<-arrived // the mutator's one write is in flight
+	firstErr := holdAWrite(t, h, gate, tg) // the mutator's one write is in flight
 	secondErr := make(chan error, 1)
 	go func() { secondErr <- h.eng.Apply(context.Background(), tg, crdt.Op{Delta: 2}, "") }()
 	waitApplied(t, h, []sharded.Target{tg}, 2) // the second waits for the next round

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -285,6 +286,107 @@ func TestEachRequestHasOneLevel(t *testing.T) {
 		if w.Consistency != want {
 			t.Fatalf("%s written at %v, want %v", w.Counter, w.Consistency, want)
 		}
+	}
+}
+
+// At most MaxInflightBatches requests are under way at once; writes that
+// arrive while all are busy wait, and share the next requests.
+func TestRequestsInFlightAreBounded(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch, c.MaxInflightBatches = 32, 3 })
+	gate := make(chan struct{})
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open) // a failed check must not leave the engine's Close waiting on the gate
+	h.store.set(func(f *faultyStore) { f.gate = gate })
+	tgs := sumTargets("bounded-%02d", 40)
+	done := make(chan []error, 1)
+	go func() { done <- applyAll(h, tgs, 2) }()
+	waitApplied(t, h, tgs, 1)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if now, _ := h.store.inFlight(); now == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			now, _ := h.store.inFlight()
+			t.Fatalf("%d requests under way behind the gate, want 3", now)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // room for a request the bound should have kept back
+	if now, most := h.store.inFlight(); now != 3 || most != 3 {
+		t.Fatalf("%d requests under way (at most %d) with 3 slots", now, most)
+	}
+	open()
+	for i, err := range <-done {
+		if err != nil {
+			t.Fatalf("%s: %v", tgs[i].Counter, err)
+		}
+	}
+	for _, tg := range tgs {
+		if got, _ := h.value(t, tg); got != 2 {
+			t.Errorf("%s reads %d, want 2", tg.Counter, got)
+		}
+	}
+	if _, most := h.store.inFlight(); most != 3 {
+		t.Fatalf("at most %d requests were under way, want 3", most)
+	}
+	if sizes := h.store.batchSizes(); len(sizes) == 0 || slices.Max(sizes) < 2 {
+		t.Fatalf("batches %v: the waiting writes never shared a request", sizes)
+	}
+}
+
+// A write too large to share a request is sent at once, alone, even while
+// every request slot is busy: it neither waits for a slot nor joins a
+// batch.
+func TestALargeWriteGoesAlone(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *sharded.Config) { c.MaxShardBatch, c.MaxInflightBatches = 8, 1 })
+	gate := make(chan struct{})
+	open := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open)
+	arrived := make(chan struct{})
+	first := sync.OnceFunc(func() { close(arrived) })
+	h.store.set(func(f *faultyStore) {
+		f.refuse = func(p *driver.WriteShardParams) error {
+			if p.Counter == "lead" { // holds the one slot
+				first()
+				<-gate
+			}
+			return nil
+		}
+	})
+	lead := make(chan error, 1)
+	go func() { lead <- h.eng.Apply(context.Background(), target("lead", crdt.KindSum), crdt.Op{Delta: 1}, "") }()
+	select {
+	case <-arrived:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lead write never reached the store")
+	}
+	small := make(chan error, 1)
+	go func() {
+		small <- h.eng.Apply(context.Background(), target("small", crdt.KindSum), crdt.Op{Delta: 1}, "")
+	}()
+	big := target(strings.Repeat("b", 5000), crdt.KindSum)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.eng.Apply(ctx, big, crdt.Op{Delta: 3}, ""); err != nil {
+		t.Fatalf("a large write while the slot is held: %v, want it written at once", err)
+	}
+	select {
+	case err := <-small:
+		t.Fatalf("a small write was answered (%v) while the one slot was held: the test held nothing", err)
+	default:
+	}
+	open()
+	for _, c := range []chan error{lead, small} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b := h.store.batchesOf(big.Counter); len(b) != 0 {
+		t.Fatalf("the large write joined %d batches", len(b))
+	}
+	if got, _ := h.value(t, big); got != 3 {
+		t.Fatalf("the large counter reads %d, want 3", got)
 	}
 }
 

@@ -47,9 +47,38 @@ type faultyStore struct {
 	froms       []string                                // ReadShardsParams.From of every read
 	bounded     func(*driver.ShardSet) *driver.ShardSet // when set, rewrites what reads with a From return
 	afterAll    func()                                  // when set, runs after a read at ALL has read, before it returns
+	requests    int                                     // WriteShard and WriteShards calls under way
+	maxRequests int                                     // the most requests ever under way at once
+}
+
+// request counts a write request under way until the returned func runs.
+func (f *faultyStore) request() func() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests++
+	f.maxRequests = max(f.maxRequests, f.requests)
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.requests--
+	}
+}
+
+// inFlight returns the requests under way and the most there ever were.
+func (f *faultyStore) inFlight() (now, most int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests, f.maxRequests
 }
 
 func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams) error {
+	defer f.request()()
+	return f.writeShard(ctx, p)
+}
+
+// writeShard makes one write, whether a request of its own or one of a
+// batch's.
+func (f *faultyStore) writeShard(ctx context.Context, p *driver.WriteShardParams) error {
 	f.mu.Lock()
 	gate, delay, jitter, before, refuse := f.gate, f.delay, f.jitter, f.before, f.refuse
 	f.mu.Unlock()
@@ -95,6 +124,7 @@ func (f *faultyStore) WriteShard(ctx context.Context, p *driver.WriteShardParams
 // reports the first failure for the whole batch, as a store whose request
 // failed part-way would.
 func (f *faultyStore) WriteShards(ctx context.Context, ws []driver.WriteShardParams) error {
+	defer f.request()()
 	counters := make([]string, len(ws))
 	for i, w := range ws {
 		counters[i] = w.Counter
@@ -110,7 +140,7 @@ func (f *faultyStore) WriteShards(ctx context.Context, ws []driver.WriteShardPar
 	}
 	var first error
 	for i := range ws {
-		if err := f.WriteShard(ctx, &ws[i]); err != nil && first == nil {
+		if err := f.writeShard(ctx, &ws[i]); err != nil && first == nil {
 			first = err
 		}
 	}

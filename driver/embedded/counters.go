@@ -56,7 +56,7 @@ func (d *Driver) ReadActorValues(ctx context.Context, p *driver.ReadActorValuesP
 
 func (d *Driver) readActorValues(ns, counter string) ([]driver.ActorValue, error) {
 	vals := []driver.ActorValue{}
-	err := d.scanNamed(actorPrefix(ns, counter), func(actor string, raw []byte) error {
+	err := d.scanNamed(actorPrefix(ns, counter), nil, func(actor string, raw []byte) error {
 		v, version, live, err := decodeActorCell(raw)
 		if err != nil {
 			return err

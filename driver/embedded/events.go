@@ -53,13 +53,17 @@ func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) e
 // wrong direction (new markers list with an old rollup).
 func (d *Driver) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounterParams) (*driver.EventCounter, error) {
 	return readLocked(ctx, d, "read event counter", func() (*driver.EventCounter, error) {
-		return d.readEventCounter(p.Namespace, p.Counter)
+		return d.readEventCounter(p.Namespace, p.Counter, readStatsFrom(ctx))
 	}, " %s/%s", p.Namespace, p.Counter)
 }
 
-func (d *Driver) readEventCounter(ns, counter string) (*driver.EventCounter, error) {
+func (d *Driver) readEventCounter(ns, counter string, st *ReadStats) (*driver.EventCounter, error) {
 	ec := &driver.EventCounter{Buckets: []int64{}}
-	err := d.scanPrefix(eventRecordPrefix(ns, counter), func(key, raw []byte) error {
+	var (
+		points     uint64
+		tombstones int
+	)
+	err := d.scanPrefix(eventRecordPrefix(ns, counter), &points, func(key, raw []byte) error {
 		k, err := decodeEventKey(key)
 		if err != nil {
 			return fmt.Errorf("key %x: %w", key, err)
@@ -70,6 +74,7 @@ func (d *Driver) readEventCounter(ns, counter string) (*driver.EventCounter, err
 		}
 		switch {
 		case v.Deleted:
+			tombstones++
 		case k.Kind == kindRollup:
 			ec.Rollup = &driver.Rollup{Value: v.Value, Epoch: v.Timestamp}
 		case k.Kind == kindMarker:
@@ -81,6 +86,11 @@ func (d *Driver) readEventCounter(ns, counter string) (*driver.EventCounter, err
 	if err != nil {
 		return nil, err
 	}
+	live := len(ec.Buckets)
+	if ec.Rollup != nil {
+		live++
+	}
+	st.add(live, tombstones, points)
 	return ec, nil
 }
 
@@ -105,8 +115,11 @@ func (d *Driver) readEvents(ctx context.Context, p *driver.ReadEventsParams) (_ 
 		return nil, err
 	}
 	defer closeIter(it, &err, "")
+	deletion := 0                                                                  // the bucket's deletion cell, a tombstone
+	defer func() { readStatsFrom(ctx).add(len(events), deletion, pointsOf(it)) }() // before the close
 	after := p.After
 	if it.First() && len(it.Key()) == len(prefix) {
+		deletion = 1
 		raw, err := it.ValueAndErr()
 		if err != nil {
 			return nil, err

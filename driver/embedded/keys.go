@@ -158,12 +158,17 @@ func closeIter(it *pebble.Iterator, err *error, op string) {
 // scanPrefix calls fn for every key under prefix, in key order, through
 // one iterator (hence one consistent view of them). key and value are only
 // valid during the call. An error from fn stops the scan and is returned.
-func (d *Driver) scanPrefix(prefix []byte, fn func(key, value []byte) error) (err error) {
+// With points set it adds the points the iterator stepped over
+// (ReadStats).
+func (d *Driver) scanPrefix(prefix []byte, points *uint64, fn func(key, value []byte) error) (err error) {
 	it, err := d.iterPrefix(prefix)
 	if err != nil {
 		return err
 	}
 	defer closeIter(it, &err, "")
+	if points != nil {
+		defer func() { *points += pointsOf(it) }() // before the close
+	}
 	for valid := it.First(); valid; valid = it.Next() {
 		value, err := it.ValueAndErr()
 		if err != nil {
@@ -179,8 +184,8 @@ func (d *Driver) scanPrefix(prefix []byte, fn func(key, value []byte) error) (er
 // scanNamed is scanPrefix over keys of the shape prefix | name (one
 // length-prefixed component, as shards, actor values and ledger rows
 // are stored), handing fn the decoded name.
-func (d *Driver) scanNamed(prefix []byte, fn func(name string, value []byte) error) error {
-	return d.scanPrefix(prefix, func(key, value []byte) error {
+func (d *Driver) scanNamed(prefix []byte, points *uint64, fn func(name string, value []byte) error) error {
+	return d.scanPrefix(prefix, points, func(key, value []byte) error {
 		name, err := shardIDAfter(key, len(prefix))
 		if err != nil {
 			return fmt.Errorf("key %x: %w", key, err)

@@ -84,18 +84,24 @@ func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowPar
 // ReadLedger implements driver.Ledgers.
 func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
 	return readLocked(ctx, d, "read ledger", func() ([]driver.LedgerRow, error) {
-		return d.readLedger(p.Namespace, p.Ledger)
+		return d.readLedger(p.Namespace, p.Ledger, readStatsFrom(ctx))
 	}, " %s/%s", p.Namespace, p.Ledger)
 }
 
-func (d *Driver) readLedger(ns, ledger string) ([]driver.LedgerRow, error) {
+func (d *Driver) readLedger(ns, ledger string, st *ReadStats) ([]driver.LedgerRow, error) {
 	rows := []driver.LedgerRow{}
-	err := d.scanNamed(ledgerPrefix(ns, ledger), func(actor string, raw []byte) error {
+	var (
+		points     uint64
+		tombstones int
+	)
+	err := d.scanNamed(ledgerPrefix(ns, ledger), &points, func(actor string, raw []byte) error {
 		c, err := decodeCell(raw)
 		if err != nil {
 			return err
 		}
-		if !c.Tombstone { // never written by this version; skipped like a deleted shard
+		if c.Tombstone { // never written by this version; skipped like a deleted shard
+			tombstones++
+		} else {
 			rows = append(rows, driver.LedgerRow{Actor: actor, State: slices.Clone(c.Payload), Timestamp: c.Timestamp})
 		}
 		return nil
@@ -103,6 +109,7 @@ func (d *Driver) readLedger(ns, ledger string) ([]driver.LedgerRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.add(len(rows), tombstones, points)
 	// Length-prefixed keys sort by actor length first.
 	slices.SortFunc(rows, func(a, b driver.LedgerRow) int { return cmp.Compare(a.Actor, b.Actor) })
 	return rows, nil

@@ -83,7 +83,7 @@ func TestExpiredEntriesAreDeleted(t *testing.T) {
 	}
 	stored := func() (n int) {
 		t.Helper()
-		if err := d.scanPrefix(entriesPrefix("ns", "l"), func(_, _ []byte) error { n++; return nil }); err != nil {
+		if err := d.scanPrefix(entriesPrefix("ns", "l"), nil, func(_, _ []byte) error { n++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -132,7 +132,7 @@ func TestPurgeStopsAtItsScanLimitWithoutTouchingLiveEntries(t *testing.T) {
 	}
 	stored := func() (seqs []uint64) {
 		t.Helper()
-		err := d.scanPrefix(entriesPrefix("ns", "l"), func(_, v []byte) error {
+		err := d.scanPrefix(entriesPrefix("ns", "l"), nil, func(_, v []byte) error {
 			e, _, err := decodeEntry(v)
 			if err != nil {
 				seqs = append(seqs, 0) // the corrupt one

@@ -46,7 +46,7 @@ func (d *Driver) AddCut(ctx context.Context, p *driver.AddCutParams) error {
 func (d *Driver) ReadCuts(ctx context.Context, p *driver.ReadCutsParams) ([]driver.Cut, error) {
 	return readLocked(ctx, d, "read cuts", func() ([]driver.Cut, error) {
 		var out []driver.Cut
-		err := d.scanPrefix(namespacePrefix(tableCuts, p.Namespace), func(key, value []byte) error {
+		err := d.scanPrefix(namespacePrefix(tableCuts, p.Namespace), nil, func(key, value []byte) error {
 			c, err := decodeCut(key, value)
 			if err != nil {
 				return err

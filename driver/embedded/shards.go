@@ -49,7 +49,7 @@ func (d *Driver) WriteShards(ctx context.Context, ws []driver.WriteShardParams) 
 // ReadShards implements driver.Shards.
 func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*driver.ShardSet, error) {
 	return readLocked(ctx, d, "read shards", func() (*driver.ShardSet, error) {
-		return d.readShards(p.Namespace, p.Counter, p.From)
+		return d.readShards(p.Namespace, p.Counter, p.From, readStatsFrom(ctx))
 	}, " of %s/%s", p.Namespace, p.Counter)
 }
 
@@ -61,7 +61,7 @@ func (d *Driver) ReadShards(ctx context.Context, p *driver.ReadShardsParams) (*d
 // starts at the counter's first key, which may lie below thousands of
 // deleted ones (purged tombstones, until a compaction drops them) that an
 // iterator steps over one by one to find a live key.
-func (d *Driver) readShards(ns, counter, from string) (_ *driver.ShardSet, err error) {
+func (d *Driver) readShards(ns, counter, from string, st *ReadStats) (_ *driver.ShardSet, err error) {
 	// Shards and tally are read through one iterator, hence one consistent
 	// view (SetBounds keeps it). Reading them separately could see a
 	// fold's new tally together with the shards it deleted, and count
@@ -72,8 +72,16 @@ func (d *Driver) readShards(ns, counter, from string) (_ *driver.ShardSet, err e
 		return nil, err
 	}
 	defer closeIter(it, &err, "")
-
 	set := &driver.ShardSet{Shards: []driver.Shard{}}
+	tombstones := 0
+	defer func() { // before the close
+		live := len(set.Shards)
+		if set.Tally != nil {
+			live++
+		}
+		st.add(live, tombstones, pointsOf(it))
+	}()
+
 	spans := [][2][]byte{{prefix, prefixEnd(prefix)}}
 	if from != "" && len(from) < 0x80 { // a one-byte length: lengths order as bytes
 		shorter := append(slices.Clone(prefix), byte(len(from)))
@@ -95,6 +103,7 @@ func (d *Driver) readShards(ns, counter, from string) (_ *driver.ShardSet, err e
 				return nil, fmt.Errorf("shard %q: %w", id, err)
 			}
 			if c.Tombstone {
+				tombstones++
 				continue
 			}
 			expires, state, err := decodeShardPayload(c.Payload)

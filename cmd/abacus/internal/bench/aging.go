@@ -11,6 +11,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver/embedded"
 )
 
 // agingDay is one simulated day of the aging scenario.
@@ -196,13 +197,21 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 // traceAgingRead makes one read of an aging row's counter or ledger with
 // Cassandra's tracing on, and returns what the replicas reported: the rows
 // and tombstones a read steps over, which latency alone cannot tell from
-// the machine's load. Nil on the embedded store, and nil (with a warning)
-// when the trace cannot be had (a store that writes no read events, as
-// ScyllaDB does not): the row's measurement stands without it. A failed
-// read still fails the run.
+// the machine's load. On the embedded store it asks the driver instead
+// (embedded.WithReadStats). Nil (with a warning) when the trace cannot be
+// had (a store that writes no read events, as ScyllaDB does not): the
+// row's measurement stands without it. A failed read still fails the run.
 func (s *suite) traceAgingRead(ctx context.Context, read func(ctx context.Context) error) (*ReadTrace, error) {
 	if s.native == nil {
-		return nil, nil
+		st := &embedded.ReadStats{}
+		if err := read(embedded.WithReadStats(ctx, st)); err != nil {
+			return nil, err
+		}
+		if st.Reads == 0 {
+			s.log.Warn("bench: aging: the read counted nothing in the embedded driver")
+			return nil, nil
+		}
+		return &ReadTrace{Live: st.Live, Tombstones: st.Tombstones, Points: st.Points, Replicas: 1}, nil
 	}
 	var readErr error
 	tr, err := TraceReads(ctx, s.native.Session, func(ctx context.Context) error {

@@ -16,7 +16,9 @@ import (
 // ReadTrace is what Cassandra's own tracing reports of one read: the live
 // rows (cells, on 2.1 and 2.2) and the tombstones stepped over, of each of
 // its queries at the replica that saw the most, summed. It is what a read costs in the store, apart from the
-// machine it runs on.
+// machine it runs on. On the embedded store the driver counts them
+// (embedded.ReadStats): the rows its reads returned and the tombstone
+// cells they stepped over, and Points besides.
 type ReadTrace struct {
 	Live       int `json:"live"`
 	Tombstones int `json:"tombstones"`
@@ -24,6 +26,11 @@ type ReadTrace struct {
 	// were read (events arrive asynchronously: a slow replica's may come
 	// later and go uncounted).
 	Replicas int `json:"replicas"`
+	// Points, on the embedded store only, is every point Pebble's
+	// iterators stepped over: live rows and tombstone cells, each version
+	// and merge operand not yet compacted into one, and Pebble's own
+	// deletions (embedded.ReadStats).
+	Points int `json:"points,omitempty"`
 }
 
 // readActivity matches the trace event every replica logs for a read:

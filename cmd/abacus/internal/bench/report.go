@@ -83,9 +83,9 @@ type Row struct {
 	// StoredBytes is the size of the embedded store's files after an aging
 	// row; 0 on Cassandra.
 	StoredBytes int64 `json:"stored_bytes,omitempty"`
-	// Trace is what Cassandra's tracing reported of one read of an aging
-	// row's counter or ledger, made after the row's run; nil on the
-	// embedded store.
+	// Trace is what Cassandra's tracing (the embedded driver's read
+	// stats) reported of one read of an aging row's counter or ledger,
+	// made after the row's run.
 	Trace *ReadTrace `json:"trace,omitempty"`
 	// Started is when the run (its warm-up) began, to line rows up with
 	// outside measurements such as the store's own CPU use.

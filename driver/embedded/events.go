@@ -116,7 +116,11 @@ func (d *Driver) readEvents(ctx context.Context, p *driver.ReadEventsParams) (_ 
 	}
 	defer closeIter(it, &err, "")
 	deletion := 0                                                                  // the bucket's deletion cell, a tombstone
-	defer func() { readStatsFrom(ctx).add(len(events), deletion, pointsOf(it)) }() // before the close
+	defer func() { // before the close
+		if err == nil {
+			readStatsFrom(ctx).add(len(events), deletion, pointsOf(it))
+		}
+	}()
 	after := p.After
 	if it.First() && len(it.Key()) == len(prefix) {
 		deletion = 1

@@ -8,7 +8,8 @@ import (
 )
 
 // ReadStats is what the driver's reads stepped over, as WithReadStats
-// collects it. Safe for concurrent use.
+// collects it. Reads may add to it concurrently; read its fields once the
+// reads have returned. A read that fails adds nothing.
 type ReadStats struct {
 	mu sync.Mutex
 	// Live is the rows the reads returned: a counter's shards and tally,
@@ -22,9 +23,10 @@ type ReadStats struct {
 	// Points is every point Pebble's iterators stepped over to find them
 	// (pebble.IteratorStats, InternalStats.PointCount): the live rows, and
 	// whatever a read pays for besides them — this driver's tombstone
-	// cells (a folded shard until it is purged), Pebble's deletions and the
-	// keys they hide until a compaction drops both, and merge operands not
-	// yet merged into one value. Pebble may count a point twice when an
+	// cells (a folded shard until it is purged), merge operands not yet
+	// merged into one value, and Pebble's point deletions with the keys
+	// they hide until a compaction drops both (keys under a range deletion
+	// Pebble may skip without counting them). Pebble may count a point twice when an
 	// iterator passes it twice (a read in two spans does).
 	Points int
 	// Reads is how many driver reads added to the counts.

@@ -91,7 +91,51 @@ func TestReadStatsOfLedgersAndEvents(t *testing.T) {
 	if _, err := d.ReadEvents(sctx, &driver.ReadEventsParams{Namespace: "ns", Counter: "e", Bucket: 1, After: 0, UpTo: 100}); err != nil {
 		t.Fatal(err)
 	}
-	if st.Reads != 2 || st.Live != 5 || st.Points < 5 {
+	if st.Reads != 2 || st.Live != 5 || st.Tombstones != 0 || st.Points < 5 {
 		t.Fatalf("a record with one marker and a bucket of 4 events: %+v", st)
+	}
+
+	// The bucket deleted up to its third event: the record's marker and
+	// the bucket's deletion cell are tombstones, the last event is live.
+	if err := d.DeleteEventBuckets(ctx, &driver.DeleteEventBucketsParams{Namespace: "ns", Counter: "e", Buckets: []int64{1}, Timestamp: 12}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		read func(context.Context) error
+	}{
+		{"the record", func(ctx context.Context) error {
+			_, err := d.ReadEventCounter(ctx, &driver.ReadEventCounterParams{Namespace: "ns", Counter: "e"})
+			return err
+		}},
+		{"the bucket", func(ctx context.Context) error {
+			_, err := d.ReadEvents(ctx, &driver.ReadEventsParams{Namespace: "ns", Counter: "e", Bucket: 1, After: 0, UpTo: 100})
+			return err
+		}},
+	} {
+		st := &ReadStats{}
+		if err := c.read(WithReadStats(ctx, st)); err != nil {
+			t.Fatal(err)
+		}
+		if st.Reads != 1 || st.Tombstones != 1 || st.Points < st.Live+1 {
+			t.Errorf("%s after the bucket's delete: %+v, want one tombstone", c.what, st)
+		}
+	}
+}
+
+// A read that fails adds nothing: here a shard cell that does not decode.
+func TestReadStatsOfAFailedRead(t *testing.T) {
+	d := openMem(t)
+	ctx := context.Background()
+	mustWrite(t, d, "ns", "c", "s1", []byte{1}, 1<<60, 100)
+	if err := d.db.Set(shardKey("ns", "c", "s2"), []byte{0xff}, nil); err != nil {
+		t.Fatal(err)
+	}
+	st := &ReadStats{}
+	if _, err := d.ReadShards(WithReadStats(ctx, st), &driver.ReadShardsParams{Namespace: "ns", Counter: "c"}); err == nil {
+		t.Fatal("a read over a cell that does not decode succeeded")
+	}
+	if st.Reads != 0 || st.Live != 0 || st.Points != 0 {
+		t.Fatalf("a failed read added %+v", st)
 	}
 }

@@ -75,6 +75,9 @@ func (d *Driver) readShards(ns, counter, from string, st *ReadStats) (_ *driver.
 	set := &driver.ShardSet{Shards: []driver.Shard{}}
 	tombstones := 0
 	defer func() { // before the close
+		if err != nil {
+			return
+		}
 		live := len(set.Shards)
 		if set.Tally != nil {
 			live++

@@ -38,8 +38,9 @@ const agingParallelism = 8
 // actor a restarting fleet leaves behind with one over a single actor.
 // Each writer also adds an event to an events counter, which the day's
 // rollup folds. A native counter's read is measured on the first and last
-// day as the baseline on Cassandra; on Cassandra each row also records
-// what a traced read of it stepped over (traceAgingRead).
+// day as the baseline on Cassandra. Each row also records what one more
+// read of it stepped over: Cassandra's trace, or the embedded driver's
+// read stats (traceAgingRead).
 func (s *suite) aging(ctx context.Context) ([]Row, error) {
 	days, writers := s.cfg.AgingDays, s.cfg.AgingWriters
 	clk := clock.NewManual(time.Now().Add(-time.Duration(days+3) * agingDay))

@@ -115,7 +115,7 @@ func (d *Driver) readEvents(ctx context.Context, p *driver.ReadEventsParams) (_ 
 		return nil, err
 	}
 	defer closeIter(it, &err, "")
-	deletion := 0                                                                  // the bucket's deletion cell, a tombstone
+	deletion := 0  // the bucket's deletion cell, a tombstone
 	defer func() { // before the close
 		if err == nil {
 			readStatsFrom(ctx).add(len(events), deletion, pointsOf(it))

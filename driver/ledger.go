@@ -74,6 +74,37 @@ func (p *WriteLedgerRowParams) CheckEntries() error {
 	return nil
 }
 
+// MaxLedgerRowWrites is the most rows one Ledgers.WriteLedgerRows call may
+// write: a transfer needs two, and a logged batch should stay small.
+const MaxLedgerRowWrites = 16
+
+// CheckLedgerRowWrites reports whether ws is a WriteLedgerRows call the
+// drivers take: 1 to MaxLedgerRowWrites rows, all at one consistency
+// level, no row twice (its outcome would depend on how the store breaks
+// the tie), and each row's entries valid (CheckEntries).
+func CheckLedgerRowWrites(ws []WriteLedgerRowParams) error {
+	if len(ws) == 0 || len(ws) > MaxLedgerRowWrites {
+		return fmt.Errorf("%d ledger rows in one write: from 1 to %d may be written together", len(ws), MaxLedgerRowWrites)
+	}
+	type rowKey struct{ ns, ledger, actor string }
+	seen := make(map[rowKey]bool, len(ws))
+	for i := range ws {
+		w := &ws[i]
+		if w.Consistency != ws[0].Consistency {
+			return fmt.Errorf("ledger rows at consistency levels %v and %v in one write", ws[0].Consistency, w.Consistency)
+		}
+		k := rowKey{w.Namespace, w.Ledger, w.Row.Actor}
+		if seen[k] {
+			return fmt.Errorf("row %s/%s/%s twice in one write", w.Namespace, w.Ledger, w.Row.Actor)
+		}
+		seen[k] = true
+		if err := w.CheckEntries(); err != nil {
+			return fmt.Errorf("row %s/%s/%s: %w", w.Namespace, w.Ledger, w.Row.Actor, err)
+		}
+	}
+	return nil
+}
+
 // LedgerEntry is one applied request as a ledger's history shows it. An
 // actor numbers the entries of each of its two sections from 1 and never
 // gives a number to two requests, so (Actor, Negative, Seq) names one
@@ -215,6 +246,17 @@ type Ledgers interface {
 	// are stored first (or atomically with the row): a write that fails
 	// may leave some of them behind, never the row without them.
 	WriteLedgerRow(ctx context.Context, p *WriteLedgerRowParams) error
+
+	// WriteLedgerRows writes several rows, of any actors and ledgers, all
+	// or none: each as WriteLedgerRow writes one (its entries first), and
+	// the rows together. An error other than ErrUnknownOutcome means no
+	// row was written (some entries may have been). After
+	// ErrUnknownOutcome either every row lands, now or later, or none
+	// does, never some. Cassandra writes the rows in a logged batch, which
+	// a reader may see land one row at a time while it is applied; the
+	// embedded store writes one Pebble batch. ws must pass
+	// CheckLedgerRowWrites.
+	WriteLedgerRows(ctx context.Context, ws []WriteLedgerRowParams) error
 
 	// ReadLedger returns every actor's row of the ledger, sorted by actor,
 	// with their write timestamps. A ledger never written returns no rows,

@@ -76,6 +76,38 @@ func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowPar
 		op, " %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
 }
 
+// WriteLedgerRows implements driver.Ledgers: each row's entries as
+// WriteLedgerRow writes them, then the rows in one logged batch, each
+// statement at its row's timestamp. Once the batch is in the batch log
+// Cassandra applies all of it, replaying it from the log if the
+// coordinator fails; before that it has written none of it. The
+// coordinator checks every row's replicas before it writes the batch log,
+// so an Unavailable answer means no row was written.
+func (d *Driver) WriteLedgerRows(ctx context.Context, ws []driver.WriteLedgerRowParams) error {
+	const op = "write ledger rows"
+	if err := driver.CheckLedgerRowWrites(ws); err != nil {
+		return fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	cl, err := d.beginAt(ctx, op, ws[0].Consistency, d.cfg.WriteConsistency)
+	if err != nil {
+		return err
+	}
+	for i := range ws {
+		if err := d.writeLedgerEntries(ctx, cl, &ws[i]); err != nil {
+			return err
+		}
+	}
+	b := d.session.Batch(gocql.LoggedBatch).Consistency(cl)
+	for i := range ws {
+		p := &ws[i]
+		b.Query(d.q.writeLedgerRow, p.Namespace, p.Ledger, p.Row.Actor, nonNil(p.Row.State), p.Timestamp)
+	}
+	if err := b.ExecContext(ctx); err != nil {
+		return fmt.Errorf("cassandra: %s (%d, the first %s/%s/%s): %w", op, len(ws), ws[0].Namespace, ws[0].Ledger, ws[0].Row.Actor, mapError(opWrite, err))
+	}
+	return nil
+}
+
 // ReadLedger implements driver.Ledgers. Rows are independent (each is one
 // actor's last write), so unlike ReadShards the read may be paged.
 func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {

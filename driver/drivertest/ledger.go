@@ -82,6 +82,64 @@ func exerciseLedgers(t *testing.T, d driver.Driver, open Opener) {
 		}
 	})
 
+	t.Run("RowsWrittenTogether", func(t *testing.T) {
+		t.Parallel()
+		ns := unique("ns-rows")
+		now := driver.Micros(time.Now())
+		writeRow(t, d, ns, "to", "x", []byte("newer"), now+50) // the write below arrives late for this row
+		debit := driver.LedgerEntry{At: now, Actor: "x", Negative: true, Seq: 1, RequestID: "t1", Amount: 5}
+		credit := driver.LedgerEntry{At: now, Actor: "x", Seq: 1, RequestID: "t1", Amount: 5}
+		err := d.WriteLedgerRows(ctx(t), []driver.WriteLedgerRowParams{
+			{Namespace: ns, Ledger: "from", Row: driver.LedgerRow{Actor: "x", State: []byte{1}}, Timestamp: now,
+				Entries: []driver.LedgerEntry{debit}, EntryTTL: time.Hour},
+			{Namespace: ns, Ledger: "to", Row: driver.LedgerRow{Actor: "x", State: []byte{2}}, Timestamp: now,
+				Entries: []driver.LedgerEntry{credit}, EntryTTL: time.Hour},
+			{Namespace: ns, Ledger: "to", Row: driver.LedgerRow{Actor: "y", State: []byte{3}}, Timestamp: now},
+		})
+		if err != nil {
+			t.Fatalf("WriteLedgerRows: %v", err)
+		}
+		wantRow(t, d, ns, "from", "x", []byte{1}, now)
+		want := []driver.LedgerRow{{Actor: "x", State: []byte("newer"), Timestamp: now + 50}, {Actor: "y", State: []byte{3}, Timestamp: now}}
+		if got := readLedger(t, d, ns, "to"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("ledger \"to\" = %+v, want %+v (each row by the last-write-wins rules)", got, want)
+		}
+		for ledger, e := range map[string]driver.LedgerEntry{"from": debit, "to": credit} {
+			if got := readEntries(t, d, ns, ledger, now-1, nil, 10); len(got) != 1 || got[0] != e {
+				t.Errorf("entries of %s = %+v, want %+v", ledger, got, e)
+			}
+		}
+	})
+
+	t.Run("RowsWrittenTogetherRefused", func(t *testing.T) {
+		t.Parallel()
+		ns := unique("ns-rows-bad")
+		row := func(ledger, actor string) driver.WriteLedgerRowParams {
+			return driver.WriteLedgerRowParams{Namespace: ns, Ledger: ledger, Row: driver.LedgerRow{Actor: actor, State: []byte{1}}, Timestamp: 10}
+		}
+		mixed := []driver.WriteLedgerRowParams{row("a", "x"), row("b", "x")}
+		mixed[1].Consistency = driver.All
+		badEntry := []driver.WriteLedgerRowParams{row("a", "x"), row("b", "x")}
+		badEntry[1].Entries, badEntry[1].EntryTTL = []driver.LedgerEntry{{Actor: "someone else", Seq: 1, RequestID: "r", Amount: 1}}, time.Hour
+		many := make([]driver.WriteLedgerRowParams, driver.MaxLedgerRowWrites+1)
+		for i := range many {
+			many[i] = row("a", fmt.Sprint("x", i))
+		}
+		for name, ws := range map[string][]driver.WriteLedgerRowParams{
+			"none": nil, "a row twice": {row("a", "x"), row("b", "x"), row("a", "x")},
+			"two levels": mixed, "an entry of another actor": badEntry, "too many": many,
+		} {
+			if err := d.WriteLedgerRows(ctx(t), ws); err == nil {
+				t.Errorf("WriteLedgerRows of %s: no error", name)
+			}
+		}
+		for _, ledger := range []string{"a", "b"} {
+			if rows := readLedger(t, d, ns, ledger); len(rows) != 0 {
+				t.Errorf("ledger %s after refused writes: %+v, want no rows", ledger, rows)
+			}
+		}
+	})
+
 	claim := func(actor string, seq uint64) driver.Claim {
 		return driver.Claim{Actor: actor, Negative: seq%2 == 0, Seq: seq, Amount: -int64(seq) * 10}
 	}
@@ -224,6 +282,10 @@ func exerciseLedgers(t *testing.T, d driver.Driver, open Opener) {
 		err = d2.WriteLedgerRow(c, &driver.WriteLedgerRowParams{Namespace: "x", Ledger: "y", Row: driver.LedgerRow{Actor: "a"}, Timestamp: 1})
 		if !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("WriteLedgerRow after Close: got %v, want ErrClosed", err)
+		}
+		err = d2.WriteLedgerRows(c, []driver.WriteLedgerRowParams{{Namespace: "x", Ledger: "y", Row: driver.LedgerRow{Actor: "a"}, Timestamp: 1}})
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("WriteLedgerRows after Close: got %v, want ErrClosed", err)
 		}
 		_, err = d2.ClaimRequest(c, &driver.ClaimRequestParams{Namespace: "x", Ledger: "y", RequestID: "r", Claim: claim("a", 1), TTL: time.Hour})
 		if !errors.Is(err, driver.ErrClosed) {

@@ -81,6 +81,22 @@ func (d *Driver) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowPar
 	})
 }
 
+// WriteLedgerRows implements driver.Ledgers: one Pebble batch holds every
+// row and its entries, so all of them are committed (and synced) or none.
+func (d *Driver) WriteLedgerRows(ctx context.Context, ws []driver.WriteLedgerRowParams) error {
+	if err := driver.CheckLedgerRowWrites(ws); err != nil {
+		return fmt.Errorf("embedded: write ledger rows: %w", err)
+	}
+	return d.writeBatch(ctx, "write ledger rows", func(b *pebble.Batch) error {
+		for i := range ws {
+			if err := d.addLedgerRow(b, &ws[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, " (%d, the first %s/%s/%s)", len(ws), ws[0].Namespace, ws[0].Ledger, ws[0].Row.Actor)
+}
+
 // ReadLedger implements driver.Ledgers.
 func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
 	return readLocked(ctx, d, "read ledger", func() ([]driver.LedgerRow, error) {

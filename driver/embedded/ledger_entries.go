@@ -135,29 +135,38 @@ func (p *entryPurge) due(prefix []byte, now int64) bool {
 // entries: everything older than the oldest entry still live, found by
 // scanning from the oldest until one has not expired.
 func (d *Driver) writeLedgerRowWithEntries(ctx context.Context, p *driver.WriteLedgerRowParams) error {
+	return d.writeBatch(ctx, "write ledger row", func(b *pebble.Batch) error {
+		return d.addLedgerRow(b, p)
+	}, " %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
+}
+
+// addLedgerRow adds the row's write, with its entries and, when one is
+// due, a purge of the ledger's expired entries, to b.
+func (d *Driver) addLedgerRow(b *pebble.Batch, p *driver.WriteLedgerRowParams) error {
+	for i := range p.Entries {
+		e := &p.Entries[i]
+		if err := b.Set(entryKey(p.Namespace, p.Ledger, e), encodeEntry(e, p.Timestamp+p.EntryTTL.Microseconds()), nil); err != nil {
+			return err
+		}
+	}
+	value := appendCell(make([]byte, 0, cellHeaderLen+len(p.Row.State)), cell{Timestamp: p.Timestamp, Payload: p.Row.State})
+	if err := b.Merge(ledgerRowKey(p.Namespace, p.Ledger, p.Row.Actor), value, nil); err != nil {
+		return err
+	}
+	if len(p.Entries) == 0 {
+		return nil
+	}
 	// The writer's clock, as for claims: tests move it.
 	now := p.Timestamp
 	prefix := entriesPrefix(p.Namespace, p.Ledger)
-	return d.writeBatch(ctx, "write ledger row", func(b *pebble.Batch) error {
-		for i := range p.Entries {
-			e := &p.Entries[i]
-			if err := b.Set(entryKey(p.Namespace, p.Ledger, e), encodeEntry(e, p.Timestamp+p.EntryTTL.Microseconds()), nil); err != nil {
-				return err
-			}
-		}
-		value := appendCell(make([]byte, 0, cellHeaderLen+len(p.Row.State)), cell{Timestamp: p.Timestamp, Payload: p.Row.State})
-		if err := b.Merge(ledgerRowKey(p.Namespace, p.Ledger, p.Row.Actor), value, nil); err != nil {
-			return err
-		}
-		if !d.entryPurge.due(prefix, now) {
-			return nil
-		}
-		end, err := d.expiredEntriesEnd(prefix, now)
-		if err != nil || end == nil {
-			return err
-		}
-		return b.DeleteRange(prefix, end, nil)
-	}, " %s/%s/%s", p.Namespace, p.Ledger, p.Row.Actor)
+	if !d.entryPurge.due(prefix, now) {
+		return nil
+	}
+	end, err := d.expiredEntriesEnd(prefix, now)
+	if err != nil || end == nil {
+		return err
+	}
+	return b.DeleteRange(prefix, end, nil)
 }
 
 // entryPurgeMaxScan bounds the entries one purge looks at, so a long

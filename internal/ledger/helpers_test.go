@@ -136,6 +136,7 @@ type faultyStore struct {
 	claimFault  func(p *driver.ClaimRequestParams) fault
 	swapFault   func(p *driver.SwapLedgerRightsParams) fault
 	writeGate   func(p *driver.WriteLedgerRowParams) <-chan struct{}
+	rowsFault   func(ws []driver.WriteLedgerRowParams) fault // WriteLedgerRows: all rows land or none
 	writes      int
 	injected    map[fault]int
 	releaseErrs int // release calls to fail
@@ -190,6 +191,24 @@ func (f *faultyStore) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerR
 		fl = f.decide(func() fault { return wf(p) })
 	}
 	return f.apply(fl, func() error { return f.Ledgers.WriteLedgerRow(ctx, p) })
+}
+
+func (f *faultyStore) WriteLedgerRows(ctx context.Context, ws []driver.WriteLedgerRowParams) error {
+	f.mu.Lock()
+	rf := f.rowsFault
+	f.writes++
+	f.mu.Unlock()
+	var fl fault
+	if rf != nil {
+		fl = f.decide(func() fault { return rf(ws) })
+	}
+	return f.apply(fl, func() error { return f.Ledgers.WriteLedgerRows(ctx, ws) })
+}
+
+func (f *faultyStore) setRowsFault(fn func([]driver.WriteLedgerRowParams) fault) {
+	f.mu.Lock()
+	f.rowsFault = fn
+	f.mu.Unlock()
 }
 
 func (f *faultyStore) ClaimRequest(ctx context.Context, p *driver.ClaimRequestParams) (driver.ClaimResult, error) {

@@ -1,0 +1,234 @@
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+func mustTransfer(t *testing.T, e *Engine, from, to Target, amount int64, id string) Result {
+	t.Helper()
+	r, err := e.Transfer(ctxT(t), from, to, amount, id)
+	if err != nil {
+		t.Fatalf("Transfer(%s -> %s, %d, %q): %v", from.Ledger, to.Ledger, amount, id, err)
+	}
+	return r
+}
+
+// A transfer debits one ledger and credits the other under one request
+// id; a retry, from this process or another, applies nothing more, and
+// the id is a request id of both ledgers.
+func TestTransferMovesAnAmountOnce(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		for _, mode := range []Mode{ModeExact, ModeConcurrentRetriesMayDouble} {
+			t.Run(string(mode), func(t *testing.T) {
+				o := Options{Mode: mode}
+				a, b := h.target("a-"+string(mode), o), h.target("b-"+string(mode), o)
+				e := h.engine()
+				mustUpdate(t, e, a, 100, "c1")
+				if r := mustTransfer(t, e, a, b, 30, "t1"); !r.Applied {
+					t.Fatal("the first transfer was not applied")
+				}
+				for _, retry := range []*Engine{e, h.engine()} {
+					if r := mustTransfer(t, retry, a, b, 30, "t1"); r.Applied {
+						t.Fatal("a retried transfer was applied again")
+					}
+				}
+				wantValue(t, e, a, 70)
+				wantValue(t, e, b, 30)
+				wantKnown(t, mustRead(t, e, a), map[string]bool{"t1": true})
+				wantKnown(t, mustRead(t, e, b), map[string]bool{"t1": true})
+				if _, err := e.Transfer(ctxT(t), a, b, 31, "t1"); !errors.Is(err, ErrRequestConflict) {
+					t.Fatalf("t1 again with another amount: %v, want ErrRequestConflict", err)
+				}
+			})
+		}
+	})
+}
+
+// What Transfer refuses before reading anything.
+func TestTransferRefusesBadRequests(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	e := &Engine{}
+	a, b := h.target("a", Options{}), h.target("b", Options{})
+	other := b
+	other.Namespace += "-other"
+	for name, c := range map[string]struct {
+		from, to Target
+		amount   int64
+		id       string
+	}{
+		"the same ledger":   {a, a, 1, "r"},
+		"two namespaces":    {a, other, 1, "r"},
+		"a zero amount":     {a, b, 0, "r"},
+		"a negative amount": {a, b, -5, "r"},
+		"no request id":     {a, b, 1, ""},
+	} {
+		if _, err := e.Transfer(ctxT(t), c.from, c.to, c.amount, c.id); !errors.Is(err, ErrInvalidEntry) {
+			t.Errorf("a transfer with %s: %v, want ErrInvalidEntry", name, err)
+		}
+	}
+}
+
+// A floored source refuses a transfer that would take it below its floor,
+// and nothing is written to either ledger; once the balance covers it the
+// same id applies.
+func TestTransferRespectsTheSourcesFloor(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		o := floored(0)
+		a, b := h.target("wallet-a", o), h.target("wallet-b", o)
+		e := h.engine()
+		mustUpdate(t, e, a, 10, "c1")
+		if _, err := e.Transfer(ctxT(t), a, b, 11, "t1"); !errors.Is(err, ErrBelowFloor) || !errors.Is(err, ErrNotApplied) {
+			t.Fatalf("a transfer of 11 from 10: %v, want ErrBelowFloor", err)
+		}
+		wantValue(t, e, a, 10)
+		if st := mustRead(t, e, b); st.Len() != 0 {
+			t.Fatalf("the destination after a refused transfer holds %d actor rows, want none", st.Len())
+		}
+		mustUpdate(t, e, a, 1, "c2")
+		if r := mustTransfer(t, e, a, b, 11, "t1"); !r.Applied {
+			t.Fatal("the refused id was not applied once the balance covered it")
+		}
+		wantValue(t, e, a, 0)
+		wantValue(t, e, b, 11)
+		if err := e.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+		wantRecordSettled(t, h.engine(), a)
+	})
+}
+
+// A write of both rows whose outcome is unknown answers unknown; the rows
+// land together or not at all, and a retry (after the background
+// resubmission in exact mode) finds the transfer applied once. A write
+// the store refused is not applied, and a retry applies it.
+func TestTransferFailuresLeaveBothLedgersOrNeither(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		for _, fl := range []fault{landThenUnknown, unknownNoLand, unavailable} {
+			t.Run(fl.String(), func(t *testing.T) {
+				fs := &faultyStore{Ledgers: h.store}
+				o := Options{Mode: ModeExact, RetryCount: -1}
+				a, b := h.target("fa-"+fl.String(), o), h.target("fb-"+fl.String(), o)
+				e := h.engine(func(c *Config) { c.Store = fs })
+				mustUpdate(t, e, a, 50, "c1")
+				first := true
+				fs.setRowsFault(func([]driver.WriteLedgerRowParams) fault {
+					if first {
+						first = false
+						return fl
+					}
+					return pass
+				})
+				_, err := e.Transfer(ctxT(t), a, b, 20, "t1")
+				switch fl {
+				case unavailable:
+					if !errors.Is(err, ErrNotApplied) {
+						t.Fatalf("a refused write: %v, want ErrNotApplied", err)
+					}
+					wantValue(t, e, a, 50)
+					wantValue(t, e, b, 0)
+				default:
+					if !isUnknown(err) {
+						t.Fatalf("%s: %v, want ErrUnknownOutcome", fl, err)
+					}
+				}
+				// Both rows or neither, whenever one is looked at.
+				va, _ := mustRead(t, e, a).Value()
+				vb, _ := mustRead(t, e, b).Value()
+				if va+vb != 50 || (va != 50 && va != 30) {
+					t.Fatalf("after %s: a %d, b %d; want 50 and 0 or 30 and 20", fl, va, vb)
+				}
+				other := h.engine(func(c *Config) { c.ClaimWait = 200 * time.Millisecond })
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					_, err := other.Transfer(ctxT(t), a, b, 20, "t1")
+					if err == nil {
+						break
+					}
+					if !isUnknown(err) || time.Now().After(deadline) {
+						t.Fatalf("a retry of t1 after %s: %v", fl, err)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				wantValue(t, e, a, 30)
+				wantValue(t, e, b, 20)
+			})
+		}
+	})
+}
+
+// Copies of one transfer racing on several processes apply it once, and
+// transfers in both directions between two ledgers never deadlock; the
+// sum over both ledgers is unchanged.
+func TestTransfersRaceAndCross(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		o := Options{Mode: ModeExact}
+		a, b := h.target("ra", o), h.target("rb", o)
+		engines := []*Engine{h.engine(), h.engine(), h.engine()}
+		mustUpdate(t, engines[0], a, 1000, "c1")
+		mustUpdate(t, engines[0], b, 1000, "c2")
+		const n = 12
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			applied = map[string]int{}
+			errs    []error
+		)
+		for i := range n {
+			for _, e := range engines {
+				from, to := a, b
+				if i%2 == 1 {
+					from, to = b, a
+				}
+				id := fmt.Sprint("t", i)
+				wg.Go(func() {
+					r, err := e.Transfer(ctxT(t), from, to, int64(i+1), id)
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil && !isUnknown(err) {
+						errs = append(errs, fmt.Errorf("%s: %w", id, err))
+					}
+					if err == nil && r.Applied {
+						applied[id]++
+					}
+				})
+			}
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		for id, c := range applied {
+			if c > 1 {
+				t.Fatalf("%s applied by %d processes", id, c)
+			}
+		}
+		// Settle any unknown ones with a retry, then check the sums.
+		for i := range n {
+			from, to := a, b
+			if i%2 == 1 {
+				from, to = b, a
+			}
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				_, err := engines[0].Transfer(ctxT(t), from, to, int64(i+1), fmt.Sprint("t", i))
+				if err == nil {
+					break
+				}
+				if !isUnknown(err) || time.Now().After(deadline) {
+					t.Fatalf("settling t%d: %v", i, err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		// a sent 1+3+...+11 = 36 and got 2+4+...+12 = 42.
+		wantValue(t, engines[0], a, 1006)
+		wantValue(t, engines[0], b, 994)
+	})
+}

@@ -60,6 +60,29 @@ type LedgerUpdateRequest struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
+// LedgerTransferRequest is the body of POST
+// /v1/namespaces/{ns}/ledgers/{ledger}/transfers: move Amount from the
+// path's ledger to To, a ledger of the same namespace.
+type LedgerTransferRequest struct {
+	To string `json:"to"`
+	// Amount must be positive.
+	Amount int64 `json:"amount"`
+	// RequestID identifies the transfer, as a ledger update's does; it is
+	// a request id of both ledgers. When empty the server generates one.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+// LedgerTransferResponse is the body of a successful transfer.
+type LedgerTransferResponse struct {
+	Namespace string `json:"namespace"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	RequestID string `json:"request_id"`
+	// Applied and Replayed mean what they mean in LedgerUpdateResponse.
+	Applied  bool `json:"applied"`
+	Replayed bool `json:"replayed,omitempty"`
+}
+
 // LedgerUpdateResponse is the body of a successful ledger update.
 type LedgerUpdateResponse struct {
 	Namespace string `json:"namespace"`

@@ -66,6 +66,36 @@ func (c *Client) ledgerUpdate(ctx context.Context, namespace, ledger, kind strin
 	return out, err
 }
 
+// Transfer moves a positive amount from ledger from to ledger req.To of
+// the same namespace, once per request id: both sides are written
+// together, so both are applied or neither is. Its answer, and the request
+// id it carries on error, are as Credit's. Retrying it with its request id
+// is safe against any server.
+func (c *Client) Transfer(ctx context.Context, namespace, from string, req api.LedgerTransferRequest) (*api.LedgerTransferResponse, error) {
+	if req.RequestID == "" {
+		req.RequestID = NewRequestID()
+	}
+	out := &api.LedgerTransferResponse{Namespace: namespace, From: from, To: req.To, RequestID: req.RequestID}
+	if err := requireName("ledger", from); err != nil {
+		return out, err
+	}
+	if err := requireName("ledger", req.To); err != nil {
+		return out, err
+	}
+	// Refuse what the server would refuse, without a round trip.
+	switch {
+	case req.Amount <= 0:
+		return out, &Error{Code: api.CodeInvalidArgument, Message: "a transfer's amount must be positive"}
+	case req.To == from:
+		return out, &Error{Code: api.CodeInvalidArgument, Message: "a transfer needs two ledgers; " + strconv.Quote(from) + " is both source and destination"}
+	}
+	path := ledgerPath(namespace, from) + "/transfers"
+	err := c.retrying(ctx, func() error {
+		return c.do(ctx, "POST", path, req, out)
+	})
+	return out, err
+}
+
 // answeredByAnOlderServer reads a success with applied false as what it
 // meant before servers said replayed: a recognised retry. A server of this
 // release never answers a success with applied false, so callers (and the

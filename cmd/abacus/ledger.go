@@ -37,7 +37,7 @@ ledger' (options --mode, --history-length, --retry-count, --claim-ttl).`
 		a.ledgerUpdateCmd("credit", "Add a positive amount to a ledger"),
 		a.ledgerUpdateCmd("debit", "Subtract a positive amount from a ledger"),
 		a.ledgerUpdateCmd("update", "Add a signed amount to a ledger (negative debits)"),
-		a.ledgerBatchCmd(), a.ledgerGetCmd(), a.ledgerHistoryCmd(), a.ledgerHasCmd(), a.ledgerFindCmd(), a.ledgerDeleteCmd(),
+		a.ledgerTransferCmd(), a.ledgerBatchCmd(), a.ledgerGetCmd(), a.ledgerHistoryCmd(), a.ledgerHasCmd(), a.ledgerFindCmd(), a.ledgerDeleteCmd(),
 	)
 	return cmd
 }
@@ -114,6 +114,58 @@ refused with rights_held (exit 6), and may succeed when repeated.`,
 	}
 }
 
+func (a *app) ledgerTransferCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "transfer FROM TO AMOUNT",
+		Short: "Move a positive amount from one ledger to another, once per request id",
+		Long: `Move AMOUNT from ledger FROM to ledger TO of the same namespace, once per
+request id. AMOUNT must be a positive whole number; FROM and TO must differ.
+The debit of FROM and the credit of TO are written together: both are
+applied or neither is.
+
+The transfer carries --request-id, or a new random id that is printed; it is
+a request id of both ledgers. If the same request id was already applied the
+command says so and changes nothing. If the outcome is unknown, repeat the
+command with the request id printed in the error: it is applied at most
+once, both sides or neither.
+
+In a namespace made with --floor, a transfer that would take FROM below the
+floor is refused (below_floor, exit 5) and nothing is written to either
+ledger.`,
+		Example: "  abacus ledger transfer alice bob 25 --request-id pay-1001\n  abacus --ns wallets ledger transfer alice bob 7",
+		Args:    exactArgs(3, "FROM, TO and AMOUNT"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			from, to := args[0], args[1]
+			switch {
+			case from == "" || to == "":
+				return usagef("FROM and TO must not be empty")
+			case from == to:
+				return usagef("FROM and TO are both %q: a transfer needs two ledgers", from)
+			}
+			amount, err := parseAmount(args[2], "transfer")
+			if err != nil {
+				return err
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			id := a.g.requestID
+			if id == "" {
+				id = client.NewRequestID()
+			}
+			res, err := c.Transfer(cmd.Context(), a.ledgerNS(cmd), from, api.LedgerTransferRequest{To: to, Amount: amount, RequestID: id})
+			if err != nil {
+				return a.unknownOutcomeHint(err, id)
+			}
+			if res.Replayed {
+				return a.printResult(res, "transfer "+res.RequestID+" was already applied; nothing changed")
+			}
+			return a.printResult(res, fmt.Sprintf("moved %d from %s to %s (request %s)", amount, from, to, res.RequestID))
+		},
+	}
+}
+
 // parseAmount checks AMOUNT before anything is sent.
 func parseAmount(s, kind string) (int64, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
@@ -122,6 +174,8 @@ func parseAmount(s, kind string) (int64, error) {
 		return 0, usagef("AMOUNT %s is out of range: it must fit in a signed 64-bit integer", s)
 	case err != nil:
 		return 0, usagef("AMOUNT %q is not a whole number", s)
+	case kind == "transfer" && v <= 0:
+		return 0, usagef("AMOUNT of a transfer must be positive, got %d", v)
 	case kind != "update" && v <= 0:
 		return 0, usagef("AMOUNT of a %s must be positive, got %d (use 'abacus ledger update' for signed amounts)", kind, v)
 	case v == 0:

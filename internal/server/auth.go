@@ -101,6 +101,7 @@ var routeAccess = map[string]access{
 	"POST /v1/namespaces/{ns}/counters/{counter}/actors/{actor}":     onNamespace(apikey.Write),
 	"POST /v1/namespaces/{ns}/ledgers/{ledger}/credits":              onNamespace(apikey.Write),
 	"POST /v1/namespaces/{ns}/ledgers/{ledger}/debits":               onNamespace(apikey.Write),
+	"POST /v1/namespaces/{ns}/ledgers/{ledger}/transfers":            onNamespace(apikey.Write),
 	"POST /v1/namespaces/{ns}/ledgers/{ledger}/updates":              onNamespace(apikey.Write),
 	"GET /v1/namespaces/{ns}/ledgers/{ledger}":                       onNamespace(apikey.Read),
 	"POST /v1/namespaces/{ns}/ledgers/{ledger}/find":                 onNamespace(apikey.Read),

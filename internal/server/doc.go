@@ -15,7 +15,7 @@
 // header when the update failed), so a caller that gets unknown_outcome can
 // still retry safely: a retry with the same id that reaches the same process
 // is counted once. Ledger updates (…/ledgers/{ledger}/credits, debits,
-// updates) do the same, and their retries are recognised by any process
+// updates, transfers) do the same, and their retries are recognised by any process
 // sharing the store, within the ledger's history (docs/ledger.md).
 //
 // # Shutdown

@@ -11,7 +11,7 @@ import (
 // The Idempotency-Key header (IETF httpapi draft) is how HTTP clients that
 // know nothing of Abacus mark a request as a retry of an earlier one.
 // Where the API has a request id (counter updates and clears, ledger
-// credits, debits and updates) the header is that request id: the same
+// credits, debits, updates and transfers) the header is that request id: the same
 // key sent again is the same request, recognised as each model says
 // (docs/guarantees.md). Elsewhere it is refused rather than ignored, since
 // ignoring it would apply a retry twice while the caller believes it safe.
@@ -26,7 +26,7 @@ func refuseIdempotencyKey(path string, next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if len(r.Header.Values(idempotencyKeyHeader)) > 0 {
 			writeError(w, r, errorf(api.CodeInvalidArgument,
-				"%s is not taken on %s: it sets the request id of counter updates and clears and of ledger credits, debits and updates (a batch gives each update its own request_id)", idempotencyKeyHeader, path))
+				"%s is not taken on %s: it sets the request id of counter updates and clears and of ledger credits, debits, updates and transfers (a batch gives each update its own request_id)", idempotencyKeyHeader, path))
 			return
 		}
 		next(w, r)

@@ -65,6 +65,42 @@ func (s *Server) ledgerUpdate(op ledgerOp) http.HandlerFunc {
 	}
 }
 
+// ledgerTransfer moves an amount from the path's ledger to another.
+func (s *Server) ledgerTransfer(w http.ResponseWriter, r *http.Request) {
+	ns, from := r.PathValue("ns"), r.PathValue("ledger")
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		s.countLedgerUpdate(false, err)
+		writeError(w, r, err)
+		return
+	}
+	var req api.LedgerTransferRequest
+	if err := decodeStrict(body, &req, ""); err != nil {
+		s.countLedgerUpdate(false, err)
+		writeError(w, r, err)
+		return
+	}
+	if req.RequestID, err = announceRequestID(w, r, req.RequestID); err != nil {
+		s.countLedgerUpdate(false, err)
+		writeError(w, r, err)
+		return
+	}
+	res, err := s.client.Transfer(r.Context(), abacus.LedgerTransfer{
+		Namespace: ns, From: from, To: req.To, Amount: req.Amount, RequestID: req.RequestID,
+	})
+	s.countLedgerUpdate(err == nil && res.Replayed, err)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if res.Replayed {
+		w.Header().Set(replayedHeader, "true")
+	}
+	writeJSON(w, http.StatusOK, api.LedgerTransferResponse{
+		Namespace: res.Namespace, From: from, To: req.To, RequestID: res.RequestID, Applied: res.Applied, Replayed: res.Replayed,
+	})
+}
+
 // replayedHeader marks the answer to a recognised retry of a ledger update,
 // as payment APIs do for their idempotency keys (Stripe's name): the body
 // is the first attempt's answer, and the header tells that nothing was

@@ -65,7 +65,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		updates: newCounterVec(reg, "abacus_updates_total",
 			"Counter updates received over HTTP, by result: acknowledged or the error code.", "result"),
 		ledgerUpdates: newCounterVec(reg, "abacus_ledger_updates_total",
-			"Ledger credits, debits and updates received over HTTP, by result: applied, duplicate (a recognised retry) or the error code.", "result"),
+			"Ledger credits, debits, updates and transfers received over HTTP, by result: applied, duplicate (a recognised retry) or the error code.", "result"),
 		groupCommit: newHistogram(reg, "abacus_group_commit_updates",
 			"Updates acknowledged by one successful shard write (group commit size).", prometheus.ExponentialBuckets(1, 2, 12)),
 		shardWrite: newHistogram(reg, "abacus_shard_write_seconds",

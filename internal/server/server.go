@@ -259,6 +259,7 @@ func (s *Server) routesMux() *http.ServeMux {
 	handleRequest("/v1/namespaces/{ns}/ledgers/{ledger}/credits", s.ledgerUpdate(opCredit))
 	handleRequest("/v1/namespaces/{ns}/ledgers/{ledger}/debits", s.ledgerUpdate(opDebit))
 	handleRequest("/v1/namespaces/{ns}/ledgers/{ledger}/updates", s.ledgerUpdate(opUpdate))
+	handleRequest("/v1/namespaces/{ns}/ledgers/{ledger}/transfers", s.ledgerTransfer)
 	handle("GET", "/v1/namespaces/{ns}/ledgers/{ledger}", s.ledgerValue)
 	handle("DELETE", "/v1/namespaces/{ns}/ledgers/{ledger}", s.deleteLedger)
 	handle("POST", "/v1/namespaces/{ns}/ledgers/{ledger}/find", s.ledgerFind)

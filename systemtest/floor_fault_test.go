@@ -145,10 +145,17 @@ func watchFloor(alive func() []*server, stop <-chan struct{}) (lowest func() (in
 // walletHistory lists every entry of the wallet's history through s.
 func walletHistory(t *testing.T, s *server) map[string][]int64 {
 	t.Helper()
+	return ledgerHistory(t, s, floorNS, floorWallet)
+}
+
+// ledgerHistory lists every entry of a ledger's history through s: the
+// signed amounts listed under each request id.
+func ledgerHistory(t *testing.T, s *server, ns, ledger string) map[string][]int64 {
+	t.Helper()
 	got := map[string][]int64{}
 	after := ""
 	for {
-		u := fmt.Sprintf("%s/v1/namespaces/%s/ledgers/%s/entries?limit=1000&after=%s", s.Base, floorNS, floorWallet, url.QueryEscape(after))
+		u := fmt.Sprintf("%s/v1/namespaces/%s/ledgers/%s/entries?limit=1000&after=%s", s.Base, ns, ledger, url.QueryEscape(after))
 		resp, err := httpClient.Get(u)
 		if err != nil {
 			fatalProblemf(t, "reading the history: %v", err)

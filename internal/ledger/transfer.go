@@ -43,13 +43,44 @@ func (e *Engine) Transfer(ctx context.Context, from, to Target, amount int64, re
 		return Result{}, err
 	}
 	for {
-		res, err, again := e.transferOnce(ctx, from, to, amount, requestID)
-		if !again {
-			if errors.Is(err, ErrUnknownOutcome) {
-				e.stats.Unknown.Add(1)
-			}
-			return res, err
+		step := e.transferOnce(ctx, from, to, amount, requestID)
+		if step.again {
+			continue
 		}
+		res, err := step.res, step.err
+		if step.pending != nil {
+			res, err = awaitTransfer(ctx, step.pending)
+		}
+		if errors.Is(err, ErrUnknownOutcome) {
+			e.stats.Unknown.Add(1)
+		}
+		return res, err
+	}
+}
+
+// transferStep is what one attempt at a transfer came to.
+type transferStep struct {
+	res Result
+	err error
+	// again: an actor had to be replaced before anything was claimed or
+	// written; try with the next.
+	again bool
+	// pending: another actor holds the id's claim, and a goroutine of its
+	// own answers the debit (answerLost) once that actor's write shows or
+	// the wait ends. It is waited for with both actors let go, as a batch
+	// lets go of its actor.
+	pending *request
+}
+
+// awaitTransfer waits for the answer to a transfer whose id another actor
+// claimed, or for the caller to give up: the transfer may then still be
+// applied by the claimant, so the answer is unknown.
+func awaitTransfer(ctx context.Context, r *request) (Result, error) {
+	select {
+	case <-r.done:
+		return r.out.Result, r.out.Err
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("%w: the caller gave up (%w) while another actor held the transfer's claim; retry with the same request id", ErrUnknownOutcome, ctx.Err())
 	}
 }
 
@@ -70,10 +101,9 @@ func checkTransfer(from, to Target, amount int64, id string) error {
 }
 
 // transferOnce takes this process's actors of both ledgers, in key order
-// so that transfers in opposite directions cannot deadlock, and applies
-// the transfer with them. again says an actor had to be replaced before
-// anything was claimed or written: try with the next.
-func (e *Engine) transferOnce(ctx context.Context, from, to Target, amount int64, id string) (_ Result, _ error, again bool) {
+// so that transfers in opposite directions cannot deadlock, applies the
+// transfer with them and lets them go.
+func (e *Engine) transferOnce(ctx context.Context, from, to Target, amount int64, id string) (step transferStep) {
 	ka, kb := slotKey{from.Namespace, from.Ledger}, slotKey{to.Namespace, to.Ledger}
 	first, second := ka, kb
 	if kb.ledger < ka.ledger {
@@ -81,12 +111,12 @@ func (e *Engine) transferOnce(ctx context.Context, from, to Target, amount int64
 	}
 	s1, err := e.lock(ctx, first)
 	if err != nil {
-		return Result{}, err, false
+		return transferStep{err: err}
 	}
 	defer s1.unlock()
 	s2, err := e.lock(ctx, second)
 	if err != nil {
-		return Result{}, err, false
+		return transferStep{err: err}
 	}
 	defer s2.unlock()
 	sA, sB := s1, s2
@@ -104,10 +134,6 @@ func (e *Engine) transferOnce(ctx context.Context, from, to Target, amount int64
 	if tracked {
 		defer e.bg.batches.Done()
 	}
-	var (
-		res Result
-		out error
-	)
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -118,21 +144,21 @@ func (e *Engine) transferOnce(ctx context.Context, from, to Target, amount int64
 						e.retire(s)
 					}
 				}
-				res, out, again = Result{}, fmt.Errorf("%w: internal error while applying the transfer: %v", ErrUnknownOutcome, p), false
+				step = transferStep{err: fmt.Errorf("%w: internal error while applying the transfer: %v", ErrUnknownOutcome, p)}
 			}
 		}()
-		res, out, again = e.applyTransfer(ctx, from, to, sA, sB, amount, id)
+		step = e.applyTransfer(ctx, from, to, sA, sB, amount, id)
 	}()
 	for _, s := range []*slot{sA, sB} {
 		e.idleRights(s)
 	}
-	return res, out, again
+	return step
 }
 
 // applyTransfer reads both ledgers, checks the debit as a batch of one
 // checks it (retries, overflow, the floor, the claim), and writes both
 // actor rows together. Called with both slots' sem held.
-func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slot, amount int64, id string) (Result, error, bool) {
+func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slot, amount int64, id string) transferStep {
 	debit := &request{t: from, amount: -amount, id: id, done: make(chan struct{}), stats: &e.stats}
 	credit := &request{t: to, amount: amount, id: id, done: make(chan struct{}), stats: &e.stats}
 	debit.state.Store(taken)
@@ -147,14 +173,14 @@ func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slo
 		switch {
 		case errors.Is(err, errReclaimed):
 			e.retire(side.s) // its rights were reclaimed while idle: a new actor
-			return Result{}, nil, true
+			return transferStep{again: true}
 		case errors.Is(err, ErrActorConflict):
 			e.retire(side.s)
-			return Result{}, err, false
+			return transferStep{err: err}
 		case errors.Is(err, ErrCorrupt):
-			return Result{}, err, false
+			return transferStep{err: err}
 		case err != nil:
-			return Result{}, fmt.Errorf("%w: reading ledger %s/%s: %w", ErrNotApplied, side.t.Namespace, side.t.Ledger, err), false
+			return transferStep{err: fmt.Errorf("%w: reading ledger %s/%s: %w", ErrNotApplied, side.t.Namespace, side.t.Ledger, err)}
 		}
 		states[i] = st
 	}
@@ -178,7 +204,7 @@ func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slo
 				<-c.r.done // overflow: checkBatch answered it
 				err = c.r.out.Err
 			}
-			return Result{}, err, false
+			return transferStep{err: err}
 		}
 	}
 
@@ -190,26 +216,25 @@ func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slo
 		switch {
 		case reclaimed:
 			e.retire(sA)
-			return Result{}, nil, true
+			return transferStep{again: true}
 		case len(elsewhere) > 0:
 			// Not covered here, and another actor holds the id's claim:
 			// answered as a lost claim is.
 			e.handOff(bg, from, elsewhere)
-			<-debit.done
-			return debit.out.Result, debit.out.Err, false
+			return transferStep{pending: debit}
 		case len(keep) == 0:
 			<-debit.done // refused: below the floor, or no rights to be had
-			return Result{}, debit.out.Err, false
+			return transferStep{err: debit.out.Err}
 		}
 		// The credit's actor writes only within its lease if it has held
 		// rights (credits need none).
 		if _, _, reclaimed := e.checkFloor(bg, to, sB, stB, []*request{credit}); reclaimed {
 			e.retire(sB)
-			return Result{}, nil, true
+			return transferStep{again: true}
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return Result{}, fmt.Errorf("%w: withdrawn by its caller before anything was claimed or written: %w", ErrNotApplied, err), false
+		return transferStep{err: fmt.Errorf("%w: withdrawn by its caller before anything was claimed or written: %w", ErrNotApplied, err)}
 	}
 	debit.state.Store(committing)
 
@@ -222,6 +247,8 @@ func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slo
 
 	claimed := e.cfg.Clock.Now()
 	if from.Options.Mode.claims() {
+		// A batch of one: claimBatch retires the actor only after a lost
+		// or failed claim, both answered here.
 		write, lost, _, retire := e.claimBatch(from, []*request{debit}, claimed)
 		if retire && !sA.retired {
 			e.retire(sA)
@@ -229,18 +256,10 @@ func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slo
 		switch {
 		case len(lost) > 0:
 			e.answerLost(bg, from, lost)
-			<-debit.done
-			return debit.out.Result, debit.out.Err, false
+			return transferStep{pending: debit}
 		case len(write) == 0:
 			<-debit.done // the claim failed: claimBatch answered it
-			return Result{}, debit.out.Err, false
-		}
-		if sA.retired {
-			// A claim of this actor may stand that names the entry
-			// below: never write it without the transfer. Nothing
-			// written yet; the claim is withdrawn as a failed write's.
-			e.releaseOrSettle(from, id, debit.claim.mine, claimed, debit.claim.resubmitted)
-			return Result{}, fmt.Errorf("%w: the source's actor was retired while claiming", ErrNotApplied), false
+			return transferStep{err: debit.out.Err}
 		}
 	}
 
@@ -270,7 +289,7 @@ func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slo
 			if from.Options.Mode.claims() {
 				e.releaseOrSettle(from, id, debit.claim.mine, claimed, debit.claim.resubmitted)
 			}
-			return Result{}, err, false
+			return transferStep{err: err}
 		}
 		e.retire(sA)
 		e.retire(sB)
@@ -278,20 +297,20 @@ func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slo
 			e.settleRows(pair, []string{id}, claimed)
 			err = fmt.Errorf("%w (this process keeps resubmitting the write of both rows in the background while the claim lives)", err)
 		}
-		return Result{}, err, false
+		return transferStep{err: err}
 	}
 	e.stats.Applied.Add(1)
-	return Result{Applied: true, Actor: sA.actor}, nil, false
+	return transferStep{res: Result{Applied: true, Actor: sA.actor}}
 }
 
 // duplicateTransfer answers a transfer whose id a ledger's history holds
 // with the signed amount want.
-func (e *Engine) duplicateTransfer(id string, f Found, want int64) (Result, error, bool) {
+func (e *Engine) duplicateTransfer(id string, f Found, want int64) transferStep {
 	res, err := duplicate(id, f.Actor, f.Amount, want)
 	if err == nil {
 		e.stats.Duplicates.Add(1)
 	}
-	return res, err, false
+	return transferStep{res: res, err: err}
 }
 
 // rowPart is one actor row of a write of several rows (writeRows).

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -110,11 +111,23 @@ func TestTransferRespectsTheSourcesFloor(t *testing.T) {
 // the store refused is not applied, and a retry applies it.
 func TestTransferFailuresLeaveBothLedgersOrNeither(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		for _, fl := range []fault{landThenUnknown, unknownNoLand, unavailable} {
-			t.Run(fl.String(), func(t *testing.T) {
+		for _, c := range []struct {
+			fl      fault
+			floored bool
+		}{{landThenUnknown, false}, {unknownNoLand, false}, {unavailable, false}, {landThenUnknown, true}, {unavailable, true}} {
+			fl := c.fl
+			name := fl.String()
+			if c.floored {
+				name += "-floored"
+			}
+			t.Run(name, func(t *testing.T) {
 				fs := &faultyStore{Ledgers: h.store}
 				o := Options{Mode: ModeExact, RetryCount: -1}
-				a, b := h.target("fa-"+fl.String(), o), h.target("fb-"+fl.String(), o)
+				if c.floored {
+					o = floored(0)
+					o.RetryCount = -1
+				}
+				a, b := h.target("fa-"+name, o), h.target("fb-"+name, o)
 				e := h.engine(func(c *Config) { c.Store = fs })
 				mustUpdate(t, e, a, 50, "c1")
 				first := true
@@ -151,14 +164,69 @@ func TestTransferFailuresLeaveBothLedgersOrNeither(t *testing.T) {
 					if err == nil {
 						break
 					}
-					if !isUnknown(err) || time.Now().After(deadline) {
+					// rights_held: the retired actor's rights are on their
+					// way back.
+					if !isUnknown(err) && !errors.Is(err, ErrRightsHeld) || time.Now().After(deadline) {
 						t.Fatalf("a retry of t1 after %s: %v", fl, err)
 					}
 					time.Sleep(50 * time.Millisecond)
 				}
 				wantValue(t, e, a, 30)
 				wantValue(t, e, b, 20)
+				if c.floored {
+					// The rights account for the debit once: counted when
+					// its write may have landed, not when it surely did not.
+					for _, closing := range []*Engine{e, other} {
+						if err := closing.Close(ctxT(t)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					wantRecordSettled(t, h.engine(), a)
+					wantRecordSettled(t, h.engine(), b)
+				}
 			})
+		}
+	})
+}
+
+// A copy of a transfer whose id another process claimed waits for that
+// process's write with this process's actors let go: other requests of
+// both ledgers go on meanwhile, and a caller that gives up is told the
+// outcome is unknown.
+func TestATransferWaitingOnAClaimHoldsNoActor(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		fs := &faultyStore{Ledgers: h.store}
+		fs.setRowsFault(func([]driver.WriteLedgerRowParams) fault { return unknownNoLand }) // the claimant's write never lands
+		o := Options{Mode: ModeExact, RetryCount: -1}
+		a, b := h.target("wait-a", o), h.target("wait-b", o)
+		claimant := h.engine(func(c *Config) { c.Store = fs })
+		waiter := h.engine(func(c *Config) { c.ClaimWait = time.Minute })
+		mustUpdate(t, waiter, a, 50, "c1")
+		if _, err := claimant.Transfer(ctxT(t), a, b, 20, "t1"); !isUnknown(err) {
+			t.Fatalf("the claimant's transfer, whose write never lands: %v, want ErrUnknownOutcome", err)
+		}
+		ctx, cancel := context.WithCancel(ctxT(t))
+		defer cancel()
+		answer := make(chan error, 1)
+		go func() {
+			_, err := waiter.Transfer(ctx, a, b, 20, "t1")
+			answer <- err
+		}()
+		for deadline := time.Now().Add(10 * time.Second); waiter.Stats().ClaimsLost.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the second copy never found the claim")
+			}
+		}
+		mustUpdate(t, waiter, a, 1, "c2")
+		mustUpdate(t, waiter, b, 1, "c3")
+		select {
+		case err := <-answer:
+			t.Fatalf("the waiting copy answered (%v) before its caller gave up: the test waited on nothing", err)
+		default:
+		}
+		cancel()
+		if err := <-answer; !isUnknown(err) {
+			t.Fatalf("a copy whose caller gave up while another process held the claim: %v, want ErrUnknownOutcome", err)
 		}
 	})
 }

@@ -242,8 +242,20 @@ func ledgerValue(ns, name string, st *ledger.State) (*LedgerValue, error) {
 // ledgerTarget resolves a ledger's namespace, creating the default ledger
 // namespace on first use.
 func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Namespace, ledger.Target, error) {
-	if err := ValidateName("ledger", name); err != nil {
+	ns, ts, err := c.ledgerTargets(ctx, namespace, name)
+	if err != nil {
 		return nil, ledger.Target{}, err
+	}
+	return ns, ts[0], nil
+}
+
+// ledgerTargets resolves ledgers of one namespace from one view of it, so
+// that all of them belong to the same incarnation of the namespace.
+func (c *Client) ledgerTargets(ctx context.Context, namespace string, names ...string) (*Namespace, []ledger.Target, error) {
+	for _, name := range names {
+		if err := ValidateName("ledger", name); err != nil {
+			return nil, nil, err
+		}
 	}
 	if namespace == "" {
 		namespace = DefaultLedgerNamespace
@@ -256,25 +268,29 @@ func (c *Client) ledgerTarget(ctx context.Context, namespace, name string) (*Nam
 		}
 	}
 	if err != nil {
-		return nil, ledger.Target{}, publicError(err)
+		return nil, nil, publicError(err)
 	}
 	if ns.Model != ModelLedger || ns.Ledger == nil {
-		return nil, ledger.Target{}, fmt.Errorf("%w: namespace %q uses model %q; ledgers need a namespace of model %q", ErrInvalid, ns.Name, ns.Model, ModelLedger)
+		return nil, nil, fmt.Errorf("%w: namespace %q uses model %q; ledgers need a namespace of model %q", ErrInvalid, ns.Name, ns.Model, ModelLedger)
 	}
-	t := ledger.Target{
-		Namespace:        ns.Name,
-		Ledger:           view.stored(name),
-		Options:          ns.Ledger.Effective(),
-		ReadConsistency:  ns.ReadConsistency,
-		WriteConsistency: ns.WriteConsistency,
+	ts := make([]ledger.Target, len(names))
+	for i, name := range names {
+		t := ledger.Target{
+			Namespace:        ns.Name,
+			Ledger:           view.stored(name),
+			Options:          ns.Ledger.Effective(),
+			ReadConsistency:  ns.ReadConsistency,
+			WriteConsistency: ns.WriteConsistency,
+		}
+		if t.Options.Floored {
+			// A floor's argument needs quorum reads and writes and a
+			// cluster-wide SERIAL, whatever the server's default levels are.
+			t.ReadConsistency = cmp.Or(t.ReadConsistency, driver.Quorum)
+			t.WriteConsistency = cmp.Or(t.WriteConsistency, driver.Quorum)
+		}
+		ts[i] = t
 	}
-	if t.Options.Floored {
-		// A floor's argument needs quorum reads and writes and a
-		// cluster-wide SERIAL, whatever the server's default levels are.
-		t.ReadConsistency = cmp.Or(t.ReadConsistency, driver.Quorum)
-		t.WriteConsistency = cmp.Or(t.WriteConsistency, driver.Quorum)
-	}
-	return ns, t, nil
+	return ns, ts, nil
 }
 
 func newRequestID() string { return randomid.Hex(16) }

@@ -3,6 +3,8 @@ package abacus
 import (
 	"context"
 	"fmt"
+
+	"github.com/abacusdb/abacus/internal/ledger"
 )
 
 // LedgerTransfer moves an amount from one ledger to another of the same
@@ -63,16 +65,15 @@ func (c *Client) Transfer(ctx context.Context, tr LedgerTransfer) (*LedgerTransf
 	if tr.From == tr.To {
 		return res, fmt.Errorf("%w: a transfer needs two ledgers; %q is both source and destination", ErrInvalid, tr.From)
 	}
-	ns, from, err := c.checkLedgerUpdate(ctx, LedgerUpdate{Namespace: tr.Namespace, Ledger: tr.From, Amount: -tr.Amount, RequestID: tr.RequestID})
-	if err != nil {
-		return res, err
+	if err := ledger.ValidateRequestID(tr.RequestID); err != nil {
+		return res, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	_, to, err := c.ledgerTarget(ctx, ns.Name, tr.To)
+	ns, ts, err := c.ledgerTargets(ctx, tr.Namespace, tr.From, tr.To)
 	if err != nil {
 		return res, err
 	}
 	res.Namespace = ns.Name
-	r, err := c.ledger.Transfer(ctx, from, to, tr.Amount, tr.RequestID)
+	r, err := c.ledger.Transfer(ctx, ts[0], ts[1], tr.Amount, tr.RequestID)
 	if err != nil {
 		return res, publicError(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/abacusdb/abacus/internal/cassandratest"
 )
 
 const transferNS, transferSeed = "pay", 200
@@ -32,53 +34,41 @@ type transferOp struct {
 	retries  int
 }
 
-// Fault 6c. Ten servers, 20 clients, each making transfers between random
-// wallets of floor 0 (amounts up to 60 against 200 in each, so the floor
-// refuses some); clients give up after a few milliseconds and retry the
-// same request id on another server; a third of the way in, two servers
-// are killed with SIGKILL.
-func TestFaultLedgerTransfersTimeoutsAndKill(t *testing.T) {
-	faultSuite(t)
-	servers := startFaultServers(t, 10, cassandraArgs(t), nil, nil)
-	createNamespace(t, servers[0], fmt.Sprintf(`{"name":%q,"model":"ledger","ledger":{"floor":0}}`, transferNS))
-	for _, w := range transferWallets {
-		for n := 0; ; n++ {
-			a, _ := postJSON(servers[0].Base, fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/credits", transferNS, w),
-				map[string]any{"amount": transferSeed, "request_id": "seed"}, 30*time.Second)
-			if a.out == acked {
-				break
-			}
-			if n == 5 {
-				fatalProblemf(t, "seeding %s: %v", w, a.err)
-			}
-		}
-	}
-	var alive atomic.Pointer[[]*server]
-	alive.Store(&servers)
-	const workers, perWorker = 20, 20
+// transferLoad is the transfer rows' load: workers × perWorker transfers
+// between random wallets, each attempt to a random server of alive(), a
+// client timeout per attempt, retried with the same id on another server
+// after anything but an answer or below_floor, up to ten attempts.
+type transferLoad struct {
+	alive     func() []*server
+	workers   int
+	perWorker int
+	timeout   func(n int) time.Duration
+	hook      func(done int) // called after each transfer ends
+}
+
+func runTransferLoad(cfg transferLoad) []*transferOp {
 	var (
-		killed atomic.Bool
-		done   atomic.Int64
-		mu     sync.Mutex
-		ops    []*transferOp
-		wg     sync.WaitGroup
+		done atomic.Int64
+		mu   sync.Mutex
+		ops  []*transferOp
+		wg   sync.WaitGroup
 	)
-	for w := range workers {
+	for w := range cfg.workers {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for i := range perWorker {
+			for i := range cfg.perWorker {
 				from := rng.IntN(len(transferWallets))
 				to := (from + 1 + rng.IntN(len(transferWallets)-1)) % len(transferWallets)
 				o := &transferOp{id: fmt.Sprintf("t%d-%d", w, i), from: transferWallets[from], to: transferWallets[to],
 					amount: 1 + rng.Int64N(60), refusals: map[string]int{}}
 				path := fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/transfers", transferNS, o.from)
 				for n := 0; n < 10; n++ {
-					servers := *alive.Load()
+					servers := cfg.alive()
 					s := servers[rng.IntN(len(servers))]
 					if n > 0 {
 						o.retries++
 					}
-					a, _ := postJSON(s.Base, path, map[string]any{"to": o.to, "amount": o.amount, "request_id": o.id}, min(15*time.Millisecond<<n, 3*time.Second))
+					a, _ := postJSON(s.Base, path, map[string]any{"to": o.to, "amount": o.amount, "request_id": o.id}, cfg.timeout(n))
 					if a.out == acked {
 						o.acked = true
 						break
@@ -95,26 +85,98 @@ func TestFaultLedgerTransfersTimeoutsAndKill(t *testing.T) {
 				mu.Lock()
 				ops = append(ops, o)
 				mu.Unlock()
-				if done.Add(1) == workers*perWorker/3 && killed.CompareAndSwap(false, true) {
-					survivors := servers[:8]
-					alive.Store(&survivors)
-					servers[8].Kill()
-					servers[9].Kill()
-					t.Logf("killed %s and %s with SIGKILL", servers[8].Name, servers[9].Name)
+				if cfg.hook != nil {
+					cfg.hook(int(done.Add(1)))
 				}
 			}
 		})
 	}
 	wg.Wait()
+	return ops
+}
+
+// startTransferWallets makes the floored namespace and puts transferSeed
+// into each wallet.
+func startTransferWallets(t *testing.T, s *server) {
+	t.Helper()
+	createNamespace(t, s, fmt.Sprintf(`{"name":%q,"model":"ledger","ledger":{"floor":0}}`, transferNS))
+	for _, w := range transferWallets {
+		for n := 0; ; n++ {
+			a, _ := postJSON(s.Base, fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/credits", transferNS, w),
+				map[string]any{"amount": transferSeed, "request_id": "seed"}, 30*time.Second)
+			if a.out == acked {
+				break
+			}
+			if n == 5 {
+				fatalProblemf(t, "seeding %s: %v", w, a.err)
+			}
+		}
+	}
+}
+
+// Fault 6c. Ten servers, 20 clients, each making transfers between random
+// wallets of floor 0 (amounts up to 60 against 200 in each, so the floor
+// refuses some); clients give up after a few milliseconds and retry the
+// same request id on another server; a third of the way in, two servers
+// are killed with SIGKILL.
+func TestFaultLedgerTransfersTimeoutsAndKill(t *testing.T) {
+	faultSuite(t)
+	servers := startFaultServers(t, 10, cassandraArgs(t), nil, nil)
+	startTransferWallets(t, servers[0])
+	var alive atomic.Pointer[[]*server]
+	alive.Store(&servers)
+	const workers, perWorker = 20, 20
+	var killed atomic.Bool
+	ops := runTransferLoad(transferLoad{
+		alive: func() []*server { return *alive.Load() }, workers: workers, perWorker: perWorker,
+		timeout: func(n int) time.Duration { return min(15*time.Millisecond<<n, 3*time.Second) },
+		hook: func(done int) {
+			if done == workers*perWorker/3 && killed.CompareAndSwap(false, true) {
+				survivors := servers[:8]
+				alive.Store(&survivors)
+				servers[8].Kill()
+				servers[9].Kill()
+				t.Logf("killed %s and %s with SIGKILL", servers[8].Name, servers[9].Name)
+			}
+		},
+	})
 	if !killed.Load() {
 		fatalProblemf(t, "the kill never happened")
 	}
-	checkTransferFault(t, "transfer-timeouts+kill", ops, servers[0])
+	checkTransferFault(t, "transfer-timeouts+kill", ops, servers[0], true)
+}
+
+// Fault 6d. The same load with one Cassandra node of three stopped a third
+// of the way in (replication factor 3, QUORUM) and started after it: the
+// logged batches of transfers under way lose a replica, and perhaps a
+// batch log.
+func TestFaultLedgerTransfersNodeStopped(t *testing.T) {
+	cluster := cassandratest.Faults(t) // skips unless node-loss tests are enabled
+	servers := startFaultServers(t, 10, cassandraArgs(t), nil, nil)
+	startTransferWallets(t, servers[0])
+	const workers, perWorker = 20, 15
+	var stopped atomic.Bool
+	ops := runTransferLoad(transferLoad{
+		alive: func() []*server { return servers }, workers: workers, perWorker: perWorker,
+		timeout: func(n int) time.Duration { return min(time.Second<<n, 5*time.Second) },
+		hook: func(done int) {
+			if done == workers*perWorker/3 && stopped.CompareAndSwap(false, true) {
+				cluster.StopNode(3)
+				t.Logf("stopped Cassandra node 3")
+			}
+		},
+	})
+	if !stopped.Load() {
+		fatalProblemf(t, "the node was never stopped")
+	}
+	cluster.StartNode(3)
+	t.Logf("started Cassandra node 3 again")
+	checkTransferFault(t, "transfer-node-stopped", ops, servers[0], false)
 }
 
 // checkTransferFault compares the load's record with the wallets'
 // histories and values, logs the fault's row and fails on any violation.
-func checkTransferFault(t *testing.T, fault string, ops []*transferOp, reader *server) {
+func checkTransferFault(t *testing.T, fault string, ops []*transferOp, reader *server, timeouts bool) {
 	t.Helper()
 	// A logged batch is atomic, not isolated: one that a killed server's
 	// request left in Cassandra's batch log lands when the log is
@@ -210,7 +272,7 @@ func checkTransferFault(t *testing.T, fault string, ops []*transferOp, reader *s
 	if r.drift != 0 {
 		problemf(t, "%s: the wallets sum to %d, not the %d put in: a transfer was applied on one side only", fault, sum, int64(len(transferWallets))*transferSeed)
 	}
-	if timedOut == 0 {
+	if timeouts && timedOut == 0 {
 		problemf(t, "%s: no attempt had an unknown outcome: the client-timeout fault was not injected", fault)
 	}
 	if refusedBy["below_floor"] == 0 {

@@ -26,19 +26,51 @@ import (
 // floorOp is one request of the floor load: a debit, or now and then a
 // credit, under its own request id.
 type floorOp struct {
-	id       string
-	amount   int64 // signed
-	acked    bool  // an attempt answered 200
-	unknowns int   // attempts whose outcome is unknown
+	id     string
+	amount int64 // signed
+	attempts
+}
+
+// attempts is what the attempts at one request saw.
+type attempts struct {
+	acked    bool // an attempt answered 200
+	unknowns int  // attempts whose outcome is unknown
 	refusals map[string]int
 	retries  int
 }
 
-// floorLoad is the floor rows' load: workers × perWorker requests against
-// one wallet, each attempt to a random server of alive(), a client timeout
-// per attempt, retried with the same id on another server after a timeout,
-// an unknown outcome or rights_held, up to ten attempts.
-type floorLoad struct {
+// sendRetrying posts body to path on a random server of alive() with the
+// client timeout timeout(n) for attempt n, and sends it again (the same
+// request id) to another after anything but an answer or below_floor, up
+// to ten attempts; a records what they saw.
+func (a *attempts) sendRetrying(rng *rand.Rand, alive func() []*server, path string, body map[string]any, timeout func(n int) time.Duration) {
+	a.refusals = map[string]int{}
+	for n := 0; n < 10; n++ {
+		servers := alive()
+		s := servers[rng.IntN(len(servers))]
+		if n > 0 {
+			a.retries++
+		}
+		at, _ := postJSON(s.Base, path, body, timeout(n))
+		if at.out == acked {
+			a.acked = true
+			return
+		}
+		if at.out == unknown {
+			a.unknowns++
+			continue
+		}
+		a.refusals[at.code]++
+		if at.code == "below_floor" {
+			return // this attempt's answer; an earlier unknown one stays unknown
+		}
+	}
+}
+
+// ledgerLoad is a ledger fault row's load: workers × perWorker requests,
+// each sent by attempts.sendRetrying to random servers of alive() with the
+// client timeout timeout(n) for attempt n.
+type ledgerLoad struct {
 	alive     func() []*server
 	workers   int
 	perWorker int
@@ -46,49 +78,21 @@ type floorLoad struct {
 	hook      func(done int) // called after each request ends
 }
 
-const floorNS, floorWallet, floorSeed = "wal", "w", 1000
-
-func runFloorLoad(t *testing.T, cfg floorLoad) []*floorOp {
-	t.Helper()
+// runLedgerLoad runs cfg's workers; each makes its perWorker requests one after
+// another with send (its worker number, the request's, and a random source
+// of its own) and collects what send returns.
+func runLedgerLoad[T any](cfg ledgerLoad, send func(rng *rand.Rand, w, i int) T) []T {
 	var (
 		mu   sync.Mutex
-		ops  []*floorOp
+		ops  []T
 		done atomic.Int64
 		wg   sync.WaitGroup
 	)
-	path := fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/", floorNS, floorWallet)
 	for w := range cfg.workers {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 99))
 			for i := range cfg.perWorker {
-				o := &floorOp{id: fmt.Sprintf("w%d-%d", w, i), amount: -(1 + rng.Int64N(20)), refusals: map[string]int{}}
-				if i%10 == 9 {
-					o.amount = 20
-				}
-				kind, amount := "debits", -o.amount
-				if o.amount > 0 {
-					kind, amount = "credits", o.amount
-				}
-				for n := 0; n < 10; n++ {
-					servers := cfg.alive()
-					s := servers[rng.IntN(len(servers))]
-					if n > 0 {
-						o.retries++
-					}
-					a, _ := postJSON(s.Base, path+kind, map[string]any{"amount": amount, "request_id": o.id}, cfg.timeout(n))
-					if a.out == acked {
-						o.acked = true
-						break
-					}
-					if a.out == unknown {
-						o.unknowns++
-						continue
-					}
-					o.refusals[a.code]++
-					if a.code == "below_floor" {
-						break // this attempt's answer; an earlier unknown one stays unknown
-					}
-				}
+				o := send(rng, w, i)
 				mu.Lock()
 				ops = append(ops, o)
 				mu.Unlock()
@@ -100,6 +104,85 @@ func runFloorLoad(t *testing.T, cfg floorLoad) []*floorOp {
 	}
 	wg.Wait()
 	return ops
+}
+
+// twoKilled is the ledger rows' server fault: once at requests of the
+// load have ended, the last two servers are killed with SIGKILL and the
+// load goes on on the others.
+type twoKilled struct {
+	servers []*server
+	live    atomic.Pointer[[]*server]
+	done    atomic.Bool
+}
+
+func killTwo(servers []*server) *twoKilled {
+	k := &twoKilled{servers: servers}
+	k.live.Store(&servers)
+	return k
+}
+
+// alive returns the servers not killed.
+func (k *twoKilled) alive() []*server { return *k.live.Load() }
+
+// at returns the load's hook that kills them after at requests.
+func (k *twoKilled) at(t *testing.T, at int) func(done int) {
+	return func(done int) {
+		if done == at && k.done.CompareAndSwap(false, true) {
+			n := len(k.servers)
+			survivors := k.servers[:n-2]
+			k.live.Store(&survivors)
+			k.servers[n-2].Kill()
+			k.servers[n-1].Kill()
+			t.Logf("killed %s and %s with SIGKILL", k.servers[n-2].Name, k.servers[n-1].Name)
+		}
+	}
+}
+
+// nodeStopped is the ledger rows' store fault: once at requests of the
+// load have ended, Cassandra node 3 of 3 is stopped.
+type nodeStopped struct {
+	cluster *cassandratest.Cluster
+	done    atomic.Bool
+}
+
+func (s *nodeStopped) at(t *testing.T, at int) func(done int) {
+	return func(done int) {
+		if done == at && s.done.CompareAndSwap(false, true) {
+			s.cluster.StopNode(3)
+			t.Logf("stopped Cassandra node 3")
+		}
+	}
+}
+
+// restart starts the stopped node again, failing the test if the load
+// never stopped it.
+func (s *nodeStopped) restart(t *testing.T) {
+	t.Helper()
+	if !s.done.Load() {
+		fatalProblemf(t, "the node was never stopped")
+	}
+	s.cluster.StartNode(3)
+	t.Logf("started Cassandra node 3 again")
+}
+
+const floorNS, floorWallet, floorSeed = "wal", "w", 1000
+
+// runFloorLoad debits one wallet (and now and then credits it), each
+// request under its own id.
+func runFloorLoad(cfg ledgerLoad) []*floorOp {
+	path := fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/", floorNS, floorWallet)
+	return runLedgerLoad(cfg, func(rng *rand.Rand, w, i int) *floorOp {
+		o := &floorOp{id: fmt.Sprintf("w%d-%d", w, i), amount: -(1 + rng.Int64N(20))}
+		if i%10 == 9 {
+			o.amount = 20
+		}
+		kind, amount := "debits", -o.amount
+		if o.amount > 0 {
+			kind, amount = "credits", o.amount
+		}
+		o.sendRetrying(rng, cfg.alive, path+kind, map[string]any{"amount": amount, "request_id": o.id}, cfg.timeout)
+		return o
+	})
 }
 
 // watchFloor reads the wallet through every server, round after round,
@@ -258,15 +341,24 @@ func checkFloorFault(t *testing.T, fault string, ops []*floorOp, lowest int64, r
 
 func startFloorWallet(t *testing.T, s *server) {
 	t.Helper()
-	createNamespace(t, s, fmt.Sprintf(`{"name":%q,"model":"ledger","ledger":{"floor":0}}`, floorNS))
-	for n := 0; ; n++ {
-		a, _ := postJSON(s.Base, fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/credits", floorNS, floorWallet),
-			map[string]any{"amount": floorSeed, "request_id": "seed"}, 30*time.Second)
-		if a.out == acked {
-			return
-		}
-		if n == 5 {
-			fatalProblemf(t, "seeding the wallet: %v", a.err)
+	startWallets(t, s, floorNS, floorSeed, floorWallet)
+}
+
+// startWallets makes a ledger namespace of floor 0 and credits seed to
+// each wallet.
+func startWallets(t *testing.T, s *server, ns string, seed int64, wallets ...string) {
+	t.Helper()
+	createNamespace(t, s, fmt.Sprintf(`{"name":%q,"model":"ledger","ledger":{"floor":0}}`, ns))
+	for _, w := range wallets {
+		for n := 0; ; n++ {
+			a, _ := postJSON(s.Base, fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/credits", ns, w),
+				map[string]any{"amount": seed, "request_id": "seed"}, 30*time.Second)
+			if a.out == acked {
+				break
+			}
+			if n == 5 {
+				fatalProblemf(t, "seeding %s: %v", w, a.err)
+			}
 		}
 	}
 }
@@ -280,28 +372,18 @@ func TestFaultLedgerFloorTimeoutsAndKill(t *testing.T) {
 	faultSuite(t)
 	servers := startFaultServers(t, 10, cassandraArgs(t), nil, nil)
 	startFloorWallet(t, servers[0])
-	var alive atomic.Pointer[[]*server]
-	alive.Store(&servers)
 	const workers, perWorker = 20, 25
-	var killed atomic.Bool
+	kill := killTwo(servers)
 	stop := make(chan struct{})
-	lowest := watchFloor(func() []*server { return *alive.Load() }, stop)
-	ops := runFloorLoad(t, floorLoad{
-		alive: func() []*server { return *alive.Load() }, workers: workers, perWorker: perWorker,
+	lowest := watchFloor(kill.alive, stop)
+	ops := runFloorLoad(ledgerLoad{
+		alive: kill.alive, workers: workers, perWorker: perWorker,
 		timeout: func(n int) time.Duration { return min(15*time.Millisecond<<n, 3*time.Second) },
-		hook: func(done int) {
-			if done == workers*perWorker/3 && killed.CompareAndSwap(false, true) {
-				survivors := servers[:8]
-				alive.Store(&survivors)
-				servers[8].Kill()
-				servers[9].Kill()
-				t.Logf("killed %s and %s with SIGKILL", servers[8].Name, servers[9].Name)
-			}
-		},
+		hook:    kill.at(t, workers*perWorker/3),
 	})
 	close(stop)
 	low, reads := lowest()
-	if !killed.Load() {
+	if !kill.done.Load() {
 		fatalProblemf(t, "the kill never happened")
 	}
 	timedOut := 0
@@ -323,26 +405,17 @@ func TestFaultLedgerFloorNodeStopped(t *testing.T) {
 	servers := startFaultServers(t, 10, cassandraArgs(t), nil, nil)
 	startFloorWallet(t, servers[0])
 	const workers, perWorker = 20, 20
-	var stopped atomic.Bool
+	node := &nodeStopped{cluster: cluster}
 	stop := make(chan struct{})
 	all := func() []*server { return servers }
 	lowest := watchFloor(all, stop)
-	ops := runFloorLoad(t, floorLoad{
+	ops := runFloorLoad(ledgerLoad{
 		alive: all, workers: workers, perWorker: perWorker,
 		timeout: func(n int) time.Duration { return min(time.Second<<n, 5*time.Second) },
-		hook: func(done int) {
-			if done == workers*perWorker/3 && stopped.CompareAndSwap(false, true) {
-				cluster.StopNode(3)
-				t.Logf("stopped Cassandra node 3")
-			}
-		},
+		hook:    node.at(t, workers*perWorker/3),
 	})
 	close(stop)
 	low, reads := lowest()
-	if !stopped.Load() {
-		fatalProblemf(t, "the node was never stopped")
-	}
-	cluster.StartNode(3)
-	t.Logf("started Cassandra node 3 again")
+	node.restart(t)
 	checkFloorFault(t, "floor-node-stopped", ops, low, reads, servers[0])
 }

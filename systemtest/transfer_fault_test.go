@@ -11,8 +11,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,90 +26,20 @@ type transferOp struct {
 	id       string
 	from, to string
 	amount   int64
-	acked    bool
-	unknowns int
-	refusals map[string]int
-	retries  int
+	attempts
 }
 
-// transferLoad is the transfer rows' load: workers × perWorker transfers
-// between random wallets, each attempt to a random server of alive(), a
-// client timeout per attempt, retried with the same id on another server
-// after anything but an answer or below_floor, up to ten attempts.
-type transferLoad struct {
-	alive     func() []*server
-	workers   int
-	perWorker int
-	timeout   func(n int) time.Duration
-	hook      func(done int) // called after each transfer ends
-}
-
-func runTransferLoad(cfg transferLoad) []*transferOp {
-	var (
-		done atomic.Int64
-		mu   sync.Mutex
-		ops  []*transferOp
-		wg   sync.WaitGroup
-	)
-	for w := range cfg.workers {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			for i := range cfg.perWorker {
-				from := rng.IntN(len(transferWallets))
-				to := (from + 1 + rng.IntN(len(transferWallets)-1)) % len(transferWallets)
-				o := &transferOp{id: fmt.Sprintf("t%d-%d", w, i), from: transferWallets[from], to: transferWallets[to],
-					amount: 1 + rng.Int64N(60), refusals: map[string]int{}}
-				path := fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/transfers", transferNS, o.from)
-				for n := 0; n < 10; n++ {
-					servers := cfg.alive()
-					s := servers[rng.IntN(len(servers))]
-					if n > 0 {
-						o.retries++
-					}
-					a, _ := postJSON(s.Base, path, map[string]any{"to": o.to, "amount": o.amount, "request_id": o.id}, cfg.timeout(n))
-					if a.out == acked {
-						o.acked = true
-						break
-					}
-					if a.out == unknown {
-						o.unknowns++
-						continue
-					}
-					o.refusals[a.code]++
-					if a.code == "below_floor" {
-						break
-					}
-				}
-				mu.Lock()
-				ops = append(ops, o)
-				mu.Unlock()
-				if cfg.hook != nil {
-					cfg.hook(int(done.Add(1)))
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return ops
-}
-
-// startTransferWallets makes the floored namespace and puts transferSeed
-// into each wallet.
-func startTransferWallets(t *testing.T, s *server) {
-	t.Helper()
-	createNamespace(t, s, fmt.Sprintf(`{"name":%q,"model":"ledger","ledger":{"floor":0}}`, transferNS))
-	for _, w := range transferWallets {
-		for n := 0; ; n++ {
-			a, _ := postJSON(s.Base, fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/credits", transferNS, w),
-				map[string]any{"amount": transferSeed, "request_id": "seed"}, 30*time.Second)
-			if a.out == acked {
-				break
-			}
-			if n == 5 {
-				fatalProblemf(t, "seeding %s: %v", w, a.err)
-			}
-		}
-	}
+// runTransferLoad makes transfers between random wallets, each under its
+// own request id.
+func runTransferLoad(cfg ledgerLoad) []*transferOp {
+	return runLedgerLoad(cfg, func(rng *rand.Rand, w, i int) *transferOp {
+		from := rng.IntN(len(transferWallets))
+		to := (from + 1 + rng.IntN(len(transferWallets)-1)) % len(transferWallets)
+		o := &transferOp{id: fmt.Sprintf("t%d-%d", w, i), from: transferWallets[from], to: transferWallets[to], amount: 1 + rng.Int64N(60)}
+		path := fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/transfers", transferNS, o.from)
+		o.sendRetrying(rng, cfg.alive, path, map[string]any{"to": o.to, "amount": o.amount, "request_id": o.id}, cfg.timeout)
+		return o
+	})
 }
 
 // Fault 6c. Ten servers, 20 clients, each making transfers between random
@@ -122,25 +50,15 @@ func startTransferWallets(t *testing.T, s *server) {
 func TestFaultLedgerTransfersTimeoutsAndKill(t *testing.T) {
 	faultSuite(t)
 	servers := startFaultServers(t, 10, cassandraArgs(t), nil, nil)
-	startTransferWallets(t, servers[0])
-	var alive atomic.Pointer[[]*server]
-	alive.Store(&servers)
+	startWallets(t, servers[0], transferNS, transferSeed, transferWallets...)
 	const workers, perWorker = 20, 20
-	var killed atomic.Bool
-	ops := runTransferLoad(transferLoad{
-		alive: func() []*server { return *alive.Load() }, workers: workers, perWorker: perWorker,
+	kill := killTwo(servers)
+	ops := runTransferLoad(ledgerLoad{
+		alive: kill.alive, workers: workers, perWorker: perWorker,
 		timeout: func(n int) time.Duration { return min(15*time.Millisecond<<n, 3*time.Second) },
-		hook: func(done int) {
-			if done == workers*perWorker/3 && killed.CompareAndSwap(false, true) {
-				survivors := servers[:8]
-				alive.Store(&survivors)
-				servers[8].Kill()
-				servers[9].Kill()
-				t.Logf("killed %s and %s with SIGKILL", servers[8].Name, servers[9].Name)
-			}
-		},
+		hook:    kill.at(t, workers*perWorker/3),
 	})
-	if !killed.Load() {
+	if !kill.done.Load() {
 		fatalProblemf(t, "the kill never happened")
 	}
 	checkTransferFault(t, "transfer-timeouts+kill", ops, servers[0], true)
@@ -153,24 +71,15 @@ func TestFaultLedgerTransfersTimeoutsAndKill(t *testing.T) {
 func TestFaultLedgerTransfersNodeStopped(t *testing.T) {
 	cluster := cassandratest.Faults(t) // skips unless node-loss tests are enabled
 	servers := startFaultServers(t, 10, cassandraArgs(t), nil, nil)
-	startTransferWallets(t, servers[0])
+	startWallets(t, servers[0], transferNS, transferSeed, transferWallets...)
 	const workers, perWorker = 20, 15
-	var stopped atomic.Bool
-	ops := runTransferLoad(transferLoad{
+	node := &nodeStopped{cluster: cluster}
+	ops := runTransferLoad(ledgerLoad{
 		alive: func() []*server { return servers }, workers: workers, perWorker: perWorker,
 		timeout: func(n int) time.Duration { return min(time.Second<<n, 5*time.Second) },
-		hook: func(done int) {
-			if done == workers*perWorker/3 && stopped.CompareAndSwap(false, true) {
-				cluster.StopNode(3)
-				t.Logf("stopped Cassandra node 3")
-			}
-		},
+		hook:    node.at(t, workers*perWorker/3),
 	})
-	if !stopped.Load() {
-		fatalProblemf(t, "the node was never stopped")
-	}
-	cluster.StartNode(3)
-	t.Logf("started Cassandra node 3 again")
+	node.restart(t)
 	checkTransferFault(t, "transfer-node-stopped", ops, servers[0], false)
 }
 

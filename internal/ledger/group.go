@@ -259,16 +259,7 @@ func (e *Engine) serve(s *slot) {
 // actor, instead of taking the process down from a goroutine no handler
 // can recover.
 func (e *Engine) applyGuarded(s *slot, batch []*request) {
-	// Close waits for batches under way (their writes may need settling).
-	e.bg.Lock()
-	tracked := !e.bg.closing
-	if tracked {
-		e.bg.batches.Add(1)
-	}
-	e.bg.Unlock()
-	if tracked {
-		defer e.bg.batches.Done()
-	}
+	defer e.trackBatch()()
 	defer func() {
 		p := recover()
 		if p == nil {
@@ -287,6 +278,19 @@ func (e *Engine) applyGuarded(s *slot, batch []*request) {
 		}
 	}()
 	e.applyBatch(s, batch)
+}
+
+// trackBatch counts a batch (or a transfer) under way, which Close waits
+// for since its writes may need settling, until the returned func runs. One
+// that starts after Close began is not waited for.
+func (e *Engine) trackBatch() (done func()) {
+	e.bg.Lock()
+	defer e.bg.Unlock()
+	if e.bg.closing {
+		return func() {}
+	}
+	e.bg.batches.Add(1)
+	return e.bg.batches.Done
 }
 
 // take removes the next batch from the queue: queued requests with the

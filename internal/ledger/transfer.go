@@ -124,16 +124,7 @@ func (e *Engine) transferOnce(ctx context.Context, from, to Target, amount int64
 		sA, sB = s2, s1
 	}
 
-	// Close waits for transfers under way, as for batches.
-	e.bg.Lock()
-	tracked := !e.bg.closing
-	if tracked {
-		e.bg.batches.Add(1)
-	}
-	e.bg.Unlock()
-	if tracked {
-		defer e.bg.batches.Done()
-	}
+	defer e.trackBatch()()
 	func() {
 		defer func() {
 			if p := recover(); p != nil {

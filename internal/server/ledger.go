@@ -23,24 +23,14 @@ const (
 func (s *Server) ledgerUpdate(op ledgerOp) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ns, name := r.PathValue("ns"), r.PathValue("ledger")
-		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
-		if err != nil {
-			s.countLedgerUpdate(false, err)
-			writeError(w, r, err)
+		req, ok := readLedgerRequest(s, w, r, decodeLedgerUpdate, func(req *api.LedgerUpdateRequest) *string { return &req.RequestID })
+		if !ok {
 			return
 		}
-		req, err := decodeLedgerUpdate(body)
-		if err != nil {
-			s.countLedgerUpdate(false, err)
-			writeError(w, r, err)
-			return
-		}
-		if req.RequestID, err = announceRequestID(w, r, req.RequestID); err != nil {
-			s.countLedgerUpdate(false, err)
-			writeError(w, r, err)
-			return
-		}
-		var res *abacus.LedgerResult
+		var (
+			res *abacus.LedgerResult
+			err error
+		)
 		switch op {
 		case opCredit:
 			res, err = s.client.Credit(r.Context(), ns, name, req.Amount, req.RequestID)
@@ -51,53 +41,65 @@ func (s *Server) ledgerUpdate(op ledgerOp) http.HandlerFunc {
 				Namespace: ns, Ledger: name, Amount: req.Amount, RequestID: req.RequestID,
 			})
 		}
-		s.countLedgerUpdate(err == nil && res.Replayed, err)
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
-		if res.Replayed {
-			w.Header().Set(replayedHeader, "true")
-		}
-		writeJSON(w, http.StatusOK, api.LedgerUpdateResponse{
-			Namespace: res.Namespace, Ledger: name, RequestID: res.RequestID, Applied: res.Applied, Replayed: res.Replayed,
+		s.answerLedgerRequest(w, r, err, func() (bool, any) {
+			return res.Replayed, api.LedgerUpdateResponse{
+				Namespace: res.Namespace, Ledger: name, RequestID: res.RequestID, Applied: res.Applied, Replayed: res.Replayed,
+			}
 		})
 	}
+}
+
+// readLedgerRequest reads a ledger request's body with decode and settles
+// its request id (*id(&req): from the body, the Idempotency-Key header or
+// a new one); on a mistake it answers, counts it and reports false.
+func readLedgerRequest[T any](s *Server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error), id func(*T) *string) (T, bool) {
+	var req T
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err == nil {
+		req, err = decode(body)
+	}
+	if err == nil {
+		rid := id(&req)
+		*rid, err = announceRequestID(w, r, *rid)
+	}
+	if err != nil {
+		s.countLedgerUpdate(false, err)
+		writeError(w, r, err)
+		return req, false
+	}
+	return req, true
+}
+
+// answerLedgerRequest counts a ledger request's outcome and answers it:
+// the error, or the body ok gives, marked as a replay when it says so.
+func (s *Server) answerLedgerRequest(w http.ResponseWriter, r *http.Request, err error, ok func() (replayed bool, body any)) {
+	if err != nil {
+		s.countLedgerUpdate(false, err)
+		writeError(w, r, err)
+		return
+	}
+	replayed, body := ok()
+	s.countLedgerUpdate(replayed, nil)
+	if replayed {
+		w.Header().Set(replayedHeader, "true")
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // ledgerTransfer moves an amount from the path's ledger to another.
 func (s *Server) ledgerTransfer(w http.ResponseWriter, r *http.Request) {
 	ns, from := r.PathValue("ns"), r.PathValue("ledger")
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
-	if err != nil {
-		s.countLedgerUpdate(false, err)
-		writeError(w, r, err)
-		return
-	}
-	var req api.LedgerTransferRequest
-	if err := decodeStrict(body, &req, ""); err != nil {
-		s.countLedgerUpdate(false, err)
-		writeError(w, r, err)
-		return
-	}
-	if req.RequestID, err = announceRequestID(w, r, req.RequestID); err != nil {
-		s.countLedgerUpdate(false, err)
-		writeError(w, r, err)
+	req, ok := readLedgerRequest(s, w, r, decodeLedgerTransfer, func(req *api.LedgerTransferRequest) *string { return &req.RequestID })
+	if !ok {
 		return
 	}
 	res, err := s.client.Transfer(r.Context(), abacus.LedgerTransfer{
 		Namespace: ns, From: from, To: req.To, Amount: req.Amount, RequestID: req.RequestID,
 	})
-	s.countLedgerUpdate(err == nil && res.Replayed, err)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if res.Replayed {
-		w.Header().Set(replayedHeader, "true")
-	}
-	writeJSON(w, http.StatusOK, api.LedgerTransferResponse{
-		Namespace: res.Namespace, From: from, To: req.To, RequestID: res.RequestID, Applied: res.Applied, Replayed: res.Replayed,
+	s.answerLedgerRequest(w, r, err, func() (bool, any) {
+		return res.Replayed, api.LedgerTransferResponse{
+			Namespace: res.Namespace, From: from, To: req.To, RequestID: res.RequestID, Applied: res.Applied, Replayed: res.Replayed,
+		}
 	})
 }
 
@@ -227,6 +229,14 @@ func ledgerOptionsFromJSON(o *api.LedgerOptions) (*abacus.LedgerOptions, error) 
 		lo.Floored, lo.Floor = true, *o.Floor
 	}
 	return lo, nil
+}
+
+func decodeLedgerTransfer(data []byte) (api.LedgerTransferRequest, error) {
+	var req api.LedgerTransferRequest
+	if err := decodeStrict(data, &req, ""); err != nil {
+		return api.LedgerTransferRequest{}, err
+	}
+	return req, nil
 }
 
 func decodeLedgerUpdate(data []byte) (api.LedgerUpdateRequest, error) {

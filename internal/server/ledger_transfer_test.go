@@ -60,3 +60,11 @@ func TestLedgerTransferEndpoint(t *testing.T) {
 		}
 	}
 }
+
+func FuzzDecodeLedgerTransfer(f *testing.F) {
+	fuzzDecode(f, []string{
+		`{"to":"b","amount":1}`, `{"to":"b","amount":-9223372036854775808,"request_id":"r"}`, `{}`, `{"to":"b","amount":1.5}`,
+		`{"to":1,"amount":1}`, `{"to":"b","amount":1}{}`, `{"To":"b"}`, `{"to":null}`, "{\"to\":\"\xff\"}",
+		`{"request_id":"\ud800"}`, ``, `null`, `[]`, `{"to":"b","amount":9223372036854775808}`,
+	}, decodeLedgerTransfer, roundTripping(decodeLedgerTransfer))
+}

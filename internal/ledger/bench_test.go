@@ -307,3 +307,47 @@ func BenchmarkReadActors(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTransfer measures transfers against debits of the same
+// ledgers: 32 callers, one process, exact mode, history on, each ledger
+// holding 2^60 first. With 2 ledgers every transfer goes between the same
+// pair (in turn each way); with 100, from ledger i to ledger i+1. The
+// debits go to the same ledgers, grouped by the engine as usual; a
+// transfer is not grouped, so a hot pair makes one transfer per write.
+// docs/benchmarks-ledger.md has a run's numbers.
+func BenchmarkTransfer(b *testing.B) {
+	for _, store := range []string{"embedded", "cassandra"} {
+		b.Run(store, func(b *testing.B) {
+			for _, ledgers := range []int{2, 100} {
+				for _, kind := range []string{"debit", "transfer"} {
+					b.Run(fmt.Sprintf("ledgers=%d/%s", ledgers, kind), func(b *testing.B) {
+						var d driver.Driver
+						if store == "cassandra" {
+							d = benchCassandra(b)
+						} else {
+							d = benchEmbedded(b)
+						}
+						engines, targets := benchEngines(b, d, Options{}, 1, ledgers)
+						e := engines[0]
+						for _, t := range targets {
+							if _, err := e.Update(context.Background(), t, 1<<60, "seed"); err != nil {
+								b.Fatal(err)
+							}
+						}
+						var next atomic.Int64
+						runUnit(b, kind+"s/s", func(ctx context.Context) error {
+							n := next.Add(1)
+							from, amount, id := int(n)%ledgers, 1+n%100, fmt.Sprint("r", n)
+							if kind == "debit" {
+								_, err := e.Update(ctx, targets[from], -amount, id)
+								return err
+							}
+							_, err := e.Transfer(ctx, targets[from], targets[(from+1)%ledgers], amount, id)
+							return err
+						})
+					})
+				}
+			}
+		})
+	}
+}

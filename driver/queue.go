@@ -25,6 +25,11 @@ type Queue struct {
 	// Spread is how many shards one window's puts go to. A queue created
 	// with 0 or 1, or made before spreads existed, reads back as 1.
 	Spread int
+	// Priorities is how many priority levels the queue's messages have.
+	// The queue engine keeps level l in shards l·Shards to l·Shards+Shards-1,
+	// so drivers see only more shard numbers. A queue created with 0 or 1,
+	// or made before priorities existed, reads back as 1.
+	Priorities int
 	// MaxDeliveries is how many times a message is handed out before it
 	// moves to the dead letters.
 	MaxDeliveries int

@@ -147,7 +147,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 25 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, five queue columns added, two events, three counter-model tables, queue_pauses, ledger_entries, ledger_entry_days and ledger_rights
+	if len(stmts) != 26 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, six queue columns added, two events, three counter-model tables, queue_pauses, ledger_entries, ledger_entry_days and ledger_rights
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"
@@ -169,6 +169,7 @@ func TestSchema(t *testing.T) {
 		"ALTER TABLE k1.queues ADD spread int",
 		"ALTER TABLE k1.queues ADD generation bigint",
 		"ALTER TABLE k1.queues ADD deleted_at timestamp",
+		"ALTER TABLE k1.queues ADD priorities int",
 	}; !slices.Equal(added, want) {
 		t.Errorf("columns added = %q, want %q", added, want)
 	}

@@ -76,6 +76,7 @@ func queueSchemaStatements(cfg Config) []string {
 		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queues", spreadColumn, "int"),
 		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queues", generationColumn, "bigint"),
 		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queues", deletedAtColumn, "timestamp"),
+		fmt.Sprintf(addColumnDDL, cfg.Keyspace, "queues", prioritiesColumn, "int"),
 	}
 }
 
@@ -121,10 +122,13 @@ type queueStatements struct {
 }
 
 const (
-	queueColumns = "name, shards, shard_ms, max_deliveries, visibility_ms, created_at, " + spreadColumn
+	queueColumns = "name, shards, shard_ms, max_deliveries, visibility_ms, created_at, " + spreadColumn + ", " + prioritiesColumn
 	// spread is a column added to queues after it first shipped; a queue
 	// made before then has none (null), and spreads over one shard.
 	spreadColumn = "spread"
+	// priorities came later still: null in an earlier release's record,
+	// read as one level.
+	prioritiesColumn = "priorities"
 	// generation and deleted_at were added when queues could be deleted:
 	// null in a record of an earlier release, read as generation 0, live.
 	// A create of a first generation leaves both unset (no null cells).
@@ -145,11 +149,11 @@ const (
 func newQueueStatements(ks string) queueStatements {
 	m := ks + ".queue_messages"
 	return queueStatements{
-		insertQueue: "INSERT INTO " + ks + ".queues (" + queueColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		insertQueue: "INSERT INTO " + ks + ".queues (" + queueColumns + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
 		getQueue:    "SELECT " + queueReadColumns + " FROM " + ks + ".queues WHERE name = ?",
 		listQueues:  "SELECT " + queueReadColumns + " FROM " + ks + ".queues",
 		replaceQueue: "UPDATE " + ks + ".queues SET shards = ?, shard_ms = ?, max_deliveries = ?, visibility_ms = ?, created_at = ?, " +
-			spreadColumn + " = ?, " + generationColumn + " = ?, " + deletedAtColumn + " = null WHERE name = ? IF created_at = ? AND " + deletedAtColumn + " = ?",
+			spreadColumn + " = ?, " + prioritiesColumn + " = ?, " + generationColumn + " = ?, " + deletedAtColumn + " = null WHERE name = ? IF created_at = ? AND " + deletedAtColumn + " = ?",
 		deleteQueue: "UPDATE " + ks + ".queues SET " + deletedAtColumn + " = ? WHERE name = ? IF created_at = ? AND " + deletedAtColumn + " = null",
 		// Messages are written with UPDATE, not INSERT, and deleted cell by
 		// cell: see deleteMessage. A fresh message leaves visible_at and
@@ -183,7 +187,7 @@ func newQueueStatements(ks string) queueStatements {
 		listDead:          "SELECT " + deadColumns + ", attributes FROM " + ks + ".queue_dead WHERE queue = ?",
 		listDeadByID:      "SELECT " + deadColumns + ", attributes FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
 		deleteDead:        "DELETE FROM " + ks + ".queue_dead WHERE queue = ? AND id = ?",
-		probeQueues:       "SELECT name, " + deletedAtColumn + " FROM " + ks + ".queues LIMIT 1",
+		probeQueues:       "SELECT name, " + prioritiesColumn + " FROM " + ks + ".queues LIMIT 1",
 		// The probes name the newest column too: a table of an earlier
 		// release lacks it, the probe fails, and the schema is brought up
 		// to date (prepareSchema).
@@ -275,21 +279,21 @@ func (d *Driver) swapQueue(ctx context.Context, op, name, stmt string, args []an
 func sameQueue(a, b driver.Queue) bool {
 	return a.Name == b.Name && a.Shards == b.Shards && a.ShardDuration == b.ShardDuration &&
 		a.MaxDeliveries == b.MaxDeliveries && a.VisibilityTimeout == b.VisibilityTimeout &&
-		max(a.Spread, 1) == max(b.Spread, 1) &&
+		max(a.Spread, 1) == max(b.Spread, 1) && max(a.Priorities, 1) == max(b.Priorities, 1) &&
 		a.CreatedAt.Equal(b.CreatedAt.Truncate(time.Millisecond))
 }
 
 func queueValues(q driver.Queue) ([]any, error) {
 	if q.Shards < 0 || q.Shards > math.MaxInt32 || q.MaxDeliveries < 0 || q.MaxDeliveries > math.MaxInt32 ||
-		q.Spread < 0 || q.Spread > math.MaxInt32 {
-		return nil, fmt.Errorf("shards %d, spread %d or max deliveries %d out of range", q.Shards, q.Spread, q.MaxDeliveries)
+		q.Spread < 0 || q.Spread > math.MaxInt32 || q.Priorities < 0 || q.Priorities > math.MaxInt32 {
+		return nil, fmt.Errorf("shards %d, spread %d, priorities %d or max deliveries %d out of range", q.Shards, q.Spread, q.Priorities, q.MaxDeliveries)
 	}
 	if q.ShardDuration < 0 || q.ShardDuration%time.Millisecond != 0 ||
 		q.VisibilityTimeout < 0 || q.VisibilityTimeout%time.Millisecond != 0 {
 		return nil, fmt.Errorf("durations must be whole, non-negative milliseconds (the columns' unit)")
 	}
 	return []any{q.Name, q.Shards, q.ShardDuration.Milliseconds(), q.MaxDeliveries,
-		q.VisibilityTimeout.Milliseconds(), q.CreatedAt, max(q.Spread, 1)}, nil
+		q.VisibilityTimeout.Milliseconds(), q.CreatedAt, max(q.Spread, 1), max(q.Priorities, 1)}, nil
 }
 
 // queueRow is one row of the queues table as scanned; nil means null.
@@ -301,12 +305,13 @@ type queueRow struct {
 	VisibilityMS  *int64
 	CreatedAt     *time.Time
 	Spread        *int // null for queues made before the column
+	Priorities    *int // likewise
 	Generation    *int64
 	DeletedAt     *time.Time
 }
 
 func (r *queueRow) dest() []any {
-	return []any{&r.Name, &r.Shards, &r.ShardMS, &r.MaxDeliveries, &r.VisibilityMS, &r.CreatedAt, &r.Spread, &r.Generation, &r.DeletedAt}
+	return []any{&r.Name, &r.Shards, &r.ShardMS, &r.MaxDeliveries, &r.VisibilityMS, &r.CreatedAt, &r.Spread, &r.Priorities, &r.Generation, &r.DeletedAt}
 }
 
 // fromMap fills r from the row a not-applied IF NOT EXISTS returns.
@@ -331,6 +336,9 @@ func (r *queueRow) fromMap(m map[string]any) {
 	}
 	if v, ok := m[spreadColumn].(int); ok {
 		r.Spread = &v
+	}
+	if v, ok := m[prioritiesColumn].(int); ok {
+		r.Priorities = &v
 	}
 	if v, ok := m[generationColumn].(int64); ok {
 		r.Generation = &v
@@ -363,8 +371,14 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 		return bad("negative shards or max_deliveries")
 	case r.Spread != nil && *r.Spread < 0:
 		return bad("negative spread")
+	case r.Priorities != nil && *r.Priorities < 0:
+		return bad("negative priorities")
 	case r.Generation != nil && *r.Generation < 0:
 		return bad("negative generation")
+	}
+	priorities := 1
+	if r.Priorities != nil {
+		priorities = max(*r.Priorities, 1)
 	}
 	spread := 1
 	if r.Spread != nil {
@@ -392,6 +406,7 @@ func queueFromRow(r queueRow) (*driver.Queue, error) {
 		VisibilityTimeout: time.Duration(*r.VisibilityMS) * time.Millisecond,
 		CreatedAt:         r.CreatedAt.UTC(),
 		Spread:            spread,
+		Priorities:        priorities,
 		Generation:        generation,
 		DeletedAt:         deletedAt,
 	}, nil

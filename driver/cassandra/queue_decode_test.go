@@ -68,19 +68,24 @@ func TestQueueFromRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A row without spread (a queue made before the column) spreads over one.
-	want := driver.Queue{Name: "jobs", Shards: 16, Spread: 1, ShardDuration: time.Minute, MaxDeliveries: 5,
+	want := driver.Queue{Name: "jobs", Shards: 16, Spread: 1, Priorities: 1, ShardDuration: time.Minute, MaxDeliveries: 5,
 		VisibilityTimeout: 30 * time.Second, CreatedAt: time.UnixMilli(1_700_000_000_000).UTC()}
 	if *q != want {
 		t.Fatalf("got %+v, want %+v", *q, want)
 	}
 	vals, err := queueValues(*q)
-	if err != nil || vals[2] != int64(60_000) || vals[4] != int64(30_000) || vals[6] != 1 {
+	if err != nil || vals[2] != int64(60_000) || vals[4] != int64(30_000) || vals[6] != 1 || vals[7] != 1 {
 		t.Fatalf("queueValues = %v, %v", vals, err)
 	}
 	spread := good()
 	spread.Spread = ptr(8)
 	if q, err := queueFromRow(spread); err != nil || q.Spread != 8 {
 		t.Fatalf("a row with spread 8 = %+v, %v", q, err)
+	}
+	levels := good()
+	levels.Priorities = ptr(3)
+	if q, err := queueFromRow(levels); err != nil || q.Priorities != 3 {
+		t.Fatalf("a row with 3 priority levels = %+v, %v", q, err)
 	}
 	// The row a not-applied IF NOT EXISTS returns: with the column, and
 	// without it (a queue an earlier release made).
@@ -110,6 +115,7 @@ func TestQueueFromRow(t *testing.T) {
 		{"negative visibility", func(r *queueRow) { r.VisibilityMS = ptr(int64(-1)) }, "out of range"},
 		{"huge shard_ms", func(r *queueRow) { r.ShardMS = ptr(int64(math.MaxInt64)) }, "out of range"},
 		{"negative spread", func(r *queueRow) { r.Spread = ptr(-1) }, "negative spread"},
+		{"negative priorities", func(r *queueRow) { r.Priorities = ptr(-1) }, "negative priorities"},
 	} {
 		r := good()
 		tc.mod(&r)

@@ -28,7 +28,7 @@ func TestOpenAddsTheNewColumnsToOlderTables(t *testing.T) {
 	for _, table := range []string{"queue_messages", "queue_dead"} {
 		exec("ALTER TABLE " + cfg.Keyspace + "." + table + " DROP attributes")
 	}
-	for _, column := range []string{"spread", "generation", "deleted_at"} {
+	for _, column := range []string{"spread", "generation", "deleted_at", "priorities"} {
 		exec("ALTER TABLE " + cfg.Keyspace + ".queues DROP " + column)
 	}
 	// A queue as an earlier release writes it: no spread cell at all.
@@ -52,14 +52,14 @@ func TestOpenAddsTheNewColumnsToOlderTables(t *testing.T) {
 	}
 	ctx := ctxT(t)
 	spread := older
-	spread.Name, spread.Shards, spread.Spread = "spread", 32, 8
+	spread.Name, spread.Shards, spread.Spread, spread.Priorities = "spread", 32, 8, 2
 	if err := d.CreateQueue(ctx, &driver.CreateQueueParams{Queue: spread}); err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []driver.Queue{older, spread} {
 		got, err := d.GetQueue(ctx, &driver.GetQueueParams{Name: q.Name})
-		if err != nil || got.Spread != max(q.Spread, 1) || got.Generation != 0 || !got.DeletedAt.IsZero() {
-			t.Fatalf("queue %s read back = %+v, %v; want spread %d, generation 0, live", q.Name, got, err, max(q.Spread, 1))
+		if err != nil || got.Spread != max(q.Spread, 1) || got.Priorities != max(q.Priorities, 1) || got.Generation != 0 || !got.DeletedAt.IsZero() {
+			t.Fatalf("queue %s read back = %+v, %v; want spread %d, %d levels, generation 0, live", q.Name, got, err, max(q.Spread, 1), max(q.Priorities, 1))
 		}
 	}
 	// A queue of an earlier release can be deleted.

@@ -203,7 +203,7 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 		t.Parallel()
 		c := ctx(t)
 		want := driver.Queue{
-			Name: unique("q-rec"), Shards: 16, Spread: 1, ShardDuration: time.Minute,
+			Name: unique("q-rec"), Shards: 16, Spread: 1, Priorities: 1, ShardDuration: time.Minute,
 			MaxDeliveries: 5, VisibilityTimeout: 30 * time.Second,
 			CreatedAt: time.UnixMilli(1_700_000_000_123).UTC(),
 		}
@@ -231,6 +231,35 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 			if w := max(q.Spread, 1); got.Spread != w {
 				t.Errorf("queue %s created with spread %d reads back spread %d, want %d", q.Name, q.Spread, got.Spread, w)
 			}
+		}
+		// So are priority levels, with and without a spread, and through
+		// a delete and the name made again.
+		levels := want
+		levels.Name, levels.Shards, levels.Spread, levels.Priorities = unique("q-levels"), 32, 8, 3
+		if err := d.CreateQueue(c, &driver.CreateQueueParams{Queue: levels}); err != nil {
+			t.Fatalf("CreateQueue(%s): %v", levels.Name, err)
+		}
+		other := levels
+		other.Priorities = 2
+		if err := d.CreateQueue(c, &driver.CreateQueueParams{Queue: other}); !errors.Is(err, driver.ErrExists) {
+			t.Errorf("CreateQueue(%s) with another number of levels = %v, want ErrExists", levels.Name, err)
+		}
+		got, err = d.GetQueue(c, &driver.GetQueueParams{Name: levels.Name})
+		if err != nil || got.Priorities != 3 || got.Spread != 8 {
+			t.Fatalf("queue %s created with 3 levels reads back %+v, %v", levels.Name, got, err)
+		}
+		deleted := *got
+		deleted.DeletedAt = levels.CreatedAt.Add(time.Minute)
+		if err := d.DeleteQueue(c, &driver.DeleteQueueParams{Name: levels.Name, CreatedAt: got.CreatedAt, At: deleted.DeletedAt}); err != nil {
+			t.Fatalf("DeleteQueue(%s): %v", levels.Name, err)
+		}
+		again := levels
+		again.Priorities, again.Generation, again.CreatedAt = 4, 1, levels.CreatedAt.Add(2*time.Minute)
+		if err := d.CreateQueue(c, &driver.CreateQueueParams{Queue: again, Replaces: &deleted}); err != nil {
+			t.Fatalf("CreateQueue(%s) replacing the deleted record: %v", levels.Name, err)
+		}
+		if got, err := d.GetQueue(c, &driver.GetQueueParams{Name: levels.Name}); err != nil || got.Priorities != 4 || got.Generation != 1 {
+			t.Errorf("queue %s made again with 4 levels reads back %+v, %v", levels.Name, got, err)
 		}
 		list, err := d.ListQueues(c, &driver.ListQueuesParams{})
 		if err != nil {
@@ -280,7 +309,7 @@ func exerciseQueueRecords(t *testing.T, d driver.Driver) {
 		t.Parallel()
 		c := ctx(t)
 		first := driver.Queue{
-			Name: unique("q-del"), Shards: 4, Spread: 1, ShardDuration: time.Minute,
+			Name: unique("q-del"), Shards: 4, Spread: 1, Priorities: 1, ShardDuration: time.Minute,
 			MaxDeliveries: 5, VisibilityTimeout: time.Second,
 			CreatedAt: time.UnixMilli(1_700_000_000_000).UTC(),
 		}

@@ -334,10 +334,19 @@ const spreadQueueVersion byte = 2
 // generations keep versions 1 and 2, which earlier builds read.
 const generationQueueVersion byte = 3
 
+// prioritiesQueueVersion marks the record of a queue with more than one
+// priority level: the fields of version 3, then the number of levels
+// (uvarint, at least 2). Queues of one level keep the earlier versions;
+// a build that predates priorities refuses this record rather than serve
+// only the lowest level's shards.
+const prioritiesQueueVersion byte = 4
+
 func encodeQueue(q *driver.Queue) []byte {
 	b := make([]byte, 0, 64+len(q.Name))
 	version := queueValueVersion
 	switch {
+	case q.Priorities > 1:
+		version = prioritiesQueueVersion
 	case q.Generation > 0 || !q.DeletedAt.IsZero():
 		version = generationQueueVersion
 	case q.Spread > 1:
@@ -354,10 +363,13 @@ func encodeQueue(q *driver.Queue) []byte {
 	switch version {
 	case spreadQueueVersion:
 		b = binary.AppendUvarint(b, uint64(q.Spread))
-	case generationQueueVersion:
+	case generationQueueVersion, prioritiesQueueVersion:
 		b = binary.AppendUvarint(b, uint64(max(q.Spread, 1)))
 		b = binary.AppendUvarint(b, uint64(q.Generation))
 		b = appendTime(b, q.DeletedAt)
+	}
+	if version == prioritiesQueueVersion {
+		b = binary.AppendUvarint(b, uint64(q.Priorities))
 	}
 	return b
 }
@@ -367,8 +379,8 @@ func decodeQueue(b []byte) (*driver.Queue, error) {
 	version := r.Byte("version")
 	switch {
 	case r.Err != nil:
-	case version < queueValueVersion || version > generationQueueVersion:
-		r.Fail("queue record format version %d, this build reads versions %d to %d", version, queueValueVersion, generationQueueVersion)
+	case version < queueValueVersion || version > prioritiesQueueVersion:
+		r.Fail("queue record format version %d, this build reads versions %d to %d", version, queueValueVersion, prioritiesQueueVersion)
 	}
 	q := &driver.Queue{}
 	q.Name = r.String("name")
@@ -381,15 +393,15 @@ func decodeQueue(b []byte) (*driver.Queue, error) {
 	if r.Err == nil && nanos >= 1e9 {
 		r.Fail("created_at nanoseconds %d out of range", nanos)
 	}
-	q.Spread = 1
+	q.Spread, q.Priorities = 1, 1
 	switch version {
 	case spreadQueueVersion:
 		if q.Spread = r.int("spread"); r.Err == nil && q.Spread < 2 {
 			r.Fail("spread %d in a version %d record", q.Spread, spreadQueueVersion)
 		}
-	case generationQueueVersion:
+	case generationQueueVersion, prioritiesQueueVersion:
 		if q.Spread = r.int("spread"); r.Err == nil && q.Spread < 1 {
-			r.Fail("spread %d in a version %d record", q.Spread, generationQueueVersion)
+			r.Fail("spread %d in a version %d record", q.Spread, version)
 		}
 		if g := r.Uvarint("generation"); r.Err == nil && g > math.MaxInt64 {
 			r.Fail("generation %d out of range", g)
@@ -397,8 +409,13 @@ func decodeQueue(b []byte) (*driver.Queue, error) {
 			q.Generation = int64(g)
 		}
 		q.DeletedAt = r.time("deleted_at")
-		if r.Err == nil && q.Generation == 0 && q.DeletedAt.IsZero() {
+		if r.Err == nil && version == generationQueueVersion && q.Generation == 0 && q.DeletedAt.IsZero() {
 			r.Fail("a live first generation in a version %d record", generationQueueVersion)
+		}
+	}
+	if version == prioritiesQueueVersion {
+		if q.Priorities = r.int("priorities"); r.Err == nil && q.Priorities < 2 {
+			r.Fail("%d priority levels in a version %d record", q.Priorities, prioritiesQueueVersion)
 		}
 	}
 	if err := r.done("queue record"); err != nil {

@@ -45,6 +45,9 @@ func FuzzDecodeQueueRecord(f *testing.F) {
 		DeletedAt: time.UnixMilli(1_700_000_100_000).UTC()}))
 	f.Add(encodeQueue(&driver.Queue{Name: "again", Shards: 8, Spread: 2, ShardDuration: time.Minute, CreatedAt: time.Unix(1_700_000_000, 5).UTC(),
 		Generation: 3}))
+	f.Add(encodeQueue(&driver.Queue{Name: "levels", Shards: 8, Spread: 2, Priorities: 3, ShardDuration: time.Minute, CreatedAt: time.Unix(1_700_000_000, 5).UTC()}))
+	f.Add(encodeQueue(&driver.Queue{Name: "levels-again", Shards: 4, Priorities: 2, ShardDuration: time.Minute, CreatedAt: time.Unix(1_700_000_000, 5).UTC(),
+		Generation: 1, DeletedAt: time.UnixMilli(1_700_000_100_000).UTC()}))
 	fuzzRoundTrip(f, "decodeQueue", decodeQueue, encodeQueue)
 }
 

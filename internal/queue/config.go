@@ -164,6 +164,13 @@ type QueueConfig struct {
 	// MaxDeliveries is how many deliveries a message gets before it moves
 	// to the dead letters, 1 to 1000. Default 5.
 	MaxDeliveries int
+	// Priorities is how many priority levels the queue's messages have,
+	// 1 to 4; a put names a level from 0 (the lowest, the default) to
+	// Priorities-1, and a consumer takes due messages of higher levels
+	// first. Each level is a lane of Shards shards of its own, so Shards
+	// times Priorities is at most 4096, and every receive may look at each
+	// lane. Default 1: a queue as before priorities.
+	Priorities int
 	// VisibilityTimeout is how long a delivered message stays hidden from
 	// other consumers; a message not acknowledged by then is delivered
 	// again. 1s to 12h. Default 30s.
@@ -174,6 +181,7 @@ func (c QueueConfig) withDefaults() QueueConfig {
 	c.Shards = cmp.Or(c.Shards, DefaultShards)
 	c.ShardDuration = cmp.Or(c.ShardDuration, DefaultShardDuration)
 	c.Spread = cmp.Or(c.Spread, 1)
+	c.Priorities = cmp.Or(c.Priorities, 1)
 	c.MaxDeliveries = cmp.Or(c.MaxDeliveries, DefaultMaxDeliveries)
 	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, DefaultVisibilityTimeout)
 	return c
@@ -183,7 +191,11 @@ func (c QueueConfig) validate() error {
 	if err := ValidateName(c.Name); err != nil {
 		return err
 	}
-	if _, err := shard.NewSpread(c.Shards, c.Spread, c.ShardDuration); err != nil {
+	m, err := shard.NewSpread(c.Shards, c.Spread, c.ShardDuration)
+	if err == nil {
+		_, err = m.Lane(0, c.Priorities)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: queue %q: %w", ErrInvalid, c.Name, err)
 	}
 	if c.MaxDeliveries < 1 || c.MaxDeliveries > MaxMaxDeliveries {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/queue/shard"
 )
 
 // Consumer takes messages from one queue. It works one shard at a time
@@ -27,21 +28,19 @@ type Consumer struct {
 	cfg ConsumerConfig
 	log *slog.Logger
 
-	mu        sync.Mutex // guards everything below; Receive holds it throughout
-	lease     *lease
-	round     []int // shards to look at in this round, in order
-	next      int   // index into round
-	lastSweep time.Time
-	// lastBucket is the window of the last round: when it moves on, the
-	// shard that stops being looked at every round gets a wake time.
-	lastBucket int64
-	deepRead   map[int]time.Time // last read of each shard from its start
-	// wake holds, for shards outside the every-round pair, when each next
-	// needs a look (wake.go).
-	wake    map[int]time.Time
-	roundAt time.Time // when the current round began
-	hints   *hints
-	stopped bool
+	mu sync.Mutex // guards everything below; Receive holds it throughout
+	// lanes are the queue's priority levels, lowest first; ln is the one
+	// being worked (Receive moves it from the highest down).
+	lanes []*lane
+	ln    *lane
+	// deepRead is the last read of each shard from its start; wake holds,
+	// for shards outside the every-round pair, when each next needs a look
+	// (wake.go). Shard numbers differ between lanes, so the lanes share
+	// both.
+	deepRead map[int]time.Time
+	wake     map[int]time.Time
+	hints    *hints
+	stopped  bool
 
 	// Start/Stop.
 	runMu    sync.Mutex
@@ -50,6 +49,26 @@ type Consumer struct {
 	abort    context.CancelFunc // cancels the handlers' contexts
 	loopDone chan struct{}
 	handlers sync.WaitGroup
+}
+
+// lane is what a consumer keeps of one priority level: the level's shard
+// math, its round, and the lease it holds in it. A consumer holds at most
+// one lease per level.
+type lane struct {
+	math      shard.Math
+	lease     *lease
+	round     []int // shards to look at in this round, in order
+	next      int   // index into round
+	lastSweep time.Time
+	// lastBucket is the window of the last round: when it moves on, the
+	// shard that stops being looked at every round gets a wake time.
+	lastBucket int64
+	roundAt    time.Time // when the current round began
+}
+
+// laneOf returns the lane holding shard s.
+func (c *Consumer) laneOf(s int) *lane {
+	return c.lanes[min(max(c.q.levelOf(s), 0), len(c.lanes)-1)]
 }
 
 // lease is the shard lease a consumer holds.
@@ -86,6 +105,10 @@ func (s *Service) NewConsumer(ctx context.Context, cfg ConsumerConfig) (*Consume
 		wake:     map[int]time.Time{},
 		hints:    newHints(),
 	}
+	for _, m := range q.lanes {
+		c.lanes = append(c.lanes, &lane{math: m})
+	}
+	c.ln = c.lanes[0]
 	s.consumers.add(q.Name, c.hints)
 	return c, nil
 }
@@ -130,24 +153,38 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	} else if paused {
 		// Hand nothing out, and hold no shard, until the queue resumes;
 		// Start's loop polls at PollInterval meanwhile (nextWake).
-		if c.lease != nil {
-			c.releaseLease(ctx)
-		}
+		c.releaseLeases(ctx)
 		return []*Delivery{}, nil
 	}
 	now := c.svc.now()
+	out := []*Delivery{}
+	// The highest level first: a lower one is asked only for what the
+	// levels above it could not fill from the shards this call looked at.
+	for l := len(c.lanes) - 1; l >= 0 && len(out) < max; l-- {
+		c.ln = c.lanes[l]
+		ds, err := c.receiveLane(ctx, now, max-len(out))
+		out = append(out, ds...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// receiveLane is Receive within the lane c.ln.
+func (c *Consumer) receiveLane(ctx context.Context, now time.Time, max int) ([]*Delivery, error) {
 	fresh := false // whether this call started the current round
 	// A round left unfinished by an earlier call (it filled its max) is
 	// carried on, so that a sweep's shards are not skipped, unless the
 	// window has moved on or a sweep is due anyway.
-	stale := c.lastBucket != c.q.math.Bucket(now) || now.Sub(c.lastSweep) >= c.cfg.CatchUpInterval
-	if c.lease == nil && (c.next >= len(c.round) || stale) {
+	stale := c.ln.lastBucket != c.ln.math.Bucket(now) || now.Sub(c.ln.lastSweep) >= c.cfg.CatchUpInterval
+	if c.ln.lease == nil && (c.ln.next >= len(c.ln.round) || stale) {
 		// Shards an unfinished round had not reached yet are kept.
-		left := append([]int(nil), c.round[min(c.next, len(c.round)):]...)
+		left := append([]int(nil), c.ln.round[min(c.ln.next, len(c.ln.round)):]...)
 		c.newRound(now)
 		for _, s := range left {
-			if !slices.Contains(c.round, s) {
-				c.round = append(c.round, s)
+			if !slices.Contains(c.ln.round, s) {
+				c.ln.round = append(c.ln.round, s)
 			}
 		}
 		fresh = true
@@ -157,7 +194,7 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		if c.lease == nil {
+		if c.ln.lease == nil {
 			ok, err := c.takeNext(ctx, now)
 			if err != nil {
 				return out, err
@@ -187,7 +224,7 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 		if !more || len(ds) == 0 {
 			// Drained for now; the next round looks once more to learn
 			// when it next has work.
-			c.wake[c.lease.shard] = now
+			c.wake[c.ln.lease.shard] = now
 			c.releaseLease(ctx)
 		}
 	}
@@ -198,30 +235,31 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 // shards whose wake time has come, earliest first; and always the previous
 // window's shards and the producers' current ones, last.
 func (c *Consumer) newRound(now time.Time) {
-	m := c.q.math
+	m := c.ln.math
 	b := m.Bucket(now)
-	c.roundAt = now
+	c.ln.roundAt = now
 	c.hints.drainInto(c.wake)
-	c.round = c.round[:0]
+	lo, hi := m.Base(), m.Base()+m.Shards() // this lane's shards
+	c.ln.round = c.ln.round[:0]
 	seen := make(map[int]bool, m.Shards())
 	add := func(s int) {
 		if !seen[s] {
 			seen[s] = true
-			c.round = append(c.round, s)
+			c.ln.round = append(c.ln.round, s)
 		}
 	}
 	// A round that skipped windows (nobody called Receive for a while)
 	// left shards without wake times: sweep.
-	skipped := c.lastBucket != 0 && b-c.lastBucket > 1
-	if c.lastSweep.IsZero() || skipped || now.Sub(c.lastSweep) >= c.cfg.CatchUpInterval {
-		c.lastSweep = now
+	skipped := c.ln.lastBucket != 0 && b-c.ln.lastBucket > 1
+	if c.ln.lastSweep.IsZero() || skipped || now.Sub(c.ln.lastSweep) >= c.cfg.CatchUpInterval {
+		c.ln.lastSweep = now
 		for _, s := range m.Oldest(now) {
 			add(s)
 		}
 	} else {
 		due := make([]int, 0, len(c.wake))
 		for s, t := range c.wake {
-			if !t.After(now) {
+			if !t.After(now) && s >= lo && s < hi {
 				due = append(due, s)
 			}
 		}
@@ -229,16 +267,16 @@ func (c *Consumer) newRound(now time.Time) {
 		for _, s := range due {
 			add(s)
 		}
-		if b != c.lastBucket {
+		if b != c.ln.lastBucket {
 			// They leave the every-round pair now: one look gives each
 			// its wake time.
 			c.addRotated(add, m.WindowShards(b-2))
 		}
 	}
-	c.lastBucket = b
+	c.ln.lastBucket = b
 	c.addRotated(add, m.WindowShards(b-1))
 	c.addRotated(add, m.WindowShards(b))
-	c.next = 0
+	c.ln.next = 0
 }
 
 // addRotated adds a window's shards starting at a random one, so that
@@ -266,9 +304,9 @@ func (c *Consumer) readFrom(now time.Time, s int, floor time.Time) (from time.Ti
 // message whose lease it can take. Looking is cheap (two reads, no
 // lightweight transaction), so shards without work cost little.
 func (c *Consumer) takeNext(ctx context.Context, now time.Time) (bool, error) {
-	for c.next < len(c.round) {
-		s := c.round[c.next]
-		c.next++
+	for c.ln.next < len(c.ln.round) {
+		s := c.ln.round[c.ln.next]
+		c.ln.next++
 		st, err := c.svc.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: c.q.stored(), Shard: s})
 		if err != nil {
 			return false, err
@@ -289,7 +327,7 @@ func (c *Consumer) takeNext(ctx context.Context, now time.Time) (bool, error) {
 			continue
 		}
 		if c.acquire(ctx, s, now) {
-			c.lease.floor, c.lease.stored = floor, floor
+			c.ln.lease.floor, c.ln.lease.stored = floor, floor
 			return true, nil
 		}
 		delete(c.wake, s) // taken by another consumer just now
@@ -489,14 +527,14 @@ func (c *Consumer) acquire(ctx context.Context, s int, now time.Time) bool {
 		return false
 	}
 	c.svc.stats.Leases.Add(1)
-	c.lease = &lease{shard: s, since: now, renewedAt: started}
+	c.ln.lease = &lease{shard: s, since: now, renewedAt: started}
 	return true
 }
 
 // keepLease renews the lease once a third of its TTL has passed and
 // reports whether it is still held.
 func (c *Consumer) keepLease(ctx context.Context) bool {
-	l := c.lease
+	l := c.ln.lease
 	if time.Since(l.renewedAt) < c.cfg.LeaseTTL/3 {
 		return true
 	}
@@ -514,18 +552,28 @@ func (c *Consumer) keepLease(ctx context.Context) bool {
 	} else {
 		c.log.Warn("queue: renewing a shard lease failed; moving on", "shard", l.shard, "err", err)
 	}
-	c.lease = nil
+	c.ln.lease = nil
 	return false
 }
 
-// releaseLease gives the shard back. A failure only delays the next holder
+// releaseLeases gives back the lease of every lane.
+func (c *Consumer) releaseLeases(ctx context.Context) {
+	cur := c.ln
+	for _, l := range c.lanes {
+		c.ln = l
+		c.releaseLease(ctx)
+	}
+	c.ln = cur
+}
+
+// releaseLease gives the shard of c.ln back. A failure only delays the next holder
 // until the lease's TTL ends.
 func (c *Consumer) releaseLease(ctx context.Context) {
-	l := c.lease
+	l := c.ln.lease
 	if l == nil {
 		return
 	}
-	c.lease = nil
+	c.ln.lease = nil
 	_, err := c.svc.store.ReleaseLease(ctx, &driver.LeaseParams{Queue: c.q.stored(), Shard: l.shard, Holder: c.cfg.Name})
 	if err != nil {
 		c.log.Debug("queue: releasing a shard lease failed; it will expire", "shard", l.shard, "err", err)
@@ -535,7 +583,7 @@ func (c *Consumer) releaseLease(ctx context.Context) {
 // deliver reads the leased shard and hands out up to max deliveries. more
 // reports that the shard may hold further deliverable messages.
 func (c *Consumer) deliver(ctx context.Context, now time.Time, max int) (_ []*Delivery, more bool, _ error) {
-	l := c.lease
+	l := c.ln.lease
 	var (
 		page *driver.MessagePage
 		full bool
@@ -775,7 +823,7 @@ func (c *Consumer) call(ctx context.Context, d *Delivery) (err error) {
 // Stop ends the consumer gracefully: it stops receiving, waits for running
 // handlers to finish and settle (until ctx ends, when their contexts are
 // cancelled and Stop waits for them to return), and then releases its shard
-// lease so another consumer can take the shard at once. Receive fails with
+// leases so other consumers can take the shards at once. Receive fails with
 // ErrStopped afterwards. Stop is also the way to end a consumer used only
 // through Receive.
 func (c *Consumer) Stop(ctx context.Context) error {
@@ -804,6 +852,6 @@ func (c *Consumer) Stop(ctx context.Context) error {
 	c.stopped = true
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	c.releaseLease(rctx)
+	c.releaseLeases(rctx)
 	return err
 }

@@ -21,13 +21,15 @@ type DeadLetter struct {
 	DiedAt time.Time
 	// Attributes are the message's, as put (nil when none).
 	Attributes map[string]string
+	// Priority is the message's level, which a requeue keeps.
+	Priority int
 }
 
-func deadFrom(l driver.DeadLetter) DeadLetter {
+func deadFrom(q *Queue, l driver.DeadLetter) DeadLetter {
 	return DeadLetter{
 		ID: l.ID, Body: l.Body, Due: l.Due, EnqueuedAt: l.EnqueuedAt,
 		Deliveries: l.Deliveries, LastError: l.LastError, DiedAt: l.DiedAt,
-		Attributes: l.Attributes,
+		Attributes: l.Attributes, Priority: q.levelOf(l.Shard),
 	}
 }
 
@@ -47,7 +49,7 @@ func (s *Service) DeadLetters(ctx context.Context, queue string, limit int) ([]D
 	}
 	out := make([]DeadLetter, len(list))
 	for i, l := range list {
-		out[i] = deadFrom(l)
+		out[i] = deadFrom(q, l)
 	}
 	return out, nil
 }
@@ -72,13 +74,19 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 			return done, err
 		}
 		now := s.now()
-		sh := q.producerShard(now)
+		// Each keeps its level, which its shard tells (a dead letter of a
+		// shard beyond the queue's lanes, which no put writes, goes back at
+		// the top level).
+		shardOf := make([]int, q.Levels())
+		for level := range shardOf {
+			shardOf[level] = q.producerShard(now, level)
+		}
 		msgs := make([]driver.Message, len(list))
 		batch := make([]ID, len(list))
 		for i, l := range list {
 			batch[i] = l.ID
 			msgs[i] = driver.Message{
-				MessageKey: driver.MessageKey{Shard: sh, Due: now, ID: l.ID},
+				MessageKey: driver.MessageKey{Shard: shardOf[min(q.levelOf(l.Shard), q.Levels()-1)], Due: now, ID: l.ID},
 				Body:       l.Body,
 				EnqueuedAt: now,
 				Attributes: l.Attributes,

@@ -62,6 +62,9 @@ func (d *Delivery) Attempt() int { return d.message().Deliveries }
 // Shard returns the shard the message is stored in.
 func (d *Delivery) Shard() int { return d.message().Shard }
 
+// Priority returns the message's priority level.
+func (d *Delivery) Priority() int { return d.q.levelOf(d.message().Shard) }
+
 // VisibleUntil returns when the message becomes visible to other consumers
 // again unless it is settled first (service clock).
 func (d *Delivery) VisibleUntil() time.Time { return d.message().VisibleAt }
@@ -340,8 +343,8 @@ func (s *Service) receipt(ctx context.Context, queue, text string) (*Queue, rece
 	if err != nil {
 		return nil, receipt{}, err
 	}
-	if r.Key.Shard >= q.Shards {
-		return nil, receipt{}, invalidf("receipt names shard %d of a queue with %d", r.Key.Shard, q.Shards)
+	if r.Key.Shard >= q.storedShards() {
+		return nil, receipt{}, invalidf("receipt names shard %d of a queue with %d", r.Key.Shard, q.storedShards())
 	}
 	return q, r, nil
 }

@@ -14,7 +14,8 @@ type Observation struct {
 	Queue *Queue
 	// At is when the shards were counted (service clock).
 	At time.Time
-	// Shards holds one entry per shard, in shard order.
+	// Shards holds one entry per shard, in shard order: level 0's shards,
+	// then each higher level's (ShardView.Priority).
 	Shards []ShardView
 	// Messages, Due and InFlight add up the shards.
 	Messages, Due, InFlight int
@@ -35,6 +36,8 @@ func (o *Observation) DeliveryLag() time.Duration {
 // ShardView is one shard's state.
 type ShardView struct {
 	Shard int
+	// Priority is the level whose lane the shard belongs to.
+	Priority int
 	// Behind is how many windows the shard is behind the producers' one:
 	// 0 is being written, shard.Lag (2) is the one consumers work.
 	Behind int
@@ -72,8 +75,8 @@ func (s *Service) Observe(ctx context.Context, queue string) (*Observation, erro
 		return nil, err
 	}
 	now := s.now()
-	obs := &Observation{Queue: q, At: now, Shards: make([]ShardView, q.Shards)}
-	err = forEach(q.Shards, func(i int) error {
+	obs := &Observation{Queue: q, At: now, Shards: make([]ShardView, q.storedShards())}
+	err = forEach(q.storedShards(), func(i int) error {
 		// Count from the floor, like the consumers read: below it lie
 		// only the tombstones of consumed messages.
 		sh, err := s.store.ReadQueueShard(ctx, &driver.QueueShardParams{Queue: q.stored(), Shard: i})
@@ -84,10 +87,12 @@ func (s *Service) Observe(ctx context.Context, queue string) (*Observation, erro
 		if err != nil {
 			return err
 		}
+		m := q.lanes[q.levelOf(i)]
 		v := ShardView{
 			Shard:    i,
-			Behind:   q.math.Behind(now, i),
-			Window:   q.math.Label(q.math.Latest(now, i)),
+			Priority: q.levelOf(i),
+			Behind:   m.Behind(now, i),
+			Window:   m.Label(m.Latest(now, i)),
 			Messages: st.Messages, Due: st.Due, InFlight: st.InFlight,
 			Holder: st.Holder, Floor: st.Floor, OldestWaiting: st.OldestWaiting,
 		}

@@ -50,11 +50,11 @@ func (s *Service) Purge(ctx context.Context, name string, dead bool) (PurgeResul
 	return s.purgeRows(ctx, q, start, start.Add(s.cfg.MaxClockSkew+time.Second), dead)
 }
 
-// purgeRows purges every shard of q (purgeShard, with start and cutoff)
+// purgeRows purges every shard of q, every level's (purgeShard, with start and cutoff)
 // and then, with dead, its dead letters.
 func (s *Service) purgeRows(ctx context.Context, q *Queue, start, cutoff time.Time, dead bool) (PurgeResult, error) {
-	counts := make([]int, q.Shards)
-	err := forEach(q.Shards, func(i int) (err error) {
+	counts := make([]int, q.storedShards())
+	err := forEach(q.storedShards(), func(i int) (err error) {
 		counts[i], err = s.purgeShard(ctx, q.stored(), i, start, cutoff)
 		return err
 	})

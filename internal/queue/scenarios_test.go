@@ -140,7 +140,7 @@ func TestScenarios(t *testing.T) {
 			c := consumer()
 			c.mu.Lock()
 			c.newRound(clk.Now())
-			fmt.Fprintf(&out, "round %v\n", c.round)
+			fmt.Fprintf(&out, "round %v\n", c.ln.round)
 			c.mu.Unlock()
 		case "receive":
 			c := consumer()
@@ -167,8 +167,8 @@ func TestScenarios(t *testing.T) {
 				out.WriteString("nothing\n")
 			}
 			c.mu.Lock()
-			if c.lease != nil {
-				fmt.Fprintf(&out, "lease: shard %d\n", c.lease.shard)
+			if c.ln.lease != nil {
+				fmt.Fprintf(&out, "lease: shard %d\n", c.ln.lease.shard)
 			} else {
 				out.WriteString("lease: none\n")
 			}

@@ -88,18 +88,31 @@ func (s *Service) now() time.Time {
 type Queue struct {
 	driver.Queue
 
-	math shard.Math
+	math  shard.Math   // level 0's, which is the whole queue with one level
+	lanes []shard.Math // one per priority level, lanes[0] == math
 }
 
-// Math returns the queue's shard math.
+// Math returns the queue's shard math (of its lowest priority level).
 func (q *Queue) Math() shard.Math { return q.math }
 
-// producerShard picks the shard a put at now writes: one of the current
-// window's, at random, so that concurrent puts (and so a burst) spread
-// over the window's shards and as many consumers can drain them at once.
-// A whole batch goes to one shard, staying one write.
-func (q *Queue) producerShard(now time.Time) int {
-	return q.math.Stripe(q.math.Bucket(now), rand.Uint64())
+// Levels returns how many priority levels the queue has.
+func (q *Queue) Levels() int { return len(q.lanes) }
+
+// storedShards is how many shards hold the queue's messages: Shards for
+// each level.
+func (q *Queue) storedShards() int { return q.Shards * len(q.lanes) }
+
+// levelOf returns the priority level whose lane holds shard s.
+func (q *Queue) levelOf(s int) int { return s / q.Shards }
+
+// producerShard picks the shard a put of the given level at now writes:
+// one of the current window's in that level's lane, at random, so that
+// concurrent puts (and so a burst) spread over the window's shards and as
+// many consumers can drain them at once. A whole batch of one level goes
+// to one shard, staying one write.
+func (q *Queue) producerShard(now time.Time, level int) int {
+	m := q.lanes[level]
+	return m.Stripe(m.Bucket(now), rand.Uint64())
 }
 
 func queueFrom(d *driver.Queue) (*Queue, error) {
@@ -107,7 +120,14 @@ func queueFrom(d *driver.Queue) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("queue %q has a corrupt configuration: %w", d.Name, err)
 	}
-	return &Queue{Queue: *d, math: m}, nil
+	levels := max(d.Priorities, 1)
+	lanes := make([]shard.Math, levels)
+	for l := range lanes {
+		if lanes[l], err = m.Lane(l, levels); err != nil {
+			return nil, fmt.Errorf("queue %q has a corrupt configuration: %w", d.Name, err)
+		}
+	}
+	return &Queue{Queue: *d, math: m, lanes: lanes}, nil
 }
 
 // Create creates a queue. A queue with fewer than four shards is refused
@@ -127,7 +147,7 @@ func (s *Service) Create(ctx context.Context, c QueueConfig) (*Queue, error) {
 		return nil, err
 	}
 	d := driver.Queue{
-		Name: c.Name, Shards: c.Shards, Spread: c.Spread, ShardDuration: c.ShardDuration,
+		Name: c.Name, Shards: c.Shards, Spread: c.Spread, Priorities: c.Priorities, ShardDuration: c.ShardDuration,
 		MaxDeliveries: c.MaxDeliveries, VisibilityTimeout: c.VisibilityTimeout,
 		CreatedAt: s.now(),
 	}
@@ -230,6 +250,11 @@ type Message struct {
 	// ErrDedupConflict. At most driver.MaxDedupIDLen bytes of UTF-8.
 	// Attributes count as part of the body for that comparison.
 	DedupID string
+	// Priority is the message's level, from 0 (the lowest, the default) to
+	// the queue's Priorities-1. Among due messages a consumer takes those
+	// of higher levels first; the level never changes, through failures,
+	// dead letters and requeues.
+	Priority int
 	// Attributes are name/value pairs stored with the message and handed
 	// to its consumers unchanged (a tenant, a trace id, a content type):
 	// at most driver.MaxAttributes of them, names of 1 to
@@ -277,10 +302,12 @@ func (s *Service) Put(ctx context.Context, queue string, m Message) (ID, error) 
 // PutBatch queues up to MaxBatch messages and returns their ids in order.
 // Every message is checked first; if one is invalid nothing is written.
 // The messages go into the shard of the current window (the producers'
-// shard), all in one write per shard. An error wrapping ErrUnknownOutcome
-// means they may have been queued; putting them again may queue them
-// twice (delivery is at least once anyway) — unless they carry dedup ids,
-// which make a repeat safe (see Message.DedupID).
+// shard) of their level's lane, all in one write per shard. An error
+// wrapping ErrUnknownOutcome means they may have been queued; putting them
+// again may queue them twice (delivery is at least once anyway) — unless
+// they carry dedup ids, which make a repeat safe (see Message.DedupID). A
+// batch that mixes levels is one write per level, so after any error the
+// messages of another level may have been queued.
 func (s *Service) PutBatch(ctx context.Context, queue string, ms []Message) ([]ID, error) {
 	ids, _, err := s.PutBatchDedup(ctx, queue, ms)
 	return ids, err
@@ -303,7 +330,11 @@ func (s *Service) PutBatchDedup(ctx context.Context, queue string, ms []Message)
 		return nil, nil, invalidf("%d messages in one batch, the limit is %d", len(ms), MaxBatch)
 	}
 	now := s.now()
-	sh := q.producerShard(now)
+	// One shard per level, picked once: a batch of one level is one write.
+	shardOf := make([]int, q.Levels())
+	for l := range shardOf {
+		shardOf[l] = -1
+	}
 	rows := make([]driver.Message, len(ms))
 	out := make([]ID, len(ms))
 	dup := make([]bool, len(ms))
@@ -316,6 +347,8 @@ func (s *Service) PutBatchDedup(ctx context.Context, queue string, ms []Message)
 			err = fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(m.Body), s.cfg.MaxBodyBytes)
 		case len(m.DedupID) > driver.MaxDedupIDLen || !utf8.ValidString(m.DedupID):
 			err = invalidf("a dedup id is at most %d bytes of UTF-8", driver.MaxDedupIDLen)
+		case m.Priority < 0 || m.Priority >= q.Levels():
+			err = invalidf("priority %d is not one of queue %q's levels 0 to %d", m.Priority, q.Name, q.Levels()-1)
 		default:
 			err = checkAttributes(m.Attributes)
 		}
@@ -330,6 +363,10 @@ func (s *Service) PutBatchDedup(ctx context.Context, queue string, ms []Message)
 			body = []byte{}
 		}
 		out[i] = s.ids.newID(now)
+		if shardOf[m.Priority] < 0 {
+			shardOf[m.Priority] = q.producerShard(now, m.Priority)
+		}
+		sh := shardOf[m.Priority]
 		rows[i] = driver.Message{
 			MessageKey: driver.MessageKey{Shard: sh, Due: due, ID: out[i]},
 			Body:       body,

@@ -151,7 +151,7 @@ const minPoll = 5 * time.Millisecond
 // producers' current shards and the previous window's, which producers
 // with clocks behind may still write.
 func (c *Consumer) everyRound(now time.Time, s int) bool {
-	m := c.q.math
+	m := c.laneOf(s).math
 	b := m.Bucket(now)
 	return m.First(s) == m.ShardOf(b) || m.First(s) == m.ShardOf(b-1)
 }
@@ -200,8 +200,8 @@ func (c *Consumer) nextWake() time.Duration {
 	}
 	c.mu.Lock()
 	first := c.hints.earliest()
-	for _, t := range c.wake {
-		if t.After(c.roundAt) && (first.IsZero() || t.Before(first)) {
+	for s, t := range c.wake {
+		if t.After(c.laneOf(s).roundAt) && (first.IsZero() || t.Before(first)) {
 			first = t
 		}
 	}

@@ -22,7 +22,7 @@ func startCollecting(t *testing.T, e *env, cfg ConsumerConfig) (*Consumer, <-cha
 	}
 	for {
 		c.mu.Lock()
-		swept := !c.lastSweep.IsZero()
+		swept := !c.ln.lastSweep.IsZero()
 		c.mu.Unlock()
 		if swept {
 			return c, got
@@ -141,7 +141,7 @@ func TestNextWakeDoesNotSpinOnAWakeTimeAlreadyLookedAt(t *testing.T) {
 	c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, PollInterval: time.Minute})
 	now := e.clock.Now()
 	c.mu.Lock()
-	c.roundAt = now
+	c.ln.roundAt = now
 	c.wake[2] = now.Add(-time.Second)
 	c.mu.Unlock()
 	if d := c.nextWake(); d != time.Minute {
@@ -164,15 +164,15 @@ func TestUnfinishedRoundIsCarriedIntoTheNext(t *testing.T) {
 	c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, CatchUpInterval: time.Hour})
 	receive(t, c, 1) // the first round, a sweep
 	c.mu.Lock()
-	c.round, c.next = []int{5, 6, 7, 1}, 1 // stopped after shard 5
+	c.ln.round, c.ln.next = []int{5, 6, 7, 1}, 1 // stopped after shard 5
 	c.mu.Unlock()
 	e.clock.Advance(time.Minute) // the window moves on: a new round
 	receive(t, c, 1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range []int{6, 7} {
-		if !slices.Contains(c.round, s) {
-			t.Errorf("round %v dropped shard %d of the unfinished one", c.round, s)
+		if !slices.Contains(c.ln.round, s) {
+			t.Errorf("round %v dropped shard %d of the unfinished one", c.ln.round, s)
 		}
 	}
 }

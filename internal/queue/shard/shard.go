@@ -16,8 +16,12 @@ const (
 	MinShards = 2 * Lag
 	// MaxSpread bounds how many shards one window's puts spread over.
 	MaxSpread = 64
-	// MaxShards bounds the catch-up sweep, which looks at every shard.
+	// MaxShards bounds the catch-up sweep, which looks at every shard. A
+	// queue's levels together (Lane) stay within it.
 	MaxShards = 4096
+	// MaxLevels bounds a queue's priority levels: each is a lane of shards
+	// that every receive may look at.
+	MaxLevels = 4
 	// Lag is how many windows consumers stay behind producers.
 	Lag = 2
 	// MinDuration and MaxDuration bound a shard's window. Durations are
@@ -36,6 +40,9 @@ type Math struct {
 	shards int
 	spread int // shards per window; shards/spread groups rotate
 	window time.Duration
+	// base is the number of the math's first shard: 0, or, for a lane of
+	// a queue with priority levels, the level times shards (Lane).
+	base int
 }
 
 // New returns the shard math for n shards of window d, each window's puts
@@ -71,6 +78,27 @@ func NewSpread(n, spread int, d time.Duration) (Math, error) {
 	return Math{shards: n, spread: spread, window: d}, nil
 }
 
+// Lane returns the math of priority level l of a queue with levels
+// levels: the same rotation over shards l·n to l·n+n-1, where n is
+// Shards. Level 0 is m itself, so a queue of one level keeps the shard
+// numbers it always had. It refuses a level outside 0..levels-1, and
+// levels whose shards together exceed MaxShards.
+func (m Math) Lane(l, levels int) (Math, error) {
+	switch {
+	case levels < 1 || levels > MaxLevels:
+		return Math{}, fmt.Errorf("a queue has 1 to %d priority levels, got %d", MaxLevels, levels)
+	case l < 0 || l >= levels:
+		return Math{}, fmt.Errorf("priority %d is not one of the queue's levels 0 to %d", l, levels-1)
+	case m.shards*levels > MaxShards:
+		return Math{}, fmt.Errorf("%d shards at %d priority levels are %d shards; a queue has at most %d", m.shards, levels, m.shards*levels, MaxShards)
+	}
+	m.base = l * m.shards
+	return m, nil
+}
+
+// Base returns the math's first shard: 0 for level 0.
+func (m Math) Base() int { return m.base }
+
 // Spread returns how many shards one window's puts spread over.
 func (m Math) Spread() int { return m.spread }
 
@@ -97,12 +125,12 @@ func (m Math) Start(b int64) time.Time {
 // ShardOf returns the first shard of window b (its only one when the
 // spread is 1).
 func (m Math) ShardOf(b int64) int {
-	return int(floorMod(b, m.groups())) * m.spread
+	return m.base + int(floorMod(b, m.groups()))*m.spread
 }
 
 // First returns the first shard of the group shard s belongs to: the
 // ShardOf of every window that writes s.
-func (m Math) First(s int) int { return s / m.spread * m.spread }
+func (m Math) First(s int) int { return m.base + (s-m.base)/m.spread*m.spread }
 
 // WindowShards returns the shards of window b, in order.
 func (m Math) WindowShards(b int64) []int {

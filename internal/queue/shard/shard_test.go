@@ -339,3 +339,63 @@ func TestSpreadRotatesGroups(t *testing.T) {
 		}
 	}
 }
+
+// A lane is the same rotation moved up by its level's shards: every shard
+// number it gives lies in its own range, and is the level-0 number plus
+// the base, so lanes never share a shard and level 0 is the queue as it
+// was.
+func TestLanesAreTheRotationMovedUp(t *testing.T) {
+	t.Parallel()
+	for _, spread := range []int{1, 4} {
+		n := spread * 5
+		m, err := NewSpread(n, spread, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for levels := 1; levels <= MaxLevels; levels++ {
+			for l := range levels {
+				lane, err := m.Lane(l, levels)
+				if err != nil {
+					t.Fatal(err)
+				}
+				base := l * n
+				if lane.Base() != base || lane.Shards() != n {
+					t.Fatalf("lane %d of %d: base %d, %d shards", l, levels, lane.Base(), lane.Shards())
+				}
+				for _, bd := range boundaries {
+					for step := -3 * time.Minute; step <= 3*time.Minute; step += 20 * time.Second {
+						now := bd.at.Add(step)
+						b := m.Bucket(now)
+						for pick := range uint64(spread) {
+							if got, want := lane.Stripe(b, pick), m.Stripe(b, pick)+base; got != want {
+								t.Fatalf("lane %d: Stripe = %d, want %d", l, got, want)
+							}
+						}
+						old0, old := m.Oldest(now), lane.Oldest(now)
+						for i, s := range old {
+							if s != old0[i]+base || s < base || s >= base+n {
+								t.Fatalf("lane %d: Oldest = %v, level 0's %v", l, old, old0)
+							}
+							if lane.Behind(now, s) != m.Behind(now, old0[i]) || lane.Latest(now, s) != m.Latest(now, old0[i]) || lane.First(s) != m.First(old0[i])+base {
+								t.Fatalf("lane %d: shard %d is not placed as level 0's %d", l, s, old0[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	m, _ := New(1024, time.Minute)
+	for _, bad := range [][2]int{{0, 0}, {0, MaxLevels + 1}, {2, 2}, {-1, 2}} {
+		if _, err := m.Lane(bad[0], bad[1]); err == nil {
+			t.Errorf("Lane(%d, %d) of 1024 shards accepted", bad[0], bad[1])
+		}
+	}
+	if _, err := m.Lane(3, 4); err != nil {
+		t.Errorf("Lane(3, 4) of 1024 shards (4096 in all): %v", err)
+	}
+	m2, _ := New(1025, time.Minute)
+	if _, err := m2.Lane(0, 4); err == nil {
+		t.Error("4 levels of 1025 shards (4100 in all) accepted")
+	}
+}

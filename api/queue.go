@@ -14,15 +14,19 @@ const (
 // "250ms".
 
 // CreateQueueRequest is the body of POST /v1/queues. Empty fields take the
-// defaults: 16 shards of "1m", a spread of 1, 5 deliveries, a "30s"
-// visibility timeout.
+// defaults: 16 shards of "1m", a spread of 1, one priority level, 5
+// deliveries, a "30s" visibility timeout.
 type CreateQueueRequest struct {
 	Name   string `json:"name"`
 	Shards int    `json:"shards,omitempty"`
 	// Spread is how many shards one window's puts go to, each put picking
 	// one: that many consumers can drain a burst at once. It must divide
 	// Shards and leave at least 4 groups (Shards ≥ 4·Spread).
-	Spread            int    `json:"spread,omitempty"`
+	Spread int `json:"spread,omitempty"`
+	// Priorities is how many priority levels messages may have, 1 to 4:
+	// a receive hands out due messages of higher levels first. Each level
+	// has Shards shards of its own (Shards × Priorities ≤ 4096).
+	Priorities        int    `json:"priorities,omitempty"`
 	ShardDuration     string `json:"shard_duration,omitempty"`
 	MaxDeliveries     int    `json:"max_deliveries,omitempty"`
 	VisibilityTimeout string `json:"visibility_timeout,omitempty"`
@@ -33,6 +37,7 @@ type Queue struct {
 	Name              string    `json:"name"`
 	Shards            int       `json:"shards"`
 	Spread            int       `json:"spread"`
+	Priorities        int       `json:"priorities"`
 	ShardDuration     string    `json:"shard_duration"`
 	MaxDeliveries     int       `json:"max_deliveries"`
 	VisibilityTimeout string    `json:"visibility_timeout"`
@@ -85,6 +90,9 @@ type PutMessage struct {
 	// unchanged: at most 16, names of 1 to 128 letters, digits and
 	// "_-.:", values of at most 1,024 bytes.
 	Attributes map[string]string `json:"attributes,omitempty"`
+	// Priority is the message's level, from 0 (the lowest, the default)
+	// to the queue's priorities - 1. It never changes.
+	Priority int `json:"priority,omitempty"`
 }
 
 // PutResponse is the body of a successful put: the ids, in request order.
@@ -126,6 +134,8 @@ type Delivery struct {
 	Receipt      string    `json:"receipt"`
 	// Attributes are the message's, as put; absent when none.
 	Attributes map[string]string `json:"attributes,omitempty"`
+	// Priority is the message's level (0 in a queue of one level).
+	Priority int `json:"priority"`
 }
 
 // AckRequest is the body of POST /v1/queues/{queue}/ack.
@@ -204,6 +214,9 @@ type QueueStats struct {
 // ShardStats is one shard of QueueStats.
 type ShardStats struct {
 	Shard int `json:"shard"`
+	// Priority is the level whose lane holds the shard: shards
+	// l·shards to l·shards+shards-1 hold level l.
+	Priority int `json:"priority"`
 	// Behind is how many windows the shard is behind the producers': 0 is
 	// being written, 2 is the one consumers work.
 	Behind int `json:"behind"`
@@ -235,6 +248,8 @@ type DeadLetter struct {
 	DiedAt     time.Time `json:"died_at"`
 	// Attributes are the message's, as put; absent when none.
 	Attributes map[string]string `json:"attributes,omitempty"`
+	// Priority is the message's level, which a requeue keeps.
+	Priority int `json:"priority"`
 }
 
 // PurgeRequest is the body of POST /v1/queues/{queue}/purge; it may be

@@ -186,10 +186,14 @@ partitions, one per time window of --shard-duration: producers write the
 current window's shard and consumers work the one two windows back, so at
 least 4 shards are needed. A message is delivered at most --max-deliveries
 times, each time hidden from other consumers for --visibility-timeout;
-after that it moves to the dead letters. A queue cannot be changed later.`,
+after that it moves to the dead letters. With --priorities N (1 to 4)
+messages are put at a level from 0 to N-1 ("queue put --priority") and due
+messages of higher levels are delivered first; each level has --shards
+shards of its own. A queue cannot be changed later.`,
 		Example: `  abacus queue create jobs
   abacus queue create emails --shards 32 --shard-duration 30s --visibility-timeout 2m
-  abacus queue create bursts --shards 32 --spread 8`,
+  abacus queue create bursts --shards 32 --spread 8
+  abacus queue create alerts --priorities 3`,
 		Args: exactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := queueName(args[0]); err != nil {
@@ -198,11 +202,15 @@ after that it moves to the dead letters. A queue cannot be changed later.`,
 			if req.Shards < 4 {
 				return usagef("--shards %d: a queue needs at least 4 shards (consumers read two windows behind producers)", req.Shards)
 			}
-			// The spread is sent only when given, so that creating a
-			// queue still works against a server of an earlier release.
-			spreadGiven := cmd.Flags().Changed("spread")
+			// The spread and the levels are sent only when given, so that
+			// creating a queue still works against a server of an earlier
+			// release.
+			spreadGiven, levelsGiven := cmd.Flags().Changed("spread"), cmd.Flags().Changed("priorities")
 			if shardDur <= 0 || visibility <= 0 || req.MaxDeliveries < 1 || spreadGiven && req.Spread < 1 {
 				return usagef("--shard-duration, --visibility-timeout, --max-deliveries and --spread must be positive")
+			}
+			if levelsGiven && (req.Priorities < 1 || req.Priorities > 4) {
+				return usagef("--priorities %d: a queue has 1 to 4 priority levels", req.Priorities)
 			}
 			if spreadGiven && (req.Shards%req.Spread != 0 || req.Shards < 4*req.Spread) {
 				return usagef("--spread %d with --shards %d: the spread must divide the shards and leave at least 4 groups (--shards ≥ %d)", req.Spread, req.Shards, 4*req.Spread)
@@ -221,6 +229,9 @@ after that it moves to the dead letters. A queue cannot be changed later.`,
 			if q.Spread > 1 {
 				spread = fmt.Sprintf(", %d per window", q.Spread)
 			}
+			if q.Priorities > 1 {
+				spread += fmt.Sprintf(", at each of %d priority levels", q.Priorities)
+			}
 			return a.printResult(q, fmt.Sprintf("created queue %s (%d shards of %s%s, %d deliveries, visibility timeout %s)",
 				displayName(q.Name), q.Shards, q.ShardDuration, spread, q.MaxDeliveries, q.VisibilityTimeout))
 		},
@@ -228,6 +239,7 @@ after that it moves to the dead letters. A queue cannot be changed later.`,
 	f := cmd.Flags()
 	f.IntVar(&req.Shards, "shards", 16, "number of shard partitions (at least 4)")
 	f.IntVar(&req.Spread, "spread", 0, "shards each window's puts go to (divides --shards, at most --shards/4; default 1)")
+	f.IntVar(&req.Priorities, "priorities", 0, "priority levels of the queue's messages, 1 to 4 (default 1)")
 	f.DurationVar(&shardDur, "shard-duration", time.Minute, "time window of each shard (whole seconds, 1s to 24h)")
 	f.IntVar(&req.MaxDeliveries, "max-deliveries", 5, "deliveries before a message moves to the dead letters")
 	f.DurationVar(&visibility, "visibility-timeout", 30*time.Second, "how long a delivered message stays hidden from other consumers")
@@ -249,13 +261,13 @@ func (a *app) queueListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return a.printTable(api.QueueList{Queues: list}, "NAME\tSHARDS\tSPREAD\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED\tSTATE", func(tw io.Writer) {
+			return a.printTable(api.QueueList{Queues: list}, "NAME\tSHARDS\tSPREAD\tLEVELS\tWINDOW\tDELIVERIES\tVISIBILITY\tCREATED\tSTATE", func(tw io.Writer) {
 				for _, q := range list {
 					state := "delivering"
 					if q.Paused {
 						state = "paused"
 					}
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", displayName(q.Name), q.Shards, q.Spread, q.ShardDuration,
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\n", displayName(q.Name), q.Shards, q.Spread, max(q.Priorities, 1), q.ShardDuration,
 						q.MaxDeliveries, q.VisibilityTimeout, q.CreatedAt.UTC().Format(time.RFC3339), state)
 				}
 			})
@@ -267,8 +279,9 @@ func (a *app) queuePutCmd() *cobra.Command {
 	var delay time.Duration
 	var due, dedupID string
 	var attrs []string
+	var priority int
 	cmd := &cobra.Command{
-		Use:   "put NAME BODY [--delay D | --due T] [--dedup-id ID] [--attr NAME=VALUE]...",
+		Use:   "put NAME BODY [--delay D | --due T] [--dedup-id ID] [--priority L] [--attr NAME=VALUE]...",
 		Short: "Put a message on a queue",
 		Long: `Put the message BODY on the queue NAME and print its id. BODY "-" reads
 the body from standard input. The message is delivered once it is due:
@@ -285,13 +298,18 @@ another body is refused (exit 5).
 --attr NAME=VALUE stores an attribute with the message (repeat it for
 more, up to 16): consumers get it with the delivery, and a command run by
 "consume --exec" finds them all in ABACUS_MESSAGE_ATTRIBUTES as a JSON
-object.`,
+object.
+
+--priority L puts the message at level L of a queue made with
+--priorities (0, the lowest, by default): due messages of higher levels
+are delivered first.`,
 		Example: `  abacus queue put jobs 'resize image 42'
   abacus queue put jobs 'send reminder' --delay 24h
   abacus queue put jobs 'open the doors' --due 2030-01-01T08:00:00Z
   generate-report | abacus queue put reports -
   abacus queue put invoices 'charge order 17' --dedup-id order-17
-  abacus queue put mail 'welcome' --attr tenant=acme --attr locale=de`,
+  abacus queue put mail 'welcome' --attr tenant=acme --attr locale=de
+  abacus queue put alerts 'disk full on db-3' --priority 2`,
 		Args: exactArgs(2, "NAME and BODY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := queueName(args[0]); err != nil {
@@ -306,7 +324,10 @@ object.`,
 			if len(dedupID) > 128 {
 				return usagef("--dedup-id is %d bytes, the limit is 128", len(dedupID))
 			}
-			msg := api.PutMessage{Body: args[1], DedupID: dedupID}
+			if priority < 0 || priority > 3 {
+				return usagef("--priority %d: levels are 0 to 3 (at most the queue's --priorities - 1)", priority)
+			}
+			msg := api.PutMessage{Body: args[1], DedupID: dedupID, Priority: priority}
 			for _, kv := range attrs {
 				name, value, ok := strings.Cut(kv, "=")
 				if !ok || name == "" {
@@ -358,6 +379,7 @@ object.`,
 	cmd.Flags().StringVar(&due, "due", "", "deliver no sooner than this time (RFC 3339)")
 	cmd.Flags().StringVar(&dedupID, "dedup-id", "", "de-duplication id: a repeat of the put within the server's window stores nothing (at most 128 bytes)")
 	cmd.Flags().StringArrayVar(&attrs, "attr", nil, "an attribute NAME=VALUE to store with the message (repeatable)")
+	cmd.Flags().IntVar(&priority, "priority", 0, "the message's priority level, from 0 (the lowest) to the queue's levels - 1")
 	return cmd
 }
 
@@ -384,8 +406,9 @@ the whole delivery as a JSON object per line) and acknowledged.
 
 With --exec each message is handed to CMD, run by /bin/sh -c with the body
 on its standard input and ABACUS_QUEUE, ABACUS_MESSAGE_ID,
-ABACUS_MESSAGE_ATTEMPT, ABACUS_MESSAGE_DUE and ABACUS_MESSAGE_ATTRIBUTES (a
-JSON object, {} when the message has none) in its environment. Exit
+ABACUS_MESSAGE_ATTEMPT, ABACUS_MESSAGE_PRIORITY, ABACUS_MESSAGE_DUE and
+ABACUS_MESSAGE_ATTRIBUTES (a JSON object, {} when the message has none) in
+its environment. Exit
 status 0 acknowledges the message; any other status (or running past the
 queue's visibility timeout, or --handler-timeout, when the command is
 killed) reports a failure with the end of its standard error, and the
@@ -616,6 +639,7 @@ func runHandler(ctx context.Context, command, queue string, d api.Delivery, body
 		"ABACUS_QUEUE="+queue,
 		"ABACUS_MESSAGE_ID="+d.ID,
 		"ABACUS_MESSAGE_ATTEMPT="+strconv.Itoa(d.Attempt),
+		"ABACUS_MESSAGE_PRIORITY="+strconv.Itoa(d.Priority),
 		"ABACUS_MESSAGE_DUE="+d.Due.UTC().Format(time.RFC3339Nano),
 	)
 	// Always set ("{}" when none), so that a consumer run from another

@@ -437,3 +437,32 @@ func TestQueueCLIAttributes(t *testing.T) {
 		t.Fatalf("consume --exec of a message without attributes saw %q: %+v", r.stdout, r)
 	}
 }
+
+func TestQueueCLIPriorities(t *testing.T) {
+	s, clk := newQueueTestServer(t)
+	if r := s.cli("queue", "create", "alerts", "--shards", "4", "--priorities", "5"); r.code != exitUsage || !strings.Contains(r.stderr, "1 to 4") {
+		t.Fatalf("create with 5 levels: %+v", r)
+	}
+	if r := s.cli("queue", "create", "alerts", "--shards", "4", "--priorities", "3"); r.code != 0 || !strings.Contains(r.stdout, "3 priority levels") {
+		t.Fatalf("create: %+v", r)
+	}
+	if r := s.cli("queue", "list"); r.code != 0 || !strings.Contains(r.stdout, "LEVELS") {
+		t.Fatalf("list: %+v", r)
+	}
+	for _, put := range [][]string{{"low"}, {"high", "--priority", "2"}, {"mid", "--priority", "1"}} {
+		if r := s.cli(append([]string{"queue", "put", "alerts"}, put...)...); r.code != 0 {
+			t.Fatalf("put %v: %+v", put, r)
+		}
+	}
+	if r := s.cli("queue", "put", "alerts", "x", "--priority", "3"); r.code != exitRefused || !strings.Contains(r.stderr, "priority 3") {
+		t.Fatalf("put at a level the queue lacks: %+v", r)
+	}
+	if r := s.cli("queue", "put", "alerts", "x", "--priority", "-1"); r.code != exitUsage {
+		t.Fatalf("put at level -1: %+v", r)
+	}
+	clk.Advance(time.Second)
+	r := s.cli("queue", "consume", "alerts", "--once", "--max", "3", "--exec", `printf '%s:%s ' "$(cat)" "$ABACUS_MESSAGE_PRIORITY"`)
+	if r.code != 0 || r.stdout != "high:2 mid:1 low:0 " {
+		t.Fatalf("consume ran the messages as %q, want highest level first: %+v", r.stdout, r)
+	}
+}

@@ -625,3 +625,18 @@ func TestAServerWithoutTheConsoleServesNone(t *testing.T) {
 		t.Fatalf("GET /ui with NoConsole: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A queue with priority levels says so, and its shard table shows each
+// shard's level; a queue of one level shows no level column.
+func TestTheConsoleShowsPriorityLevels(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, server.AuthOff)
+	s.api("POST", "/v1/queues", `{"name":"alerts","shards":4,"priorities":2}`, nil)
+	s.api("POST", "/v1/queues", `{"name":"plain","shards":4}`, nil)
+	b := s.browser()
+	p := b.get("/ui/queues/alerts")
+	mustContain(t, "queue page", p, "at each of 2 priority levels", `<th class="n">level</th>`, `<td class="n">7</td><td class="n">1</td>`)
+	if plain := b.get("/ui/queues/plain"); strings.Contains(plain.body, "priority levels") || strings.Contains(plain.body, `<th class="n">level</th>`) {
+		t.Errorf("a queue of one level shows levels:\n%s", plain.body)
+	}
+}

@@ -141,7 +141,8 @@ func TestServerEnforcesTheContract(t *testing.T) {
 		return func(n string) string { return "/v1/namespaces/led/ledgers/l" + n + tail }
 	}
 	fixed := func(p string) func(string) string { return func(string) string { return p } }
-	e.mustJSON("POST", "/v1/queues", `{"name":"q"}`, 201, nil)
+	// Four levels: every priority the spec allows is one of q's.
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","priorities":4}`, 201, nil)
 	ops := []operation{
 		{method: "POST", path: fixed("/v1/namespaces"), body: func(n string) map[string]any {
 			return map[string]any{"name": "ns" + n, "model": "ledger", "ledger": map[string]any{"history_length": 5, "retry_count": 3, "claim_ttl_seconds": 60}}
@@ -384,7 +385,8 @@ func TestReadResponsesMatchTheContract(t *testing.T) {
 	e := newEnv(t)
 	e.mustJSON("POST", "/v1/namespaces", `{"name":"ev","model":"events"}`, 201, nil)
 	e.mustJSON("POST", "/v1/namespaces", `{"name":"led","model":"ledger"}`, 201, nil)
-	e.mustJSON("POST", "/v1/queues", `{"name":"q"}`, 201, nil)
+	// Four levels: every priority the spec allows is one of q's.
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","priorities":4}`, 201, nil)
 	for _, body := range []string{`{"delta":9223372036854775807}`, `{"delta":9223372036854775807}`} {
 		e.mustJSON("POST", "/v1/namespaces/ev/counters/c/updates", body, 200, nil)
 	}

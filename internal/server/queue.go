@@ -111,7 +111,7 @@ func (c *consumers) stop(ctx context.Context) error {
 
 func queueJSON(q *queue.Queue) api.Queue {
 	return api.Queue{
-		Name: q.Name, Shards: q.Shards, Spread: q.Math().Spread(), ShardDuration: q.ShardDuration.String(),
+		Name: q.Name, Shards: q.Shards, Spread: q.Math().Spread(), Priorities: q.Levels(), ShardDuration: q.ShardDuration.String(),
 		MaxDeliveries: q.MaxDeliveries, VisibilityTimeout: q.VisibilityTimeout.String(), CreatedAt: q.CreatedAt,
 	}
 }
@@ -166,6 +166,9 @@ func decodeCreateQueue(data []byte) (api.CreateQueueRequest, error) {
 	if req.Spread == 0 && present(data, "spread") {
 		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"spread\": 0 is below the minimum 1; leave the field out for the default")
 	}
+	if req.Priorities == 0 && present(data, "priorities") {
+		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"priorities\": 0 is below the minimum 1; leave the field out for the default")
+	}
 	if req.MaxDeliveries == 0 && present(data, "max_deliveries") {
 		return api.CreateQueueRequest{}, errorf(api.CodeInvalidArgument, "field \"max_deliveries\": 0 is below the minimum 1; leave the field out for the default")
 	}
@@ -191,10 +194,10 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	if req.Shards < 0 || req.Spread < 0 || shardDur < 0 || req.MaxDeliveries < 0 || vis < 0 {
+	if req.Shards < 0 || req.Spread < 0 || req.Priorities < 0 || shardDur < 0 || req.MaxDeliveries < 0 || vis < 0 {
 		// Zero means "default" to the library; a negative value is a
 		// mistake, not a request for the default.
-		writeError(w, r, errorf(api.CodeInvalidArgument, "shards, spread, shard_duration, max_deliveries and visibility_timeout must not be negative"))
+		writeError(w, r, errorf(api.CodeInvalidArgument, "shards, spread, priorities, shard_duration, max_deliveries and visibility_timeout must not be negative"))
 		return
 	}
 	// A name the library will refuse anyway is refused for that, not for
@@ -207,7 +210,7 @@ func (s *Server) createQueue(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	q, err := s.client.Queues().Create(r.Context(), queue.QueueConfig{
-		Name: req.Name, Shards: req.Shards, Spread: req.Spread, ShardDuration: shardDur,
+		Name: req.Name, Shards: req.Shards, Spread: req.Spread, Priorities: req.Priorities, ShardDuration: shardDur,
 		MaxDeliveries: req.MaxDeliveries, VisibilityTimeout: vis,
 	})
 	if err != nil {
@@ -320,7 +323,7 @@ func putMessages(req api.PutRequest) ([]queue.Message, error) {
 		if delay < 0 {
 			return nil, errorf(api.CodeInvalidArgument, "%s.delay: %v is negative", where, delay)
 		}
-		out[i] = queue.Message{Body: body, Delay: delay, DedupID: m.DedupID, Attributes: m.Attributes}
+		out[i] = queue.Message{Body: body, Delay: delay, DedupID: m.DedupID, Attributes: m.Attributes, Priority: m.Priority}
 		if m.Due != "" {
 			if m.Delay != "" {
 				return nil, errorf(api.CodeInvalidArgument, "%s: give delay or due, not both", where)
@@ -433,7 +436,7 @@ func (s *Server) receive(w http.ResponseWriter, r *http.Request) {
 		out.Messages[i] = api.Delivery{
 			ID: d.ID().String(), Due: d.Due(), EnqueuedAt: d.EnqueuedAt(),
 			Attempt: d.Attempt(), VisibleUntil: d.VisibleUntil(), Receipt: d.Receipt(),
-			Attributes: d.Attributes(),
+			Attributes: d.Attributes(), Priority: d.Priority(),
 		}
 		out.Messages[i].Body, out.Messages[i].BodyBase64 = textOrBase64(d.Body())
 	}
@@ -574,7 +577,7 @@ func statsJSON(o *queue.Observation) api.QueueStats {
 	}
 	for i, v := range o.Shards {
 		out.Shards[i] = api.ShardStats{
-			Shard: v.Shard, Behind: v.Behind, Window: v.Window,
+			Shard: v.Shard, Priority: v.Priority, Behind: v.Behind, Window: v.Window,
 			Messages: v.Messages, Due: v.Due, InFlight: v.InFlight,
 			Holder: v.Holder, LeaseAgeSeconds: v.LeaseAge.Seconds(),
 		}
@@ -607,7 +610,7 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 		out.DeadLetters[i] = api.DeadLetter{
 			ID: l.ID.String(), Due: l.Due, EnqueuedAt: l.EnqueuedAt,
 			Deliveries: l.Deliveries, LastError: l.LastError, DiedAt: l.DiedAt,
-			Attributes: l.Attributes,
+			Attributes: l.Attributes, Priority: l.Priority,
 		}
 		out.DeadLetters[i].Body, out.DeadLetters[i].BodyBase64 = textOrBase64(l.Body)
 	}

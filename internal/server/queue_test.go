@@ -558,3 +558,51 @@ func TestMessageAttributesOverHTTP(t *testing.T) {
 	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"x","dedup_id":"d","attributes":{"v":"1"}}]}`, 201, nil)
 	e.wantError("POST", "/v1/queues/q/messages", `{"messages":[{"body":"x","dedup_id":"d","attributes":{"v":"2"}}]}`, 409, api.CodeDedupConflict, "d")
 }
+
+func TestQueuePrioritiesOverHTTP(t *testing.T) {
+	t.Parallel()
+	e, _ := queueEnv(t)
+	e.wantError("POST", "/v1/queues", `{"name":"z","priorities":0}`, 400, api.CodeInvalidArgument, "priorities")
+	e.wantError("POST", "/v1/queues", `{"name":"z","priorities":5}`, 400, api.CodeInvalidArgument, "priority levels")
+	e.wantError("POST", "/v1/queues", `{"name":"z","shards":2048,"priorities":3}`, 400, api.CodeInvalidArgument, "4096")
+	var q api.Queue
+	e.mustJSON("POST", "/v1/queues", `{"name":"q","shards":4,"priorities":3,"max_deliveries":1}`, 201, &q)
+	if q.Priorities != 3 {
+		t.Fatalf("created %+v, want 3 levels", q)
+	}
+	e.mustJSON("GET", "/v1/queues/q", "", 200, &q)
+	if q.Priorities != 3 {
+		t.Fatalf("described %+v, want 3 levels", q)
+	}
+	e.wantError("POST", "/v1/queues/q/messages", `{"messages":[{"body":"a"},{"body":"b","priority":3}]}`, 400, api.CodeInvalidArgument, "priority 3")
+	if st := e.stats("q"); st.Messages != 0 || len(st.Shards) != 12 {
+		t.Fatalf("after a refused put: %d messages in %d shards, want 0 in 12", st.Messages, len(st.Shards))
+	}
+	var put api.PutResponse
+	e.mustJSON("POST", "/v1/queues/q/messages", `{"messages":[{"body":"low"},{"body":"high","priority":2},{"body":"mid","priority":1}]}`, 201, &put)
+	byLevel := map[int]int{}
+	for _, sh := range e.stats("q").Shards {
+		if sh.Priority != sh.Shard/4 {
+			t.Errorf("shard %d shows level %d", sh.Shard, sh.Priority)
+		}
+		byLevel[sh.Priority] += sh.Messages
+	}
+	if byLevel[0] != 1 || byLevel[1] != 1 || byLevel[2] != 1 {
+		t.Errorf("stats hold %v messages by level, want one at each", byLevel)
+	}
+	var rcv api.ReceiveResponse
+	e.mustJSON("POST", "/v1/queues/q/receive", `{"max":3}`, 200, &rcv)
+	var bodies []string
+	for _, m := range rcv.Messages {
+		bodies = append(bodies, fmt.Sprintf("%s:%d", m.Body, m.Priority))
+	}
+	if want := "high:2 mid:1 low:0"; strings.Join(bodies, " ") != want {
+		t.Fatalf("received %v, want %s", bodies, want)
+	}
+	e.mustJSON("POST", "/v1/queues/q/nack", `{"receipt":"`+rcv.Messages[0].Receipt+`"}`, 200, nil)
+	var dead api.DeadLetterList
+	e.mustJSON("GET", "/v1/queues/q/dead", "", 200, &dead)
+	if len(dead.DeadLetters) != 1 || dead.DeadLetters[0].ID != put.IDs[1] || dead.DeadLetters[0].Priority != 2 {
+		t.Fatalf("dead letters %+v, want %s at level 2", dead.DeadLetters, put.IDs[1])
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -753,7 +754,14 @@ func (a *app) observeTable(st *api.QueueStats) error {
 		displayName(st.Queue), st.Messages, st.Due, st.InFlight,
 		time.Duration(st.DeliveryLagSeconds*float64(time.Second)).Round(time.Second), st.At.UTC().Format(time.RFC3339))
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SHARD\tWINDOW\tBEHIND\tMESSAGES\tDUE\tIN FLIGHT\t LEASE\t")
+	// A queue with priority levels shows each shard's; one without keeps
+	// the columns it always had.
+	levels := slices.ContainsFunc(st.Shards, func(s api.ShardStats) bool { return s.Priority > 0 })
+	if levels {
+		fmt.Fprintln(tw, "SHARD\tLEVEL\tWINDOW\tBEHIND\tMESSAGES\tDUE\tIN FLIGHT\t LEASE\t")
+	} else {
+		fmt.Fprintln(tw, "SHARD\tWINDOW\tBEHIND\tMESSAGES\tDUE\tIN FLIGHT\t LEASE\t")
+	}
 	for _, s := range st.Shards {
 		role := ""
 		switch s.Behind {
@@ -766,7 +774,12 @@ func (a *app) observeTable(st *api.QueueStats) error {
 		if s.Holder != "" {
 			lease = fmt.Sprintf("%s for %s", displayName(s.Holder), (time.Duration(s.LeaseAgeSeconds * float64(time.Second))).Round(time.Second))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d%s\t%d\t%d\t%d\t %s\t\n", s.Shard, s.Window, s.Behind, role, s.Messages, s.Due, s.InFlight, lease)
+		if levels {
+			fmt.Fprintf(tw, "%d\t%d\t", s.Shard, s.Priority)
+		} else {
+			fmt.Fprintf(tw, "%d\t", s.Shard)
+		}
+		fmt.Fprintf(tw, "%s\t%d%s\t%d\t%d\t%d\t %s\t\n", s.Window, s.Behind, role, s.Messages, s.Due, s.InFlight, lease)
 	}
 	return tw.Flush()
 }

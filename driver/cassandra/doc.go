@@ -56,6 +56,8 @@
 //
 //	CREATE TABLE queues (name text PRIMARY KEY, shards int, shard_ms bigint,
 //	    max_deliveries int, visibility_ms bigint, created_at timestamp)
+//	    -- and, added by ALTER: spread int, generation bigint,
+//	    -- deleted_at timestamp, priorities int
 //
 //	CREATE TABLE queue_messages (
 //	    queue text, shard int,            -- partition: one time shard

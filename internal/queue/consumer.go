@@ -160,12 +160,26 @@ func (c *Consumer) Receive(ctx context.Context, max int) ([]*Delivery, error) {
 	out := []*Delivery{}
 	// The highest level first: a lower one is asked only for what the
 	// levels above it could not fill from the shards this call looked at.
-	for l := len(c.lanes) - 1; l >= 0 && len(out) < max; l-- {
+	l := len(c.lanes) - 1
+	for ; l >= 0 && len(out) < max; l-- {
+		if l < len(c.lanes)-1 && c.svc.pauses.last(c.q.stored()).Paused {
+			return out, nil // paused since this call began: no lower lane takes a lease
+		}
 		c.ln = c.lanes[l]
 		ds, err := c.receiveLane(ctx, now, max-len(out))
 		out = append(out, ds...)
 		if err != nil {
 			return out, err
+		}
+	}
+	// The lanes below were not asked: a lease held there would go unused
+	// and unrenewed while higher levels keep this consumer busy, and other
+	// consumers would skip its shard. Give it back, and look again at the
+	// next round.
+	for ; l >= 0; l-- {
+		if c.ln = c.lanes[l]; c.ln.lease != nil {
+			c.wake[c.ln.lease.shard] = now
+			c.releaseLease(ctx)
 		}
 	}
 	return out, nil

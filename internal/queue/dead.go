@@ -76,7 +76,7 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 		now := s.now()
 		// Each keeps its level, which its shard tells (a dead letter of a
 		// shard beyond the queue's lanes, which no put writes, goes back at
-		// the top level).
+		// the lowest level, where it overtakes nothing).
 		shardOf := make([]int, q.Levels())
 		for level := range shardOf {
 			shardOf[level] = q.producerShard(now, level)
@@ -86,7 +86,7 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 		for i, l := range list {
 			batch[i] = l.ID
 			msgs[i] = driver.Message{
-				MessageKey: driver.MessageKey{Shard: shardOf[min(q.levelOf(l.Shard), q.Levels()-1)], Due: now, ID: l.ID},
+				MessageKey: driver.MessageKey{Shard: shardOf[levelOrLowest(q, l.Shard)], Due: now, ID: l.ID},
 				Body:       l.Body,
 				EnqueuedAt: now,
 				Attributes: l.Attributes,
@@ -148,4 +148,13 @@ func distinct(ids []ID) []ID {
 		}
 	}
 	return out
+}
+
+// levelOrLowest is the level of shard s, or 0 for a shard outside q's
+// lanes.
+func levelOrLowest(q *Queue, s int) int {
+	if l := q.levelOf(s); l >= 0 && l < q.Levels() {
+		return l
+	}
+	return 0
 }

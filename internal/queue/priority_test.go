@@ -283,3 +283,65 @@ func TestPrioritiesStartRunsHigherLevelsFirst(t *testing.T) {
 		}
 	})
 }
+
+// A consumer kept busy by a higher level gives back the lease it held in a
+// lower one, so that another consumer can work that level's backlog
+// instead of finding the shard held and skipping it.
+func TestPrioritiesABusyConsumerLetsGoOfLowerLanes(t *testing.T) {
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		q := e.create(t, QueueConfig{Shards: 4, Priorities: 2})
+		var backlog []Message
+		for i := range 20 {
+			backlog = append(backlog, Message{Body: []byte(fmt.Sprint(i))})
+		}
+		if _, err := e.svc.PutBatch(ctxT(t), q.Name, backlog); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(time.Second)
+		a := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, Name: "a"})
+		if ds := receive(t, a, 1); len(ds) != 1 || ds[0].Priority() != 0 {
+			t.Fatalf("a's first receive = levels %v, want one of level 0", levelsOf(ds))
+		}
+		e.put(t, e.svc, q.Name, Message{Body: []byte("urgent"), Priority: 1})
+		if ds := receive(t, a, 1); len(ds) != 1 || ds[0].Priority() != 1 {
+			t.Fatalf("a's second receive = levels %v, want the level-1 message", levelsOf(ds))
+		}
+		for _, v := range e.observe(t, q.Name).Shards {
+			if v.Priority == 0 && v.Holder != "" {
+				t.Fatalf("level 0's shard %d is still held by %s while a works level 1", v.Shard, v.Holder)
+			}
+		}
+		b := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, Name: "b"})
+		if ds := receive(t, b, 5); len(ds) != 5 || slices.Max(levelsOf(ds)) != 0 {
+			t.Fatalf("b received levels %v, want five of level 0's backlog", levelsOf(ds))
+		}
+	})
+}
+
+// Delayed messages of every level are found through their shards' wake
+// times as they fall due, not only at a sweep: a consumer that polls every
+// window, with sweeps an hour apart, gets messages another process put
+// five minutes ahead at levels 1 and 2, highest first.
+func TestPrioritiesDelayedMessagesWakeInEveryLane(t *testing.T) {
+	onBothDrivers(t, func(t *testing.T, e *env) {
+		q := e.create(t, QueueConfig{Shards: 8, Priorities: 3})
+		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, CatchUpInterval: time.Hour})
+		if ds := receive(t, c, 10); len(ds) != 0 { // the first receive sweeps
+			t.Fatalf("an empty queue delivered %v", deliveryIDs(ds))
+		}
+		other := e.service(t, e.clock) // another process: no hints reach c
+		mid := e.put(t, other, q.Name, Message{Body: []byte("mid"), Priority: 1, Delay: 5 * time.Minute})
+		high := e.put(t, other, q.Name, Message{Body: []byte("high"), Priority: 2, Delay: 5 * time.Minute})
+		for range 4 {
+			e.clock.Advance(time.Minute)
+			if ds := receive(t, c, 10); len(ds) != 0 {
+				t.Fatalf("delivered %v before they were due", deliveryIDs(ds))
+			}
+		}
+		e.clock.Advance(time.Minute + time.Second)
+		ds := receive(t, c, 10)
+		if got := deliveryIDs(ds); !slices.Equal(got, []ID{high, mid}) {
+			t.Fatalf("at the due time received %v, want %v (level 2, then 1)", got, []ID{high, mid})
+		}
+	})
+}

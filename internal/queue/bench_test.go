@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -159,6 +160,13 @@ func BenchmarkEndToEnd(b *testing.B) {
 			// over 8 (QueueConfig.Spread).
 			{name: "burst/spread=8/consumers=1", preload: true, consumers: 1, spread: 8},
 			{name: "burst/spread=8/consumers=8", preload: true, consumers: 8, spread: 8},
+			// Priority levels (QueueConfig.Priorities): a queue of four
+			// levels whose messages are all at level 0 (what the empty
+			// lanes cost), and one whose messages cycle through the levels.
+			{name: "rate=300/s/levels=4/all-low", rate: 300, levels: 4},
+			{name: "rate=300/s/levels=4/mixed", rate: 300, levels: 4, mixed: true},
+			{name: "burst/levels=4/all-low/consumers=1", preload: true, consumers: 1, levels: 4},
+			{name: "burst/levels=4/mixed/consumers=1", preload: true, consumers: 1, levels: 4, mixed: true},
 		} {
 			b.Run(st.name+"/"+w.name, func(b *testing.B) { endToEnd(b, st.store, w) })
 		}
@@ -176,6 +184,10 @@ type e2eWorkload struct {
 	preload   bool
 	consumers int
 	spread    int // QueueConfig.Spread, with 4·spread shards (at least 16)
+	// levels is QueueConfig.Priorities; mixed puts message i at level
+	// i mod levels, else every message is at level 0.
+	levels int
+	mixed  bool
 }
 
 func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
@@ -186,7 +198,7 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 	if w.remote {
 		producer = benchService(b, store, clock.Real{})
 	}
-	qc := QueueConfig{Name: fmt.Sprint("e2e-", time.Now().UnixNano()), Shards: max(16, 4*w.spread), Spread: w.spread, ShardDuration: time.Second}
+	qc := QueueConfig{Name: fmt.Sprint("e2e-", time.Now().UnixNano()), Shards: max(16, 4*w.spread), Spread: w.spread, Priorities: w.levels, ShardDuration: time.Second}
 	if w.defaults {
 		qc = QueueConfig{Name: qc.Name}
 	}
@@ -228,6 +240,7 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 	}
 	b.ResetTimer()
 	start := time.Now()
+	cpuStart := processorTime()
 	startConsumers := func() {
 		for _, c := range consumers {
 			if err := c.Start(ctx); err != nil {
@@ -254,6 +267,9 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 				msgs := make([]Message, min(batch, n-i))
 				for j := range msgs {
 					msgs[j] = Message{Body: []byte("payload"), Delay: delay}
+					if w.mixed {
+						msgs[j].Priority = (i + j) % w.levels
+					}
 				}
 				if _, err := producer.PutBatch(ctx, q.Name, msgs); err != nil {
 					b.Error(err)
@@ -265,7 +281,7 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 	wg.Wait()
 	putDone := time.Since(start)
 	if w.preload {
-		start = time.Now()
+		start, cpuStart = time.Now(), processorTime() // the drain alone
 		startConsumers()
 	}
 	select {
@@ -274,6 +290,7 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 		b.Fatalf("only %d of %d messages handled after 5 minutes", handled.Load(), n)
 	}
 	elapsed := time.Since(start)
+	cpu := processorTime() - cpuStart
 	b.StopTimer()
 	for _, c := range consumers {
 		_ = c.Stop(ctx)
@@ -284,7 +301,19 @@ func endToEnd(b *testing.B, store driver.Queues, w e2eWorkload) {
 	b.ReportMetric(float64(n)/putDone.Seconds(), "put-msgs/s")
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/msg")
 	b.ReportMetric(0, "ns/op")
+}
+
+// processorTime is the processor time this process has used, user and
+// system (zero where getrusage is missing): what a run costs the machine,
+// which on two shared cores says more than the wall clock.
+func processorTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkTombstones measures the original design's known weakness: a shard

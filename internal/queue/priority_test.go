@@ -33,6 +33,20 @@ func putLevels(t *testing.T, e *env, q string, n int, levels ...int) map[ID]int 
 	return put
 }
 
+// putBacklog puts n level-0 messages in one batch (one shard) and lets
+// them fall due.
+func putBacklog(t *testing.T, e *env, q string, n int) {
+	t.Helper()
+	batch := make([]Message, n)
+	for i := range batch {
+		batch[i] = Message{Body: []byte(fmt.Sprint(i))}
+	}
+	if _, err := e.svc.PutBatch(ctxT(t), q, batch); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+}
+
 // The promise: among due messages, a receive hands out those of higher
 // levels first, across calls and within one call, and each delivery says
 // its level.
@@ -87,14 +101,7 @@ func TestPrioritiesHigherLevelsFirst(t *testing.T) {
 func TestPrioritiesAHigherMessageOvertakesALowerBacklog(t *testing.T) {
 	onBothDrivers(t, func(t *testing.T, e *env) {
 		q := e.create(t, QueueConfig{Shards: 4, Priorities: 2})
-		var batch []Message
-		for i := range 20 {
-			batch = append(batch, Message{Body: []byte(fmt.Sprint(i))})
-		}
-		if _, err := e.svc.PutBatch(ctxT(t), q.Name, batch); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Advance(time.Second)
+		putBacklog(t, e, q.Name, 20)
 		c := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name})
 		if ds := receive(t, c, 5); len(ds) != 5 || slices.Max(levelsOf(ds)) != 0 {
 			t.Fatalf("first receive = levels %v, want five of level 0", levelsOf(ds))
@@ -290,14 +297,7 @@ func TestPrioritiesStartRunsHigherLevelsFirst(t *testing.T) {
 func TestPrioritiesABusyConsumerLetsGoOfLowerLanes(t *testing.T) {
 	onBothDrivers(t, func(t *testing.T, e *env) {
 		q := e.create(t, QueueConfig{Shards: 4, Priorities: 2})
-		var backlog []Message
-		for i := range 20 {
-			backlog = append(backlog, Message{Body: []byte(fmt.Sprint(i))})
-		}
-		if _, err := e.svc.PutBatch(ctxT(t), q.Name, backlog); err != nil {
-			t.Fatal(err)
-		}
-		e.clock.Advance(time.Second)
+		putBacklog(t, e, q.Name, 20)
 		a := e.consumer(t, e.svc, ConsumerConfig{Queue: q.Name, Name: "a"})
 		if ds := receive(t, a, 1); len(ds) != 1 || ds[0].Priority() != 0 {
 			t.Fatalf("a's first receive = levels %v, want one of level 0", levelsOf(ds))

@@ -68,7 +68,7 @@ type lane struct {
 
 // laneOf returns the lane holding shard s.
 func (c *Consumer) laneOf(s int) *lane {
-	return c.lanes[min(max(c.q.levelOf(s), 0), len(c.lanes)-1)]
+	return c.lanes[c.q.laneIndex(s)]
 }
 
 // lease is the shard lease a consumer holds.

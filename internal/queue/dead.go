@@ -86,7 +86,7 @@ func (s *Service) Requeue(ctx context.Context, queue string, only []ID) ([]ID, e
 		for i, l := range list {
 			batch[i] = l.ID
 			msgs[i] = driver.Message{
-				MessageKey: driver.MessageKey{Shard: shardOf[levelOrLowest(q, l.Shard)], Due: now, ID: l.ID},
+				MessageKey: driver.MessageKey{Shard: shardOf[q.laneIndex(l.Shard)], Due: now, ID: l.ID},
 				Body:       l.Body,
 				EnqueuedAt: now,
 				Attributes: l.Attributes,
@@ -148,13 +148,4 @@ func distinct(ids []ID) []ID {
 		}
 	}
 	return out
-}
-
-// levelOrLowest is the level of shard s, or 0 for a shard outside q's
-// lanes.
-func levelOrLowest(q *Queue, s int) int {
-	if l := q.levelOf(s); l >= 0 && l < q.Levels() {
-		return l
-	}
-	return 0
 }

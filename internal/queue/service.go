@@ -105,6 +105,16 @@ func (q *Queue) storedShards() int { return q.Shards * len(q.lanes) }
 // levelOf returns the priority level whose lane holds shard s.
 func (q *Queue) levelOf(s int) int { return s / q.Shards }
 
+// laneIndex is levelOf for a shard that may lie outside the queue's lanes
+// (a stored row no put of this queue wrote): such a shard counts as level
+// 0, the lowest, where it overtakes nothing.
+func (q *Queue) laneIndex(s int) int {
+	if l := q.levelOf(s); l >= 0 && l < len(q.lanes) {
+		return l
+	}
+	return 0
+}
+
 // producerShard picks the shard a put of the given level at now writes:
 // one of the current window's in that level's lane, at random, so that
 // concurrent puts (and so a burst) spread over the window's shards and as

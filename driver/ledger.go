@@ -56,8 +56,14 @@ type WriteLedgerRowParams struct {
 
 // CheckEntries checks the entries a write is asked to store with its row:
 // each names the row's actor, a number from 1, a positive amount, and a
-// valid TTL comes with them. Drivers refuse a write that fails it.
+// valid TTL comes with them. It also refuses the base row's reserved
+// actor id, which only SwapLedgerBase writes: a plain write to a row that
+// lightweight transactions keep would break their guarantees. Drivers
+// refuse a write that fails it.
 func (p *WriteLedgerRowParams) CheckEntries() error {
+	if p.Row.Actor == LedgerBaseActor {
+		return fmt.Errorf("actor id %q is reserved for the base row", LedgerBaseActor)
+	}
 	if len(p.Entries) == 0 {
 		return nil
 	}
@@ -171,6 +177,30 @@ type ReadLedgerParams struct {
 	Namespace   string
 	Ledger      string
 	Consistency Consistency
+	// From, when not empty, limits the read to the rows whose actor id
+	// sorts at or after it (byte order), the base row among them: a
+	// folding ledger's value read starts at its cut.
+	From string
+}
+
+// LedgerBaseActor is the reserved actor id of a ledger's base row, which
+// holds the totals of the actors a fold has passed (package ledger,
+// "Folding retired actors"). It sorts after every actor id of a folding
+// namespace, so every read from a cut returns it. It is written only by
+// Ledgers.SwapLedgerBase, never by WriteLedgerRow.
+const LedgerBaseActor = "~base"
+
+// SwapLedgerBaseParams are the parameters of Ledgers.SwapLedgerBase.
+type SwapLedgerBaseParams struct {
+	Namespace string
+	Ledger    string
+	// Expect is the base row's state as read; nil when none is stored.
+	Expect []byte
+	// Next replaces it. It must not be empty.
+	Next []byte
+	// Consistency is the commit level of the lightweight transaction; the
+	// Paxos phase uses SERIAL (LOCAL_SERIAL for local levels).
+	Consistency Consistency
 }
 
 // Claim records which actor is applying a request id in a strict-mode
@@ -262,6 +292,14 @@ type Ledgers interface {
 	// with their write timestamps. A ledger never written returns no rows,
 	// not ErrNotFound.
 	ReadLedger(ctx context.Context, p *ReadLedgerParams) ([]LedgerRow, error)
+
+	// SwapLedgerBase stores p.Next as the ledger's base row
+	// (LedgerBaseActor) if the stored base row's state is p.Expect (no
+	// row, for a nil p.Expect), atomically: of racing swaps from one
+	// state at most one is applied. ReadLedger returns the base row like
+	// any other. An error means the swap may or may not have been
+	// applied.
+	SwapLedgerBase(ctx context.Context, p *SwapLedgerBaseParams) (applied bool, err error)
 
 	// ClaimRequest stores p.Claim for the request id unless an unexpired
 	// claim is stored already, atomically: of any number of racing calls

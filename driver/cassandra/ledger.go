@@ -116,7 +116,11 @@ func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]
 	if err != nil {
 		return nil, err
 	}
-	iter := traced(ctx, d.session.Query(d.q.readLedgerRows, p.Namespace, p.Ledger)).Consistency(cl).IterContext(ctx)
+	q := d.session.Query(d.q.readLedgerRows, p.Namespace, p.Ledger)
+	if p.From != "" {
+		q = d.session.Query(d.q.base.readFrom, p.Namespace, p.Ledger, p.From)
+	}
+	iter := traced(ctx, q).Consistency(cl).IterContext(ctx)
 	return readRows(iter, (*ledgerRow).dest, ledgerRowsFromScan, op, " %s/%s", p.Namespace, p.Ledger)
 }
 

@@ -111,6 +111,7 @@ type statements struct {
 	readClaim         string
 	probeLedgers      string
 	probeLedgerClaims string
+	base              ledgerBaseStatements
 
 	// The delay queue's statements (queue.go).
 	queue queueStatements
@@ -165,6 +166,7 @@ func newStatements(ks string) statements {
 		pause:           newPauseStatements(ks),
 		entries:         newLedgerEntryStatements(ks),
 		rights:          newLedgerRightsStatements(ks),
+		base:            newLedgerBaseStatements(ks),
 	}
 	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.readClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
 	return q

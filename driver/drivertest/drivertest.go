@@ -32,6 +32,7 @@ func Exercise(t *testing.T, open Opener) {
 	t.Run("Ledgers", func(t *testing.T) { exerciseLedgers(t, d, open) })
 	t.Run("LedgerEntries", func(t *testing.T) { exerciseLedgerEntries(t, d) })
 	t.Run("LedgerRights", func(t *testing.T) { exerciseLedgerRights(t, d, open) })
+	t.Run("LedgerBase", func(t *testing.T) { exerciseLedgerBase(t, d, open) })
 	t.Run("Shards", func(t *testing.T) { exerciseShards(t, d) })
 	t.Run("ShardBatches", func(t *testing.T) { exerciseShardBatches(t, d) })
 	t.Run("Fold", func(t *testing.T) { exerciseFold(t, d) })

@@ -100,17 +100,23 @@ func (d *Driver) WriteLedgerRows(ctx context.Context, ws []driver.WriteLedgerRow
 // ReadLedger implements driver.Ledgers.
 func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
 	return readLocked(ctx, d, "read ledger", func() ([]driver.LedgerRow, error) {
-		return d.readLedger(p.Namespace, p.Ledger, readStatsFrom(ctx))
+		return d.readLedger(p.Namespace, p.Ledger, p.From, readStatsFrom(ctx))
 	}, " %s/%s", p.Namespace, p.Ledger)
 }
 
-func (d *Driver) readLedger(ns, ledger string, st *ReadStats) ([]driver.LedgerRow, error) {
+// readLedger returns the ledger's rows whose actor sorts at or after
+// from. Keys are length-prefixed, so they do not sort by actor: the scan
+// visits every row and skips, before decoding, those below from.
+func (d *Driver) readLedger(ns, ledger, from string, st *ReadStats) ([]driver.LedgerRow, error) {
 	rows := []driver.LedgerRow{}
 	var (
 		points     uint64
 		tombstones int
 	)
 	err := d.scanNamed(ledgerPrefix(ns, ledger), &points, func(actor string, raw []byte) error {
+		if actor < from {
+			return nil
+		}
 		c, err := decodeCell(raw)
 		if err != nil {
 			return err

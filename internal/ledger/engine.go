@@ -98,6 +98,15 @@ type Options struct {
 	// line), at least MinFloor.
 	Floored bool
 	Floor   int64
+	// ActorMaxAge is how long an actor writes before a fresh one replaces
+	// it. Actor ids then start with their birth time, and a ledger's
+	// rows of actors that can no longer write are folded into one base
+	// row that reads skip past, so a ledger's read cost stays flat
+	// however many processes wrote it over the months
+	// (docs/ledger-folding.md). Zero means the default, 24h; a negative
+	// value means actors never retire by age and nothing folds, as in
+	// namespaces made before folding. Whole seconds up to MaxClaimTTL.
+	ActorMaxAge time.Duration
 }
 
 // Mode is how a ledger namespace recognises retried requests.
@@ -125,6 +134,7 @@ func (o Options) WithDefaults() Options {
 	o.RetryCount = cmp.Or(o.RetryCount, DefaultRetryCount)
 	o.ClaimTTL = cmp.Or(o.ClaimTTL, DefaultClaimTTL)
 	o.EntryRetention = cmp.Or(o.EntryRetention, DefaultEntryRetention)
+	o.ActorMaxAge = cmp.Or(o.ActorMaxAge, DefaultActorMaxAge)
 	return o
 }
 
@@ -149,6 +159,10 @@ func (o Options) Validate() error {
 		return fmt.Errorf("floor %d is outside %d..0", o.Floor, int64(MinFloor))
 	case !o.Floored && o.Floor != 0:
 		return fmt.Errorf("floor %d is set but Floored is false", o.Floor)
+	case o.ActorMaxAge > driver.MaxClaimTTL:
+		return fmt.Errorf("actor_max_age %v is above %v", o.ActorMaxAge, driver.MaxClaimTTL)
+	case o.ActorMaxAge > 0 && (o.ActorMaxAge < time.Second || o.ActorMaxAge%time.Second != 0):
+		return fmt.Errorf("actor_max_age %v is not a whole number of seconds from 1s", o.ActorMaxAge)
 	}
 	return nil
 }
@@ -169,7 +183,8 @@ type Config struct {
 	// Clock gives write timestamps and claim times. Default: system clock.
 	Clock clock.Clock
 	// ActorID names this process's actors. Every ledger this process
-	// writes gets its own actor, ActorID + "-" + a counter. Default: 16
+	// writes gets its own actor, <birth>.ActorID-<counter>, where <birth>
+	// is the actor's creation time (fold.go). Default: 16
 	// random hex digits. A configured id must never be used by two
 	// processes, at the same time or one after the other: see the package
 	// documentation for why.
@@ -266,6 +281,7 @@ type slotKey struct{ ns, ledger string }
 type slot struct {
 	key   slotKey
 	actor string
+	born  time.Time // on the engine's clock; the actor's id is dated with it (fold.go)
 	sem   chan struct{}
 	// Guarded by sem:
 	own     *Actor // everything this actor has written; never ahead of a successful write
@@ -286,6 +302,8 @@ type Engine struct {
 	cfg   Config
 	stats Stats
 	gen   atomic.Uint64
+
+	cuts cutMemory // the last cut read of each folding ledger (fold.go)
 
 	mu    sync.Mutex
 	slots map[slotKey]*list.Element // of *slot, most recent first
@@ -324,7 +342,8 @@ func New(cfg Config) (*Engine, error) {
 // Stats returns the engine's running totals.
 func (e *Engine) Stats() *Stats { return &e.stats }
 
-// ActorID returns the prefix of this process's actor ids.
+// ActorID returns what names this process's actors: each actor id is its
+// birth prefix, a dot, ActorID, a dash and a number.
 func (e *Engine) ActorID() string { return e.cfg.ActorID }
 
 // lock returns the ledger's slot with its semaphore held.
@@ -350,9 +369,11 @@ func (e *Engine) slotFor(k slotKey) *slot {
 		e.lru.MoveToFront(el)
 		return el.Value.(*slot)
 	}
+	born := e.cfg.Clock.Now()
 	s := &slot{
 		key:   k,
-		actor: e.cfg.ActorID + "-" + strconv.FormatUint(e.gen.Add(1), 10),
+		actor: datePrefix(born) + "." + e.cfg.ActorID + "-" + strconv.FormatUint(e.gen.Add(1), 10),
+		born:  born,
 		sem:   make(chan struct{}, 1),
 		own:   &Actor{},
 	}
@@ -466,26 +487,29 @@ func (e *Engine) Read(ctx context.Context, t Target) (*State, error) {
 }
 
 func (e *Engine) read(ctx context.Context, t Target) (*State, error) {
-	rows, err := e.cfg.Store.ReadLedger(ctx, &driver.ReadLedgerParams{
-		Namespace: t.Namespace, Ledger: t.Ledger, Consistency: t.ReadConsistency,
-	})
+	if !t.Options.folds() {
+		rows, err := e.readRows(ctx, t, t.ReadConsistency, "")
+		if err != nil {
+			return nil, err
+		}
+		return rows.value(), nil
+	}
+	// A folding ledger is read from the last cut seen. A base below it
+	// (or none) comes from a replica that missed the latest fold, or from
+	// a ledger deleted and written again: the rows between that base's
+	// cut and the remembered one are then needed, so read them all.
+	k := slotKey{t.Namespace, t.Ledger}
+	from := e.cuts.cut(k)
+	rows, err := e.readRows(ctx, t, t.ReadConsistency, from)
+	if err == nil && from != "" && rows.base.Cut < from {
+		rows, err = e.readRows(ctx, t, t.ReadConsistency, "")
+	}
 	if err != nil {
 		return nil, err
 	}
-	st := NewState()
-	for _, r := range rows {
-		a, err := DecodeActor(r.State)
-		if err != nil {
-			return nil, fmt.Errorf("ledger %s/%s: actor %q: %w", t.Namespace, t.Ledger, r.Actor, err)
-		}
-		st.Set(r.Actor, a)
-		if r.Timestamp >= minFenceTimestamp {
-			if st.fenced == nil {
-				st.fenced = map[string]bool{}
-			}
-			st.fenced[r.Actor] = true
-		}
-	}
+	e.cuts.remember(k, rows.base.Cut)
+	st := rows.value()
+	e.maybeFold(t, st)
 	return st, nil
 }
 
@@ -524,6 +548,11 @@ func (e *Engine) readMerged(ctx context.Context, t Target, s *slot) (*State, err
 func (e *Engine) applyBatch(s *slot, batch []*request) {
 	ctx := context.Background()
 	t := batch[0].t
+	if e.retireAged(t.Options, s) {
+		// Nothing read or written yet: the next actor takes the batch.
+		e.moveOn(s, batch)
+		return
+	}
 	st, err := e.readMerged(ctx, t, s)
 	if errors.Is(err, errReclaimed) {
 		e.moveOn(s, batch)
@@ -889,6 +918,9 @@ func duplicate(id, actor string, recorded, amount int64) (Result, error) {
 // rights may be reclaimed (after the late-write window), counting only
 // what had been sent by then.
 func (e *Engine) writeOwn(ctx context.Context, t Target, s *slot, entries []driver.LedgerEntry, debits bool) error {
+	if err := e.checkAge(t.Options, s); err != nil {
+		return err
+	}
 	w := newRowWrite(t, s.actor, EncodeActor(s.own), entries)
 	// An actor that has held rights is in the rights record, and may be
 	// reclaimed and fenced once its lease is over: any write of it, not
@@ -1105,6 +1137,10 @@ func (e *Engine) Find(ctx context.Context, t Target) (*State, error) {
 		return nil, err
 	}
 	s, err := e.lock(ctx, slotKey{t.Namespace, t.Ledger})
+	for err == nil && e.retireAged(t.Options, s) {
+		s.unlock()
+		s, err = e.lock(ctx, slotKey{t.Namespace, t.Ledger})
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -74,11 +74,14 @@ func (e *Engine) Entries(ctx context.Context, t Target, cursor string, limit int
 		return nil, err
 	}
 	// The rows are read after the entries: every entry kept is one a
-	// row had reached when this call read it.
-	st, err := e.read(ctx, t)
+	// row had reached when this call read it. Every row, from the first:
+	// a folded actor's entries are checked against its row, which stays
+	// while they live.
+	rows, err := e.readRows(ctx, t, t.ReadConsistency, "")
 	if err != nil {
 		return nil, err
 	}
+	st := rows.whole()
 	page := &HistoryPage{Entries: make([]driver.LedgerEntry, 0, len(raw))}
 	for _, en := range raw {
 		if counts(st, &en) {

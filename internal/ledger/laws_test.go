@@ -273,3 +273,94 @@ func TestJoinDetectsTwoWriters(t *testing.T) {
 	}
 	requireEqual(t, "state after a failed merge and before", s, before)
 }
+
+// The merge laws with folds. A fold passes actors that will never write
+// again, so its base counts their whole logs. foldedUniverse gives the
+// bases a history of folds could leave: fold k passes actors 0..k-1.
+func foldedBases(u universe) []Base {
+	bases := []Base{{}}
+	var p, n int64
+	for k := range len(u) {
+		logs := u[fmt.Sprintf("actor-%d", k)]
+		for _, e := range logs[0] {
+			p += e.Amount
+		}
+		for _, e := range logs[1] {
+			n += e.Amount
+		}
+		bases = append(bases, Base{Version: uint64(k + 1), Cut: fmt.Sprintf("actor-%d", k+1), P: p, N: n})
+	}
+	return bases
+}
+
+// randomFoldedState is what a reader may see: some fold's base, and views
+// of some of the actors at or above its cut.
+func randomFoldedState(r *rand.Rand, u universe) *State {
+	bases := foldedBases(u)
+	s := randomState(r, u)
+	s.base = bases[r.IntN(len(bases))]
+	for _, id := range s.Actors() {
+		if id < s.base.Cut {
+			delete(s.actors, id)
+		}
+	}
+	return s
+}
+
+func TestMergeLawsWithFolds(t *testing.T) {
+	forEachUniverse(t, func(r *rand.Rand, u universe) {
+		a, b, c := randomFoldedState(r, u), randomFoldedState(r, u), randomFoldedState(r, u)
+		requireEqual(t, "a+b and b+a", merged(t, a, b), merged(t, b, a))
+		requireEqual(t, "(a+b)+c and a+(b+c)", merged(t, merged(t, a, b), c), merged(t, a, merged(t, b, c)))
+		requireEqual(t, "a+a and a", merged(t, a, a.Clone()), a)
+		if m := merged(t, a, b); m.base.Version != max(a.base.Version, b.base.Version) {
+			t.Fatalf("merged base v%d, want the later of v%d and v%d", m.base.Version, a.base.Version, b.base.Version)
+		}
+	})
+}
+
+// A fold never changes the value: whichever base a reader pairs with the
+// actors at or above its cut, a reader that sees every actor's whole log
+// reads the universe's total, and merging it with any other reader's
+// view changes nothing.
+func TestFoldKeepsTheValue(t *testing.T) {
+	forEachUniverse(t, func(r *rand.Rand, u universe) {
+		var want int64
+		for _, logs := range u {
+			for _, e := range logs[0] {
+				want += e.Amount
+			}
+			for _, e := range logs[1] {
+				want -= e.Amount
+			}
+		}
+		for _, b := range foldedBases(u) {
+			full := &State{actors: map[string]*Actor{}, base: b}
+			for id, logs := range u {
+				if id >= b.Cut {
+					full.Set(id, &Actor{P: view(logs[0], 0, len(logs[0])), N: view(logs[1], 0, len(logs[1]))})
+				}
+			}
+			for _, st := range []*State{full, merged(t, full, randomFoldedState(r, u)), merged(t, randomFoldedState(r, u), full)} {
+				if got, err := st.Value(); err != nil || got != want {
+					t.Fatalf("value over %v = %d, %v; want %d", b, got, err, want)
+				}
+			}
+		}
+	})
+}
+
+// Two different bases of one version cannot both have won a
+// compare-and-set: a merge that meets them refuses rather than pick one.
+func TestMergeRefusesTwoBasesOfOneVersion(t *testing.T) {
+	t.Parallel()
+	a, b := NewState(), NewState()
+	a.base = Base{Version: 2, Cut: "x", P: 5}
+	b.base = Base{Version: 2, Cut: "x", P: 6}
+	if err := a.Merge(b); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Merge of two bases of version 2 = %v, want ErrCorrupt", err)
+	}
+	if a.base.P != 5 {
+		t.Fatalf("a refused merge changed the state: %v", a.base)
+	}
+}

@@ -19,6 +19,9 @@ const (
 	storedEntryRetention = "entry_retention_seconds"
 	// storedFloor is there only for a namespace with a floor.
 	storedFloor = "floor"
+	// storedActorMaxAge is missing from namespaces made before folding;
+	// their actors never retire by age (0), as before.
+	storedActorMaxAge = "actor_max_age_seconds"
 )
 
 // Stored is the options' stored form: every option, defaults filled in, so
@@ -33,6 +36,8 @@ func (o Options) Stored() map[string]string {
 		storedClaimTTL:      strconv.FormatInt(int64(e.ClaimTTL/time.Second), 10),
 		// No history (a negative retention) is stored as 0.
 		storedEntryRetention: strconv.FormatInt(max(int64(e.EntryRetention/time.Second), 0), 10),
+		// No retirement by age (a negative age) is stored as 0.
+		storedActorMaxAge: strconv.FormatInt(max(int64(e.ActorMaxAge/time.Second), 0), 10),
 	}
 	if e.Floored {
 		m[storedFloor] = strconv.FormatInt(e.Floor, 10)
@@ -58,7 +63,7 @@ func OptionsFromStored(m map[string]string) (Options, error) {
 	}
 	for k := range m {
 		switch k {
-		case storedHistoryLength, storedStrict, storedRetryCount, storedClaimTTL, storedEntryRetention, storedFloor:
+		case storedHistoryLength, storedStrict, storedRetryCount, storedClaimTTL, storedEntryRetention, storedFloor, storedActorMaxAge:
 		default:
 			// A key this release does not know was written by a newer
 			// one, for a rule this server would not enforce (a floor, to
@@ -113,6 +118,13 @@ func OptionsFromStored(m map[string]string) (Options, error) {
 		}
 		o.EntryRetention = time.Duration(secs) * time.Second
 	}
+	if v, ok := m[storedActorMaxAge]; ok {
+		secs, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || secs < 0 || secs > int64(driver.MaxClaimTTL/time.Second) {
+			return o, fmt.Errorf("%s %q is not a number of seconds within 0..%d", storedActorMaxAge, v, int64(driver.MaxClaimTTL/time.Second))
+		}
+		o.ActorMaxAge = time.Duration(secs) * time.Second
+	}
 	if v, ok := m[storedFloor]; ok {
 		if o.Floor, err = strconv.ParseInt(v, 10, 64); err != nil {
 			return o, fmt.Errorf("%s %q is not a number", storedFloor, v)
@@ -129,8 +141,9 @@ func OptionsFromStored(m map[string]string) (Options, error) {
 }
 
 // Effective is what the engine runs stored options with: defaults filled
-// in, and a stored RetryCount of 0 (no resubmission) and EntryRetention of
-// 0 (no history) spelled as negative values.
+// in, and a stored RetryCount of 0 (no resubmission), EntryRetention of 0
+// (no history) and ActorMaxAge of 0 (no retirement by age, as in
+// namespaces made before folding) spelled as negative values.
 func (o Options) Effective() Options {
 	e := o.WithDefaults()
 	if o.RetryCount == 0 {
@@ -138,6 +151,9 @@ func (o Options) Effective() Options {
 	}
 	if o.EntryRetention == 0 {
 		e.EntryRetention = -1
+	}
+	if o.ActorMaxAge == 0 {
+		e.ActorMaxAge = -1
 	}
 	return e
 }

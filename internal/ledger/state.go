@@ -258,6 +258,19 @@ type State struct {
 	// fenced lists the actors whose rows a reclaim of their debit rights
 	// fenced (driver.FenceTimestamp): they must never write again.
 	fenced map[string]bool
+	// base holds the totals of the actors folds have passed (fold.go);
+	// no actor below its cut is in actors.
+	base Base
+}
+
+// Base returns what folds have left of the actors they passed.
+func (s *State) Base() Base { return s.base }
+
+func (s *State) markFenced(id string) {
+	if s.fenced == nil {
+		s.fenced = map[string]bool{}
+	}
+	s.fenced[id] = true
 }
 
 // NewState returns an empty ledger.
@@ -289,12 +302,13 @@ func (s *State) Clone() *State {
 	for id, a := range s.actors {
 		c.actors[id] = a.Clone()
 	}
+	c.base = s.base
 	return c
 }
 
 // Equal reports whether s and o hold the same actors with the same states.
 func (s *State) Equal(o *State) bool {
-	if len(s.actors) != len(o.actors) {
+	if len(s.actors) != len(o.actors) || s.base != o.base {
 		return false
 	}
 	for id, a := range s.actors {
@@ -306,8 +320,18 @@ func (s *State) Equal(o *State) bool {
 	return true
 }
 
-// Merge joins o into s, actor by actor. On error s is unchanged.
+// Merge joins o into s, actor by actor. Of two bases the later one wins
+// (two different bases of one version mean two folds both won, which the
+// compare-and-set rules out), and the actors below its cut leave: it
+// counts them. On error s is unchanged.
 func (s *State) Merge(o *State) error {
+	base := s.base
+	switch {
+	case o.base.Version > base.Version:
+		base = o.base
+	case o.base.Version == base.Version && o.base != base:
+		return fmt.Errorf("%w: two bases of version %d: %v and %v", ErrCorrupt, base.Version, base, o.base)
+	}
 	joined := make(map[string]*Actor, len(o.actors))
 	for id, b := range o.actors {
 		a, ok := s.actors[id]
@@ -324,6 +348,12 @@ func (s *State) Merge(o *State) error {
 	for id, a := range joined {
 		s.actors[id] = a
 	}
+	s.base = base
+	for id := range s.actors {
+		if id < base.Cut {
+			delete(s.actors, id)
+		}
+	}
 	return nil
 }
 
@@ -332,6 +362,7 @@ func (s *State) Merge(o *State) error {
 // what it had read, credited at the same moment; that is reported as
 // ErrOverflow rather than wrapped around.
 func (s *State) Totals() (p, n int64, err error) {
+	p, n = s.base.P, s.base.N
 	for _, id := range s.Actors() { // sorted, so the error names the same actor every time
 		a := s.actors[id]
 		for neg, sec := range []*Section{&a.P, &a.N} {

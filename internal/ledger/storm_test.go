@@ -284,7 +284,7 @@ func TestStrictLoserWaitsThenReportsUnknown(t *testing.T) {
 		release, writing := make(chan struct{}), make(chan struct{})
 		var once sync.Once
 		fs.writeGate = func(p *driver.WriteLedgerRowParams) <-chan struct{} {
-			if !strings.HasPrefix(p.Row.Actor, a.ActorID()+"-") {
+			if !strings.Contains(p.Row.Actor, "."+a.ActorID()+"-") {
 				return nil
 			}
 			once.Do(func() { close(writing) }) // a has claimed and is writing

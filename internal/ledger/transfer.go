@@ -123,6 +123,10 @@ func (e *Engine) transferOnce(ctx context.Context, from, to Target, amount int64
 	if first != ka {
 		sA, sB = s2, s1
 	}
+	// Both are checked: each one too old is retired.
+	if agedA, agedB := e.retireAged(from.Options, sA), e.retireAged(to.Options, sB); agedA || agedB {
+		return transferStep{again: true}
+	}
 
 	defer e.trackBatch()()
 	func() {
@@ -325,6 +329,9 @@ func (e *Engine) writeRows(ctx context.Context, parts []rowPart) error {
 	writes := make([]*rowWrite, len(parts))
 	for i := range parts {
 		p := &parts[i]
+		if err := e.checkAge(p.t.Options, p.s); err != nil {
+			return err
+		}
 		writes[i] = newRowWrite(p.t, p.s.actor, EncodeActor(p.s.own), p.entries)
 	}
 	return e.attempts(ctx, parts[0].t.Options.RetryCount, "write", func(ctx context.Context) error {

@@ -1,0 +1,151 @@
+package drivertest
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// exerciseLedgerBase checks the base row and reads from a cut (package
+// ledger, "Folding retired actors"): a read from a cut returns the rows
+// at or after it, the base among them; the base changes only by
+// compare-and-set, and of racing swaps from one state one wins; a plain
+// row write may not name the base.
+func exerciseLedgerBase(t *testing.T, d driver.Driver, open Opener) {
+	swap := func(t *testing.T, ns, ledger string, expect, next []byte) bool {
+		t.Helper()
+		ok, err := d.SwapLedgerBase(ctx(t), &driver.SwapLedgerBaseParams{Namespace: ns, Ledger: ledger, Expect: expect, Next: next})
+		if err != nil {
+			t.Fatalf("SwapLedgerBase(%x → %x): %v", expect, next, err)
+		}
+		return ok
+	}
+	readFrom := func(t *testing.T, ns, ledger, from string) []string {
+		t.Helper()
+		rows, err := d.ReadLedger(ctx(t), &driver.ReadLedgerParams{Namespace: ns, Ledger: ledger, From: from})
+		if err != nil {
+			t.Fatalf("ReadLedger(from %q): %v", from, err)
+		}
+		var actors []string
+		for _, r := range rows {
+			actors = append(actors, r.Actor)
+		}
+		return actors
+	}
+
+	t.Run("ReadFromACutReturnsTheRowsAtOrAfterItAndTheBase", func(t *testing.T) {
+		t.Parallel()
+		ns := unique("ns-cut")
+		for i, a := range []string{"0000000a.x-1", "0000000b.x-1", "0000000b.y-2", "0000000c.x-3"} {
+			writeRow(t, d, ns, "l", a, []byte{byte(i)}, int64(10+i))
+		}
+		if !swap(t, ns, "l", nil, []byte{7}) {
+			t.Fatal("the first base was refused")
+		}
+		for _, tc := range []struct {
+			from string
+			want []string
+		}{
+			{"", []string{"0000000a.x-1", "0000000b.x-1", "0000000b.y-2", "0000000c.x-3", driver.LedgerBaseActor}},
+			{"0000000b", []string{"0000000b.x-1", "0000000b.y-2", "0000000c.x-3", driver.LedgerBaseActor}},
+			{"0000000b.y-2", []string{"0000000b.y-2", "0000000c.x-3", driver.LedgerBaseActor}},
+			// No actor row at or after the cut: the base still comes back,
+			// or a ledger every actor of which was folded would read as 0.
+			{"0000000d", []string{driver.LedgerBaseActor}},
+		} {
+			if got := readFrom(t, ns, "l", tc.from); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("from %q: %v, want %v", tc.from, got, tc.want)
+			}
+		}
+		if got := readFrom(t, ns, "other", "0"); len(got) != 0 {
+			t.Errorf("another ledger from a cut: %v, want nothing", got)
+		}
+	})
+
+	t.Run("BaseChangesOnlyFromTheStateItExpects", func(t *testing.T) {
+		t.Parallel()
+		ns := unique("ns-base")
+		if swap(t, ns, "l", []byte{1}, []byte{2}) {
+			t.Fatal("a swap expecting a base was applied where none is stored")
+		}
+		if !swap(t, ns, "l", nil, []byte{1}) {
+			t.Fatal("the first base was refused")
+		}
+		if swap(t, ns, "l", nil, []byte{9}) {
+			t.Fatal("a second first base was applied")
+		}
+		if swap(t, ns, "l", []byte{3}, []byte{9}) {
+			t.Fatal("a swap from a state not stored was applied")
+		}
+		if !swap(t, ns, "l", []byte{1}, []byte{2}) {
+			t.Fatal("a swap from the stored state was refused")
+		}
+		rows := readLedger(t, d, ns, "l")
+		if len(rows) != 1 || rows[0].Actor != driver.LedgerBaseActor || !bytes.Equal(rows[0].State, []byte{2}) {
+			t.Fatalf("rows after the swaps = %+v, want only the base with state 02", rows)
+		}
+		// Actor rows written around it leave it alone.
+		writeRow(t, d, ns, "l", "0000000a.x-1", []byte{5}, 1<<50)
+		if !swap(t, ns, "l", []byte{2}, []byte{3}) {
+			t.Fatal("a swap after an actor's write was refused")
+		}
+	})
+
+	t.Run("OneOfRacingSwapsWins", func(t *testing.T) {
+		t.Parallel()
+		ns := unique("ns-race")
+		if !swap(t, ns, "l", nil, []byte{0}) {
+			t.Fatal("the first base was refused")
+		}
+		const racers = 4
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			won  []byte
+			wins int
+		)
+		for i := range racers {
+			wg.Go(func() {
+				ok, err := d.SwapLedgerBase(ctx(t), &driver.SwapLedgerBaseParams{Namespace: ns, Ledger: "l", Expect: []byte{0}, Next: []byte{byte(i + 1)}})
+				if err != nil {
+					t.Errorf("racer %d: %v", i, err)
+					return
+				}
+				if ok {
+					mu.Lock()
+					wins++
+					won = []byte{byte(i + 1)}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if wins != 1 {
+			t.Fatalf("%d of %d racing swaps from one state were applied, want 1", wins, racers)
+		}
+		rows := readLedger(t, d, ns, "l")
+		if len(rows) != 1 || !bytes.Equal(rows[0].State, won) {
+			t.Fatalf("stored base %+v, want the winner's %x", rows, won)
+		}
+	})
+
+	t.Run("PlainWritesMayNotNameTheBase", func(t *testing.T) {
+		t.Parallel()
+		err := d.WriteLedgerRow(ctx(t), &driver.WriteLedgerRowParams{Namespace: unique("ns-res"), Ledger: "l", Row: driver.LedgerRow{Actor: driver.LedgerBaseActor, State: []byte{1}}, Timestamp: 1})
+		if err == nil {
+			t.Fatal("a plain write of the base row was accepted")
+		}
+	})
+
+	t.Run("Closed", func(t *testing.T) {
+		d2 := openClosed(t, open)
+		_, err := d2.SwapLedgerBase(ctx(t), &driver.SwapLedgerBaseParams{Namespace: "x", Ledger: "y", Next: []byte{1}})
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("SwapLedgerBase after Close: got %v, want ErrClosed", err)
+		}
+	})
+}

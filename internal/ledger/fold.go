@@ -1,0 +1,411 @@
+package ledger
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+	"github.com/abacusdb/abacus/internal/bytereader"
+)
+
+// Folding retired actors.
+//
+// Every process writes a ledger through an actor of its own, and a new
+// actor replaces it after each restart or unknown outcome, so a ledger
+// written for months collects rows of actors that will never write again,
+// and each read merged all of them. In a namespace whose actors retire by
+// age (Options.ActorMaxAge), an actor id starts with its birth time, so
+// the actors that can no longer write are those below a *cut*: the id
+// prefix of now minus the fold age. A fold adds the rows between the old
+// cut and the new one into the ledger's base row (driver.LedgerBaseActor),
+// and reads start at the cut. The argument, case by case, is in
+// docs/ledger-folding.md.
+
+// DefaultActorMaxAge is how long a new namespace's actors write before
+// they retire.
+const DefaultActorMaxAge = 24 * time.Hour
+
+const (
+	// datedLen is the length of an actor id's birth prefix: Unix seconds
+	// in 10 lowercase hex digits, which sort as text as they do as
+	// numbers until the year 36812.
+	datedLen = 10
+	// foldSkew is the clock skew between the process that dated an actor
+	// and the one folding it that the fold age allows for.
+	foldSkew = time.Minute
+	// foldRetry is the least time between two folds one process starts
+	// for one ledger from its reads.
+	foldRetry = 10 * time.Second
+	// maxRememberedCuts bounds the cuts an engine remembers. Forgetting
+	// one costs one read from the ledger's first row, nothing more.
+	maxRememberedCuts = 100_000
+	// maxCutLen bounds a stored cut: a date prefix, or at most an actor
+	// id (a floored ledger's cut stops at its lowest rights holder).
+	maxCutLen = datedLen + 1 + 128 + 1 + 20
+)
+
+// errActorAged refuses a new write of an actor past ActorMaxAge.
+var errActorAged = errors.New("the actor has reached its maximum age")
+
+// datePrefix is the birth prefix of an actor born at t.
+func datePrefix(t time.Time) string {
+	return fmt.Sprintf("%0*x", datedLen, max(t.Unix(), 0))
+}
+
+// dated reports whether an actor id starts with a birth prefix.
+func dated(id string) bool {
+	if len(id) <= datedLen+1 || id[datedLen] != '.' {
+		return false
+	}
+	for _, c := range []byte(id[:datedLen]) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// folds reports whether the namespace's actors retire by age, so that its
+// ledgers fold.
+func (o Options) folds() bool { return o.ActorMaxAge > 0 }
+
+// foldAge is how long after an actor's birth no write of it can still
+// land: it sends no new write after ActorMaxAge; its resubmissions end
+// within the claim TTL (background settling stops at half of it) or the
+// resubmissions one write is allowed; a write lands at most
+// LateWriteWindow after it is sent; and the birth date is the creating
+// process's clock.
+func (e *Engine) foldAge(o Options) time.Duration {
+	writes := time.Duration(max(o.RetryCount, 0)+1) * (e.cfg.WriteTimeout + time.Second)
+	return o.ActorMaxAge + max(o.ClaimTTL, writes) + e.cfg.LateWriteWindow + foldSkew
+}
+
+// retireEarly is how long before ActorMaxAge an actor stops taking new
+// batches, so that the write of a batch it takes goes out before the age.
+func retireEarly(maxAge time.Duration) time.Duration { return min(time.Minute, maxAge/10) }
+
+// aged reports whether the slot's actor is within margin of its maximum
+// age, or past it.
+func (e *Engine) aged(o Options, s *slot, margin time.Duration) bool {
+	return o.folds() && e.cfg.Clock.Now().Sub(s.born) >= o.ActorMaxAge-margin
+}
+
+// retireAged retires the slot's actor if it is too old to take a batch,
+// and reports whether it did. Called with s.sem held.
+func (e *Engine) retireAged(o Options, s *slot) bool {
+	if s.retired || !e.aged(o, s, retireEarly(o.ActorMaxAge)) {
+		return false
+	}
+	e.retire(s)
+	return true
+}
+
+// checkAge refuses a new write of an actor past its maximum age: nothing
+// is sent, so the batch's requests were not applied.
+func (e *Engine) checkAge(o Options, s *slot) error {
+	if e.aged(o, s, 0) {
+		return fmt.Errorf("%w: %w (retry: the next write uses a new actor)", ErrNotApplied, errActorAged)
+	}
+	return nil
+}
+
+// Base is what folds have left of the actors they passed: their totals,
+// and the cut below which every actor is counted here and nowhere else.
+// Version 0 is a ledger never folded.
+type Base struct {
+	Version uint64
+	Cut     string
+	P, N    int64
+}
+
+// baseFormat is the first byte of an encoded base.
+const baseFormat byte = 1
+
+// A base, format 1:
+//
+//	format   byte (1)
+//	version  uvarint (≥ 1)
+//	cut      uvarint length (1..maxCutLen) + bytes
+//	P, N     uvarint each (≤ MaxInt64)
+//
+// Minimal varints and nothing after N: one encoding per base.
+
+// EncodeBase returns the stored form of a base.
+func EncodeBase(b Base) []byte {
+	out := make([]byte, 0, 1+4*binary.MaxVarintLen64+len(b.Cut))
+	out = append(out, baseFormat)
+	out = binary.AppendUvarint(out, b.Version)
+	out = binary.AppendUvarint(out, uint64(len(b.Cut)))
+	out = append(out, b.Cut...)
+	out = binary.AppendUvarint(out, uint64(b.P))
+	return binary.AppendUvarint(out, uint64(b.N))
+}
+
+// DecodeBase parses a stored base. Stored bytes are untrusted: any input
+// yields a well-formed base or an error wrapping ErrCorrupt.
+func DecodeBase(raw []byte) (Base, error) {
+	r := bytereader.Reader{B: raw, Corrupt: ErrCorrupt}
+	if v := r.Byte("base format"); r.Err == nil && v != baseFormat {
+		return Base{}, fmt.Errorf("%w: base format %d, this build reads only format %d", ErrCorrupt, v, baseFormat)
+	}
+	var b Base
+	b.Version = r.Uvarint("base version")
+	n := r.Uvarint("cut length")
+	if r.Err != nil {
+		return Base{}, r.Err
+	}
+	if n == 0 || n > maxCutLen || n > uint64(len(r.B)) {
+		return Base{}, fmt.Errorf("%w: a cut of %d bytes", ErrCorrupt, n)
+	}
+	b.Cut = string(r.B[:n])
+	r.B = r.B[n:]
+	p, neg := r.Uvarint("folded credits"), r.Uvarint("folded debits")
+	switch {
+	case r.Err != nil:
+		return Base{}, r.Err
+	case b.Version == 0:
+		return Base{}, fmt.Errorf("%w: a stored base of version 0", ErrCorrupt)
+	case p > math.MaxInt64 || neg > math.MaxInt64:
+		return Base{}, fmt.Errorf("%w: folded totals %d and %d overflow int64", ErrCorrupt, p, neg)
+	case len(r.B) != 0:
+		return Base{}, fmt.Errorf("%w: %d trailing bytes after the base", ErrCorrupt, len(r.B))
+	}
+	b.P, b.N = int64(p), int64(neg)
+	return b, nil
+}
+
+// cutMemory remembers, per ledger, the last cut a read saw, so the next
+// read starts there. A remembered cut is never above the stored one: cuts
+// only move forward, and the memory holds one that was stored.
+type cutMemory struct {
+	mu sync.Mutex
+	m  map[slotKey]cutEntry
+}
+
+type cutEntry struct {
+	cut   string
+	tried time.Time // when this process last started a fold of the ledger
+}
+
+func (c *cutMemory) cut(k slotKey) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k].cut
+}
+
+func (c *cutMemory) remember(k slotKey, cut string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxRememberedCuts {
+		c.m = map[slotKey]cutEntry{}
+	}
+	en := c.m[k]
+	en.cut = cut
+	c.m[k] = en
+}
+
+// mayTry reports whether a fold of the ledger may start now, and if so
+// records that one did.
+func (c *cutMemory) mayTry(k slotKey, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	en := c.m[k]
+	if !en.tried.IsZero() && now.Sub(en.tried) < foldRetry {
+		return false
+	}
+	if c.m == nil || len(c.m) >= maxRememberedCuts {
+		c.m = map[slotKey]cutEntry{}
+	}
+	en.tried = now
+	c.m[k] = en
+	return true
+}
+
+// maybeFold starts a fold of the ledger in the background if the state
+// just read holds actors below the cut a fold would make now, unless
+// this process started one within foldRetry.
+func (e *Engine) maybeFold(t Target, st *State) {
+	now := e.cfg.Clock.Now()
+	cut := datePrefix(now.Add(-e.foldAge(t.Options)))
+	below := false
+	for id := range st.actors {
+		if id < cut {
+			below = true
+			break
+		}
+	}
+	if !below || !e.cuts.mayTry(slotKey{t.Namespace, t.Ledger}, now) {
+		return
+	}
+	e.goSettle(func(stop <-chan struct{}) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*e.cfg.WriteTimeout)
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if _, err := e.Fold(ctx, t); err != nil {
+			e.cfg.Logger.Warn("ledger: could not fold retired actors; the next read tries again",
+				"namespace", t.Namespace, "ledger", t.Ledger, "err", err)
+		}
+	})
+}
+
+// Fold moves the ledger's cut up to the actors born a fold age ago (in a
+// floored ledger, no further than its lowest rights holder), adding the
+// rows it passes into the base. It reports the base it stored, or the
+// one it found when there was nothing to fold. Any process may fold any
+// ledger at any time: racing folds contend on the base's compare-and-set
+// and the loser folds nothing. Reads fold on their own (maybeFold);
+// Fold is for tests and operators.
+func (e *Engine) Fold(ctx context.Context, t Target) (Base, error) {
+	t.Options = t.Options.WithDefaults()
+	if err := t.Options.Validate(); err != nil {
+		return Base{}, err
+	}
+	if !t.Options.folds() {
+		return Base{}, fmt.Errorf("ledger %s/%s: the namespace's actors do not retire by age, so its ledgers do not fold", t.Namespace, t.Ledger)
+	}
+	now := e.cfg.Clock.Now()
+	cut := datePrefix(now.Add(-e.foldAge(t.Options)))
+	if t.Options.Floored {
+		// An actor in the rights record may still be reclaimed, which
+		// rewrites its row: the cut stays at or below it. An actor
+		// granted rights after this read is alive, so above the cut.
+		r, err := e.readRights(ctx, t)
+		if err != nil {
+			return Base{}, fmt.Errorf("ledger %s/%s: fold: reading the rights record: %w", t.Namespace, t.Ledger, err)
+		}
+		for a := range r.grants {
+			cut = min(cut, a)
+		}
+	}
+	// Every row at ALL: a row that reached one replica only is counted.
+	k := slotKey{t.Namespace, t.Ledger}
+	from := e.cuts.cut(k)
+	rows, err := e.readRows(ctx, t, driver.All, from)
+	if err == nil && from != "" && rows.base.Cut < from {
+		rows, err = e.readRows(ctx, t, driver.All, "")
+	}
+	if err != nil {
+		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, err)
+	}
+	old := rows.base
+	if cut <= old.Cut {
+		e.cuts.remember(k, old.Cut)
+		return old, nil
+	}
+	next := Base{Version: old.Version + 1, Cut: cut, P: old.P, N: old.N}
+	for _, id := range rows.actors {
+		if id < old.Cut || id >= cut {
+			continue
+		}
+		if !dated(id) {
+			return Base{}, fmt.Errorf("ledger %s/%s: fold: actor %q has no birth date, so nothing says it stopped writing", t.Namespace, t.Ledger, id)
+		}
+		a := rows.state[id]
+		for neg, acc := range []*int64{&next.P, &next.N} {
+			sum, ok := a.Section(neg == 1).Sum()
+			if !ok || *acc > math.MaxInt64-sum {
+				return Base{}, fmt.Errorf("%w: ledger %s/%s: folding actor %q passes int64", ErrOverflow, t.Namespace, t.Ledger, id)
+			}
+			*acc += sum
+		}
+	}
+	var expect []byte
+	if old.Version > 0 {
+		expect = EncodeBase(old)
+	}
+	wctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+	defer cancel()
+	applied, err := e.cfg.Store.SwapLedgerBase(wctx, &driver.SwapLedgerBaseParams{
+		Namespace: t.Namespace, Ledger: t.Ledger, Expect: expect, Next: EncodeBase(next),
+		Consistency: t.WriteConsistency,
+	})
+	switch {
+	case err != nil:
+		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, err)
+	case !applied:
+		return Base{}, fmt.Errorf("ledger %s/%s: fold: the base changed since it was read (another fold won)", t.Namespace, t.Ledger)
+	}
+	e.cuts.remember(k, cut)
+	return next, nil
+}
+
+// ledgerRows is a ledger as stored: the base, and every actor row
+// returned, none dropped.
+type ledgerRows struct {
+	base   Base
+	actors []string // sorted, as the store returns them
+	state  map[string]*Actor
+	fenced map[string]bool
+}
+
+// readRows reads the ledger's rows from the actor id from on.
+func (e *Engine) readRows(ctx context.Context, t Target, cl driver.Consistency, from string) (*ledgerRows, error) {
+	raw, err := e.cfg.Store.ReadLedger(ctx, &driver.ReadLedgerParams{
+		Namespace: t.Namespace, Ledger: t.Ledger, Consistency: cl, From: from,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &ledgerRows{state: make(map[string]*Actor, len(raw))}
+	for _, r := range raw {
+		if r.Actor == driver.LedgerBaseActor {
+			if out.base, err = DecodeBase(r.State); err != nil {
+				return nil, fmt.Errorf("ledger %s/%s: base: %w", t.Namespace, t.Ledger, err)
+			}
+			continue
+		}
+		a, err := DecodeActor(r.State)
+		if err != nil {
+			return nil, fmt.Errorf("ledger %s/%s: actor %q: %w", t.Namespace, t.Ledger, r.Actor, err)
+		}
+		out.actors = append(out.actors, r.Actor)
+		out.state[r.Actor] = a
+		if r.Timestamp >= minFenceTimestamp {
+			if out.fenced == nil {
+				out.fenced = map[string]bool{}
+			}
+			out.fenced[r.Actor] = true
+		}
+	}
+	return out, nil
+}
+
+// String is the base as logs and errors show it.
+func (b Base) String() string {
+	return "base v" + strconv.FormatUint(b.Version, 10) + " cut " + strconv.Quote(b.Cut) +
+		" +" + strconv.FormatInt(b.P, 10) + " -" + strconv.FormatInt(b.N, 10)
+}
+
+// value is the ledger's state for its value: the base, and the actors at
+// or above the base's cut. The ones below are counted in the base.
+func (r *ledgerRows) value() *State {
+	st := &State{actors: make(map[string]*Actor, len(r.state)), base: r.base}
+	for id, a := range r.state {
+		if id >= r.base.Cut {
+			st.actors[id] = a
+			if r.fenced[id] {
+				st.markFenced(id)
+			}
+		}
+	}
+	return st
+}
+
+// whole is the ledger's state with every actor row, folded ones too, for
+// a history that checks entries against their rows. Its totals would
+// count the folded actors twice: only history reads it.
+func (r *ledgerRows) whole() *State {
+	return &State{actors: r.state, fenced: r.fenced, base: r.base}
+}

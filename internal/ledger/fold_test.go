@@ -1,0 +1,430 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Folding at a scale tests can step through on the manual clock: actors
+// retire at an hour, and the fold age is
+// 1h + max(ClaimTTL 1h, 11 × (15s + 1s)) + 1m + 1m = 2h2m.
+const (
+	testMaxAge  = time.Hour
+	testFoldAge = 2*time.Hour + 2*time.Minute
+)
+
+func foldOptions() Options {
+	return Options{ActorMaxAge: testMaxAge, ClaimTTL: time.Hour}
+}
+
+func foldConfig(c *Config) { c.LateWriteWindow = time.Minute }
+
+// born is the birth an actor id carries.
+func born(t *testing.T, actor string) string {
+	t.Helper()
+	if !dated(actor) {
+		t.Fatalf("actor %q has no birth prefix", actor)
+	}
+	return actor[:datedLen]
+}
+
+func mustFold(t *testing.T, e *Engine, tg Target) Base {
+	t.Helper()
+	b, err := e.Fold(ctxT(t), tg)
+	if err != nil {
+		t.Fatalf("Fold: %v", err)
+	}
+	return b
+}
+
+func storedBase(t *testing.T, h *harness, tg Target) (Base, bool) {
+	t.Helper()
+	rows, err := h.store.ReadLedger(ctxT(t), &driver.ReadLedgerParams{Namespace: tg.Namespace, Ledger: tg.Ledger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Actor == driver.LedgerBaseActor {
+			b, err := DecodeBase(r.State)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b, true
+		}
+	}
+	return Base{}, false
+}
+
+func TestFoldAgeAtTheTestScale(t *testing.T) {
+	t.Parallel()
+	e, err := New(Config{Store: nopLedgers{}, LateWriteWindow: time.Minute, WriteTimeout: 15 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.foldAge(foldOptions().WithDefaults()); got != testFoldAge {
+		t.Fatalf("fold age %v, want %v", got, testFoldAge)
+	}
+}
+
+// nopLedgers satisfies the engine's Config for tests of pure logic.
+type nopLedgers struct{ driver.Ledgers }
+
+func TestActorIDsAreDated(t *testing.T) {
+	t.Parallel()
+	for id, want := range map[string]bool{
+		"0069a1b2c3.host-1": true,
+		"0069a1b2c3.":       false,
+		"0069A1B2C3.host-1": false,
+		"0069a1b2c.host-1":  false,
+		"host-1":            false,
+		"":                  false,
+	} {
+		if dated(id) != want {
+			t.Errorf("dated(%q) = %v, want %v", id, !want, want)
+		}
+	}
+	// Fixed width: a later birth sorts after an earlier one as text.
+	if a, b := datePrefix(t0), datePrefix(t0.Add(time.Second)); len(a) != datedLen || a >= b {
+		t.Fatalf("datePrefix(t0) = %q, a second later %q", a, b)
+	}
+}
+
+// An actor takes batches until a minute before its maximum age; the next
+// batch gets a fresh actor, dated with its own birth.
+func TestActorsRetireByAge(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		tg := h.target("age", foldOptions())
+		e := h.engine(foldConfig)
+		first := mustUpdate(t, e, tg, 5, "a").Actor
+		if born(t, first) != datePrefix(t0) {
+			t.Fatalf("actor %q is not dated with its birth %s", first, datePrefix(t0))
+		}
+		h.clk.Advance(testMaxAge - 2*time.Minute)
+		if got := mustUpdate(t, e, tg, 1, "b").Actor; got != first {
+			t.Fatalf("an actor younger than its age less a minute was replaced: %q, then %q", first, got)
+		}
+		h.clk.Advance(90 * time.Second)
+		next := mustUpdate(t, e, tg, 2, "c").Actor
+		if next == first || born(t, next) != datePrefix(h.clk.Now()) {
+			t.Fatalf("an actor within a minute of its age took a batch: %q, then %q", first, next)
+		}
+		wantValue(t, e, tg, 8)
+	})
+}
+
+// ageWatch records every row write an actor sends past its maximum age.
+type ageWatch struct {
+	driver.Ledgers
+	clk   interface{ Now() time.Time }
+	mu    sync.Mutex
+	first map[string]time.Time // each actor's first write
+	late  []string
+}
+
+func (w *ageWatch) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
+	w.mu.Lock()
+	now := w.clk.Now()
+	if _, ok := w.first[p.Row.Actor]; !ok {
+		w.first[p.Row.Actor] = now
+	}
+	if now.Sub(w.first[p.Row.Actor]) >= testMaxAge {
+		w.late = append(w.late, p.Row.Actor)
+	}
+	w.mu.Unlock()
+	return w.Ledgers.WriteLedgerRow(ctx, p)
+}
+
+// A batch that started young but reaches its write after the actor's
+// maximum age sends nothing: it answers not applied, its claim is given
+// back, and the retry is applied once, by a new actor.
+func TestNoWriteIsSentPastTheActorsAge(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		w := &ageWatch{Ledgers: h.store, clk: h.clk, first: map[string]time.Time{}}
+		h.store = w
+		tg := h.target("late", foldOptions())
+		e := h.engine(foldConfig)
+		first := mustUpdate(t, e, tg, 5, "a").Actor
+		h.clk.Advance(testMaxAge - 2*time.Minute)
+		e.afterRead = func(Target, string) { h.clk.Advance(3 * time.Minute) } // a slow read
+		_, err := e.Update(ctxT(t), tg, 7, "b")
+		if !errors.Is(err, ErrNotApplied) || !errors.Is(err, errActorAged) {
+			t.Fatalf("a write due past the actor's age: %v, want ErrNotApplied for its age", err)
+		}
+		e.afterRead = nil
+		if got := mustUpdate(t, e, tg, 7, "b"); !got.Applied || got.Actor == first {
+			t.Fatalf("retry: %+v, want applied by a new actor", got)
+		}
+		wantValue(t, e, tg, 12)
+		if len(w.late) > 0 {
+			t.Fatalf("writes sent by actors past their age: %v", w.late)
+		}
+	})
+}
+
+// Three processes write, restart (new actors), and the fold age passes:
+// a fold moves the cut past the retired actors, and every reader —
+// one that remembers no cut, one that remembers the old one, the folder —
+// reads the same value, merging only the live actors. A second fold with
+// nothing new to pass changes nothing.
+func TestFoldCountsEachActorOnce(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		tg := h.target("fold", foldOptions())
+		writers := []*Engine{h.engine(foldConfig), h.engine(foldConfig), h.engine(foldConfig)}
+		for i, e := range writers {
+			mustUpdate(t, e, tg, int64(100*(i+1)), fmt.Sprintf("credit-%d", i))
+			mustUpdate(t, e, tg, -int64(i+1), fmt.Sprintf("debit-%d", i))
+		}
+		stale := h.engine(foldConfig)
+		wantValue(t, stale, tg, 600-6) // remembers no cut yet
+		h.clk.Advance(testFoldAge + time.Hour)
+		live := mustUpdate(t, writers[0], tg, 1000, "later").Actor // a fresh actor: the first is too old
+		const want = 600 - 6 + 1000
+
+		folder := h.engine(foldConfig)
+		b := mustFold(t, folder, tg)
+		if b.Version != 1 || b.P != 600 || b.N != 6 || b.Cut != datePrefix(h.clk.Now().Add(-testFoldAge)) {
+			t.Fatalf("first fold stored %v, want v1 cut %s +600 -6", b, datePrefix(h.clk.Now().Add(-testFoldAge)))
+		}
+		for name, e := range map[string]*Engine{"folder": folder, "fresh": h.engine(foldConfig), "stale": stale, "writer": writers[0]} {
+			st := mustRead(t, e, tg)
+			if v, err := st.Value(); err != nil || v != want {
+				t.Fatalf("%s reads %d, %v after the fold; want %d", name, v, err, want)
+			}
+			if got := st.Actors(); len(got) != 1 || got[0] != live {
+				t.Fatalf("%s merged actors %v, want only the live one %s", name, got, live)
+			}
+		}
+		if again := mustFold(t, folder, tg); again != b {
+			t.Fatalf("a fold with nothing to pass stored %v, want %v unchanged", again, b)
+		}
+		// A write below the cut breaks the fold's assumptions (a clock
+		// far off, a write landing after the late-write window): it is
+		// ignored, never counted on top of the base.
+		late := &Actor{}
+		if _, err := late.P.Append(Entry{RequestID: "late", Amount: 50}); err != nil {
+			t.Fatal(err)
+		}
+		err := h.store.WriteLedgerRow(ctxT(t), &driver.WriteLedgerRowParams{Namespace: tg.Namespace, Ledger: tg.Ledger,
+			Row: driver.LedgerRow{Actor: datePrefix(t0) + ".ghost-1", State: EncodeActor(late)}, Timestamp: driver.Micros(h.clk.Now())})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantValue(t, h.engine(foldConfig), tg, want)
+		wantValue(t, folder, tg, want)
+		// Later folds add to the base; the value never moves.
+		h.clk.Advance(testFoldAge + time.Hour)
+		mustUpdate(t, writers[1], tg, 1, "last")
+		if b2 := mustFold(t, folder, tg); b2.Version != 2 || b2.P != 1600 || b2.N != 6 {
+			t.Fatalf("second fold stored %v, want v2 +1600 -6", b2)
+		}
+		wantValue(t, stale, tg, want+1)
+		wantValue(t, h.engine(foldConfig), tg, want+1)
+	})
+}
+
+// Folds racing each other: one compare-and-set wins, the others store
+// nothing, and the value is what it was.
+func TestRacingFoldsStoreOneBase(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		tg := h.target("race", foldOptions())
+		for i := range 4 {
+			mustUpdate(t, h.engine(foldConfig), tg, int64(i+1), fmt.Sprintf("r-%d", i))
+		}
+		h.clk.Advance(testFoldAge + time.Minute)
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			e := h.engine(foldConfig)
+			wg.Go(func() { _, errs[i] = e.Fold(ctxT(t), tg) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil && strings.Count(err.Error(), "another fold won") != len(strings.Split(err.Error(), "\n")) {
+			t.Fatalf("folds failed for a reason other than losing the race: %v", err)
+		}
+		b, ok := storedBase(t, h, tg)
+		if !ok || b.Version != 1 || b.P != 10 {
+			t.Fatalf("stored base %v (found %v), want v1 +10", b, ok)
+		}
+		wantValue(t, h.engine(foldConfig), tg, 10)
+	})
+}
+
+// The history lists a folded actor's entries: it reads every row, from
+// the first, and checks each entry against its actor's row.
+func TestHistoryKeepsFoldedActorsEntries(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		tg := h.target("hist", foldOptions())
+		e := h.engine(foldConfig)
+		mustUpdate(t, e, tg, 5, "old-1")
+		mustUpdate(t, e, tg, -2, "old-2")
+		h.clk.Advance(testFoldAge + time.Minute)
+		mustUpdate(t, e, tg, 4, "new-1")
+		if b := mustFold(t, e, tg); b.Version != 1 || b.P != 5 || b.N != 2 {
+			t.Fatalf("fold stored %v, want v1 +5 -2", b)
+		}
+		page, err := e.Entries(ctxT(t), tg, "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, en := range page.Entries {
+			ids = append(ids, en.RequestID)
+		}
+		if strings.Join(ids, ",") != "new-1,old-2,old-1" {
+			t.Fatalf("history %v, want new-1, old-2, old-1", ids)
+		}
+	})
+}
+
+// In a floored ledger an actor in the rights record may still be
+// reclaimed, which rewrites its row: the cut stops at it, however old.
+func TestFoldStopsAtTheLowestRightsHolder(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		o := foldOptions()
+		o.Floored, o.EntryRetention = true, -1
+		tg := h.target("floored", o)
+		keep := func(c *Config) { foldConfig(c); c.RightsIdle = 1000 * time.Hour } // it never gives its rights back
+		e1 := h.engine(keep)
+		mustUpdate(t, e1, tg, 100, "c1")
+		holder := mustUpdate(t, e1, tg, -10, "d1").Actor
+		r, err := e1.readRights(ctxT(t), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := r.grants[holder]; !ok {
+			t.Fatalf("the debiting actor %s holds no rights: %v", holder, r.grants)
+		}
+		h.clk.Advance(5 * time.Minute)
+		e2 := h.engine(keep)
+		mustUpdate(t, e2, tg, 1, "c2") // born after the holder, also below the coming cut
+		h.clk.Advance(testFoldAge + time.Hour)
+		mustUpdate(t, h.engine(keep), tg, 1, "c3")
+		b, err := h.engine(keep).Fold(ctxT(t), tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Cut > holder {
+			t.Fatalf("the fold passed rights holder %s: %v", holder, b)
+		}
+		if b.P != 0 || b.N != 0 {
+			t.Fatalf("the fold counted actors at or above the rights holder: %v", b)
+		}
+		st := mustRead(t, h.engine(keep), tg)
+		if st.Actor(holder) == nil {
+			t.Fatalf("the rights holder's row left the reads: %v", st.Actors())
+		}
+		wantValue(t, h.engine(keep), tg, 92)
+	})
+}
+
+// A read that finds actors below the cut a fold would make starts the
+// fold itself.
+func TestReadsStartFolds(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		tg := h.target("auto", foldOptions())
+		for i := range 3 {
+			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("a-%d", i))
+		}
+		h.clk.Advance(testFoldAge + time.Minute)
+		e := h.engine(foldConfig)
+		wantValue(t, e, tg, 30)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if b, ok := storedBase(t, h, tg); ok {
+				if b.P != 30 {
+					t.Fatalf("the read's fold stored %v, want +30", b)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no fold within 30s of a read that found retired actors")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if st := mustRead(t, e, tg); st.Len() != 0 || st.Base().Version != 1 {
+			t.Fatalf("after the fold a read merged %d actors over %v, want none over v1", st.Len(), st.Base())
+		}
+		wantValue(t, e, tg, 30)
+	})
+}
+
+// Namespaces made before folding, and those that opt out, keep their
+// actors for good and never fold.
+func TestWithoutActorMaxAgeNothingFolds(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		tg := h.target("never", Options{ActorMaxAge: -1})
+		e := h.engine(foldConfig)
+		first := mustUpdate(t, e, tg, 1, "a").Actor
+		h.clk.Advance(100 * 24 * time.Hour)
+		if got := mustUpdate(t, e, tg, 1, "b").Actor; got != first {
+			t.Fatalf("an actor of a namespace without an age was replaced: %q, then %q", first, got)
+		}
+		if _, err := e.Fold(ctxT(t), tg); err == nil {
+			t.Fatal("Fold of a namespace without an actor age succeeded")
+		}
+		if _, ok := storedBase(t, h, tg); ok {
+			t.Fatal("a base was stored")
+		}
+	})
+}
+
+func TestActorMaxAgeIsStored(t *testing.T) {
+	t.Parallel()
+	m := Options{}.Stored()
+	if m[storedActorMaxAge] != "86400" {
+		t.Fatalf("a new namespace stores actor age %q, want 86400", m[storedActorMaxAge])
+	}
+	o, err := OptionsFromStored(m)
+	if err != nil || o.Effective().ActorMaxAge != DefaultActorMaxAge {
+		t.Fatalf("read back: %+v, %v", o, err)
+	}
+	delete(m, storedActorMaxAge) // a namespace made before folding
+	if o, err = OptionsFromStored(m); err != nil || o.Effective().folds() {
+		t.Fatalf("a record without the age: %+v, %v; want no folding", o.Effective(), err)
+	}
+	m = Options{ActorMaxAge: -1}.Stored()
+	if o, err = OptionsFromStored(m); err != nil || o.Effective().folds() {
+		t.Fatalf("an opted-out namespace: %+v, %v; want no folding", o.Effective(), err)
+	}
+	for _, bad := range []string{"-1", "x", "999999999999"} {
+		m[storedActorMaxAge] = bad
+		if _, err := OptionsFromStored(m); err == nil {
+			t.Errorf("stored actor age %q accepted", bad)
+		}
+	}
+	for _, bad := range []time.Duration{time.Millisecond, 1500 * time.Millisecond, driver.MaxClaimTTL + time.Second} {
+		if err := (Options{ActorMaxAge: bad}).WithDefaults().Validate(); err == nil {
+			t.Errorf("actor age %v accepted", bad)
+		}
+	}
+}
+
+func TestBaseRoundTrip(t *testing.T) {
+	t.Parallel()
+	b := Base{Version: 3, Cut: "0069a1b2c3", P: 12, N: 5}
+	got, err := DecodeBase(EncodeBase(b))
+	if err != nil || got != b {
+		t.Fatalf("round trip of %v: %v, %v", b, got, err)
+	}
+	for name, raw := range map[string][]byte{
+		"empty":       {},
+		"format 2":    append([]byte{2}, EncodeBase(b)[1:]...),
+		"version 0":   EncodeBase(Base{Cut: "x"}),
+		"no cut":      EncodeBase(Base{Version: 1}),
+		"trailing":    append(EncodeBase(b), 0),
+		"short":       EncodeBase(b)[:4],
+		"long cut":    EncodeBase(Base{Version: 1, Cut: strings.Repeat("a", maxCutLen+1)}),
+		"P overflows": {baseFormat, 1, 1, 'x', 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0},
+	} {
+		if _, err := DecodeBase(raw); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: DecodeBase = %v, want ErrCorrupt", name, err)
+		}
+	}
+}

@@ -59,8 +59,28 @@ type LedgerValue struct {
 	// Credits and Debits are the sums of all credits and all debits.
 	Credits int64
 	Debits  int64
-	// Actors is how many actor rows were merged.
+	// Actors is how many actor rows were merged: those of actors that
+	// may still write. The rows of retired actors a fold has passed are
+	// counted in one base and not read (FoldLedger).
 	Actors int
+	// Folds is how many folds the ledger has taken; 0 for a ledger never
+	// folded.
+	Folds uint64
+}
+
+// LedgerFold is what folds have left of a ledger's retired actors
+// (FoldLedger).
+type LedgerFold struct {
+	Namespace string
+	Ledger    string
+	// Folds is how many folds have moved the cut.
+	Folds uint64
+	// Cut is where reads start: every actor whose id sorts below it has
+	// retired, and its credits and debits are counted in Credits and
+	// Debits.
+	Cut     string
+	Credits int64
+	Debits  int64
 }
 
 // Credit adds a positive amount to a ledger (namespace "" means
@@ -217,6 +237,28 @@ func (c *Client) FindLedger(ctx context.Context, namespace, name string) (*Ledge
 	return c.ledgerValueBy(ctx, namespace, name, c.ledger.Find)
 }
 
+// FoldLedger passes now the ledger's actors that can no longer write into
+// its base: the actors born more than the fold age ago (about 51 hours at
+// the defaults; docs/ledger-folding.md), so reads merge only those that
+// may still write. Reads start folds on their own; this is for operators
+// and benchmarks. A fold changes no value, and any number of them may run
+// at once anywhere. A namespace whose actors do not retire by age
+// (LedgerOptions.ActorMaxAge) does not fold: ErrInvalid.
+func (c *Client) FoldLedger(ctx context.Context, namespace, name string) (*LedgerFold, error) {
+	ns, t, err := c.ledgerTarget(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	if t.Options.ActorMaxAge <= 0 {
+		return nil, fmt.Errorf("%w: namespace %q was made without an actor age, so its ledgers do not fold", ErrInvalid, ns.Name)
+	}
+	b, err := c.ledger.Fold(ctx, t)
+	if err != nil {
+		return nil, publicError(err)
+	}
+	return &LedgerFold{Namespace: ns.Name, Ledger: name, Folds: b.Version, Cut: b.Cut, Credits: b.P, Debits: b.N}, nil
+}
+
 // ledgerValueBy resolves the ledger, gets its state with get (a plain read,
 // or a find that also writes) and returns its value.
 func (c *Client) ledgerValueBy(ctx context.Context, namespace, name string, get func(context.Context, ledger.Target) (*ledger.State, error)) (*LedgerValue, error) {
@@ -236,7 +278,7 @@ func ledgerValue(ns, name string, st *ledger.State) (*LedgerValue, error) {
 	if err != nil {
 		return nil, publicError(err)
 	}
-	return &LedgerValue{Namespace: ns, Ledger: name, Value: p - n, Credits: p, Debits: n, Actors: st.Len()}, nil
+	return &LedgerValue{Namespace: ns, Ledger: name, Value: p - n, Credits: p, Debits: n, Actors: st.Len(), Folds: st.Base().Version}, nil
 }
 
 // ledgerTarget resolves a ledger's namespace, creating the default ledger

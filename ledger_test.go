@@ -18,18 +18,24 @@ func TestLedgerNamespaceOptions(t *testing.T) {
 	store := newMemStore(t)
 	c := startClient(t, abacus.Config{Driver: store})
 
-	const month = 30 * 24 * time.Hour
+	const (
+		day   = 24 * time.Hour
+		month = 30 * day
+	)
 	cases := []struct {
 		name string
 		in   *abacus.LedgerOptions
 		want abacus.LedgerOptions
 	}{
-		{"defaults", nil, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month}},
-		{"exact", &abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 3}, abacus.LedgerOptions{HistoryLength: 3, Mode: abacus.LedgerModeExact, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month}},
-		{"may-double", &abacus.LedgerOptions{Mode: abacus.LedgerModeConcurrentRetriesMayDouble}, abacus.LedgerOptions{HistoryLength: 10, Mode: abacus.LedgerModeConcurrentRetriesMayDouble, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month}},
-		{"no-retries", &abacus.LedgerOptions{RetryCount: -1, ClaimTTL: time.Hour}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 0, ClaimTTL: time.Hour, EntryRetention: month}},
-		{"no-history", &abacus.LedgerOptions{EntryRetention: -1}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour}},
-		{"hour-history", &abacus.LedgerOptions{EntryRetention: time.Hour}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: time.Hour}},
+		{"defaults", nil, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month, ActorMaxAge: day}},
+		{"exact", &abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 3}, abacus.LedgerOptions{HistoryLength: 3, Mode: abacus.LedgerModeExact, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month, ActorMaxAge: day}},
+		{"may-double", &abacus.LedgerOptions{Mode: abacus.LedgerModeConcurrentRetriesMayDouble}, abacus.LedgerOptions{HistoryLength: 10, Mode: abacus.LedgerModeConcurrentRetriesMayDouble, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month, ActorMaxAge: day}},
+		{"no-retries", &abacus.LedgerOptions{RetryCount: -1, ClaimTTL: time.Hour}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 0, ClaimTTL: time.Hour, EntryRetention: month, ActorMaxAge: day}},
+		{"no-history", &abacus.LedgerOptions{EntryRetention: -1}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour, ActorMaxAge: day}},
+		{"hour-history", &abacus.LedgerOptions{EntryRetention: time.Hour}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: time.Hour, ActorMaxAge: day}},
+		{"hour-actors", &abacus.LedgerOptions{ActorMaxAge: time.Hour}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month, ActorMaxAge: time.Hour}},
+		// Actors that never retire by age: stored as 0, as namespaces made before folding read.
+		{"no-folding", &abacus.LedgerOptions{ActorMaxAge: -1}, abacus.LedgerOptions{Mode: abacus.LedgerModeExact, HistoryLength: 10, RetryCount: 10, ClaimTTL: 24 * time.Hour, EntryRetention: month}},
 	}
 	for _, tc := range cases {
 		ns, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "l-" + tc.name, Model: "LEDGER", Ledger: tc.in})
@@ -50,6 +56,7 @@ func TestLedgerNamespaceOptions(t *testing.T) {
 	}
 	for _, bad := range []*abacus.LedgerOptions{
 		{HistoryLength: 1001}, {HistoryLength: -2}, {Mode: "strict"}, {RetryCount: 101}, {ClaimTTL: time.Millisecond}, {ClaimTTL: 1500 * time.Millisecond},
+		{ActorMaxAge: time.Millisecond},
 	} {
 		if _, err := c.CreateNamespace(ctx, abacus.NamespaceConfig{Name: "bad", Model: abacus.ModelLedger, Ledger: bad}); !errors.Is(err, abacus.ErrInvalid) {
 			t.Errorf("options %+v: got %v, want ErrInvalid", *bad, err)

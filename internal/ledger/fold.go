@@ -305,10 +305,12 @@ func (e *Engine) Fold(ctx context.Context, t Target) (Base, error) {
 		return old, nil
 	}
 	next := Base{Version: old.Version + 1, Cut: cut, P: old.P, N: old.N}
+	passed := 0
 	for _, id := range rows.actors {
 		if id < old.Cut || id >= cut {
 			continue
 		}
+		passed++
 		if !dated(id) {
 			return Base{}, fmt.Errorf("ledger %s/%s: fold: actor %q has no birth date, so nothing says it stopped writing", t.Namespace, t.Ledger, id)
 		}
@@ -320,6 +322,12 @@ func (e *Engine) Fold(ctx context.Context, t Target) (Base, error) {
 			}
 			*acc += sum
 		}
+	}
+	if passed == 0 {
+		// Moving the cut past no row would only cost a transaction, and
+		// would store a base for a ledger never written.
+		e.cuts.remember(k, old.Cut)
+		return old, nil
 	}
 	var expect []byte
 	if old.Version > 0 {

@@ -151,9 +151,18 @@ func TestTransferFailuresLeaveBothLedgersOrNeither(t *testing.T) {
 						t.Fatalf("%s: %v, want ErrUnknownOutcome", fl, err)
 					}
 				}
-				// Both rows or neither, whenever one is looked at.
-				va, _ := mustRead(t, e, a).Value()
-				vb, _ := mustRead(t, e, b).Value()
+				// Both rows or neither, whenever one is looked at. The
+				// write may still be landing in the background, so a is
+				// read around b: if both reads of a agree, nothing landed
+				// in between, and b was read in the same state.
+				var va, vb int64
+				for {
+					va, _ = mustRead(t, e, a).Value()
+					vb, _ = mustRead(t, e, b).Value()
+					if again, _ := mustRead(t, e, a).Value(); again == va {
+						break
+					}
+				}
 				if va+vb != 50 || (va != 50 && va != 30) {
 					t.Fatalf("after %s: a %d, b %d; want 50 and 0 or 30 and 20", fl, va, vb)
 				}

@@ -40,6 +40,14 @@ type LedgerOptions struct {
 	// with below_floor (or rights_held) and nothing is written. Absent: no
 	// floor. Set only when the namespace is made.
 	Floor *int64 `json:"floor,omitempty"`
+	// ActorMaxAgeSeconds is how long each server's actor writes a ledger
+	// before a fresh one replaces it; the rows of retired actors are then
+	// folded into one base that reads skip, so a ledger's reads stay as
+	// cheap after months of restarts as on its first day. Default 86400;
+	// -1: actors never retire and ledgers never fold, in a create request
+	// and in a description (namespaces made before folding show -1). Set
+	// only when the namespace is made.
+	ActorMaxAgeSeconds int64 `json:"actor_max_age_seconds"`
 }
 
 // Ledger modes (LedgerOptions.Mode).
@@ -129,8 +137,12 @@ type LedgerValue struct {
 	Value   int64 `json:"value"`
 	Credits int64 `json:"credits"`
 	Debits  int64 `json:"debits"`
-	// Actors is how many actor rows the read merged.
+	// Actors is how many actor rows the read merged: those of actors
+	// that may still write.
 	Actors int `json:"actors"`
+	// Folds is how many folds have passed retired actors' rows into the
+	// ledger's base; 0 for a ledger never folded.
+	Folds uint64 `json:"folds"`
 }
 
 // RequestIDStatus is the body of GET

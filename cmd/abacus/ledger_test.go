@@ -76,6 +76,15 @@ func TestLedgerCommands(t *testing.T) {
 	if r := s.cli("namespace", "create", "nohist", "--model", "ledger", "--entry-retention", "0"); r.code != 0 || !strings.Contains(r.stdout, "entry retention none") {
 		t.Fatalf("create without history: %+v", r)
 	}
+	if r := s.cli("namespace", "create", "hourly", "--model", "ledger", "--actor-max-age", "1h"); r.code != 0 || !strings.Contains(r.stdout, "actors retire after 1h0m0s") {
+		t.Fatalf("create with --actor-max-age 1h: %+v", r)
+	}
+	if r := s.cli("namespace", "create", "forever", "--model", "ledger", "--actor-max-age", "0"); r.code != 0 || !strings.Contains(r.stdout, "actors never retire") {
+		t.Fatalf("create with --actor-max-age 0: %+v", r)
+	}
+	if r := s.cli("namespace", "create", "bad-age", "--model", "ledger", "--actor-max-age", "1500ms"); r.code != 2 || !strings.Contains(r.stderr, "--actor-max-age") {
+		t.Fatalf("create with --actor-max-age 1500ms: %+v", r)
+	}
 	// A wallet: a debit past the floor is refused with exit 5 and a reason.
 	if r := s.cli("namespace", "create", "wallets", "--model", "ledger", "--floor", "0"); r.code != 0 || !strings.Contains(r.stdout, "floor 0") {
 		t.Fatalf("create with --floor 0: %+v", r)

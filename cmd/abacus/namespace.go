@@ -25,7 +25,7 @@ func (a *app) namespaceCmd() *cobra.Command {
 func (a *app) namespaceCreateCmd() *cobra.Command {
 	var req api.CreateNamespaceRequest
 	var lo api.LedgerOptions
-	var claimTTL, ttl, entryRetention time.Duration
+	var claimTTL, ttl, entryRetention, actorMaxAge time.Duration
 	var floor int64
 	var eo struct{ bucket, window, delay, future time.Duration }
 	cmd := &cobra.Command{
@@ -64,6 +64,7 @@ request ids at each period's end.`,
   abacus namespace create peaks --type max --write-consistency QUORUM
   abacus namespace create wallets --model ledger --history-length 20
   abacus namespace create accounts --model ledger --floor 0
+  abacus namespace create wallets-hourly --model ledger --actor-max-age 1h
   abacus namespace create likes --model events --accept-window 2h
   abacus namespace create orders --model actor
   abacus namespace create hourly-requests --ttl 1h`,
@@ -100,7 +101,7 @@ request ids at each period's end.`,
 				}
 				req.Events = opts
 			}
-			if fl.Changed("history-length") || fl.Changed("mode") || fl.Changed("strict") || fl.Changed("retry-count") || fl.Changed("claim-ttl") || fl.Changed("entry-retention") || fl.Changed("floor") {
+			if fl.Changed("history-length") || fl.Changed("mode") || fl.Changed("strict") || fl.Changed("retry-count") || fl.Changed("claim-ttl") || fl.Changed("entry-retention") || fl.Changed("floor") || fl.Changed("actor-max-age") {
 				if claimTTL < 0 || claimTTL%time.Second != 0 {
 					return usagef("--claim-ttl %v must be a positive whole number of seconds", claimTTL)
 				}
@@ -112,6 +113,14 @@ request ids at each period's end.`,
 					return usagef("--entry-retention %v must be a whole number of seconds, or 0 for no history", entryRetention)
 				default:
 					lo.EntryRetentionSeconds = int64(entryRetention / time.Second)
+				}
+				switch {
+				case actorMaxAge == 0:
+					lo.ActorMaxAgeSeconds = -1 // actors never retire; nothing folds
+				case actorMaxAge < time.Second || actorMaxAge%time.Second != 0:
+					return usagef("--actor-max-age %v must be a whole number of seconds, or 0 for actors that never retire", actorMaxAge)
+				default:
+					lo.ActorMaxAgeSeconds = int64(actorMaxAge / time.Second)
 				}
 				if fl.Changed("floor") {
 					if floor > 0 {
@@ -138,8 +147,12 @@ request ids at each period's end.`,
 				if o.Floor != nil {
 					floorNote = strconv.FormatInt(*o.Floor, 10)
 				}
-				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, mode %s, history length %d, retry count %d, claim TTL %v, entry retention %s, floor %s, read %s, write %s)",
-					ns.Name, ns.Model, o.Mode, o.HistoryLength, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, retention, floorNote, ns.ReadConsistency, ns.WriteConsistency))
+				age := "actors never retire (no folding)"
+				if o.ActorMaxAgeSeconds > 0 {
+					age = "actors retire after " + secs(o.ActorMaxAgeSeconds).String()
+				}
+				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, mode %s, history length %d, retry count %d, claim TTL %v, entry retention %s, floor %s, %s, read %s, write %s)",
+					ns.Name, ns.Model, o.Mode, o.HistoryLength, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, retention, floorNote, age, ns.ReadConsistency, ns.WriteConsistency))
 			}
 			if o := ns.Events; o != nil {
 				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)",
@@ -167,6 +180,7 @@ request ids at each period's end.`,
 	f.IntVar(&lo.RetryCount, "retry-count", 10, "ledger: resubmissions of a write with an unknown outcome (-1: none)")
 	f.DurationVar(&claimTTL, "claim-ttl", 24*time.Hour, "ledger: lifetime of an exact-mode claim (whole seconds)")
 	f.Int64Var(&floor, "floor", 0, "ledger: the lowest balance a debit may leave (0: a wallet; negative: an overdraft line); without it, no floor")
+	f.DurationVar(&actorMaxAge, "actor-max-age", 24*time.Hour, "ledger: how long each server's actor writes before a fresh one replaces it; retired actors' rows are folded so reads stay cheap (whole seconds; 0: actors never retire, nothing folds)")
 	f.DurationVar(&entryRetention, "entry-retention", 30*24*time.Hour, "ledger: how long 'abacus ledger history' lists an entry (whole seconds; 0: keep no history)")
 	f.DurationVar(&ttl, "ttl", 0, "length of the periods counters live in (whole seconds, at least 1m; 0: until deleted)")
 	f.StringVar(&req.ReadConsistency, "read-consistency", "DEFAULT", "consistency level of reads")

@@ -105,7 +105,7 @@ type Options struct {
 	// however many processes wrote it over the months
 	// (docs/ledger-folding.md). Zero means the default, 24h; a negative
 	// value means actors never retire by age and nothing folds, as in
-	// namespaces made before folding. Whole seconds up to MaxClaimTTL.
+	// namespaces made before folding. Whole seconds up to MaxActorMaxAge.
 	ActorMaxAge time.Duration
 }
 
@@ -159,8 +159,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("floor %d is outside %d..0", o.Floor, int64(MinFloor))
 	case !o.Floored && o.Floor != 0:
 		return fmt.Errorf("floor %d is set but Floored is false", o.Floor)
-	case o.ActorMaxAge > driver.MaxClaimTTL:
-		return fmt.Errorf("actor_max_age %v is above %v", o.ActorMaxAge, driver.MaxClaimTTL)
+	case o.ActorMaxAge > MaxActorMaxAge:
+		return fmt.Errorf("actor_max_age %v is above %v", o.ActorMaxAge, MaxActorMaxAge)
 	case o.ActorMaxAge > 0 && (o.ActorMaxAge < time.Second || o.ActorMaxAge%time.Second != 0):
 		return fmt.Errorf("actor_max_age %v is not a whole number of seconds from 1s", o.ActorMaxAge)
 	}

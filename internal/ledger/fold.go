@@ -31,6 +31,9 @@ import (
 // they retire.
 const DefaultActorMaxAge = 24 * time.Hour
 
+// MaxActorMaxAge is the longest ActorMaxAge, the longest claim TTL.
+const MaxActorMaxAge = driver.MaxClaimTTL
+
 const (
 	// datedLen is the length of an actor id's birth prefix: Unix seconds
 	// in 10 lowercase hex digits, which sort as text as they do as

@@ -123,7 +123,7 @@ func (s *Server) countLedgerUpdate(replayed bool, err error) {
 func ledgerValueJSON(v *abacus.LedgerValue) api.LedgerValue {
 	return api.LedgerValue{
 		Namespace: v.Namespace, Ledger: v.Ledger, Value: v.Value,
-		Credits: v.Credits, Debits: v.Debits, Actors: v.Actors,
+		Credits: v.Credits, Debits: v.Debits, Actors: v.Actors, Folds: v.Folds,
 	}
 }
 
@@ -175,9 +175,15 @@ func ledgerOptionsJSON(o *abacus.LedgerOptions) *api.LedgerOptions {
 	if retention <= 0 {
 		retention = -1
 	}
+	// Likewise a stored actor age of 0: actors never retire.
+	age := int64(o.ActorMaxAge / time.Second)
+	if age <= 0 {
+		age = -1
+	}
 	j := &api.LedgerOptions{
 		HistoryLength: o.HistoryLength, Mode: string(mode), Strict: mode == ledger.ModeExact, RetryCount: o.RetryCount,
 		ClaimTTLSeconds: int64(o.ClaimTTL / time.Second), EntryRetentionSeconds: retention,
+		ActorMaxAgeSeconds: age,
 	}
 	if o.Floored {
 		j.Floor = &o.Floor
@@ -205,6 +211,10 @@ func ledgerOptionsFromJSON(o *api.LedgerOptions) (*abacus.LedgerOptions, error) 
 	if o.EntryRetentionSeconds < -1 || o.EntryRetentionSeconds > maxRetention {
 		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.entry_retention_seconds\": %d is outside -1 to %d", o.EntryRetentionSeconds, maxRetention)
 	}
+	maxAge := int64(ledger.MaxActorMaxAge / time.Second)
+	if o.ActorMaxAgeSeconds < -1 || o.ActorMaxAgeSeconds > maxAge {
+		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.actor_max_age_seconds\": %d is outside -1 to %d", o.ActorMaxAgeSeconds, maxAge)
+	}
 	if o.HistoryLength < 0 || o.HistoryLength > ledger.MaxHistoryLength {
 		return nil, errorf(api.CodeInvalidArgument, "field \"ledger.history_length\": %d is outside 0 to %d", o.HistoryLength, ledger.MaxHistoryLength)
 	}
@@ -221,6 +231,7 @@ func ledgerOptionsFromJSON(o *api.LedgerOptions) (*abacus.LedgerOptions, error) 
 		HistoryLength: o.HistoryLength, Mode: mode, RetryCount: o.RetryCount,
 		ClaimTTL:       time.Duration(o.ClaimTTLSeconds) * time.Second,
 		EntryRetention: time.Duration(o.EntryRetentionSeconds) * time.Second,
+		ActorMaxAge:    time.Duration(o.ActorMaxAgeSeconds) * time.Second,
 	}
 	if o.Floor != nil {
 		if *o.Floor > 0 || *o.Floor < ledger.MinFloor {

@@ -59,7 +59,7 @@ func TestLedgerEndpoints(t *testing.T) {
 	// A ledger namespace with options, described with them filled in.
 	var ns api.Namespace
 	e.mustJSON("POST", "/v1/namespaces", `{"name":"strict","model":"ledger","ledger":{"strict":true,"history_length":3}}`, 201, &ns)
-	want := api.LedgerOptions{HistoryLength: 3, Mode: api.LedgerModeExact, Strict: true, RetryCount: 10, ClaimTTLSeconds: 86400, EntryRetentionSeconds: 30 * 86400}
+	want := api.LedgerOptions{HistoryLength: 3, Mode: api.LedgerModeExact, Strict: true, RetryCount: 10, ClaimTTLSeconds: 86400, EntryRetentionSeconds: 30 * 86400, ActorMaxAgeSeconds: 86400}
 	if ns.Model != "ledger" || ns.Type != "" || ns.Ledger == nil || *ns.Ledger != want {
 		t.Fatalf("created %+v (ledger %+v)", ns, ns.Ledger)
 	}
@@ -125,6 +125,15 @@ func TestLedgerHistoryEndpoint(t *testing.T) {
 		t.Fatalf("a namespace without history described as %+v", ns.Ledger)
 	}
 	e.mustJSON("POST", "/v1/namespaces/nohist/ledgers/x/credits", `{"amount":1}`, 200, nil)
+	// Actors that never retire: -1 in a request and in a description.
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"nofold","model":"ledger","ledger":{"actor_max_age_seconds":-1}}`, 201, &ns)
+	if ns.Ledger == nil || ns.Ledger.ActorMaxAgeSeconds != -1 {
+		t.Fatalf("a namespace whose actors never retire described as %+v", ns.Ledger)
+	}
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"hourly","model":"ledger","ledger":{"actor_max_age_seconds":3600}}`, 201, &ns)
+	if ns.Ledger == nil || ns.Ledger.ActorMaxAgeSeconds != 3600 {
+		t.Fatalf("a namespace of hour-long actors described as %+v", ns.Ledger)
+	}
 	r := e.do("GET", "/v1/namespaces/nohist/ledgers/x/entries", "")
 	if r.status != 400 || r.apiError().Code != api.CodeInvalidArgument || !strings.Contains(r.apiError().Message, "keeps no history") {
 		t.Fatalf("history of a namespace without one: %d %s", r.status, r.body)
@@ -163,6 +172,8 @@ func TestLedgerBadRequests(t *testing.T) {
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"claim_ttl_seconds":-1}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"entry_retention_seconds":-2}}`, 400, api.CodeInvalidArgument},
 		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"entry_retention_seconds":220752001}}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"actor_max_age_seconds":-2}}`, 400, api.CodeInvalidArgument},
+		{"POST", "/v1/namespaces", `{"name":"x","model":"ledger","ledger":{"actor_max_age_seconds":630720001}}`, 400, api.CodeInvalidArgument},
 		{"GET", base + "/entries?limit=0", "", 400, api.CodeInvalidArgument},
 		{"GET", base + "/entries?limit=1001", "", 400, api.CodeInvalidArgument},
 		{"GET", base + "/entries?after=nonsense", "", 400, api.CodeInvalidArgument},

@@ -40,25 +40,27 @@ func exerciseLedgerBase(t *testing.T, d driver.Driver, open Opener) {
 	t.Run("ReadFromACutReturnsTheRowsAtOrAfterItAndTheBase", func(t *testing.T) {
 		t.Parallel()
 		ns := unique("ns-cut")
-		for i, a := range []string{"0000000a.x-1", "0000000b.x-1", "0000000b.y-2", "0000000c.x-3"} {
+		// Ids of several lengths: a store may keep them by length first.
+		actors := []string{"0", "0000000a.x-1", "0000000a.x-10", "0000000b.x-1", "0000000b.y-2", "0000000c.longer-100", "0000000c.x-3", "zz"}
+		for i, a := range actors {
 			writeRow(t, d, ns, "l", a, []byte{byte(i)}, int64(10+i))
 		}
 		if !swap(t, ns, "l", nil, []byte{7}) {
 			t.Fatal("the first base was refused")
 		}
-		for _, tc := range []struct {
-			from string
-			want []string
-		}{
-			{"", []string{"0000000a.x-1", "0000000b.x-1", "0000000b.y-2", "0000000c.x-3", driver.LedgerBaseActor}},
-			{"0000000b", []string{"0000000b.x-1", "0000000b.y-2", "0000000c.x-3", driver.LedgerBaseActor}},
-			{"0000000b.y-2", []string{"0000000b.y-2", "0000000c.x-3", driver.LedgerBaseActor}},
-			// No actor row at or after the cut: the base still comes back,
-			// or a ledger every actor of which was folded would read as 0.
-			{"0000000d", []string{driver.LedgerBaseActor}},
-		} {
-			if got := readFrom(t, ns, "l", tc.from); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("from %q: %v, want %v", tc.from, got, tc.want)
+		// The last one: no actor row at or after the cut; the base still
+		// comes back, or a ledger whose actors were all folded would read
+		// as 0.
+		for _, from := range []string{"", "0", "00", "0000000b", "0000000b.y-2", "0000000c.x", "0000000d", "z", "zz0"} {
+			var want []string
+			for _, a := range actors {
+				if a >= from {
+					want = append(want, a)
+				}
+			}
+			want = append(want, driver.LedgerBaseActor)
+			if got := readFrom(t, ns, "l", from); !reflect.DeepEqual(got, want) {
+				t.Errorf("from %q: %v, want %v", from, got, want)
 			}
 		}
 		if got := readFrom(t, ns, "other", "0"); len(got) != 0 {

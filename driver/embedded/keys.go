@@ -181,6 +181,45 @@ func (d *Driver) scanPrefix(prefix []byte, points *uint64, fn func(key, value []
 	return it.Error()
 }
 
+// scanNamedFrom is scanNamed limited to the names at or after from (byte
+// order). Names are length-prefixed, so keys sort by a name's length
+// first and by its bytes within one length: the scan seeks, in each
+// length's run of keys, to the first name at or after from, and never
+// visits the names below it. A read from a cut thus costs a seek per
+// length of name, not a step per name below the cut.
+func (d *Driver) scanNamedFrom(prefix []byte, from string, points *uint64, fn func(name string, value []byte) error) (err error) {
+	it, err := d.iterPrefix(prefix)
+	if err != nil {
+		return err
+	}
+	defer closeIter(it, &err, "")
+	if points != nil {
+		defer func() { *points += pointsOf(it) }() // before the close
+	}
+	for valid := it.First(); valid; {
+		name, err := shardIDAfter(it.Key(), len(prefix))
+		if err != nil {
+			return fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		if name < from {
+			// This key is prefix | len(name) | name, and name < from, so
+			// prefix | len(name) | from sorts after it: the seek moves on.
+			target := binary.AppendUvarint(prefix[:len(prefix):len(prefix)], uint64(len(name)))
+			valid = it.SeekGE(append(target, from...))
+			continue
+		}
+		value, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("key %x: %w", it.Key(), err)
+		}
+		if err := fn(name, value); err != nil {
+			return fmt.Errorf("%q: %w", name, err)
+		}
+		valid = it.Next()
+	}
+	return it.Error()
+}
+
 // scanNamed is scanPrefix over keys of the shape prefix | name (one
 // length-prefixed component, as shards, actor values and ledger rows
 // are stored), handing fn the decoded name.

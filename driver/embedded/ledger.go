@@ -105,18 +105,14 @@ func (d *Driver) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]
 }
 
 // readLedger returns the ledger's rows whose actor sorts at or after
-// from. Keys are length-prefixed, so they do not sort by actor: the scan
-// visits every row and skips, before decoding, those below from.
+// from (scanNamedFrom).
 func (d *Driver) readLedger(ns, ledger, from string, st *ReadStats) ([]driver.LedgerRow, error) {
 	rows := []driver.LedgerRow{}
 	var (
 		points     uint64
 		tombstones int
 	)
-	err := d.scanNamed(ledgerPrefix(ns, ledger), &points, func(actor string, raw []byte) error {
-		if actor < from {
-			return nil
-		}
+	err := d.scanNamedFrom(ledgerPrefix(ns, ledger), from, &points, func(actor string, raw []byte) error {
 		c, err := decodeCell(raw)
 		if err != nil {
 			return err

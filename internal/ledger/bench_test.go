@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/embedded"
 	"github.com/abacusdb/abacus/internal/crdt"
@@ -268,13 +269,18 @@ func benchCassandra(b *testing.B) driver.Driver { return sharedCassandra(b) }
 // BenchmarkReadActors measures a read of a ledger that 1, 100 or 1,000
 // processes have credited once each, so that it holds that many actor
 // rows: what a ledger written by restarting servers comes to (issue 12).
-// 32 concurrent callers read; it reports reads/s and latency. On the
+// The retired=N cases hold N actors born beyond the fold age, folded,
+// and one live actor: what folding leaves of the same ledger. 32
+// concurrent callers read; it reports reads/s and latency. On the
 // embedded store, and on Cassandra when ABACUS_TEST_CASSANDRA is set.
 func BenchmarkReadActors(b *testing.B) {
 	for _, store := range []string{"embedded", "cassandra"} {
 		b.Run(store, func(b *testing.B) {
-			for _, actors := range []int{1, 100, 1000} {
-				b.Run(fmt.Sprintf("actors=%d", actors), func(b *testing.B) {
+			for _, tc := range []struct {
+				name          string
+				live, retired int
+			}{{"actors=1", 1, 0}, {"actors=100", 100, 0}, {"actors=1000", 1000, 0}, {"retired=100", 1, 100}, {"retired=1000", 1, 1000}} {
+				b.Run(tc.name, func(b *testing.B) {
 					var d driver.Driver
 					if store == "embedded" {
 						d = benchEmbedded(b)
@@ -283,8 +289,15 @@ func BenchmarkReadActors(b *testing.B) {
 					}
 					engines, targets := benchEngines(b, d, Options{}, 1, 1)
 					ctx := context.Background()
-					for i := range actors {
-						e, err := New(Config{Store: d, Logger: quiet})
+					// Retired actors were born three days ago, beyond the
+					// default fold age (about 51h); live ones now.
+					past := clock.NewManual(time.Now().Add(-72 * time.Hour))
+					for i := range tc.retired + tc.live {
+						cfg := Config{Store: d, Logger: quiet}
+						if i < tc.retired {
+							cfg.Clock = past
+						}
+						e, err := New(cfg)
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -295,12 +308,20 @@ func BenchmarkReadActors(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
+					if tc.retired > 0 {
+						if base, err := engines[0].Fold(ctx, targets[0]); err != nil || base.P != int64(tc.retired) {
+							b.Fatalf("fold: %v, %v; want %d credits passed", base, err, tc.retired)
+						}
+					}
 					runUnit(b, "reads/s", func(ctx context.Context) error {
 						st, err := engines[0].Read(ctx, targets[0])
-						if err == nil && st.Len() != actors {
-							err = fmt.Errorf("read %d actors, want %d", st.Len(), actors)
+						if err != nil {
+							return err
 						}
-						return err
+						if v, _ := st.Value(); st.Len() != tc.live || v != int64(tc.live+tc.retired) {
+							return fmt.Errorf("read %d actors and value %d, want %d and %d", st.Len(), v, tc.live, tc.live+tc.retired)
+						}
+						return nil
 					})
 				})
 			}

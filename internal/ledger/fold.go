@@ -278,6 +278,24 @@ func (e *Engine) Fold(ctx context.Context, t Target) (Base, error) {
 	if !t.Options.folds() {
 		return Base{}, fmt.Errorf("ledger %s/%s: the namespace's actors do not retire by age, so its ledgers do not fold", t.Namespace, t.Ledger)
 	}
+	// A fold that loses the race starts over from the winner's base,
+	// which usually leaves it nothing to do.
+	for round := 1; ; round++ {
+		b, err := e.foldOnce(ctx, t)
+		if !errors.Is(err, errFoldLost) || round == foldRounds {
+			return b, err
+		}
+	}
+}
+
+// foldRounds bounds the rounds of one Fold: each lost round means
+// another fold moved the cut, which is progress.
+const foldRounds = 4
+
+// errFoldLost: the base changed between a fold's read and its swap.
+var errFoldLost = errors.New("the base changed since it was read (another fold won)")
+
+func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 	now := e.cfg.Clock.Now()
 	cut := datePrefix(now.Add(-e.foldAge(t.Options)))
 	if t.Options.Floored {
@@ -346,7 +364,7 @@ func (e *Engine) Fold(ctx context.Context, t Target) (Base, error) {
 	case err != nil:
 		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, err)
 	case !applied:
-		return Base{}, fmt.Errorf("ledger %s/%s: fold: the base changed since it was read (another fold won)", t.Namespace, t.Ledger)
+		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, errFoldLost)
 	}
 	e.cuts.remember(k, cut)
 	return next, nil

@@ -43,8 +43,8 @@ type LedgerOptions struct {
 	// ActorMaxAgeSeconds is how long each server's actor writes a ledger
 	// before a fresh one replaces it; the rows of retired actors are then
 	// folded into one base that reads skip, so a ledger's reads stay as
-	// cheap after months of restarts as on its first day. Default 86400;
-	// -1: actors never retire and ledgers never fold, in a create request
+	// cheap after months of restarts as on its first day. Default 86400,
+	// at least 60; -1: actors never retire and ledgers never fold, in a create request
 	// and in a description (namespaces made before folding show -1). Set
 	// only when the namespace is made.
 	ActorMaxAgeSeconds int64 `json:"actor_max_age_seconds"`

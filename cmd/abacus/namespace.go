@@ -180,7 +180,7 @@ request ids at each period's end.`,
 	f.IntVar(&lo.RetryCount, "retry-count", 10, "ledger: resubmissions of a write with an unknown outcome (-1: none)")
 	f.DurationVar(&claimTTL, "claim-ttl", 24*time.Hour, "ledger: lifetime of an exact-mode claim (whole seconds)")
 	f.Int64Var(&floor, "floor", 0, "ledger: the lowest balance a debit may leave (0: a wallet; negative: an overdraft line); without it, no floor")
-	f.DurationVar(&actorMaxAge, "actor-max-age", 24*time.Hour, "ledger: how long each server's actor writes before a fresh one replaces it; retired actors' rows are folded so reads stay cheap (whole seconds; 0: actors never retire, nothing folds)")
+	f.DurationVar(&actorMaxAge, "actor-max-age", 24*time.Hour, "ledger: how long each server's actor writes before a fresh one replaces it; retired actors' rows are folded so reads stay cheap (whole seconds, at least 1m; 0: actors never retire, nothing folds)")
 	f.DurationVar(&entryRetention, "entry-retention", 30*24*time.Hour, "ledger: how long 'abacus ledger history' lists an entry (whole seconds; 0: keep no history)")
 	f.DurationVar(&ttl, "ttl", 0, "length of the periods counters live in (whole seconds, at least 1m; 0: until deleted)")
 	f.StringVar(&req.ReadConsistency, "read-consistency", "DEFAULT", "consistency level of reads")

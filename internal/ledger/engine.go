@@ -45,6 +45,9 @@ var (
 	ErrRightsHeld = outcome.Tag(outcome.ErrRightsHeld, outcome.Tag(ErrNotApplied, errors.New("debit refused: the balance above the floor is held as debit rights by other servers")))
 )
 
+// defaultWriteTimeout is Config.WriteTimeout's default.
+const defaultWriteTimeout = 10 * time.Second
+
 // Option defaults.
 const (
 	DefaultRetryCount = 10
@@ -105,7 +108,7 @@ type Options struct {
 	// however many processes wrote it over the months
 	// (docs/ledger-folding.md). Zero means the default, 24h; a negative
 	// value means actors never retire by age and nothing folds, as in
-	// namespaces made before folding. Whole seconds up to MaxActorMaxAge.
+	// namespaces made before folding. Whole seconds from MinActorMaxAge (1 min) to MaxActorMaxAge.
 	ActorMaxAge time.Duration
 }
 
@@ -161,8 +164,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("floor %d is set but Floored is false", o.Floor)
 	case o.ActorMaxAge > MaxActorMaxAge:
 		return fmt.Errorf("actor_max_age %v is above %v", o.ActorMaxAge, MaxActorMaxAge)
-	case o.ActorMaxAge > 0 && (o.ActorMaxAge < time.Second || o.ActorMaxAge%time.Second != 0):
-		return fmt.Errorf("actor_max_age %v is not a whole number of seconds from 1s", o.ActorMaxAge)
+	case o.ActorMaxAge > 0 && (o.ActorMaxAge < MinActorMaxAge || o.ActorMaxAge%time.Second != 0):
+		return fmt.Errorf("actor_max_age %v is not a whole number of seconds from %v", o.ActorMaxAge, MinActorMaxAge)
 	}
 	return nil
 }
@@ -229,7 +232,7 @@ func (c Config) withDefaults() Config {
 		c.ActorID = randomid.Hex(8)
 	}
 	c.MaxActors = cmp.Or(c.MaxActors, 10_000)
-	c.WriteTimeout = cmp.Or(c.WriteTimeout, 10*time.Second)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, defaultWriteTimeout)
 	c.RetryBackoff = cmp.Or(c.RetryBackoff, 20*time.Millisecond)
 	c.ClaimWait = cmp.Or(c.ClaimWait, 2*time.Second)
 	// Long enough to cover a batch's writes whatever WriteTimeout is.
@@ -303,7 +306,8 @@ type Engine struct {
 	stats Stats
 	gen   atomic.Uint64
 
-	cuts cutMemory // the last cut read of each folding ledger (fold.go)
+	cuts    cutMemory    // the last cut read of each folding ledger (fold.go)
+	folding atomic.Int32 // folds running in the background
 
 	mu    sync.Mutex
 	slots map[slotKey]*list.Element // of *slot, most recent first
@@ -483,6 +487,7 @@ type Result struct {
 // Read returns the ledger's state as stored: every actor's row, merged.
 // A ledger never written reads as an empty state.
 func (e *Engine) Read(ctx context.Context, t Target) (*State, error) {
+	t.Options = t.Options.WithDefaults()
 	return e.read(ctx, t)
 }
 

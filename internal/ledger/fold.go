@@ -40,11 +40,23 @@ const (
 	// numbers until the year 36812.
 	datedLen = 10
 	// foldSkew is the clock skew between the process that dated an actor
-	// and the one folding it that the fold age allows for.
-	foldSkew = time.Minute
+	// and the one folding it that the fold age allows for: servers keep
+	// within --max-clock-skew of the store (1 min by default), so two of
+	// them within twice that; this leaves room for settings up to 5 min.
+	foldSkew = 10 * time.Minute
 	// foldRetry is the least time between two folds one process starts
-	// for one ledger from its reads.
-	foldRetry = 10 * time.Second
+	// for one ledger from its reads; foldIdleRetry, after a fold that
+	// passed nothing or failed (a rights holder pins the cut, a node is
+	// down), so a ledger read often does not fold in vain each time.
+	foldRetry     = 10 * time.Second
+	foldIdleRetry = 10 * time.Minute
+	// maxFolding bounds the folds one engine runs at once, apart from the
+	// background settling of writes, which must not be starved.
+	maxFolding = 4
+	// MinActorMaxAge is the shortest ActorMaxAge: an actor stops taking
+	// batches a tenth of its age early, which must leave a batch time to
+	// reach its write.
+	MinActorMaxAge = time.Minute
 	// maxRememberedCuts bounds the cuts an engine remembers. Forgetting
 	// one costs one read from the ledger's first row, nothing more.
 	maxRememberedCuts = 100_000
@@ -83,10 +95,14 @@ func (o Options) folds() bool { return o.ActorMaxAge > 0 }
 // within the claim TTL (background settling stops at half of it) or the
 // resubmissions one write is allowed; a write lands at most
 // LateWriteWindow after it is sent; and the birth date is the creating
-// process's clock.
+// process's clock. The writes were sent by other processes, whose
+// settings may differ from the folder's (a command-line run beside the
+// servers): the write timeout and late-write window taken are at least
+// the defaults, which servers run with unless told otherwise.
 func (e *Engine) foldAge(o Options) time.Duration {
-	writes := time.Duration(max(o.RetryCount, 0)+1) * (e.cfg.WriteTimeout + time.Second)
-	return o.ActorMaxAge + max(o.ClaimTTL, writes) + e.cfg.LateWriteWindow + foldSkew
+	timeout := max(e.cfg.WriteTimeout, defaultWriteTimeout)
+	writes := time.Duration(max(o.RetryCount, 0)+1) * (timeout + time.Second)
+	return o.ActorMaxAge + max(o.ClaimTTL, writes) + max(e.cfg.LateWriteWindow, DefaultLateWriteWindow) + foldSkew
 }
 
 // retireEarly is how long before ActorMaxAge an actor stops taking new
@@ -192,8 +208,8 @@ type cutMemory struct {
 }
 
 type cutEntry struct {
-	cut   string
-	tried time.Time // when this process last started a fold of the ledger
+	cut  string
+	next time.Time // the earliest this process starts another fold of the ledger
 }
 
 func (c *cutMemory) cut(k slotKey) string {
@@ -219,15 +235,25 @@ func (c *cutMemory) mayTry(k slotKey, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	en := c.m[k]
-	if !en.tried.IsZero() && now.Sub(en.tried) < foldRetry {
+	if now.Before(en.next) {
 		return false
 	}
 	if c.m == nil || len(c.m) >= maxRememberedCuts {
 		c.m = map[slotKey]cutEntry{}
 	}
-	en.tried = now
+	en.next = now.Add(foldRetry)
 	c.m[k] = en
 	return true
+}
+
+// idle puts the ledger's next fold off until after foldIdleRetry.
+func (c *cutMemory) idle(k slotKey, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if en, ok := c.m[k]; ok {
+		en.next = now.Add(foldIdleRetry)
+		c.m[k] = en
+	}
 }
 
 // maybeFold starts a fold of the ledger in the background if the state
@@ -243,10 +269,16 @@ func (e *Engine) maybeFold(t Target, st *State) {
 			break
 		}
 	}
-	if !below || !e.cuts.mayTry(slotKey{t.Namespace, t.Ledger}, now) {
+	k := slotKey{t.Namespace, t.Ledger}
+	if !below || !e.cuts.mayTry(k, now) {
 		return
 	}
-	e.goSettle(func(stop <-chan struct{}) {
+	if e.folding.Add(1) > maxFolding {
+		e.folding.Add(-1)
+		return
+	}
+	started := e.goSettle(func(stop <-chan struct{}) {
+		defer e.folding.Add(-1)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*e.cfg.WriteTimeout)
 		defer cancel()
 		go func() {
@@ -256,11 +288,20 @@ func (e *Engine) maybeFold(t Target, st *State) {
 			case <-ctx.Done():
 			}
 		}()
-		if _, err := e.Fold(ctx, t); err != nil {
-			e.cfg.Logger.Warn("ledger: could not fold retired actors; the next read tries again",
+		b, err := e.Fold(ctx, t)
+		if err != nil {
+			e.cfg.Logger.Warn("ledger: could not fold retired actors; a read tries again later",
 				"namespace", t.Namespace, "ledger", t.Ledger, "err", err)
 		}
+		if err != nil || b.Cut < cut {
+			// Failed, or held below the cut (a rights holder): not again
+			// at every read.
+			e.cuts.idle(k, e.cfg.Clock.Now())
+		}
 	})
+	if !started {
+		e.folding.Add(-1)
+	}
 }
 
 // Fold moves the ledger's cut up to the actors born a fold age ago (in a

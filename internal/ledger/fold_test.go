@@ -4,20 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
 )
 
 // Folding at a scale tests can step through on the manual clock: actors
-// retire at an hour, and the fold age is
-// 1h + max(ClaimTTL 1h, 11 × (15s + 1s)) + 1m + 1m = 2h2m.
+// retire at an hour, and the fold age is 1h + max(ClaimTTL 1h,
+// 11 × (15s + 1s)) + the default late-write window, 3h10m (the engines'
+// own minute is shorter, and the fold allows for writers that run the
+// default) + 10m of skew = 5h20m.
 const (
 	testMaxAge  = time.Hour
-	testFoldAge = 2*time.Hour + 2*time.Minute
+	testFoldAge = 5*time.Hour + 20*time.Minute
 )
 
 func foldOptions() Options {
@@ -119,26 +123,57 @@ func TestActorsRetireByAge(t *testing.T) {
 	})
 }
 
-// ageWatch records every row write an actor sends past its maximum age.
+// ageWatch records every row write sent by an actor past its maximum
+// age, by the birth its id carries, and can make the next read slow by
+// moving the clock on while it runs.
 type ageWatch struct {
 	driver.Ledgers
-	clk   interface{ Now() time.Time }
-	mu    sync.Mutex
-	first map[string]time.Time // each actor's first write
-	late  []string
+	clk  *clock.Manual
+	mu   sync.Mutex
+	late []string
+	slow time.Duration // added to the clock by the next ReadLedger
+}
+
+func (w *ageWatch) check(actor string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	secs, err := strconv.ParseInt(actor[:datedLen], 16, 64)
+	if err != nil || !w.clk.Now().Before(time.Unix(secs, 0).Add(testMaxAge)) {
+		w.late = append(w.late, actor)
+	}
 }
 
 func (w *ageWatch) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowParams) error {
-	w.mu.Lock()
-	now := w.clk.Now()
-	if _, ok := w.first[p.Row.Actor]; !ok {
-		w.first[p.Row.Actor] = now
-	}
-	if now.Sub(w.first[p.Row.Actor]) >= testMaxAge {
-		w.late = append(w.late, p.Row.Actor)
-	}
-	w.mu.Unlock()
+	w.check(p.Row.Actor)
 	return w.Ledgers.WriteLedgerRow(ctx, p)
+}
+
+func (w *ageWatch) WriteLedgerRows(ctx context.Context, ws []driver.WriteLedgerRowParams) error {
+	for i := range ws {
+		w.check(ws[i].Row.Actor)
+	}
+	return w.Ledgers.WriteLedgerRows(ctx, ws)
+}
+
+func (w *ageWatch) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
+	w.mu.Lock()
+	d := w.slow
+	w.slow = 0
+	w.mu.Unlock()
+	w.clk.Advance(d)
+	return w.Ledgers.ReadLedger(ctx, p)
+}
+
+func (w *ageWatch) slowNextRead(d time.Duration) {
+	w.mu.Lock()
+	w.slow = d
+	w.mu.Unlock()
+}
+
+func watchAges(h *harness) *ageWatch {
+	w := &ageWatch{Ledgers: h.store, clk: h.clk}
+	h.store = w
+	return w
 }
 
 // A batch that started young but reaches its write after the actor's
@@ -146,8 +181,7 @@ func (w *ageWatch) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerRowP
 // back, and the retry is applied once, by a new actor.
 func TestNoWriteIsSentPastTheActorsAge(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		w := &ageWatch{Ledgers: h.store, clk: h.clk, first: map[string]time.Time{}}
-		h.store = w
+		w := watchAges(h)
 		tg := h.target("late", foldOptions())
 		e := h.engine(foldConfig)
 		first := mustUpdate(t, e, tg, 5, "a").Actor
@@ -165,6 +199,94 @@ func TestNoWriteIsSentPastTheActorsAge(t *testing.T) {
 		if len(w.late) > 0 {
 			t.Fatalf("writes sent by actors past their age: %v", w.late)
 		}
+	})
+}
+
+// Transfers and finds take no actor in its last minute either: past the
+// age they go to new actors; a transfer whose read outlasts the age sends
+// nothing and answers not applied.
+func TestAgedTransfersAndFindsUseNewActors(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		w := watchAges(h)
+		o := foldOptions()
+		o.HistoryLength = 1
+		a, b := h.target("ta", o), h.target("tb", o)
+		e := h.engine(foldConfig)
+		first := mustUpdate(t, e, a, 50, "c1").Actor
+		mustUpdate(t, e, b, 1, "c2")
+		h.clk.Advance(testMaxAge - 30*time.Second)
+		res, err := e.Transfer(ctxT(t), a, b, 10, "t1")
+		if err != nil || !res.Applied || res.Actor == first {
+			t.Fatalf("a transfer in the actor's last minute: %+v, %v; want applied by a new actor", res, err)
+		}
+		h.clk.Advance(testMaxAge - 2*time.Minute)
+		w.slowNextRead(3 * time.Minute)
+		if _, err := e.Transfer(ctxT(t), a, b, 10, "t2"); !errors.Is(err, ErrNotApplied) || !errors.Is(err, errActorAged) {
+			t.Fatalf("a transfer whose write comes past the age: %v, want not applied for its age", err)
+		}
+		if res, err := e.Transfer(ctxT(t), a, b, 10, "t2"); err != nil || !res.Applied {
+			t.Fatalf("its retry: %+v, %v", res, err)
+		}
+		// Two credits leave the actor's history longer than its length
+		// (1), so a find by it would write its row back, compacted.
+		mustUpdate(t, e, a, 1, "c3")
+		mustUpdate(t, e, a, 1, "c4")
+		h.clk.Advance(testMaxAge + time.Minute) // the actors are past their age: a find takes new ones
+		st, err := e.Find(ctxT(t), a)
+		if err != nil {
+			t.Fatalf("Find with an aged actor: %v", err)
+		}
+		if v, _ := st.Value(); v != 32 {
+			t.Fatalf("find reads %d, want 32", v)
+		}
+		wantValue(t, e, b, 21)
+		if len(w.late) > 0 {
+			t.Fatalf("writes sent by actors past their age: %v", w.late)
+		}
+	})
+}
+
+// baseHider answers reads from a cut as a replica that missed the last
+// fold would: without the base row.
+type baseHider struct{ driver.Ledgers }
+
+func (h baseHider) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
+	rows, err := h.Ledgers.ReadLedger(ctx, p)
+	if p.From == "" {
+		return rows, err
+	}
+	var out []driver.LedgerRow
+	for _, r := range rows {
+		if r.Actor != driver.LedgerBaseActor {
+			out = append(out, r)
+		}
+	}
+	return out, err
+}
+
+// A reader or a folder that remembers a cut, answered by a replica that
+// lacks the base, reads again from the first row: it neither counts the
+// rows between the cuts as lost nor folds them a second time.
+func TestAReadWithoutTheBaseReadsEveryRow(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		tg := h.target("stale", foldOptions())
+		for i := range 3 {
+			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
+		}
+		h.clk.Advance(testFoldAge + time.Hour)
+		w := h.engine(foldConfig)
+		mustUpdate(t, w, tg, 5, "mid")
+		reader := h.engine(func(c *Config) { foldConfig(c); c.Store = baseHider{h.store} })
+		if b := mustFold(t, reader, tg); b.Version != 1 || b.P != 30 {
+			t.Fatalf("first fold %v, want v1 +30", b)
+		}
+		wantValue(t, reader, tg, 35) // the fold's cut is remembered; the base is hidden from reads from it
+		h.clk.Advance(testFoldAge + time.Hour)
+		mustUpdate(t, h.engine(foldConfig), tg, 1, "new")
+		if b := mustFold(t, reader, tg); b.Version != 2 || b.P != 35 {
+			t.Fatalf("second fold %v, want v2 +35", b)
+		}
+		wantValue(t, reader, tg, 36)
 	})
 }
 
@@ -401,7 +523,7 @@ func TestActorMaxAgeIsStored(t *testing.T) {
 			t.Errorf("stored actor age %q accepted", bad)
 		}
 	}
-	for _, bad := range []time.Duration{time.Millisecond, 1500 * time.Millisecond, driver.MaxClaimTTL + time.Second} {
+	for _, bad := range []time.Duration{time.Millisecond, 30 * time.Second, 90500 * time.Millisecond, driver.MaxClaimTTL + time.Second} {
 		if err := (Options{ActorMaxAge: bad}).WithDefaults().Validate(); err == nil {
 			t.Errorf("actor age %v accepted", bad)
 		}

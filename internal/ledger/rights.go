@@ -307,12 +307,15 @@ func (e *Engine) reclaim(ctx context.Context, t Target, next *rights, self strin
 	}
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
 	defer cancel()
-	all := t
-	all.ReadConsistency = driver.All
-	st, err := e.read(rctx, all)
+	// Every row, from the first: a stale holder is fenced with its whole
+	// row even if a fold had passed it (the cut stays below every holder,
+	// so only broken timing assumptions would put one there), never with
+	// an empty one that would hide its entries from the history.
+	rows, err := e.readRows(rctx, t, driver.All, "")
 	if err != nil {
 		return reclaimed{}, err
 	}
+	st := rows.value()
 	p, _, err := st.Totals()
 	if err != nil {
 		return reclaimed{}, err
@@ -320,7 +323,7 @@ func (e *Engine) reclaim(ctx context.Context, t Target, next *rights, self strin
 	fenced := make([]error, len(stale))
 	var wg sync.WaitGroup
 	for i, a := range stale {
-		row := st.Actor(a)
+		row := rows.state[a]
 		if row == nil {
 			row = &Actor{} // a row may still land: fence it with none
 		}
@@ -340,7 +343,7 @@ func (e *Engine) reclaim(ctx context.Context, t Target, next *rights, self strin
 	}
 	for _, a := range stale {
 		var used int64
-		if row := st.Actor(a); row != nil {
+		if row := rows.state[a]; row != nil {
 			if used, _ = row.N.Sum(); used < 0 {
 				used = 0
 			}

@@ -224,14 +224,5 @@ func (d *Driver) scanNamedFrom(prefix []byte, from string, points *uint64, fn fu
 // length-prefixed component, as shards, actor values and ledger rows
 // are stored), handing fn the decoded name.
 func (d *Driver) scanNamed(prefix []byte, points *uint64, fn func(name string, value []byte) error) error {
-	return d.scanPrefix(prefix, points, func(key, value []byte) error {
-		name, err := shardIDAfter(key, len(prefix))
-		if err != nil {
-			return fmt.Errorf("key %x: %w", key, err)
-		}
-		if err := fn(name, value); err != nil {
-			return fmt.Errorf("%q: %w", name, err)
-		}
-		return nil
-	})
+	return d.scanNamedFrom(prefix, "", points, fn)
 }

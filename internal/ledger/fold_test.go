@@ -39,6 +39,18 @@ func born(t *testing.T, actor string) string {
 	return actor[:datedLen]
 }
 
+// retiredWriters has n processes credit 10 each to a new ledger, then
+// moves the clock past the fold age: n actors a fold may pass.
+func retiredWriters(t *testing.T, h *harness, ledger string, n int) Target {
+	t.Helper()
+	tg := h.target(ledger, foldOptions())
+	for i := range n {
+		mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
+	}
+	h.clk.Advance(testFoldAge + time.Hour)
+	return tg
+}
+
 func mustFold(t *testing.T, e *Engine, tg Target) Base {
 	t.Helper()
 	b, err := e.Fold(ctxT(t), tg)
@@ -269,11 +281,7 @@ func (h baseHider) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) (
 // rows between the cuts as lost nor folds them a second time.
 func TestAReadWithoutTheBaseReadsEveryRow(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		tg := h.target("stale", foldOptions())
-		for i := range 3 {
-			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
-		}
-		h.clk.Advance(testFoldAge + time.Hour)
+		tg := retiredWriters(t, h, "stale", 3)
 		w := h.engine(foldConfig)
 		mustUpdate(t, w, tg, 5, "mid")
 		reader := h.engine(func(c *Config) { foldConfig(c); c.Store = baseHider{h.store} })
@@ -452,11 +460,7 @@ func TestFoldStopsAtTheLowestRightsHolder(t *testing.T) {
 // fold itself.
 func TestReadsStartFolds(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		tg := h.target("auto", foldOptions())
-		for i := range 3 {
-			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("a-%d", i))
-		}
-		h.clk.Advance(testFoldAge + time.Minute)
+		tg := retiredWriters(t, h, "auto", 3)
 		e := h.engine(foldConfig)
 		wantValue(t, e, tg, 30)
 		deadline := time.Now().Add(30 * time.Second)

@@ -190,6 +190,34 @@ type ReadLedgerParams struct {
 // Ledgers.SwapLedgerBase, never by WriteLedgerRow.
 const LedgerBaseActor = "~base"
 
+// DeleteLedgerRowsParams are the parameters of Ledgers.DeleteLedgerRows.
+type DeleteLedgerRowsParams struct {
+	Namespace string
+	Ledger    string
+	// Rows are the rows to delete, each as it was read: its Actor and
+	// its Timestamp. State is ignored.
+	Rows        []LedgerRow
+	Consistency Consistency
+}
+
+// MaxLedgerRowDeletes is the most rows one Ledgers.DeleteLedgerRows call
+// may delete.
+const MaxLedgerRowDeletes = 100
+
+// Check refuses a delete the drivers do not take: 1 to
+// MaxLedgerRowDeletes rows, none of them the base.
+func (p *DeleteLedgerRowsParams) Check() error {
+	if len(p.Rows) == 0 || len(p.Rows) > MaxLedgerRowDeletes {
+		return fmt.Errorf("%d ledger rows in one delete: from 1 to %d may be deleted together", len(p.Rows), MaxLedgerRowDeletes)
+	}
+	for _, r := range p.Rows {
+		if r.Actor == LedgerBaseActor {
+			return fmt.Errorf("the base row (%q) is never deleted", LedgerBaseActor)
+		}
+	}
+	return nil
+}
+
 // SwapLedgerBaseParams are the parameters of Ledgers.SwapLedgerBase.
 type SwapLedgerBaseParams struct {
 	Namespace string
@@ -300,6 +328,12 @@ type Ledgers interface {
 	// any other. An error means the swap may or may not have been
 	// applied.
 	SwapLedgerBase(ctx context.Context, p *SwapLedgerBaseParams) (applied bool, err error)
+
+	// DeleteLedgerRows deletes each of p.Rows as of its Timestamp: the
+	// row as read and every older write of it are gone, and a write at a
+	// later timestamp stays. It is for rows no one writes any more (the
+	// rows of folded actors): a write racing the delete may be lost.
+	DeleteLedgerRows(ctx context.Context, p *DeleteLedgerRowsParams) error
 
 	// ClaimRequest stores p.Claim for the request id unless an unexpired
 	// claim is stored already, atomically: of any number of racing calls

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/abacusdb/abacus/driver"
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
 )
 
 // ledgerBaseStatements read a ledger from its cut and swap its base row
@@ -14,7 +15,7 @@ import (
 // written only by lightweight transactions, and the other rows only by
 // plain writes, so no row mixes the two.
 type ledgerBaseStatements struct {
-	readFrom, insert, update string
+	readFrom, insert, update, deleteRow string
 }
 
 func newLedgerBaseStatements(ks string) ledgerBaseStatements {
@@ -22,6 +23,9 @@ func newLedgerBaseStatements(ks string) ledgerBaseStatements {
 		readFrom: "SELECT actor, state, WRITETIME(state) FROM " + ks + ".ledgers WHERE ns = ? AND ledger = ? AND actor >= ?",
 		insert:   "INSERT INTO " + ks + ".ledgers (ns, ledger, actor, state) VALUES (?, ?, ?, ?) IF NOT EXISTS",
 		update:   "UPDATE " + ks + ".ledgers SET state = ? WHERE ns = ? AND ledger = ? AND actor = ? IF state = ?",
+		// At the row's own write time: a tombstone wins a tie, so the row
+		// as read goes, and a later write would stay.
+		deleteRow: "DELETE FROM " + ks + ".ledgers USING TIMESTAMP ? WHERE ns = ? AND ledger = ? AND actor = ?",
 	}
 }
 
@@ -49,4 +53,26 @@ func (d *Driver) SwapLedgerBase(ctx context.Context, p *driver.SwapLedgerBasePar
 		return false, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, mapError(opWrite, err))
 	}
 	return applied, nil
+}
+
+// DeleteLedgerRows implements driver.Ledgers with one unlogged batch of
+// deletes, each at its row's write time. The rows share the ledger's
+// partition, so the batch is one mutation, applied whole on each replica.
+func (d *Driver) DeleteLedgerRows(ctx context.Context, p *driver.DeleteLedgerRowsParams) error {
+	const op = "delete ledger rows"
+	if err := p.Check(); err != nil {
+		return fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, err)
+	}
+	cl, err := d.beginAt(ctx, op, p.Consistency, d.cfg.WriteConsistency)
+	if err != nil {
+		return err
+	}
+	b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
+	for _, r := range p.Rows {
+		b.Query(d.q.base.deleteRow, r.Timestamp, p.Namespace, p.Ledger, r.Actor)
+	}
+	if err := b.ExecContext(ctx); err != nil {
+		return fmt.Errorf("cassandra: %s %s/%s (%d): %w", op, p.Namespace, p.Ledger, len(p.Rows), mapError(opWrite, err))
+	}
+	return nil
 }

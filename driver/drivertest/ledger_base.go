@@ -14,7 +14,7 @@ import (
 // ledger, "Folding retired actors"): a read from a cut returns the rows
 // at or after it, the base among them; the base changes only by
 // compare-and-set, and of racing swaps from one state one wins; a plain
-// row write may not name the base.
+// row write may not name the base; rows are deleted as of their write.
 func exerciseLedgerBase(t *testing.T, d driver.Driver, open Opener) {
 	swap := func(t *testing.T, ns, ledger string, expect, next []byte) bool {
 		t.Helper()
@@ -143,11 +143,44 @@ func exerciseLedgerBase(t *testing.T, d driver.Driver, open Opener) {
 		}
 	})
 
+	t.Run("DeletesRowsAsOfTheirWrite", func(t *testing.T) {
+		t.Parallel()
+		ns := unique("ns-del")
+		writeRow(t, d, ns, "l", "a", []byte{1}, 10)
+		writeRow(t, d, ns, "l", "b", []byte{2}, 20)
+		writeRow(t, d, ns, "l", "c", []byte{3}, 30)
+		writeRow(t, d, ns, "other", "a", []byte{4}, 10)
+		err := d.DeleteLedgerRows(ctx(t), &driver.DeleteLedgerRowsParams{Namespace: ns, Ledger: "l", Rows: []driver.LedgerRow{
+			{Actor: "a", Timestamp: 10},
+			{Actor: "b", Timestamp: 15}, // written again since: it stays
+			{Actor: "c", Timestamp: 30},
+			{Actor: "never-written", Timestamp: 40},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readFrom(t, ns, "l", ""); !reflect.DeepEqual(got, []string{"b"}) {
+			t.Fatalf("rows after the delete: %v, want only b, written after the time it was deleted as of", got)
+		}
+		if got := readFrom(t, ns, "other", ""); !reflect.DeepEqual(got, []string{"a"}) {
+			t.Fatalf("another ledger's rows after the delete: %v, want a", got)
+		}
+		for _, bad := range [][]driver.LedgerRow{nil, {{Actor: driver.LedgerBaseActor, Timestamp: 1}}} {
+			if err := d.DeleteLedgerRows(ctx(t), &driver.DeleteLedgerRowsParams{Namespace: ns, Ledger: "l", Rows: bad}); err == nil {
+				t.Errorf("a delete of %v was accepted", bad)
+			}
+		}
+	})
+
 	t.Run("Closed", func(t *testing.T) {
 		d2 := openClosed(t, open)
 		_, err := d2.SwapLedgerBase(ctx(t), &driver.SwapLedgerBaseParams{Namespace: "x", Ledger: "y", Next: []byte{1}})
 		if !errors.Is(err, driver.ErrClosed) {
 			t.Errorf("SwapLedgerBase after Close: got %v, want ErrClosed", err)
+		}
+		err = d2.DeleteLedgerRows(ctx(t), &driver.DeleteLedgerRowsParams{Namespace: "x", Ledger: "y", Rows: []driver.LedgerRow{{Actor: "a", Timestamp: 1}}})
+		if !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("DeleteLedgerRows after Close: got %v, want ErrClosed", err)
 		}
 	})
 }

@@ -70,3 +70,52 @@ func (d *Driver) SwapLedgerBase(ctx context.Context, p *driver.SwapLedgerBasePar
 	}
 	return true, nil
 }
+
+// DeleteLedgerRows implements driver.Ledgers: under d.rightsMu, each
+// row whose stored write is not newer than the one read is deleted from
+// Pebble outright, so its bytes go at the next compaction. The check and
+// the delete are one step only against other compare-and-sets: the
+// contract leaves a write racing the delete to the caller, who deletes
+// only rows no one writes.
+func (d *Driver) DeleteLedgerRows(ctx context.Context, p *driver.DeleteLedgerRowsParams) error {
+	const op = "delete ledger rows"
+	if err := p.Check(); err != nil {
+		return fmt.Errorf("embedded: %s %s/%s: %w", op, p.Namespace, p.Ledger, err)
+	}
+	if err := d.acquire(ctx, op); err != nil {
+		return err
+	}
+	defer d.mu.RUnlock()
+	err := func() error {
+		d.rightsMu.Lock()
+		defer d.rightsMu.Unlock()
+		b := d.db.NewBatch()
+		defer b.Close()
+		for _, r := range p.Rows {
+			key := ledgerRowKey(p.Namespace, p.Ledger, r.Actor)
+			raw, closer, err := d.db.Get(key)
+			if errors.Is(err, pebble.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			c, err := decodeCell(raw)
+			newer := err == nil && c.Timestamp > r.Timestamp
+			closer.Close()
+			if err != nil {
+				return err
+			}
+			if !newer {
+				if err := b.Delete(key, nil); err != nil {
+					return err
+				}
+			}
+		}
+		return b.Commit(d.writeOpts)
+	}()
+	if err != nil {
+		return fmt.Errorf("embedded: %s %s/%s: %w", op, p.Namespace, p.Ledger, err)
+	}
+	return nil
+}

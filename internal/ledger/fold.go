@@ -352,18 +352,16 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 		}
 	}
 	// Every row at ALL: a row that reached one replica only is counted.
+	// From the first row, the folded ones too, which prune may delete.
 	k := slotKey{t.Namespace, t.Ledger}
-	from := e.cuts.cut(k)
-	rows, err := e.readRows(ctx, t, driver.All, from)
-	if err == nil && from != "" && rows.base.Cut < from {
-		rows, err = e.readRows(ctx, t, driver.All, "")
-	}
+	rows, err := e.readRows(ctx, t, driver.All, "")
 	if err != nil {
 		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, err)
 	}
 	old := rows.base
 	if cut <= old.Cut {
 		e.cuts.remember(k, old.Cut)
+		e.prune(ctx, t, rows, old.Cut, now)
 		return old, nil
 	}
 	next := Base{Version: old.Version + 1, Cut: cut, P: old.P, N: old.N}
@@ -389,6 +387,7 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 		// Moving the cut past no row would only cost a transaction, and
 		// would store a base for a ledger never written.
 		e.cuts.remember(k, old.Cut)
+		e.prune(ctx, t, rows, old.Cut, now)
 		return old, nil
 	}
 	var expect []byte
@@ -408,7 +407,42 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, errFoldLost)
 	}
 	e.cuts.remember(k, cut)
+	e.prune(ctx, t, rows, cut, now)
 	return next, nil
+}
+
+// prune deletes the rows of folded actors that nothing reads any more:
+// below the stored cut, so value reads skip them and the base counts
+// them, and, where the namespace keeps a history, last written more than
+// the entry retention ago (and the skew allowance), so every entry the
+// history would check against them has expired. No write of them can
+// land any more (the fold age), so a delete as of the row's write time
+// is final. A fenced row, written at a timestamp far in the future, is
+// never old enough, and stays. A failure leaves the rows for the next
+// fold.
+func (e *Engine) prune(ctx context.Context, t Target, rows *ledgerRows, cut string, now time.Time) {
+	var gone []driver.LedgerRow
+	for _, id := range rows.actors {
+		ts := rows.stamps[id]
+		if id >= cut || t.Options.keepsEntries() && time.UnixMicro(ts).Add(t.Options.EntryRetention+foldSkew).After(now) {
+			continue
+		}
+		gone = append(gone, driver.LedgerRow{Actor: id, Timestamp: ts})
+	}
+	for len(gone) > 0 {
+		n := min(len(gone), driver.MaxLedgerRowDeletes)
+		dctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+		err := e.cfg.Store.DeleteLedgerRows(dctx, &driver.DeleteLedgerRowsParams{
+			Namespace: t.Namespace, Ledger: t.Ledger, Rows: gone[:n], Consistency: t.WriteConsistency,
+		})
+		cancel()
+		if err != nil {
+			e.cfg.Logger.Warn("ledger: could not delete folded rows; the next fold tries again",
+				"namespace", t.Namespace, "ledger", t.Ledger, "rows", len(gone), "err", err)
+			return
+		}
+		gone = gone[n:]
+	}
 }
 
 // ledgerRows is a ledger as stored: the base, and every actor row
@@ -417,6 +451,7 @@ type ledgerRows struct {
 	base   Base
 	actors []string // sorted, as the store returns them
 	state  map[string]*Actor
+	stamps map[string]int64 // each row's write time
 	fenced map[string]bool
 }
 
@@ -428,7 +463,7 @@ func (e *Engine) readRows(ctx context.Context, t Target, cl driver.Consistency, 
 	if err != nil {
 		return nil, err
 	}
-	out := &ledgerRows{state: make(map[string]*Actor, len(raw))}
+	out := &ledgerRows{state: make(map[string]*Actor, len(raw)), stamps: make(map[string]int64, len(raw))}
 	for _, r := range raw {
 		if r.Actor == driver.LedgerBaseActor {
 			if out.base, err = DecodeBase(r.State); err != nil {
@@ -442,6 +477,7 @@ func (e *Engine) readRows(ctx context.Context, t Target, cl driver.Consistency, 
 		}
 		out.actors = append(out.actors, r.Actor)
 		out.state[r.Actor] = a
+		out.stamps[r.Actor] = r.Timestamp
 		if r.Timestamp >= minFenceTimestamp {
 			if out.fenced == nil {
 				out.fenced = map[string]bool{}

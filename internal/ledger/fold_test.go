@@ -276,9 +276,9 @@ func (h baseHider) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) (
 	return out, err
 }
 
-// A reader or a folder that remembers a cut, answered by a replica that
-// lacks the base, reads again from the first row: it neither counts the
-// rows between the cuts as lost nor folds them a second time.
+// A reader that remembers a cut, answered by a replica that lacks the
+// base, reads again from the first row rather than count the rows
+// between the cuts as lost; a fold, which reads every row, is not misled.
 func TestAReadWithoutTheBaseReadsEveryRow(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		tg := retiredWriters(t, h, "stale", 3)
@@ -356,6 +356,71 @@ func TestFoldCountsEachActorOnce(t *testing.T) {
 		}
 		wantValue(t, stale, tg, want+1)
 		wantValue(t, h.engine(foldConfig), tg, want+1)
+	})
+}
+
+// storedActors lists the actor rows the store holds, the folded ones too.
+func storedActors(t *testing.T, h *harness, tg Target) []string {
+	t.Helper()
+	rows, err := h.store.ReadLedger(ctxT(t), &driver.ReadLedgerParams{Namespace: tg.Namespace, Ledger: tg.Ledger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range rows {
+		if r.Actor != driver.LedgerBaseActor {
+			ids = append(ids, r.Actor)
+		}
+	}
+	return ids
+}
+
+// A fold deletes the rows it passed once nothing reads them: at once in a
+// namespace without history, and once their entries expired in one with
+// it, so the bytes a ledger holds stop growing with its age.
+func TestFoldDeletesRowsNothingReads(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		o := foldOptions()
+		o.EntryRetention = 24 * time.Hour
+		tg := h.target("prune", o)
+		for i := range 3 {
+			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
+		}
+		h.clk.Advance(testFoldAge + time.Hour)
+		live := mustUpdate(t, h.engine(foldConfig), tg, 5, "mid").Actor
+		e := h.engine(foldConfig)
+		if b := mustFold(t, e, tg); b.Version != 1 || b.P != 30 {
+			t.Fatalf("fold %v, want v1 +30", b)
+		}
+		if got := storedActors(t, h, tg); len(got) != 4 {
+			t.Fatalf("rows after the first fold: %v, want all 4 kept while their entries live", got)
+		}
+		page, err := e.Entries(ctxT(t), tg, "", 10)
+		if err != nil || len(page.Entries) != 4 {
+			t.Fatalf("history after the fold: %+v, %v; want 4 entries", page, err)
+		}
+		h.clk.Advance(24 * time.Hour)
+		if b := mustFold(t, e, tg); b.Version != 2 || b.P != 35 {
+			t.Fatalf("second fold %v, want v2 +35", b)
+		}
+		if got := storedActors(t, h, tg); len(got) != 1 || got[0] != live {
+			t.Fatalf("rows after the entries expired: %v, want only %s, whose entry lives on", got, live)
+		}
+		wantValue(t, h.engine(foldConfig), tg, 35)
+
+		o.EntryRetention = -1
+		none := h.target("prune-nohist", o)
+		for i := range 2 {
+			mustUpdate(t, h.engine(foldConfig), none, 10, fmt.Sprintf("old-%d", i))
+		}
+		h.clk.Advance(testFoldAge + time.Hour)
+		if b := mustFold(t, e, none); b.P != 20 {
+			t.Fatalf("fold without history %v, want +20", b)
+		}
+		if got := storedActors(t, h, none); len(got) != 0 {
+			t.Fatalf("rows of a namespace without history after a fold: %v, want none", got)
+		}
+		wantValue(t, h.engine(foldConfig), none, 20)
 	})
 }
 

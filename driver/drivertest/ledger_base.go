@@ -97,6 +97,10 @@ func exerciseLedgerBase(t *testing.T, d driver.Driver, open Opener) {
 		}
 	})
 
+	// Racing Paxos rounds may end with an unknown outcome; a racer then
+	// swaps again, and a refusal means some racer's swap is stored, which
+	// may be its own earlier one. Afterwards the stored base is exactly
+	// one racer's, and no other racer was told it applied.
 	t.Run("OneOfRacingSwapsWins", func(t *testing.T) {
 		t.Parallel()
 		ns := unique("ns-race")
@@ -104,34 +108,35 @@ func exerciseLedgerBase(t *testing.T, d driver.Driver, open Opener) {
 			t.Fatal("the first base was refused")
 		}
 		const racers = 4
-		var (
-			wg   sync.WaitGroup
-			mu   sync.Mutex
-			won  []byte
-			wins int
-		)
+		applied := make([]bool, racers)
+		errs := make([]error, racers)
+		var wg sync.WaitGroup
 		for i := range racers {
 			wg.Go(func() {
-				ok, err := d.SwapLedgerBase(ctx(t), &driver.SwapLedgerBaseParams{Namespace: ns, Ledger: "l", Expect: []byte{0}, Next: []byte{byte(i + 1)}})
-				if err != nil {
-					t.Errorf("racer %d: %v", i, err)
+				for range 10 {
+					ok, err := d.SwapLedgerBase(ctx(t), &driver.SwapLedgerBaseParams{Namespace: ns, Ledger: "l", Expect: []byte{0}, Next: []byte{byte(i + 1)}})
+					if errors.Is(err, driver.ErrUnknownOutcome) || errors.Is(err, driver.ErrUnavailable) {
+						errs[i] = err
+						continue
+					}
+					applied[i], errs[i] = ok, err
 					return
-				}
-				if ok {
-					mu.Lock()
-					wins++
-					won = []byte{byte(i + 1)}
-					mu.Unlock()
 				}
 			})
 		}
 		wg.Wait()
-		if wins != 1 {
-			t.Fatalf("%d of %d racing swaps from one state were applied, want 1", wins, racers)
+		if err := errors.Join(errs...); err != nil {
+			t.Fatalf("racers failed: %v", err)
 		}
 		rows := readLedger(t, d, ns, "l")
-		if len(rows) != 1 || !bytes.Equal(rows[0].State, won) {
-			t.Fatalf("stored base %+v, want the winner's %x", rows, won)
+		if len(rows) != 1 || len(rows[0].State) != 1 || rows[0].State[0] < 1 || rows[0].State[0] > racers {
+			t.Fatalf("stored base %+v, want one racer's", rows)
+		}
+		winner := int(rows[0].State[0]) - 1
+		for i, ok := range applied {
+			if ok && i != winner {
+				t.Fatalf("racer %d was told its swap applied, but racer %d's is stored", i, winner)
+			}
 		}
 	})
 

@@ -320,10 +320,14 @@ func (e *Engine) Fold(ctx context.Context, t Target) (Base, error) {
 		return Base{}, fmt.Errorf("ledger %s/%s: the namespace's actors do not retire by age, so its ledgers do not fold", t.Namespace, t.Ledger)
 	}
 	// A fold that loses the race starts over from the winner's base,
-	// which usually leaves it nothing to do.
+	// which usually leaves it nothing to do. So does one whose swap's
+	// outcome is unknown (racing Paxos rounds): the read of the next round
+	// shows whether it was applied, and a swap from a base that has moved
+	// on is refused, so nothing is added twice.
 	for round := 1; ; round++ {
 		b, err := e.foldOnce(ctx, t)
-		if !errors.Is(err, errFoldLost) || round == foldRounds {
+		again := errors.Is(err, errFoldLost) || errors.Is(err, driver.ErrUnknownOutcome) || errors.Is(err, driver.ErrUnavailable)
+		if !again || round == foldRounds || ctx.Err() != nil {
 			return b, err
 		}
 	}

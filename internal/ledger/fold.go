@@ -362,57 +362,64 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 	if err != nil {
 		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, err)
 	}
-	old := rows.base
-	if cut <= old.Cut {
-		e.cuts.remember(k, old.Cut)
-		e.prune(ctx, t, rows, old.Cut, now)
-		return old, nil
+	stored := rows.base
+	next, passed, err := rows.fold(cut)
+	if err != nil {
+		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, err)
 	}
-	next := Base{Version: old.Version + 1, Cut: cut, P: old.P, N: old.N}
-	passed := 0
-	for _, id := range rows.actors {
+	// Moving the cut past no row would only cost a transaction, and
+	// would store a base for a ledger never written.
+	if passed > 0 {
+		var expect []byte
+		if stored.Version > 0 {
+			expect = EncodeBase(stored)
+		}
+		wctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+		defer cancel()
+		applied, err := e.cfg.Store.SwapLedgerBase(wctx, &driver.SwapLedgerBaseParams{
+			Namespace: t.Namespace, Ledger: t.Ledger, Expect: expect, Next: EncodeBase(next),
+			Consistency: t.WriteConsistency,
+		})
+		switch {
+		case err != nil:
+			return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, err)
+		case !applied:
+			return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, errFoldLost)
+		}
+		stored = next
+	}
+	e.cuts.remember(k, stored.Cut)
+	e.prune(ctx, t, rows, stored.Cut, now)
+	return stored, nil
+}
+
+// fold returns the base that moving the cut up to cut would store, and
+// how many rows it passes: those between the stored base's cut and cut.
+// A cut at or below the stored one passes none.
+func (r *ledgerRows) fold(cut string) (next Base, passed int, err error) {
+	old := r.base
+	if cut <= old.Cut {
+		return old, 0, nil
+	}
+	next = Base{Version: old.Version + 1, Cut: cut, P: old.P, N: old.N}
+	for _, id := range r.actors {
 		if id < old.Cut || id >= cut {
 			continue
 		}
 		passed++
 		if !dated(id) {
-			return Base{}, fmt.Errorf("ledger %s/%s: fold: actor %q has no birth date, so nothing says it stopped writing", t.Namespace, t.Ledger, id)
+			return Base{}, 0, fmt.Errorf("actor %q has no birth date, so nothing says it stopped writing", id)
 		}
-		a := rows.state[id]
+		a := r.state[id]
 		for neg, acc := range []*int64{&next.P, &next.N} {
 			sum, ok := a.Section(neg == 1).Sum()
 			if !ok || *acc > math.MaxInt64-sum {
-				return Base{}, fmt.Errorf("%w: ledger %s/%s: folding actor %q passes int64", ErrOverflow, t.Namespace, t.Ledger, id)
+				return Base{}, 0, fmt.Errorf("%w: folding actor %q passes int64", ErrOverflow, id)
 			}
 			*acc += sum
 		}
 	}
-	if passed == 0 {
-		// Moving the cut past no row would only cost a transaction, and
-		// would store a base for a ledger never written.
-		e.cuts.remember(k, old.Cut)
-		e.prune(ctx, t, rows, old.Cut, now)
-		return old, nil
-	}
-	var expect []byte
-	if old.Version > 0 {
-		expect = EncodeBase(old)
-	}
-	wctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
-	defer cancel()
-	applied, err := e.cfg.Store.SwapLedgerBase(wctx, &driver.SwapLedgerBaseParams{
-		Namespace: t.Namespace, Ledger: t.Ledger, Expect: expect, Next: EncodeBase(next),
-		Consistency: t.WriteConsistency,
-	})
-	switch {
-	case err != nil:
-		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, err)
-	case !applied:
-		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, errFoldLost)
-	}
-	e.cuts.remember(k, cut)
-	e.prune(ctx, t, rows, cut, now)
-	return next, nil
+	return next, passed, nil
 }
 
 // prune deletes the rows of folded actors that nothing reads any more:

@@ -106,6 +106,11 @@ func TestActorIDsAreDated(t *testing.T) {
 			t.Errorf("dated(%q) = %v, want %v", id, !want, want)
 		}
 	}
+	for _, at := range []time.Time{time.Unix(0, 0), t0, time.Unix(1<<40-1, 0)} {
+		if got, want := datePrefix(at), fmt.Sprintf("%010x", at.Unix()); got != want {
+			t.Errorf("datePrefix(%v) = %q, want %q", at, got, want)
+		}
+	}
 	// Fixed width: a later birth sorts after an earlier one as text.
 	if a, b := datePrefix(t0), datePrefix(t0.Add(time.Second)); len(a) != datedLen || a >= b {
 		t.Fatalf("datePrefix(t0) = %q, a second later %q", a, b)

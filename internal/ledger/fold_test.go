@@ -626,3 +626,37 @@ func TestBaseRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Reads start a fold of a ledger at most once per foldRetry, and after a
+// fold that passed nothing at most once per foldIdleRetry.
+func TestReadsPaceTheirFolds(t *testing.T) {
+	t.Parallel()
+	if foldRetry != 10*time.Second || foldIdleRetry != 10*time.Minute || maxFolding != 4 {
+		t.Fatalf("pacing %v, %v, %d folds at once; docs/ledger-folding.md says 10s, 10m and 4", foldRetry, foldIdleRetry, maxFolding)
+	}
+	var c cutMemory
+	k, other := slotKey{"n", "l"}, slotKey{"n", "m"}
+	steps := []struct {
+		at   time.Duration
+		idle bool // the fold started at this step passed nothing
+		want bool
+	}{
+		{0, false, true},
+		{foldRetry - time.Second, false, false},
+		{foldRetry, true, true},
+		{foldRetry + foldIdleRetry - time.Second, false, false},
+		{foldRetry + foldIdleRetry, false, true},
+	}
+	for _, s := range steps {
+		now := t0.Add(s.at)
+		if got := c.mayTry(k, now); got != s.want {
+			t.Fatalf("at +%v: mayTry = %v, want %v", s.at, got, s.want)
+		}
+		if s.idle {
+			c.idle(k, now)
+		}
+	}
+	if !c.mayTry(other, t0) {
+		t.Fatal("another ledger's fold was held back")
+	}
+}

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -160,7 +161,24 @@ func closeIter(it *pebble.Iterator, err *error, op string) {
 // valid during the call. An error from fn stops the scan and is returned.
 // With points set it adds the points the iterator stepped over
 // (ReadStats).
-func (d *Driver) scanPrefix(prefix []byte, points *uint64, fn func(key, value []byte) error) (err error) {
+func (d *Driver) scanPrefix(prefix []byte, points *uint64, fn func(key, value []byte) error) error {
+	return d.withPrefixIter(prefix, points, func(it *pebble.Iterator) error {
+		for valid := it.First(); valid; valid = it.Next() {
+			value, err := it.ValueAndErr()
+			if err != nil {
+				return fmt.Errorf("key %x: %w", it.Key(), err)
+			}
+			if err := fn(it.Key(), value); err != nil {
+				return err
+			}
+		}
+		return it.Error()
+	})
+}
+
+// withPrefixIter runs walk over an iterator bounded to prefix, then
+// closes it, adding to points (when set) the points it stepped over.
+func (d *Driver) withPrefixIter(prefix []byte, points *uint64, walk func(*pebble.Iterator) error) (err error) {
 	it, err := d.iterPrefix(prefix)
 	if err != nil {
 		return err
@@ -169,16 +187,7 @@ func (d *Driver) scanPrefix(prefix []byte, points *uint64, fn func(key, value []
 	if points != nil {
 		defer func() { *points += pointsOf(it) }() // before the close
 	}
-	for valid := it.First(); valid; valid = it.Next() {
-		value, err := it.ValueAndErr()
-		if err != nil {
-			return fmt.Errorf("key %x: %w", it.Key(), err)
-		}
-		if err := fn(it.Key(), value); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+	return walk(it)
 }
 
 // scanNamedFrom is scanNamed limited to the names at or after from (byte
@@ -187,24 +196,23 @@ func (d *Driver) scanPrefix(prefix []byte, points *uint64, fn func(key, value []
 // length's run of keys, to the first name at or after from, and never
 // visits the names below it. A read from a cut thus costs a seek per
 // length of name, not a step per name below the cut.
-func (d *Driver) scanNamedFrom(prefix []byte, from string, points *uint64, fn func(name string, value []byte) error) (err error) {
-	it, err := d.iterPrefix(prefix)
-	if err != nil {
-		return err
-	}
-	defer closeIter(it, &err, "")
-	if points != nil {
-		defer func() { *points += pointsOf(it) }() // before the close
-	}
+func (d *Driver) scanNamedFrom(prefix []byte, from string, points *uint64, fn func(name string, value []byte) error) error {
+	return d.withPrefixIter(prefix, points, func(it *pebble.Iterator) error {
+		return scanNamesFrom(it, len(prefix), from, fn)
+	})
+}
+
+func scanNamesFrom(it *pebble.Iterator, prefixLen int, from string, fn func(name string, value []byte) error) error {
 	for valid := it.First(); valid; {
-		name, err := shardIDAfter(it.Key(), len(prefix))
+		key := it.Key()
+		name, err := shardIDAfter(key, prefixLen)
 		if err != nil {
-			return fmt.Errorf("key %x: %w", it.Key(), err)
+			return fmt.Errorf("key %x: %w", key, err)
 		}
 		if name < from {
 			// This key is prefix | len(name) | name, and name < from, so
 			// prefix | len(name) | from sorts after it: the seek moves on.
-			target := binary.AppendUvarint(prefix[:len(prefix):len(prefix)], uint64(len(name)))
+			target := binary.AppendUvarint(bytes.Clone(key[:prefixLen]), uint64(len(name)))
 			valid = it.SeekGE(append(target, from...))
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/ledger"
@@ -78,7 +79,12 @@ type LedgerFold struct {
 	// Cut is where reads start: every actor whose id sorts below it has
 	// retired, and its credits and debits are counted in Credits and
 	// Debits.
-	Cut     string
+	Cut string
+	// Before is the birth time the cut stands for: the actors born
+	// before it (to the second) are folded. Zero for a ledger never
+	// folded. How far it trails now is how far folding lags: at least
+	// the fold age (docs/ledger-folding.md) once folds keep up.
+	Before  time.Time
 	Credits int64
 	Debits  int64
 }
@@ -256,7 +262,9 @@ func (c *Client) FoldLedger(ctx context.Context, namespace, name string) (*Ledge
 	if err != nil {
 		return nil, publicError(err)
 	}
-	return &LedgerFold{Namespace: ns.Name, Ledger: name, Folds: b.Version, Cut: b.Cut, Credits: b.P, Debits: b.N}, nil
+	f := &LedgerFold{Namespace: ns.Name, Ledger: name, Folds: b.Version, Cut: b.Cut, Credits: b.P, Debits: b.N}
+	f.Before, _ = ledger.CutTime(b.Cut)
+	return f, nil
 }
 
 // ledgerValueBy resolves the ledger, gets its state with get (a plain read,

@@ -81,6 +81,28 @@ func datePrefix(t time.Time) string {
 	return string(b[:])
 }
 
+// CutTime is the birth time a cut stands for: every actor born in an
+// earlier second sorts below it, so a fold has passed it. ok is false for
+// a cut that starts with no birth prefix (the empty cut of a ledger never
+// folded).
+func CutTime(cut string) (t time.Time, ok bool) {
+	if len(cut) < datedLen {
+		return time.Time{}, false
+	}
+	var u int64
+	for _, c := range []byte(cut[:datedLen]) {
+		switch {
+		case c >= '0' && c <= '9':
+			u = u<<4 | int64(c-'0')
+		case c >= 'a' && c <= 'f':
+			u = u<<4 | int64(c-'a'+10)
+		default:
+			return time.Time{}, false
+		}
+	}
+	return time.Unix(u, 0), true
+}
+
 // dated reports whether an actor id starts with a birth prefix.
 func dated(id string) bool {
 	if len(id) <= datedLen+1 || id[datedLen] != '.' {

@@ -110,6 +110,18 @@ func TestActorIDsAreDated(t *testing.T) {
 		if got, want := datePrefix(at), fmt.Sprintf("%010x", at.Unix()); got != want {
 			t.Errorf("datePrefix(%v) = %q, want %q", at, got, want)
 		}
+		// A cut made of the prefix, or of an actor id (a floored ledger's
+		// cut), stands for the same birth second.
+		for _, cut := range []string{datePrefix(at), datePrefix(at) + ".host-1-3"} {
+			if got, ok := CutTime(cut); !ok || !got.Equal(at) {
+				t.Errorf("CutTime(%q) = %v, %v; want %v", cut, got, ok, at)
+			}
+		}
+	}
+	for _, cut := range []string{"", "0069a1b2c", "0069A1B2C3", "host-1-1234"} {
+		if got, ok := CutTime(cut); ok {
+			t.Errorf("CutTime(%q) = %v, want no time", cut, got)
+		}
 	}
 	// Fixed width: a later birth sorts after an earlier one as text.
 	if a, b := datePrefix(t0), datePrefix(t0.Add(time.Second)); len(a) != datedLen || a >= b {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/abacusdb/abacus"
 	"github.com/abacusdb/abacus/clock"
+	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/driver/embedded"
 )
 
@@ -62,6 +63,7 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 	}
 	events := s.names("aging-events", 1)[0]
 	var hotWant, coldWant int64
+	ledgerFolds := map[string]uint64{}
 	o := Options{Concurrency: s.cfg.Options.Concurrency, Warmup: s.cfg.AgingReadTime / 5, Duration: s.cfg.AgingReadTime}
 	var rows []Row
 	native := func(day int) error {
@@ -88,7 +90,9 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 		coldWant += int64((writers + 9) / 10)
 		clk.Advance(agingDay)
 		folded := 0
+		collections := map[string]*Collection{}
 		for _, name := range []string{hot, cold} {
+			start := time.Now()
 			res, err := collectRetrying(ctx, reader, abacus.DefaultNamespace, name)
 			if err != nil {
 				return rows, err
@@ -96,8 +100,14 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 			if res.Skipped {
 				return rows, fmt.Errorf("bench: aging day %d: GC of %s skipped %d times: %v", day, name, collectAttempts, res.Err)
 			}
+			c := &Collection{Took: time.Since(start), Folded: res.Folded}
+			if c.Behind, err = s.shardsBehind(ctx, clk.Now(), name); err != nil {
+				return rows, fmt.Errorf("bench: aging day %d: %w", day, err)
+			}
+			collections[name] = c
 			folded += res.Folded
 		}
+		start := time.Now()
 		rolled, err := collectRetrying(ctx, reader, eventsNS, events)
 		if err != nil {
 			return rows, err
@@ -105,12 +115,26 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 		if rolled.Skipped {
 			return rows, fmt.Errorf("bench: aging day %d: rollup of %s skipped %d times: %v", day, events, collectAttempts, rolled.Err)
 		}
+		collections[events] = &Collection{Took: time.Since(start), Folded: rolled.Folded}
+		if collections[events].Behind, err = s.rollupBehind(ctx, clk.Now(), eventsNS, events); err != nil {
+			return rows, fmt.Errorf("bench: aging day %d: %w", day, err)
+		}
 		// Reads fold ledgers in the background; the day's fold here
 		// makes each day's row the same whatever the timing.
 		for _, l := range []string{busyLedger, oneLedger} {
-			if _, err := reader.FoldLedger(ctx, abacus.DefaultLedgerNamespace, l); err != nil {
+			start := time.Now()
+			f, err := reader.FoldLedger(ctx, abacus.DefaultLedgerNamespace, l)
+			if err != nil {
 				return rows, fmt.Errorf("bench: aging day %d: folding ledger %s: %w", day, l, err)
 			}
+			c := &Collection{Took: time.Since(start)}
+			if f.Folds > ledgerFolds[l] {
+				c.Folded, ledgerFolds[l] = 1, f.Folds
+			}
+			if !f.Before.IsZero() {
+				c.Behind = clk.Now().Sub(f.Before)
+			}
+			collections[l] = c
 		}
 		// As the GC sweeper does after each collection (a no-op on
 		// Cassandra, which drops tombstones on its own).
@@ -134,6 +158,7 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 				Series: "sharded, " + c.label + " counter",
 			}, ShardedReads(reader, abacus.DefaultNamespace, c.name))
 			row.StoredBytes = s.storedBytes()
+			row.Collection = collections[c.name]
 			row.Check = fmt.Sprintf("ok: read %d from %d live shards; GC folded %d shards that day", c.want, v.Shards, folded)
 			if row.StoredBytes > 0 {
 				row.Check += fmt.Sprintf("; the store's files hold %d bytes", row.StoredBytes)
@@ -159,6 +184,7 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 			Series: "events counter",
 		}, EventsReads(reader, eventsNS, events))
 		row.Check = fmt.Sprintf("ok: read %d, %s un-rolled; the rollup folded %d that day", hotWant, plural(ev.Events, "event"), rolled.Folded)
+		row.Collection = collections[events]
 		if row.Trace, err = s.traceAgingRead(ctx, func(ctx context.Context) error {
 			_, err := reader.Get(ctx, eventsNS, events)
 			return err
@@ -189,6 +215,7 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 				Model: ModelLedger, Via: "library", Counters: 1, Day: day, Series: l.series,
 			}, LedgerReads(reader, abacus.DefaultLedgerNamespace, picker))
 			row.Check = fmt.Sprintf("ok: read %d from %s", l.want, plural(v.Actors, "actor row"))
+			row.Collection = collections[l.name]
 			if v.Folds > 0 {
 				row.Check += fmt.Sprintf(" and a base that %s built", plural(int(v.Folds), "fold"))
 			}
@@ -203,6 +230,55 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 	}
 	err = native(days)
 	return rows, err
+}
+
+// Collection is what one day's collection of an aging row's counter or
+// ledger did: a sharded counter's GC, an events counter's rollup, a
+// ledger's fold. A collection that slows down as the counter ages, or
+// falls further behind, is aging as surely as a slower read.
+type Collection struct {
+	// Took is the collection's real time, retries of a skipped one
+	// included.
+	Took time.Duration `json:"took_ns"`
+	// Folded is what it folded: shards for a sharded counter, events for
+	// an events counter; for a ledger 1 when the fold moved the cut, else
+	// 0 (a fold reports no count of actors).
+	Folded int `json:"folded"`
+	// Behind is how far the folded state ends before the simulated now:
+	// the latest death of a shard folded into the tally, the rollup's
+	// epoch, the birth time of the ledger's cut. 0 when nothing was
+	// folded yet. By design it is at least the GC grace (24 h), the
+	// accept window plus the rollup delay (65 min), and the fold age
+	// (about 51 h); more than a day beyond that means collection fell
+	// behind.
+	Behind time.Duration `json:"behind_ns"`
+}
+
+// shardsBehind is how far before now the tally of a sharded counter of
+// the default namespace ends: the latest death of a shard folded into it.
+func (s *suite) shardsBehind(ctx context.Context, now time.Time, counter string) (time.Duration, error) {
+	set, err := s.store.ReadShards(ctx, &driver.ReadShardsParams{Namespace: abacus.DefaultNamespace, Counter: counter})
+	if err != nil {
+		return 0, fmt.Errorf("reading the shards of %s: %w", counter, err)
+	}
+	if set.Tally == nil {
+		return 0, nil
+	}
+	// The tally's timestamp is one microsecond past the latest death
+	// folded into it.
+	return now.Sub(time.UnixMicro(set.Tally.Timestamp - 1)), nil
+}
+
+// rollupBehind is how far before now an events counter's rollup ends.
+func (s *suite) rollupBehind(ctx context.Context, now time.Time, ns, counter string) (time.Duration, error) {
+	rec, err := s.store.ReadEventCounter(ctx, &driver.ReadEventCounterParams{Namespace: ns, Counter: counter})
+	if err != nil {
+		return 0, fmt.Errorf("reading the record of %s: %w", counter, err)
+	}
+	if rec == nil || rec.Rollup == nil {
+		return 0, nil
+	}
+	return now.Sub(time.UnixMicro(rec.Rollup.Epoch)), nil
 }
 
 // traceAgingRead makes one read of an aging row's counter or ledger with

@@ -87,6 +87,9 @@ type Row struct {
 	// stats) reported of one read of an aging row's counter or ledger,
 	// made after the row's run.
 	Trace *ReadTrace `json:"trace,omitempty"`
+	// Collection is what the day's collection of an aging row's counter
+	// or ledger did before the row's reads: nil for native reads.
+	Collection *Collection `json:"collection,omitempty"`
 	// Started is when the run (its warm-up) began, to line rows up with
 	// outside measurements such as the store's own CPU use.
 	Started time.Time `json:"started"`
@@ -343,6 +346,32 @@ func agingRatios(rows []Row) []Ratio {
 			})
 		}
 	}
+	return append(out, collectionRatios(series, order)...)
+}
+
+// collectionRatios compares, for each aging series, the time of the last
+// day's collection with that of the first day's collection that folded as
+// much: a collection that slows down as the counter ages would show here.
+func collectionRatios(series map[string][]*Row, order []string) []Ratio {
+	var out []Ratio
+	for _, name := range order {
+		rs := series[name]
+		last := rs[len(rs)-1]
+		if last.Collection == nil || last.Collection.Folded == 0 || last.Collection.Took <= 0 {
+			continue
+		}
+		for _, r := range rs {
+			if c := r.Collection; c != nil && c.Folded == last.Collection.Folded && c.Took > 0 {
+				if r != last {
+					out = append(out, Ratio{
+						Name:  fmt.Sprintf("aging collection time, %s: day %d / day %d (folded %d each)", name, last.Day, r.Day, c.Folded),
+						Value: float64(last.Collection.Took) / float64(c.Took),
+					})
+				}
+				break
+			}
+		}
+	}
 	return out
 }
 
@@ -445,12 +474,28 @@ var columns = []column{
 	{"cpu host", func(r Row) string { return fmtCores(r.HostCPU) }, always},
 	{"rss peak", func(r Row) string { return fmtBytes(r.RSSPeak) }, always},
 	{"rss end", func(r Row) string { return fmtBytes(r.RSSEnd) }, always},
+	{"collection: took / folded / behind", func(r Row) string {
+		if r.Collection == nil {
+			return "-"
+		}
+		c := r.Collection
+		behind := "nothing folded"
+		if c.Behind > 0 {
+			behind = fmtHours(c.Behind)
+		}
+		return fmtDuration(c.Took) + " / " + strconv.Itoa(c.Folded) + " / " + behind
+	}, anyRow(func(r Row) bool { return r.Collection != nil })},
 	{"traced read: live / tombstones", func(r Row) string {
 		if r.Trace == nil {
 			return "-"
 		}
 		return strconv.Itoa(r.Trace.Live) + " / " + strconv.Itoa(r.Trace.Tombstones)
 	}, anyRow(func(r Row) bool { return r.Trace != nil })},
+}
+
+// fmtHours prints a simulated span in hours, to a tenth.
+func fmtHours(d time.Duration) string {
+	return strconv.FormatFloat(d.Hours(), 'f', 1, 64) + " h"
 }
 
 // fmtBytes prints a memory size in MiB; "?" when unknown.

@@ -282,7 +282,12 @@ func checkAging(t *testing.T, rep *Report, last Row) {
 		// ages (24h, a fold age of about 51h) the actors of days 4 and 5
 		// may still write; each day's fold passed one day's actors, those
 		// of days 1 to 3.
-		"aging read p50, ledger, an actor per writer / ledger, one actor, day 5 (read 60 from 24 actor rows and a base that 3 folds built)"} {
+		"aging read p50, ledger, an actor per writer / ledger, one actor, day 5 (read 60 from 24 actor rows and a base that 3 folds built)",
+		// Each collection's time on the last day against the first that
+		// folded as much.
+		"aging collection time, sharded, hot counter: day 5 / day 3 (folded 12 each)",
+		"aging collection time, events counter: day 5 / day 1 (folded 12 each)",
+		"aging collection time, ledger, an actor per writer: day 5 / day 3 (folded 1 each)"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("no ratio %q among %q", want, names)
 		}
@@ -291,6 +296,32 @@ func checkAging(t *testing.T, rep *Report, last Row) {
 		t.Error("no events row on day 5")
 	} else if ev := rep.Rows[i]; ev.Events != 0 || ev.Check != "ok: read 60, 0 events un-rolled; the rollup folded 12 that day" {
 		t.Errorf("day 5's events row: %d un-rolled, check %q", ev.Events, ev.Check)
+	}
+	// Each day's collections keep up: on the last day each folded a day's
+	// worth, and what they have folded ends no further before now than
+	// the design's wait (the GC grace, the accept window plus the rollup
+	// delay, the fold age) and a day's schedule. A collection left
+	// behind, or one that stopped folding, fails here.
+	behind := map[string]struct {
+		folded   int
+		min, max time.Duration
+	}{
+		"sharded, hot counter":        {12, 24 * time.Hour, 72 * time.Hour},
+		"sharded, cold counter":       {2, 24 * time.Hour, 72 * time.Hour},
+		"events counter":              {12, 65 * time.Minute, 25 * time.Hour},
+		"ledger, an actor per writer": {1, 51 * time.Hour, 76 * time.Hour},
+	}
+	for _, r := range rep.Rows {
+		if (r.Collection == nil) != (r.Series == "native read") {
+			t.Errorf("aging row %q: collection %+v", r.Scenario, r.Collection)
+		}
+		want, ok := behind[r.Series]
+		if !ok || r.Day != last.Day {
+			continue
+		}
+		if c := r.Collection; c == nil || c.Folded != want.folded || c.Behind < want.min || c.Behind > want.max || c.Took <= 0 {
+			t.Errorf("day %d's %s: collection %+v, want %d folded and behind by %v to %v", r.Day, r.Series, c, want.folded, want.min, want.max)
+		}
 	}
 	chart, ok := rep.agingChart()
 	if !ok || len(chart.Lines) < 4 || len(chart.Lines[len(chart.Lines)-1].Days) != 5 {

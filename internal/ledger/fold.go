@@ -240,6 +240,58 @@ type cutMemory struct {
 type cutEntry struct {
 	cut  string
 	next time.Time // the earliest this process starts another fold of the ledger
+	// wholeRead is when this process's folds last read every row of the
+	// ledger, and pruneAt the earliest a row below the cut may become
+	// deletable (pruneDue).
+	wholeRead, pruneAt time.Time
+}
+
+// pruneEvery is the least time between two folds of a ledger, in one
+// process, that read every row in order to prune: the reads of the folds
+// between them start at the cut. Deletable rows wait up to this long.
+const pruneEvery = time.Hour
+
+// earlier is the earlier of two times.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// pruneDue reports whether the next fold of the ledger should read every
+// row rather than from the cut: when this process has not done so yet,
+// or when a row below the cut may be deletable now and the last such
+// read is pruneEvery ago.
+func (c *cutMemory) pruneDue(k slotKey, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	en := c.m[k]
+	return en.wholeRead.IsZero() || !now.Before(en.pruneAt) && now.Sub(en.wholeRead) >= pruneEvery
+}
+
+// pruned records what a fold's prune left: due is the earliest a row it
+// kept below the cut becomes deletable. After a read of every row that
+// replaces what was known; after a read from the cut, which saw only
+// some rows, it can only bring the time closer. latest bounds it: a row
+// folded by another process, which reads from the cut do not see, may be
+// deletable from then on (foldOnce).
+func (c *cutMemory) pruned(k slotKey, whole bool, due, latest, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxRememberedCuts {
+		c.m = map[slotKey]cutEntry{}
+	}
+	en := c.m[k]
+	switch {
+	case whole:
+		en.wholeRead, en.pruneAt = now, earlier(due, latest)
+	case en.wholeRead.IsZero():
+		return // not known to read every row: nothing to bound
+	default:
+		en.pruneAt = earlier(en.pruneAt, due)
+	}
+	c.m[k] = en
 }
 
 func (c *cutMemory) cut(k slotKey) string {
@@ -386,12 +438,29 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 		}
 	}
 	// Every row at ALL: a row that reached one replica only is counted.
-	// From the first row, the folded ones too, which prune may delete.
+	// From the cut this process last saw, as value reads start: the rows
+	// below it are in the base, and the rows the fold passes are above
+	// it. From the first row when a prune may be due, since prune deletes
+	// folded rows, or when the base turns out to be below that cut (a
+	// ledger deleted and written again): the rows between its cut and the
+	// remembered one would go uncounted. So a fold reads the rows that
+	// may still write and the ones it passes, not every row the history
+	// keeps.
 	k := slotKey{t.Namespace, t.Ledger}
-	rows, err := e.readRows(ctx, t, driver.All, "")
+	whole := e.cuts.pruneDue(k, now)
+	from := ""
+	if !whole {
+		from = e.cuts.cut(k)
+	}
+	rows, err := e.readRows(ctx, t, driver.All, from)
+	if err == nil && rows.base.Cut < from {
+		whole = true
+		rows, err = e.readRows(ctx, t, driver.All, "")
+	}
 	if err != nil {
 		return Base{}, fmt.Errorf("ledger %s/%s: fold: %w", t.Namespace, t.Ledger, err)
 	}
+	whole = whole || from == ""
 	stored := rows.base
 	next, passed, err := rows.fold(cut)
 	if err != nil {
@@ -419,7 +488,17 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 		stored = next
 	}
 	e.cuts.remember(k, stored.Cut)
-	e.prune(ctx, t, rows, stored.Cut, now)
+	due := e.prune(ctx, t, rows, stored.Cut, now)
+	// A row another process folds after this read is above this
+	// process's cut now and below it later, when reads from the cut no
+	// longer see it; it was written before that fold, so it is deletable
+	// within the entry retention (and the skew allowance) of now, when
+	// the next read of every row comes due at the latest.
+	latest := now.Add(foldSkew)
+	if t.Options.keepsEntries() {
+		latest = latest.Add(t.Options.EntryRetention)
+	}
+	e.cuts.pruned(k, whole, due, latest, now)
 	return stored, nil
 }
 
@@ -459,14 +538,23 @@ func (r *ledgerRows) fold(cut string) (next Base, passed int, err error) {
 // history would check against them has expired. No write of them can
 // land any more (the fold age), so a delete as of the row's write time
 // is final. A fenced row, written at a timestamp far in the future, is
-// never old enough, and stays. A failure leaves the rows for the next
-// fold.
-func (e *Engine) prune(ctx context.Context, t Target, rows *ledgerRows, cut string, now time.Time) {
+// never old enough, and stays. A failure leaves the rows for a later
+// fold that reads every row. It returns the earliest a row it kept below
+// the cut becomes deletable: now after a failure, far in the future when
+// it kept none.
+func (e *Engine) prune(ctx context.Context, t Target, rows *ledgerRows, cut string, now time.Time) (due time.Time) {
+	due = now.Add(100 * 365 * 24 * time.Hour)
 	var gone []driver.LedgerRow
 	for _, id := range rows.actors {
-		ts := rows.stamps[id]
-		if id >= cut || t.Options.keepsEntries() && time.UnixMicro(ts).Add(t.Options.EntryRetention+foldSkew).After(now) {
+		if id >= cut {
 			continue
+		}
+		ts := rows.stamps[id]
+		if t.Options.keepsEntries() {
+			if at := time.UnixMicro(ts).Add(t.Options.EntryRetention + foldSkew); at.After(now) {
+				due = earlier(due, at)
+				continue
+			}
 		}
 		gone = append(gone, driver.LedgerRow{Actor: id, Timestamp: ts})
 	}
@@ -478,12 +566,13 @@ func (e *Engine) prune(ctx context.Context, t Target, rows *ledgerRows, cut stri
 		})
 		cancel()
 		if err != nil {
-			e.cfg.Logger.Warn("ledger: could not delete folded rows; the next fold tries again",
+			e.cfg.Logger.Warn("ledger: could not delete folded rows; a later fold tries again",
 				"namespace", t.Namespace, "ledger", t.Ledger, "rows", len(gone), "err", err)
-			return
+			return now
 		}
 		gone = gone[n:]
 	}
+	return due
 }
 
 // ledgerRows is a ledger as stored: the base, and every actor row

@@ -295,7 +295,8 @@ func (h baseHider) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) (
 
 // A reader that remembers a cut, answered by a replica that lacks the
 // base, reads again from the first row rather than count the rows
-// between the cuts as lost; a fold, which reads every row, is not misled.
+// between the cuts as lost; so does a fold, which also reads from its
+// cut.
 func TestAReadWithoutTheBaseReadsEveryRow(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		tg := retiredWriters(t, h, "stale", 3)
@@ -671,4 +672,99 @@ func TestReadsPaceTheirFolds(t *testing.T) {
 	if !c.mayTry(other, t0) {
 		t.Fatal("another ledger's fold was held back")
 	}
+}
+
+// foldReads records where the reads at ALL (a fold's) start.
+type foldReads struct {
+	driver.Ledgers
+	mu    sync.Mutex
+	froms []string
+}
+
+func (r *foldReads) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
+	if p.Consistency == driver.All {
+		r.mu.Lock()
+		r.froms = append(r.froms, p.From)
+		r.mu.Unlock()
+	}
+	return r.Ledgers.ReadLedger(ctx, p)
+}
+
+// last is where the last fold's read started.
+func (r *foldReads) last(t *testing.T) string {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.froms) == 0 {
+		t.Fatal("no read at ALL")
+	}
+	return r.froms[len(r.froms)-1]
+}
+
+// A fold reads from the cut it last saw: the rows that may still write
+// and the ones it passes, not every row the history keeps. It reads every
+// row the first time in a process and when a folded row may have become
+// deletable, and deletes those.
+func TestFoldReadsFromItsCutUntilAPruneIsDue(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		o := foldOptions()
+		o.EntryRetention = 24 * time.Hour
+		tg := h.target("from-cut", o)
+		for i := range 3 {
+			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
+		}
+		h.clk.Advance(testFoldAge + time.Hour)
+		reads := &foldReads{Ledgers: h.store}
+		e := h.engine(func(c *Config) { foldConfig(c); c.Store = reads })
+		b1 := mustFold(t, e, tg)
+		if b1.Version != 1 || b1.P != 30 || reads.last(t) != "" {
+			t.Fatalf("first fold %v from %q, want v1 +30 from the first row", b1, reads.last(t))
+		}
+		mustUpdate(t, h.engine(foldConfig), tg, 5, "mid")
+		h.clk.Advance(testFoldAge + time.Hour)
+		if b2 := mustFold(t, e, tg); b2.Version != 2 || b2.P != 35 || reads.last(t) != b1.Cut {
+			t.Fatalf("second fold %v from %q, want v2 +35 from the first cut %q", b2, reads.last(t), b1.Cut)
+		}
+		if got := storedActors(t, h, tg); len(got) != 4 {
+			t.Fatalf("rows %v, want all 4 while their entries live", got)
+		}
+		// Every entry has expired: the next fold reads every row and
+		// deletes the folded ones.
+		h.clk.Advance(24 * time.Hour)
+		if b3 := mustFold(t, e, tg); b3.Version != 2 || reads.last(t) != "" {
+			t.Fatalf("third fold %v from %q, want v2 from the first row", b3, reads.last(t))
+		}
+		if got := storedActors(t, h, tg); len(got) != 0 {
+			t.Fatalf("rows %v after their entries expired, want none", got)
+		}
+		wantValue(t, h.engine(foldConfig), tg, 35)
+	})
+}
+
+// A row folded by another process is above this process's cut when it
+// last read every row and below the cut it reads from afterwards, so it
+// never sees it; it still reads every row again by the time such a row
+// may be deletable, and deletes it.
+func TestRowsFoldedElsewhereAreDeletedInTime(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		o := foldOptions()
+		o.EntryRetention = 24 * time.Hour
+		tg := h.target("elsewhere", o)
+		mustUpdate(t, h.engine(foldConfig), tg, 10, "r-1")
+		reads := &foldReads{Ledgers: h.store}
+		e := h.engine(func(c *Config) { foldConfig(c); c.Store = reads })
+		if b := mustFold(t, e, tg); b.Version != 0 || reads.last(t) != "" {
+			t.Fatalf("fold of a live actor %v from %q, want nothing folded, from the first row", b, reads.last(t))
+		}
+		h.clk.Advance(testFoldAge + time.Hour)
+		if b := mustFold(t, h.engine(foldConfig), tg); b.Version != 1 || b.P != 10 {
+			t.Fatalf("the other process's fold %v, want v1 +10", b)
+		}
+		wantValue(t, e, tg, 10) // e now reads from the other fold's cut
+		h.clk.Advance(24 * time.Hour)
+		mustFold(t, e, tg)
+		if got := storedActors(t, h, tg); reads.last(t) != "" || len(got) != 0 {
+			t.Fatalf("fold from %q left rows %v, want a read of every row and none left", reads.last(t), got)
+		}
+	})
 }

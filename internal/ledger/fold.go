@@ -246,10 +246,25 @@ type cutEntry struct {
 	wholeRead, pruneAt time.Time
 }
 
-// pruneEvery is the least time between two folds of a ledger, in one
-// process, that read every row in order to prune: the reads of the folds
-// between them start at the cut. Deletable rows wait up to this long.
-const pruneEvery = time.Hour
+// pruneGap is the least time between two folds of a ledger, in one
+// process, that read every row in order to prune; the folds between them
+// read from the cut. A tenth of the entry retention, and at least
+// minPruneGap: once the history is full a row becomes deletable every
+// time an actor's entries expire, and a gap shorter than the time between
+// folds would make every fold read every row again. Deletable rows wait
+// up to this long, so a ledger keeps at most a tenth more rows than its
+// retention needs.
+func pruneGap(o Options) time.Duration {
+	if !o.keepsEntries() {
+		return minPruneGap
+	}
+	return max(minPruneGap, o.EntryRetention/10)
+}
+
+// minPruneGap is pruneGap's floor, for short retentions and namespaces
+// without history (whose folds delete what they pass, reading every row
+// only after a delete failed).
+const minPruneGap = time.Hour
 
 // earlier is the earlier of two times.
 func earlier(a, b time.Time) time.Time {
@@ -262,12 +277,12 @@ func earlier(a, b time.Time) time.Time {
 // pruneDue reports whether the next fold of the ledger should read every
 // row rather than from the cut: when this process has not done so yet,
 // or when a row below the cut may be deletable now and the last such
-// read is pruneEvery ago.
-func (c *cutMemory) pruneDue(k slotKey, now time.Time) bool {
+// read is gap ago (pruneGap).
+func (c *cutMemory) pruneDue(k slotKey, now time.Time, gap time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	en := c.m[k]
-	return en.wholeRead.IsZero() || !now.Before(en.pruneAt) && now.Sub(en.wholeRead) >= pruneEvery
+	return en.wholeRead.IsZero() || !now.Before(en.pruneAt) && now.Sub(en.wholeRead) >= gap
 }
 
 // pruned records what a fold's prune left: due is the earliest a row it
@@ -447,7 +462,7 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 	// may still write and the ones it passes, not every row the history
 	// keeps.
 	k := slotKey{t.Namespace, t.Ledger}
-	whole := e.cuts.pruneDue(k, now)
+	whole := e.cuts.pruneDue(k, now, pruneGap(t.Options))
 	from := ""
 	if !whole {
 		from = e.cuts.cut(k)
@@ -489,11 +504,12 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 	}
 	e.cuts.remember(k, stored.Cut)
 	due := e.prune(ctx, t, rows, stored.Cut, now)
-	// A row another process folds after this read is above this
-	// process's cut now and below it later, when reads from the cut no
-	// longer see it; it was written before that fold, so it is deletable
-	// within the entry retention (and the skew allowance) of now, when
-	// the next read of every row comes due at the latest.
+	// A row another process folds later may never show below the cut in
+	// this process's reads from the cut. Bounding the next read of every
+	// row by the entry retention (and the skew allowance) from now makes
+	// that read see it: a row written after now is not deletable before
+	// then, and one written before now but above the cut (born within
+	// the fold age) is deleted by that read at most the fold age late.
 	latest := now.Add(foldSkew)
 	if t.Options.keepsEntries() {
 		latest = latest.Add(t.Options.EntryRetention)

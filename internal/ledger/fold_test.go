@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -766,5 +767,87 @@ func TestRowsFoldedElsewhereAreDeletedInTime(t *testing.T) {
 		if got := storedActors(t, h, tg); reads.last(t) != "" || len(got) != 0 {
 			t.Fatalf("fold from %q left rows %v, want a read of every row and none left", reads.last(t), got)
 		}
+	})
+}
+
+// failDeletes fails DeleteLedgerRows while failing is set.
+type failDeletes struct {
+	driver.Ledgers
+	failing atomic.Bool
+}
+
+func (f *failDeletes) DeleteLedgerRows(ctx context.Context, p *driver.DeleteLedgerRowsParams) error {
+	if f.failing.Load() {
+		return fmt.Errorf("%w: deletes fail in this test", driver.ErrUnavailable)
+	}
+	return f.Ledgers.DeleteLedgerRows(ctx, p)
+}
+
+// Reads of every row are spaced by pruneGap: a delete that failed is
+// tried again by the first fold a gap later, not by every fold before it.
+func TestAFailedDeleteIsRetriedAGapLater(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		o := foldOptions()
+		o.EntryRetention = 24 * time.Hour
+		if gap := pruneGap(o.WithDefaults()); gap != 24*time.Hour/10 {
+			t.Fatalf("pruneGap %v, want a tenth of the retention", gap)
+		}
+		tg := h.target("failed-delete", o)
+		for i := range 3 {
+			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
+		}
+		h.clk.Advance(testFoldAge + time.Hour + 24*time.Hour) // folded and deletable at the first fold
+		fails := &failDeletes{Ledgers: h.store}
+		fails.failing.Store(true)
+		reads := &foldReads{Ledgers: fails}
+		e := h.engine(func(c *Config) { foldConfig(c); c.Store = reads })
+		b := mustFold(t, e, tg)
+		if got := storedActors(t, h, tg); b.P != 30 || len(got) != 3 {
+			t.Fatalf("fold %v left rows %v; want +30 and the 3 rows its failed delete kept", b, got)
+		}
+		fails.failing.Store(false)
+		h.clk.Advance(time.Hour)
+		mustFold(t, e, tg)
+		if got := storedActors(t, h, tg); reads.last(t) != b.Cut || len(got) != 3 {
+			t.Fatalf("a fold within the gap read from %q and left %v; want a read from the cut %q, rows kept", reads.last(t), got, b.Cut)
+		}
+		h.clk.Advance(2 * time.Hour)
+		mustFold(t, e, tg)
+		if got := storedActors(t, h, tg); reads.last(t) != "" || len(got) != 0 {
+			t.Fatalf("the first fold past the gap read from %q and left %v; want a read of every row, none left", reads.last(t), got)
+		}
+		wantValue(t, h.engine(foldConfig), tg, 30)
+	})
+}
+
+// A row this process folded through a read from the cut is deleted once
+// it is deletable, not only when the bound on the next read of every row
+// comes.
+func TestRowsFoldedFromTheCutAreDeletedWhenDue(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		o := foldOptions()
+		o.EntryRetention = 24 * time.Hour
+		tg := h.target("due", o)
+		mustUpdate(t, h.engine(foldConfig), tg, 10, "y") // folded and deleted by the first fold
+		h.clk.Advance(25 * time.Hour)
+		mustUpdate(t, h.engine(foldConfig), tg, 5, "x") // deletable at t0 + 49h10m
+		h.clk.Advance(3 * time.Hour)
+		reads := &foldReads{Ledgers: h.store}
+		e := h.engine(func(c *Config) { foldConfig(c); c.Store = reads })
+		// t0+28h: reads every row, passes and deletes y; x is live. The
+		// next read of every row is due at t0+52h10m at the latest.
+		if b := mustFold(t, e, tg); b.P != 10 || reads.last(t) != "" || len(storedActors(t, h, tg)) != 1 {
+			t.Fatalf("first fold %v from %q, rows %v; want +10 from the first row, x left", b, reads.last(t), storedActors(t, h, tg))
+		}
+		h.clk.Advance(testFoldAge + time.Hour - 3*time.Hour) // t0 + 31h20m
+		if b := mustFold(t, e, tg); b.P != 15 || reads.last(t) == "" {
+			t.Fatalf("second fold %v from %q, want +15 from the cut", b, reads.last(t))
+		}
+		h.clk.Advance(50*time.Hour - 31*time.Hour - 20*time.Minute) // t0 + 50h
+		mustFold(t, e, tg)
+		if got := storedActors(t, h, tg); reads.last(t) != "" || len(got) != 0 {
+			t.Fatalf("at t0+50h the fold read from %q and left %v; want a read of every row, none left", reads.last(t), got)
+		}
+		wantValue(t, h.engine(foldConfig), tg, 15)
 	})
 }

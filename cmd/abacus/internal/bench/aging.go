@@ -128,6 +128,9 @@ func (s *suite) aging(ctx context.Context) ([]Row, error) {
 				return rows, fmt.Errorf("bench: aging day %d: folding ledger %s: %w", day, l, err)
 			}
 			c := &Collection{Took: time.Since(start)}
+			// Reads start folds too, but the day's reads come after this
+			// fold at the same simulated time, when there is nothing more
+			// to pass: a new fold count is this fold's.
 			if f.Folds > ledgerFolds[l] {
 				c.Folded, ledgerFolds[l] = 1, f.Folds
 			}
@@ -256,6 +259,9 @@ type Collection struct {
 
 // shardsBehind is how far before now the tally of a sharded counter of
 // the default namespace ends: the latest death of a shard folded into it.
+// It reads the driver under the counter's own name, which is the stored
+// one while the namespace has no TTL and the counter was never deleted,
+// as in this scenario.
 func (s *suite) shardsBehind(ctx context.Context, now time.Time, counter string) (time.Duration, error) {
 	set, err := s.store.ReadShards(ctx, &driver.ReadShardsParams{Namespace: abacus.DefaultNamespace, Counter: counter})
 	if err != nil {

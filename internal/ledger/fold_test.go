@@ -29,6 +29,14 @@ func foldOptions() Options {
 	return Options{ActorMaxAge: testMaxAge, ClaimTTL: time.Hour}
 }
 
+// dayOfHistory is foldOptions with entries kept a day, so folded rows
+// become deletable a day after their last write.
+func dayOfHistory() Options {
+	o := foldOptions()
+	o.EntryRetention = 24 * time.Hour
+	return o
+}
+
 func foldConfig(c *Config) { c.LateWriteWindow = time.Minute }
 
 // born is the birth an actor id carries.
@@ -45,11 +53,17 @@ func born(t *testing.T, actor string) string {
 func retiredWriters(t *testing.T, h *harness, ledger string, n int) Target {
 	t.Helper()
 	tg := h.target(ledger, foldOptions())
+	retire(t, h, tg, n)
+	return tg
+}
+
+// retire is retiredWriters on a given ledger.
+func retire(t *testing.T, h *harness, tg Target, n int) {
+	t.Helper()
 	for i := range n {
 		mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
 	}
 	h.clk.Advance(testFoldAge + time.Hour)
-	return tg
 }
 
 func mustFold(t *testing.T, e *Engine, tg Target) Base {
@@ -399,13 +413,9 @@ func storedActors(t *testing.T, h *harness, tg Target) []string {
 // it, so the bytes a ledger holds stop growing with its age.
 func TestFoldDeletesRowsNothingReads(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		o := foldOptions()
-		o.EntryRetention = 24 * time.Hour
+		o := dayOfHistory()
 		tg := h.target("prune", o)
-		for i := range 3 {
-			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
-		}
-		h.clk.Advance(testFoldAge + time.Hour)
+		retire(t, h, tg, 3)
 		live := mustUpdate(t, h.engine(foldConfig), tg, 5, "mid").Actor
 		e := h.engine(foldConfig)
 		if b := mustFold(t, e, tg); b.Version != 1 || b.P != 30 {
@@ -691,6 +701,21 @@ func (r *foldReads) ReadLedger(ctx context.Context, p *driver.ReadLedgerParams) 
 	return r.Ledgers.ReadLedger(ctx, p)
 }
 
+// watchedFolder is an engine on store whose folds' reads are recorded.
+func watchedFolder(h *harness, store driver.Ledgers) (*Engine, *foldReads) {
+	reads := &foldReads{Ledgers: store}
+	return h.engine(func(c *Config) { foldConfig(c); c.Store = reads }), reads
+}
+
+// wantWholeReadLeavingNone checks that the last fold read every row and
+// that no actor row is left.
+func (r *foldReads) wantWholeReadLeavingNone(t *testing.T, h *harness, tg Target, when string) {
+	t.Helper()
+	if got := storedActors(t, h, tg); r.last(t) != "" || len(got) != 0 {
+		t.Fatalf("%s the fold read from %q and left %v; want a read of every row, none left", when, r.last(t), got)
+	}
+}
+
 // last is where the last fold's read started.
 func (r *foldReads) last(t *testing.T) string {
 	t.Helper()
@@ -708,15 +733,9 @@ func (r *foldReads) last(t *testing.T) string {
 // deletable, and deletes those.
 func TestFoldReadsFromItsCutUntilAPruneIsDue(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		o := foldOptions()
-		o.EntryRetention = 24 * time.Hour
-		tg := h.target("from-cut", o)
-		for i := range 3 {
-			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
-		}
-		h.clk.Advance(testFoldAge + time.Hour)
-		reads := &foldReads{Ledgers: h.store}
-		e := h.engine(func(c *Config) { foldConfig(c); c.Store = reads })
+		tg := h.target("from-cut", dayOfHistory())
+		retire(t, h, tg, 3)
+		e, reads := watchedFolder(h, h.store)
 		b1 := mustFold(t, e, tg)
 		if b1.Version != 1 || b1.P != 30 || reads.last(t) != "" {
 			t.Fatalf("first fold %v from %q, want v1 +30 from the first row", b1, reads.last(t))
@@ -748,12 +767,10 @@ func TestFoldReadsFromItsCutUntilAPruneIsDue(t *testing.T) {
 // may be deletable, and deletes it.
 func TestRowsFoldedElsewhereAreDeletedInTime(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		o := foldOptions()
-		o.EntryRetention = 24 * time.Hour
+		o := dayOfHistory()
 		tg := h.target("elsewhere", o)
 		mustUpdate(t, h.engine(foldConfig), tg, 10, "r-1")
-		reads := &foldReads{Ledgers: h.store}
-		e := h.engine(func(c *Config) { foldConfig(c); c.Store = reads })
+		e, reads := watchedFolder(h, h.store)
 		if b := mustFold(t, e, tg); b.Version != 0 || reads.last(t) != "" {
 			t.Fatalf("fold of a live actor %v from %q, want nothing folded, from the first row", b, reads.last(t))
 		}
@@ -764,9 +781,7 @@ func TestRowsFoldedElsewhereAreDeletedInTime(t *testing.T) {
 		wantValue(t, e, tg, 10) // e now reads from the other fold's cut
 		h.clk.Advance(24 * time.Hour)
 		mustFold(t, e, tg)
-		if got := storedActors(t, h, tg); reads.last(t) != "" || len(got) != 0 {
-			t.Fatalf("fold from %q left rows %v, want a read of every row and none left", reads.last(t), got)
-		}
+		reads.wantWholeReadLeavingNone(t, h, tg, "a retention after the other fold,")
 	})
 }
 
@@ -787,20 +802,16 @@ func (f *failDeletes) DeleteLedgerRows(ctx context.Context, p *driver.DeleteLedg
 // tried again by the first fold a gap later, not by every fold before it.
 func TestAFailedDeleteIsRetriedAGapLater(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		o := foldOptions()
-		o.EntryRetention = 24 * time.Hour
+		o := dayOfHistory()
 		if gap := pruneGap(o.WithDefaults()); gap != 24*time.Hour/10 {
 			t.Fatalf("pruneGap %v, want a tenth of the retention", gap)
 		}
 		tg := h.target("failed-delete", o)
-		for i := range 3 {
-			mustUpdate(t, h.engine(foldConfig), tg, 10, fmt.Sprintf("old-%d", i))
-		}
-		h.clk.Advance(testFoldAge + time.Hour + 24*time.Hour) // folded and deletable at the first fold
+		retire(t, h, tg, 3)
+		h.clk.Advance(24 * time.Hour) // folded and deletable at the first fold
 		fails := &failDeletes{Ledgers: h.store}
 		fails.failing.Store(true)
-		reads := &foldReads{Ledgers: fails}
-		e := h.engine(func(c *Config) { foldConfig(c); c.Store = reads })
+		e, reads := watchedFolder(h, fails)
 		b := mustFold(t, e, tg)
 		if got := storedActors(t, h, tg); b.P != 30 || len(got) != 3 {
 			t.Fatalf("fold %v left rows %v; want +30 and the 3 rows its failed delete kept", b, got)
@@ -813,9 +824,7 @@ func TestAFailedDeleteIsRetriedAGapLater(t *testing.T) {
 		}
 		h.clk.Advance(2 * time.Hour)
 		mustFold(t, e, tg)
-		if got := storedActors(t, h, tg); reads.last(t) != "" || len(got) != 0 {
-			t.Fatalf("the first fold past the gap read from %q and left %v; want a read of every row, none left", reads.last(t), got)
-		}
+		reads.wantWholeReadLeavingNone(t, h, tg, "past the gap,")
 		wantValue(t, h.engine(foldConfig), tg, 30)
 	})
 }
@@ -825,15 +834,13 @@ func TestAFailedDeleteIsRetriedAGapLater(t *testing.T) {
 // comes.
 func TestRowsFoldedFromTheCutAreDeletedWhenDue(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		o := foldOptions()
-		o.EntryRetention = 24 * time.Hour
+		o := dayOfHistory()
 		tg := h.target("due", o)
 		mustUpdate(t, h.engine(foldConfig), tg, 10, "y") // folded and deleted by the first fold
 		h.clk.Advance(25 * time.Hour)
 		mustUpdate(t, h.engine(foldConfig), tg, 5, "x") // deletable at t0 + 49h10m
 		h.clk.Advance(3 * time.Hour)
-		reads := &foldReads{Ledgers: h.store}
-		e := h.engine(func(c *Config) { foldConfig(c); c.Store = reads })
+		e, reads := watchedFolder(h, h.store)
 		// t0+28h: reads every row, passes and deletes y; x is live. The
 		// next read of every row is due at t0+52h10m at the latest.
 		if b := mustFold(t, e, tg); b.P != 10 || reads.last(t) != "" || len(storedActors(t, h, tg)) != 1 {
@@ -845,9 +852,7 @@ func TestRowsFoldedFromTheCutAreDeletedWhenDue(t *testing.T) {
 		}
 		h.clk.Advance(50*time.Hour - 31*time.Hour - 20*time.Minute) // t0 + 50h
 		mustFold(t, e, tg)
-		if got := storedActors(t, h, tg); reads.last(t) != "" || len(got) != 0 {
-			t.Fatalf("at t0+50h the fold read from %q and left %v; want a read of every row, none left", reads.last(t), got)
-		}
+		reads.wantWholeReadLeavingNone(t, h, tg, "at t0+50h")
 		wantValue(t, h.engine(foldConfig), tg, 15)
 	})
 }

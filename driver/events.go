@@ -58,6 +58,12 @@ type WriteEventParams struct {
 	Consistency Consistency
 }
 
+// CheckEventWrites reports whether ws is a batch Events.WriteEvents takes:
+// not more than MaxShardWrites writes, all at one consistency level.
+func CheckEventWrites(ws []WriteEventParams) error {
+	return checkBatch("event", ws, func(p *WriteEventParams) Consistency { return p.Consistency })
+}
+
 // ReadEventCounterParams are the parameters of Events.ReadEventCounter.
 type ReadEventCounterParams struct {
 	Namespace   string
@@ -109,6 +115,15 @@ type Events interface {
 	// the same (Time, ID) and different deltas leave one of them, the same
 	// one on every replica.
 	WriteEvent(ctx context.Context, p *WriteEventParams) error
+
+	// WriteEvents makes several WriteEvent calls, of any counters, in one
+	// request to the store (an unlogged batch; one Pebble batch). Every
+	// write must have the same Consistency. On success every event is
+	// written; on an error any of them may or may not have been, as if
+	// each had failed on its own: the batch is not atomic across counters
+	// (so a failed batch of several writes is never ErrUnavailable, which
+	// says nothing was applied). It may hold at most MaxShardWrites writes.
+	WriteEvents(ctx context.Context, ws []WriteEventParams) error
 
 	// ReadEventCounter returns the counter's rollup and marked buckets from
 	// one read. A counter never written returns an empty record, not

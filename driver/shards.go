@@ -50,12 +50,19 @@ const MaxShardWrites = 65535
 // CheckShardWrites reports whether ws is a batch Shards.WriteShards takes:
 // not more than MaxShardWrites writes, all at one consistency level.
 func CheckShardWrites(ws []WriteShardParams) error {
+	return checkBatch("shard", ws, func(p *WriteShardParams) Consistency { return p.Consistency })
+}
+
+// checkBatch reports whether ws, writes of the named kind, fit one batch:
+// not more than MaxShardWrites (the native protocol's limit, which every
+// batch shares), all at one consistency level.
+func checkBatch[P any](kind string, ws []P, level func(*P) Consistency) error {
 	if len(ws) > MaxShardWrites {
-		return fmt.Errorf("%d shard writes exceed the %d of one batch", len(ws), MaxShardWrites)
+		return fmt.Errorf("%d %s writes exceed the %d of one batch", len(ws), kind, MaxShardWrites)
 	}
-	for _, w := range ws[min(1, len(ws)):] {
-		if w.Consistency != ws[0].Consistency {
-			return fmt.Errorf("shard writes at %v and %v in one batch: a batch has one consistency level", ws[0].Consistency, w.Consistency)
+	for i := 1; i < len(ws); i++ {
+		if a, b := level(&ws[0]), level(&ws[i]); a != b {
+			return fmt.Errorf("%s writes at %v and %v in one batch: a batch has one consistency level", kind, a, b)
 		}
 	}
 	return nil

@@ -115,6 +115,31 @@ func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) err
 		" %s/%s/%d/%s", p.Namespace, p.Counter, e.Time, e.ID)
 }
 
+// WriteEvents implements driver.Events with an unlogged batch: each
+// statement is the one WriteEvent sends, with its own write timestamp.
+func (d *Driver) WriteEvents(ctx context.Context, ws []driver.WriteEventParams) error {
+	const op = "write events"
+	if len(ws) == 0 {
+		return d.begin(ctx, op)
+	}
+	if err := driver.CheckEventWrites(ws); err != nil {
+		return fmt.Errorf("cassandra: %s: %w", op, err)
+	}
+	cl, err := d.beginAt(ctx, op, ws[0].Consistency, d.cfg.WriteConsistency)
+	if err != nil {
+		return err
+	}
+	b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
+	for _, p := range ws {
+		e := p.Event
+		b.Query(d.q.events.writeEvent, p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time)
+	}
+	if err := b.ExecContext(ctx); err != nil {
+		return fmt.Errorf("cassandra: %s (%d, the first %s/%s/%d/%s): %w", op, len(ws), ws[0].Namespace, ws[0].Counter, ws[0].Event.Time, ws[0].Event.ID, mapBatchError(len(ws), err))
+	}
+	return nil
+}
+
 // ReadEventCounter implements driver.Events by reading the counter's
 // partition in one unpaged request, for the reason ReadShards gives: a
 // rollup landing between two pages could pair the old rollup with a

@@ -113,6 +113,62 @@ func exerciseEvents(t *testing.T, d driver.Events, open Opener) {
 		}
 	})
 
+	t.Run("WriteEventsAsWriteEvent", func(t *testing.T) {
+		t.Parallel()
+		// Each write of a batch is the WriteEvent it stands for: counters
+		// whose names a concatenating key would mix up, two buckets, an
+		// event twice in one batch and one written before on its own
+		// (one row each), and a late event into a bucket deleted at a
+		// higher timestamp (it stays deleted).
+		ns := unique("ns-evbatch")
+		b1, b2 := evBase, evBase+evWidth
+		done := driver.Event{ID: "done", Time: b1 + 1, Delta: 3}
+		writeEvent(t, d, ns, "ab", b1, done)
+		writeEvent(t, d, ns, "old", b1, driver.Event{ID: "o", Time: b1 + 1, Delta: 1})
+		deleteBuckets(t, d, ns, "old", b1+5, b1)
+		w := func(counter string, bucket int64, e driver.Event) driver.WriteEventParams {
+			return driver.WriteEventParams{Namespace: ns, Counter: counter, Bucket: bucket, Event: e}
+		}
+		e1, e2 := driver.Event{ID: "r1", Time: b1 + 2, Delta: 5}, driver.Event{ID: "r2", Time: b2 + 1, Delta: -2}
+		other := driver.Event{ID: "r1", Time: b1 + 2, Delta: 7}
+		late := driver.Event{ID: "late", Time: b1 + 4, Delta: 100}
+		err := d.WriteEvents(ctx(t), []driver.WriteEventParams{
+			w("ab", b1, e1), w("ab", b2, e2), w("a", b1, other), w("ab", b1, e1), w("ab", b1, done), w("old", b1, late),
+		})
+		if err != nil {
+			t.Fatalf("WriteEvents: %v", err)
+		}
+		for _, c := range []struct {
+			counter string
+			bucket  int64
+			want    []driver.Event
+		}{
+			{"ab", b1, []driver.Event{e1, done}},
+			{"ab", b2, []driver.Event{e2}},
+			{"a", b1, []driver.Event{other}},
+			{"old", b1, []driver.Event{}},
+		} {
+			got := readEvents(t, d, ns, c.counter, c.bucket, math.MinInt64, math.MaxInt64)
+			if len(got) == 0 && len(c.want) == 0 {
+				continue
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%s bucket %d after WriteEvents = %+v, want %+v", c.counter, c.bucket, got, c.want)
+			}
+		}
+		if err := d.WriteEvents(ctx(t), nil); err != nil {
+			t.Fatalf("WriteEvents of nothing: %v", err)
+		}
+		one, quorum := w("lv", b1, e1), w("lv", b1, e2)
+		one.Consistency, quorum.Consistency = driver.One, driver.Quorum
+		if err := d.WriteEvents(ctx(t), []driver.WriteEventParams{one, quorum}); err == nil {
+			t.Fatal("WriteEvents at two levels: no error")
+		}
+		if got := readEvents(t, d, ns, "lv", b1, math.MinInt64, math.MaxInt64); len(got) != 0 {
+			t.Fatalf("a refused batch wrote %+v", got)
+		}
+	})
+
 	t.Run("RangeIsAfterExclusiveUpToInclusive", func(t *testing.T) {
 		t.Parallel()
 		ns := unique("ns-evrange")
@@ -458,6 +514,8 @@ func exerciseEvents(t *testing.T, d driver.Events, open Opener) {
 		wantClosed(t, "ListEventCounters", err)
 		err = d2.WriteEvent(c, &driver.WriteEventParams{Namespace: "x", Counter: "y", Bucket: 1, Event: driver.Event{ID: "r", Time: 2, Delta: 1}})
 		wantClosed(t, "WriteEvent", err)
+		err = d2.WriteEvents(c, []driver.WriteEventParams{{Namespace: "x", Counter: "y", Bucket: 1, Event: driver.Event{ID: "r", Time: 2, Delta: 1}}})
+		wantClosed(t, "WriteEvents", err)
 		err = d2.MarkEventBucket(c, &driver.MarkEventBucketParams{Namespace: "x", Counter: "y", Bucket: 1})
 		wantClosed(t, "MarkEventBucket", err)
 		err = d2.WriteRollup(c, &driver.WriteRollupParams{Namespace: "x", Counter: "y", Rollup: driver.Rollup{Value: 1, Epoch: 2}})

@@ -38,6 +38,28 @@ func (d *Driver) WriteEvent(ctx context.Context, p *driver.WriteEventParams) err
 	})
 }
 
+// WriteEvents implements driver.Events with one Pebble batch of the merges
+// WriteEvent makes.
+func (d *Driver) WriteEvents(ctx context.Context, ws []driver.WriteEventParams) error {
+	if err := driver.CheckEventWrites(ws); err != nil {
+		return fmt.Errorf("embedded: write events: %w", err)
+	}
+	var first string
+	if len(ws) > 0 {
+		first = fmt.Sprintf(", the first %s/%s/%d/%s", ws[0].Namespace, ws[0].Counter, ws[0].Event.Time, ws[0].Event.ID)
+	}
+	return d.writeBatch(ctx, "write events", func(b *pebble.Batch) error {
+		for _, p := range ws {
+			e := p.Event
+			value := encodeEventValue(kindEvent, eventValue{Timestamp: e.Time, Value: e.Delta})
+			if err := b.Merge(eventKey(p.Namespace, p.Counter, p.Bucket, e.Time, e.ID), value, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, " (%d%s)", len(ws), first)
+}
+
 // WriteRollup implements driver.Events with a merge of the rollup cell at
 // the epoch.
 func (d *Driver) WriteRollup(ctx context.Context, p *driver.WriteRollupParams) error {

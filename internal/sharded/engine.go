@@ -15,6 +15,7 @@ import (
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/background"
+	"github.com/abacusdb/abacus/internal/combine"
 	"github.com/abacusdb/abacus/internal/crdt"
 	"github.com/abacusdb/abacus/internal/outcome"
 )
@@ -166,7 +167,7 @@ type Engine struct {
 
 	dedup    dedup
 	bounds   bounds
-	combiner *combiner // nil when MaxShardBatch is 1
+	combiner *combine.Combiner[driver.WriteShardParams] // nil when MaxShardBatch is 1
 
 	gcMu      sync.Mutex
 	gcRunning map[driver.CounterKey]bool
@@ -208,10 +209,7 @@ func New(cfg Config) (*Engine, error) {
 	e.dedup.init(cfg.DedupWindow, cfg.DedupMax)
 	e.bounds.init(cfg.MaxReadBounds)
 	if cfg.MaxShardBatch > 1 {
-		e.combiner = &combiner{
-			store: cfg.Store, start: e.goBackground, timeout: cfg.WriteTimeout,
-			maxWrites: cfg.MaxShardBatch, maxBytes: maxBatchBytes, maxInflight: cfg.MaxInflightBatches,
-		}
+		e.combiner = newCombiner(cfg.Store, e.goBackground, cfg)
 	}
 	return e, nil
 }
@@ -220,7 +218,7 @@ func New(cfg Config) (*Engine, error) {
 // its own when combining is off.
 func (e *Engine) writeShard(p driver.WriteShardParams) error {
 	if e.combiner != nil {
-		return e.combiner.write(p)
+		return e.combiner.Write(p)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
 	defer cancel()

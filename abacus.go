@@ -131,10 +131,11 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, sharded: eng, ledger: led, queues: qs, namespaces: newNamespaceRegistry(cfg.Driver)}
 	c.views = c.newViews()
 	c.events, err = events.New(events.Config{
-		Store:        cfg.Driver,
-		Clock:        cfg.Clock,
-		WriteTimeout: cfg.WriteTimeout,
-		Logger:       cfg.Logger,
+		Store:         cfg.Driver,
+		Clock:         cfg.Clock,
+		WriteTimeout:  cfg.WriteTimeout,
+		MaxEventBatch: cfg.MaxEventBatch,
+		Logger:        cfg.Logger,
 	})
 	if err != nil {
 		return nil, err

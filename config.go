@@ -62,6 +62,12 @@ type Config struct {
 	// may have in flight at once when MaxShardBatch is above 1. Default 8.
 	MaxInflightShardBatches int
 
+	// MaxEventBatch is how many event writes (events model), of any
+	// counters, one request to the store may carry, combined as shard
+	// writes are (MaxShardBatch), with up to 8 requests in flight. 1
+	// sends every write on its own. Default 32.
+	MaxEventBatch int
+
 	// Clock tells the time; tests inject a clock.Manual. Default: system clock.
 	Clock clock.Clock
 

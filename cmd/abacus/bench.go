@@ -49,6 +49,7 @@ func newBenchCmd() *cobra.Command {
 		cpuProfile     string
 		storePID       int
 		shardBatch     int
+		eventBatch     int
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -159,6 +160,9 @@ nothing talks to a running server.`,
 			if shardBatch < 1 || shardBatch > driver.MaxShardWrites {
 				return usagef("--shard-batch %d: want 1 (each write on its own) to %d", shardBatch, driver.MaxShardWrites)
 			}
+			if eventBatch < 1 || eventBatch > driver.MaxShardWrites {
+				return usagef("--event-batch %d: want 1 (each write on its own) to %d", eventBatch, driver.MaxShardWrites)
+			}
 			if !(hotFraction >= 0 && hotFraction <= 1) {
 				return usagef("--hot-fraction %v: want a fraction from 0 (uniform) to 1 (every call on the first counter)", hotFraction)
 			}
@@ -207,6 +211,7 @@ nothing talks to a running server.`,
 				AgingReadTime:     agingReadTime,
 				StorePID:          storePID,
 				ShardBatch:        shardBatch,
+				EventBatch:        eventBatch,
 				Progress:          cmd.ErrOrStderr(),
 				// A dumb terminal cannot erase a line to redraw it.
 				ProgressBar: isTerminal(cmd.ErrOrStderr()) && os.Getenv("TERM") != "dumb",
@@ -287,6 +292,7 @@ nothing talks to a running server.`,
 	fl.BoolVar(&asJSON, "json", false, "print the results as JSON (durations in nanoseconds)")
 	fl.StringVar(&reportDir, "report", "", "also write report.md, report.json, throughput.png and latency-cdf.png into this directory (created when missing)")
 	fl.IntVar(&shardBatch, "shard-batch", 32, "shard writes of any counters one request to the store may carry (the library's MaxShardBatch; 1 sends each on its own)")
+	fl.IntVar(&eventBatch, "event-batch", 32, "event writes of any counters one request to the store may carry (the library's MaxEventBatch; 1 sends each on its own)")
 	fl.IntVar(&storePID, "store-pid", 0, "process id of a Cassandra node on this machine: record its CPU use per scenario (Linux), for throughput per store core")
 	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole benchmark to this file (for go tool pprof)")
 	return cmd

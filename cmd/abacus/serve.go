@@ -54,6 +54,7 @@ type serveFlags struct {
 	ledgerActorID   string
 	lifetime        time.Duration
 	shardBatch      int
+	eventBatch      int
 	refusalMargin   time.Duration
 	gcGrace         time.Duration
 	deleteDelay     time.Duration
@@ -127,6 +128,7 @@ over the file.`,
 	fl.DurationVar(&f.lifetime, "mutator-lifetime", 24*time.Hour, "sharded: how long one server writes one shard of a counter before starting a new one")
 	fl.DurationVar(&f.refusalMargin, "refusal-margin", time.Hour, "sharded: a shard stops taking updates this long before its end (below --mutator-lifetime)")
 	fl.IntVar(&f.shardBatch, "shard-batch", 32, "sharded: shard writes of any counters one request to the store may carry (writes that queue behind 8 requests in flight go out together); 1 sends each on its own")
+	fl.IntVar(&f.eventBatch, "event-batch", 32, "events: event writes of any counters one request to the store may carry (writes that queue behind 8 requests in flight go out together); 1 sends each on its own")
 	fl.DurationVar(&f.gcGrace, "gc-grace", 24*time.Hour, "sharded: how long after its end a shard may be folded; must exceed the worst clock skew between servers plus the store's hint window")
 	fl.DurationVar(&f.deleteDelay, "delete-delay", 0, "how far ahead a delete (or a sharded clear) takes effect, so that every server learns of it first; must exceed 25s plus, on Cassandra, twice --max-clock-skew; give every server the same (default: 3m on Cassandra, or more with a larger --max-clock-skew; 30s on the embedded store, where one server has no clock to disagree with)")
 	fl.DurationVar(&f.dedupWindow, "queue-dedup-window", queue.DefaultDedupWindow, "how long a message's dedup_id keeps later puts of the id from storing another message (1s to 1h; on Cassandra at most the queue tables' gc_grace_seconds); give every server the same")
@@ -211,6 +213,9 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 	if f.shardBatch < 1 || f.shardBatch > driver.MaxShardWrites {
 		return usagef("--shard-batch %d: want 1 (each write on its own) to %d", f.shardBatch, driver.MaxShardWrites)
 	}
+	if f.eventBatch < 1 || f.eventBatch > driver.MaxShardWrites {
+		return usagef("--event-batch %d: want 1 (each write on its own) to %d", f.eventBatch, driver.MaxShardWrites)
+	}
 	if f.refusalMargin >= f.lifetime {
 		return usagef("--refusal-margin %v must be below --mutator-lifetime %v", f.refusalMargin, f.lifetime)
 	}
@@ -280,6 +285,7 @@ func (a *app) serve(ctx context.Context, f serveFlags) error {
 		RefusalMargin:   f.refusalMargin,
 		GCGrace:         f.gcGrace,
 		MaxShardBatch:   f.shardBatch,
+		MaxEventBatch:   f.eventBatch,
 		DeleteDelay:     delDelay,
 		Clock:           clk,
 		Queues:          abacus.QueuesConfig{DedupWindow: f.dedupWindow, PauseRefresh: f.pauseRefresh},

@@ -53,11 +53,12 @@ var (
 )
 
 // Write sends p in the next request that has room and returns its
-// outcome.
-func (c *Combiner[P]) Write(p P) error {
+// outcome. A caller that gives up (ctx) gets ctx's error at once, and the
+// write may still be sent: its outcome is unknown.
+func (c *Combiner[P]) Write(ctx context.Context, p P) error {
 	w := &queued[P]{p: p, deadline: time.Now().Add(c.Timeout), done: make(chan struct{})}
 	if c.Size(&p) > c.MaxBytes {
-		return c.sendAlone(w)
+		return c.sendAlone(ctx, w)
 	}
 	c.mu.Lock()
 	if c.inflight < c.MaxInflight && !c.Start(c.sendLoop) {
@@ -65,7 +66,7 @@ func (c *Combiner[P]) Write(p P) error {
 		// caller: send the write from here rather than refuse it. Any
 		// writes queued already have a send loop running.
 		c.mu.Unlock()
-		return c.sendAlone(w)
+		return c.sendAlone(ctx, w)
 	}
 	c.queue = append(c.queue, w)
 	if c.inflight < c.MaxInflight {
@@ -81,6 +82,8 @@ func (c *Combiner[P]) Write(p P) error {
 		return w.err
 	case <-timer.C:
 		return ErrTimedOut
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -155,7 +158,7 @@ func (c *Combiner[P]) send(batch []*queued[P]) {
 	case 0:
 		return
 	case 1:
-		live[0].complete(c.sendAlone(live[0]))
+		live[0].complete(c.sendAlone(context.Background(), live[0]))
 		return
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -176,7 +179,7 @@ func (c *Combiner[P]) send(batch []*queued[P]) {
 	// than MaxWrites per slot.
 	var wg sync.WaitGroup
 	for _, w := range live {
-		wg.Go(func() { w.complete(c.sendAlone(w)) })
+		wg.Go(func() { w.complete(c.sendAlone(context.Background(), w)) })
 	}
 	wg.Wait()
 }
@@ -187,9 +190,9 @@ func (w *queued[P]) complete(err error) {
 	close(w.done)
 }
 
-// sendAlone writes w on its own, within its deadline.
-func (c *Combiner[P]) sendAlone(w *queued[P]) error {
-	ctx, cancel := context.WithDeadline(context.Background(), w.deadline)
+// sendAlone writes w on its own, within its deadline and ctx.
+func (c *Combiner[P]) sendAlone(ctx context.Context, w *queued[P]) error {
+	ctx, cancel := context.WithDeadline(ctx, w.deadline)
 	defer cancel()
 	return c.One(ctx, &w.p)
 }

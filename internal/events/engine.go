@@ -16,6 +16,7 @@ import (
 	"github.com/abacusdb/abacus/clock"
 	"github.com/abacusdb/abacus/driver"
 	"github.com/abacusdb/abacus/internal/background"
+	"github.com/abacusdb/abacus/internal/combine"
 	"github.com/abacusdb/abacus/internal/crdt"
 	"github.com/abacusdb/abacus/internal/outcome"
 )
@@ -58,6 +59,14 @@ type Config struct {
 	// this process remembers. Forgetting costs one marker write. Default
 	// 10,000.
 	MaxCounters int
+	// MaxEventBatch is how many event writes, of any counters, one
+	// request to the store may carry: writes that queue while
+	// MaxInflightBatches requests are in flight go out together (package
+	// combine). 1 sends every write on its own. Default 32.
+	MaxEventBatch int
+	// MaxInflightBatches bounds the event-write requests in flight when
+	// MaxEventBatch is above 1. Default 8.
+	MaxInflightBatches int
 	// Logger receives warnings about skipped rollups. Default: slog.Default().
 	Logger *slog.Logger
 }
@@ -70,6 +79,8 @@ func (c Config) withDefaults() Config {
 	c.RollupConsistency = cmp.Or(c.RollupConsistency, driver.All)
 	c.RollupEvery = cmp.Or(c.RollupEvery, 5*time.Minute)
 	c.MaxCounters = cmp.Or(c.MaxCounters, 10_000)
+	c.MaxEventBatch = cmp.Or(c.MaxEventBatch, 32)
+	c.MaxInflightBatches = cmp.Or(c.MaxInflightBatches, 8)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -78,8 +89,10 @@ func (c Config) validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("events: Config.Store is required")
-	case c.WriteTimeout < 0, c.RollupEvery < 0, c.MaxCounters < 0:
-		return errors.New("events: durations and MaxCounters must not be negative")
+	case c.WriteTimeout < 0, c.RollupEvery < 0, c.MaxCounters < 0, c.MaxEventBatch < 0, c.MaxInflightBatches < 0:
+		return errors.New("events: durations, MaxCounters, MaxEventBatch and MaxInflightBatches must not be negative")
+	case c.MaxEventBatch > driver.MaxShardWrites:
+		return fmt.Errorf("events: MaxEventBatch (%d) is more than one request carries (%d)", c.MaxEventBatch, driver.MaxShardWrites)
 	}
 	return nil
 }
@@ -127,6 +140,10 @@ type Engine struct {
 	counters map[driver.CounterKey]*counterState
 
 	work background.Work // adds and background rollups Close waits for
+
+	// combiner sends event writes of any counters in shared requests;
+	// nil when MaxEventBatch is 1.
+	combiner *combine.Combiner[driver.WriteEventParams]
 }
 
 // New returns an engine.
@@ -135,7 +152,29 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, counters: make(map[driver.CounterKey]*counterState)}, nil
+	e := &Engine{cfg: cfg, counters: make(map[driver.CounterKey]*counterState)}
+	if cfg.MaxEventBatch > 1 {
+		e.combiner = &combine.Combiner[driver.WriteEventParams]{
+			Start: e.work.Go, Timeout: cfg.WriteTimeout,
+			MaxWrites: cfg.MaxEventBatch, MaxBytes: maxBatchBytes, MaxInflight: cfg.MaxInflightBatches,
+			Size:  eventBytes,
+			Level: func(p *driver.WriteEventParams) driver.Consistency { return p.Consistency },
+			One:   cfg.Store.WriteEvent,
+			Many:  cfg.Store.WriteEvents,
+		}
+	}
+	return e, nil
+}
+
+// maxBatchBytes bounds the data of one combined request, below
+// Cassandra's batch_size_warn_threshold (5 KiB by default).
+const maxBatchBytes = 4 << 10
+
+// eventBytes estimates what an event write adds to a batch as Cassandra
+// 3.0 and later count it: its key, its three numbers and the cells'
+// overhead.
+func eventBytes(p *driver.WriteEventParams) int {
+	return len(p.Namespace) + len(p.Counter) + len(p.Event.ID) + 3*8 + 24
 }
 
 // Stats returns the running totals.
@@ -266,11 +305,15 @@ func (e *Engine) Write(ctx context.Context, t Target, ev driver.Event) error {
 		e.stateLocked(k).marked[b] = true
 		e.mu.Unlock()
 	}
-	err := e.write(ctx, func(ctx context.Context) error {
-		return e.cfg.Store.WriteEvent(ctx, &driver.WriteEventParams{
-			Namespace: t.Namespace, Counter: t.Counter, Bucket: b, Event: ev, Consistency: t.WriteConsistency,
-		})
-	})
+	p := driver.WriteEventParams{Namespace: t.Namespace, Counter: t.Counter, Bucket: b, Event: ev, Consistency: t.WriteConsistency}
+	var err error
+	if e.combiner != nil {
+		// Shares a request with the writes queued meanwhile; its answer
+		// is this write's own, as if sent alone (package combine).
+		err = e.combiner.Write(ctx, p)
+	} else {
+		err = e.write(ctx, func(ctx context.Context) error { return e.cfg.Store.WriteEvent(ctx, &p) })
+	}
 	switch {
 	case errors.Is(err, driver.ErrUnavailable):
 		return fmt.Errorf("%w: %w", ErrNotApplied, err)

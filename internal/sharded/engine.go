@@ -218,7 +218,7 @@ func New(cfg Config) (*Engine, error) {
 // its own when combining is off.
 func (e *Engine) writeShard(p driver.WriteShardParams) error {
 	if e.combiner != nil {
-		return e.combiner.Write(p)
+		return e.combiner.Write(context.Background(), p)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
 	defer cancel()

@@ -154,6 +154,9 @@ type Config struct {
 	// how many shard writes, of any counters, one request carries. Default
 	// (0): the library's.
 	ShardBatch int
+	// EventBatch is the library's MaxEventBatch: how many event writes,
+	// of any counters, one request carries. Default (0): the library's.
+	EventBatch int
 
 	// StorePID, when not 0, is the process id of a Cassandra node on this
 	// machine; its CPU use is recorded per scenario (Linux only), which
@@ -568,6 +571,7 @@ func (s *suite) newClient(ctx context.Context, hooks sharded.Hooks) (*abacus.Cli
 		Logger:        s.log,
 		ShardedHooks:  hooks,
 		MaxShardBatch: s.cfg.ShardBatch,
+		MaxEventBatch: s.cfg.EventBatch,
 	})
 }
 

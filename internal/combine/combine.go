@@ -3,6 +3,7 @@ package combine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -179,9 +180,22 @@ func (c *Combiner[P]) send(batch []*queued[P]) {
 	// than MaxWrites per slot.
 	var wg sync.WaitGroup
 	for _, w := range live {
-		wg.Go(func() { w.complete(c.sendAlone(context.Background(), w)) })
+		wg.Go(func() { w.complete(afterFailedRequest(c.sendAlone(context.Background(), w), err)) })
 	}
 	wg.Wait()
+}
+
+// afterFailedRequest is the outcome of a write sent again alone after
+// the request holding it failed with first. A success stands. A failure
+// is of unknown outcome whatever the store said: the failed request may
+// have written it (a batch is not atomic across keys), so even a refusal
+// that promises nothing was written (driver.ErrUnavailable) cannot be
+// passed on as such.
+func afterFailedRequest(err, first error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %v (sent again alone after a combined request failed: %v)", driver.ErrUnknownOutcome, err, first)
 }
 
 // complete gives w its outcome and wakes its caller.

@@ -12,8 +12,10 @@
 // the one its caller would have sent alone; each is answered only once
 // the request holding it succeeded; a request the store refused before
 // its deadline is not atomic across keys, so each of its writes is sent
-// again on its own and gets its own answer; and the write timeout bounds
-// each write from the moment it was handed over, queueing included.
+// again on its own and gets its own answer (a failure then is of unknown
+// outcome, whatever the store said: the failed request may have carried
+// the write); and the write timeout bounds each write from the moment it
+// was handed over, queueing included.
 //
 // The sharded model combines its mutators' shard writes, the events model
 // its events.

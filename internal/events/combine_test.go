@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/driver"
 )
 
@@ -131,8 +132,10 @@ func TestEventsOfManyCountersShareARequest(t *testing.T) {
 }
 
 // A request the store refuses is sent again event by event, so each add
-// gets its own answer: one the store refuses as unavailable is not
-// applied, the others are applied once.
+// gets its own answer: the others are applied once; one the store then
+// refuses, even as unavailable, is of unknown outcome (never "not
+// applied": the failed request may have carried it), and its retry with
+// the same id counts it once.
 func TestAFailedEventRequestIsSentAgainEventByEvent(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		g := &gatedEvents{Events: h.store, manyErr: fmt.Errorf("%w: injected", driver.ErrUnknownOutcome), refuse: "batch-03"}
@@ -141,22 +144,30 @@ func TestAFailedEventRequestIsSentAgainEventByEvent(t *testing.T) {
 		counters := counterNames("batch-%02d", 6)
 		errs := addAll(t, h, g, e, counters)
 		for i, c := range counters {
-			want := int64(1)
 			if c == g.refuse {
-				if !errors.Is(errs[i], ErrNotApplied) {
-					t.Fatalf("%s: %v, want not applied", c, errs[i])
+				if !errors.Is(errs[i], driver.ErrUnknownOutcome) || errors.Is(errs[i], ErrNotApplied) || errors.Is(errs[i], driver.ErrUnavailable) {
+					t.Fatalf("%s: %v, want unknown outcome, never not applied", c, errs[i])
 				}
-				want = 0
-			} else if errs[i] != nil {
+				continue
+			}
+			if errs[i] != nil {
 				t.Fatalf("%s: %v", c, errs[i])
 			}
-			wantValue(t, e, h.target(c), want)
+			wantValue(t, e, h.target(c), 1)
 		}
 		g.mu.Lock()
-		defer g.mu.Unlock()
-		if len(g.batches) == 0 || g.singles < 1+len(counters) {
+		sent := len(g.batches) > 0 && g.singles >= 1+len(counters)
+		g.refuse, g.manyErr = "", nil
+		g.mu.Unlock()
+		if !sent {
 			t.Fatalf("requests of %v events and %d alone: want a failed request and each event sent again", g.batches, g.singles)
 		}
+		// The retry of the refused add, with its id, counts it once.
+		refused := h.target("batch-03")
+		id := api.NewRequestID(h.clk.Now())
+		mustAdd(t, e, refused, Request{ID: id, Delta: 1})
+		mustAdd(t, e, refused, Request{ID: id, Delta: 1})
+		wantValue(t, e, refused, 1)
 	})
 }
 

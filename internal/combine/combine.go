@@ -57,6 +57,9 @@ var (
 // outcome. A caller that gives up (ctx) gets ctx's error at once, and the
 // write may still be sent: its outcome is unknown.
 func (c *Combiner[P]) Write(ctx context.Context, p P) error {
+	if err := ctx.Err(); err != nil {
+		return err // never queued, never sent
+	}
 	w := &queued[P]{p: p, deadline: time.Now().Add(c.Timeout), done: make(chan struct{})}
 	if c.Size(&p) > c.MaxBytes {
 		return c.sendAlone(ctx, w)
@@ -170,6 +173,12 @@ func (c *Combiner[P]) send(batch []*queued[P]) {
 	err := c.Many(ctx, ws)
 	cancel()
 	if err == nil || !time.Now().Before(deadline) {
+		if err != nil && errors.Is(err, driver.ErrUnavailable) {
+			// The batch contract says a failed batch of several writes is
+			// never unavailable; should a store say so anyway, no write
+			// of it may be answered as surely not written.
+			err = fmt.Errorf("%w: %v", driver.ErrUnknownOutcome, err)
+		}
 		for _, w := range live {
 			w.complete(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/driver"
 )
 
@@ -63,34 +62,46 @@ func (g *gatedEvents) WriteEvents(ctx context.Context, ws []driver.WriteEventPar
 	return g.Events.WriteEvents(ctx, ws)
 }
 
-// addAll adds 1 to each counter at once, after a lead add whose write is
-// held at the gate has taken the engine's one request slot, and returns
-// each add's error once the gate opens.
-func addAll(t *testing.T, h *harness, g *gatedEvents, e *Engine, counters []string) []error {
+// holdTheSlot starts an add whose write is held at the gate, taking the
+// engine's one request slot, and returns once that write reached the
+// store; the add answers on the channel once the gate opens.
+func holdTheSlot(t *testing.T, h *harness, g *gatedEvents, e *Engine) (gate chan struct{}, lead chan error) {
 	t.Helper()
 	gate, arrived := make(chan struct{}), make(chan struct{})
 	g.mu.Lock()
 	g.gate, g.arrived = gate, arrived
 	g.mu.Unlock()
-	lead := make(chan error, 1)
+	lead = make(chan error, 1)
 	go func() { _, err := e.Add(ctxT(t), h.target("lead"), Request{Delta: 1}); lead <- err }()
 	select {
 	case <-arrived:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the lead write never reached the store")
 	}
-	errs := make([]error, len(counters))
+	return gate, lead
+}
+
+// queueBehind waits until the adds have marked their buckets and queued
+// behind the held write.
+func queueBehind() { time.Sleep(50 * time.Millisecond) }
+
+// addAll adds 1 to each counter at once, behind a held write, and
+// returns each add's event and error once the gate opens.
+func addAll(t *testing.T, h *harness, g *gatedEvents, e *Engine, counters []string) ([]driver.Event, []error) {
+	t.Helper()
+	gate, lead := holdTheSlot(t, h, g, e)
+	evs, errs := make([]driver.Event, len(counters)), make([]error, len(counters))
 	var wg sync.WaitGroup
 	for i, c := range counters {
-		wg.Go(func() { _, errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
+		wg.Go(func() { evs[i], errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
 	}
-	time.Sleep(50 * time.Millisecond) // the adds mark their buckets and queue behind the gate
+	queueBehind()
 	close(gate)
 	wg.Wait()
 	if err := <-lead; err != nil {
 		t.Fatalf("lead: %v", err)
 	}
-	return errs
+	return evs, errs
 }
 
 func counterNames(format string, n int) []string {
@@ -110,7 +121,8 @@ func TestEventsOfManyCountersShareARequest(t *testing.T) {
 		h.store = g
 		e := h.engine(func(c *Config) { c.MaxEventBatch, c.MaxInflightBatches = 8, 1 })
 		counters := counterNames("quiet-%02d", 20)
-		for i, err := range addAll(t, h, g, e, counters) {
+		_, errs := addAll(t, h, g, e, counters)
+		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("%s: %v", counters[i], err)
 			}
@@ -142,9 +154,11 @@ func TestAFailedEventRequestIsSentAgainEventByEvent(t *testing.T) {
 		h.store = g
 		e := h.engine(func(c *Config) { c.MaxEventBatch, c.MaxInflightBatches = 16, 1 })
 		counters := counterNames("batch-%02d", 6)
-		errs := addAll(t, h, g, e, counters)
+		evs, errs := addAll(t, h, g, e, counters)
+		var refused driver.Event
 		for i, c := range counters {
 			if c == g.refuse {
+				refused = evs[i]
 				if !errors.Is(errs[i], driver.ErrUnknownOutcome) || errors.Is(errs[i], ErrNotApplied) || errors.Is(errs[i], driver.ErrUnavailable) {
 					t.Fatalf("%s: %v, want unknown outcome, never not applied", c, errs[i])
 				}
@@ -162,12 +176,13 @@ func TestAFailedEventRequestIsSentAgainEventByEvent(t *testing.T) {
 		if !sent {
 			t.Fatalf("requests of %v events and %d alone: want a failed request and each event sent again", g.batches, g.singles)
 		}
-		// The retry of the refused add, with its id, counts it once.
-		refused := h.target("batch-03")
-		id := api.NewRequestID(h.clk.Now())
-		mustAdd(t, e, refused, Request{ID: id, Delta: 1})
-		mustAdd(t, e, refused, Request{ID: id, Delta: 1})
-		wantValue(t, e, refused, 1)
+		// The retry of the refused add, with its own id and time, counts
+		// it once, twice sent.
+		tg := h.target("batch-03")
+		for range 2 {
+			mustAdd(t, e, tg, Request{ID: refused.ID, Time: time.UnixMicro(refused.Time), Delta: 1})
+		}
+		wantValue(t, e, tg, 1)
 	})
 }
 
@@ -178,7 +193,8 @@ func TestEventBatchOff(t *testing.T) {
 		h.store = g
 		e := h.engine(func(c *Config) { c.MaxEventBatch = 1 })
 		counters := counterNames("alone-%02d", 5)
-		for i, err := range addAll(t, h, g, e, counters) {
+		_, errs := addAll(t, h, g, e, counters)
+		for i, err := range errs {
 			if err != nil {
 				t.Fatalf("%s: %v", counters[i], err)
 			}
@@ -187,6 +203,75 @@ func TestEventBatchOff(t *testing.T) {
 		defer g.mu.Unlock()
 		if len(g.batches) != 0 || g.singles != 6 {
 			t.Fatalf("requests of %v events and %d alone, want 6 alone", g.batches, g.singles)
+		}
+	})
+}
+
+// An add whose caller gives up while its event waits for a request is of
+// unknown outcome, never applied and never "not applied": the event may
+// still be sent, and its retry counts it once.
+func TestGivingUpWhileQueuedIsUnknown(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		g := &gatedEvents{Events: h.store}
+		h.store = g
+		e := h.engine(func(c *Config) { c.MaxEventBatch, c.MaxInflightBatches = 8, 1 })
+		tg := h.target("impatient")
+		mustAdd(t, e, tg, Request{Delta: 1}) // marks the bucket
+		gate, lead := holdTheSlot(t, h, g, e)
+		ctx, cancel := context.WithCancel(ctxT(t))
+		got := make(chan error, 1)
+		var ev driver.Event
+		go func() {
+			var err error
+			ev, err = e.Add(ctx, tg, Request{Delta: 1})
+			got <- err
+		}()
+		queueBehind()
+		cancel()
+		err := <-got
+		if !errors.Is(err, driver.ErrUnknownOutcome) || errors.Is(err, ErrNotApplied) {
+			t.Fatalf("an add given up while queued: %v, want unknown outcome", err)
+		}
+		close(gate)
+		if err := <-lead; err != nil {
+			t.Fatal(err)
+		}
+		mustAdd(t, e, tg, Request{ID: ev.ID, Time: time.UnixMicro(ev.Time), Delta: 1})
+		wantValue(t, e, tg, 2)
+	})
+}
+
+// Close waits for the event writes queued behind a request and sends them:
+// each add is answered as it would be alone.
+func TestCloseSendsQueuedEvents(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		g := &gatedEvents{Events: h.store}
+		h.store = g
+		e := h.engine(func(c *Config) { c.MaxEventBatch, c.MaxInflightBatches = 8, 1 })
+		counters := counterNames("closing-%02d", 5)
+		gate, lead := holdTheSlot(t, h, g, e)
+		errs := make([]error, len(counters))
+		var wg sync.WaitGroup
+		for i, c := range counters {
+			wg.Go(func() { _, errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
+		}
+		queueBehind()
+		closed := make(chan error, 1)
+		go func() { closed <- e.Close(ctxT(t)) }()
+		time.Sleep(20 * time.Millisecond)
+		close(gate)
+		wg.Wait()
+		if err := <-lead; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-closed; err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		for i, c := range counters {
+			if errs[i] != nil {
+				t.Fatalf("%s: %v", c, errs[i])
+			}
+			wantValue(t, h.engine(), h.target(c), 1)
 		}
 	})
 }

@@ -125,19 +125,12 @@ func (d *Driver) WriteEvents(ctx context.Context, ws []driver.WriteEventParams) 
 	if err := driver.CheckEventWrites(ws); err != nil {
 		return fmt.Errorf("cassandra: %s: %w", op, err)
 	}
-	cl, err := d.beginAt(ctx, op, ws[0].Consistency, d.cfg.WriteConsistency)
-	if err != nil {
-		return err
-	}
-	b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
-	for _, p := range ws {
-		e := p.Event
-		b.Query(d.q.events.writeEvent, p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time)
-	}
-	if err := b.ExecContext(ctx); err != nil {
-		return fmt.Errorf("cassandra: %s (%d, the first %s/%s/%d/%s): %w", op, len(ws), ws[0].Namespace, ws[0].Counter, ws[0].Event.Time, ws[0].Event.ID, mapBatchError(len(ws), err))
-	}
-	return nil
+	return d.execUnloggedBatch(ctx, op, ws[0].Consistency, len(ws), func(b *gocql.Batch) {
+		for _, p := range ws {
+			e := p.Event
+			b.Query(d.q.events.writeEvent, p.Namespace, p.Counter, p.Bucket, e.Time, e.ID, e.Delta, e.Time)
+		}
+	}, fmt.Sprintf("%s/%s/%d/%s", ws[0].Namespace, ws[0].Counter, ws[0].Event.Time, ws[0].Event.ID))
 }
 
 // ReadEventCounter implements driver.Events by reading the counter's

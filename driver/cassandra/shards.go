@@ -43,16 +43,25 @@ func (d *Driver) WriteShards(ctx context.Context, ws []driver.WriteShardParams) 
 	if err := driver.CheckShardWrites(ws); err != nil {
 		return fmt.Errorf("cassandra: %s: %w", op, err)
 	}
-	cl, err := d.beginAt(ctx, op, ws[0].Consistency, d.cfg.WriteConsistency)
+	return d.execUnloggedBatch(ctx, op, ws[0].Consistency, len(ws), func(b *gocql.Batch) {
+		for _, p := range ws {
+			b.Query(d.q.writeShard, p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp)
+		}
+	}, fmt.Sprintf("%s/%s/%s", ws[0].Namespace, ws[0].Counter, ws[0].Shard.ID))
+}
+
+// execUnloggedBatch sends the n statements add puts in one unlogged batch
+// at level (or the driver's write default); first names the first write
+// in an error.
+func (d *Driver) execUnloggedBatch(ctx context.Context, op string, level driver.Consistency, n int, add func(*gocql.Batch), first string) error {
+	cl, err := d.beginAt(ctx, op, level, d.cfg.WriteConsistency)
 	if err != nil {
 		return err
 	}
 	b := d.session.Batch(gocql.UnloggedBatch).Consistency(cl)
-	for _, p := range ws {
-		b.Query(d.q.writeShard, p.Namespace, p.Counter, p.Shard.ID, nonNil(p.Shard.State), p.Shard.ExpiresAt, p.Timestamp)
-	}
+	add(b)
 	if err := b.ExecContext(ctx); err != nil {
-		return fmt.Errorf("cassandra: %s (%d, the first %s/%s/%s): %w", op, len(ws), ws[0].Namespace, ws[0].Counter, ws[0].Shard.ID, mapBatchError(len(ws), err))
+		return fmt.Errorf("cassandra: %s (%d, the first %s): %w", op, n, first, mapBatchError(n, err))
 	}
 	return nil
 }

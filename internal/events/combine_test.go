@@ -104,6 +104,20 @@ func addAll(t *testing.T, h *harness, g *gatedEvents, e *Engine, counters []stri
 	return evs, errs
 }
 
+// gatedEngine is an engine whose event writes reach the harness's store
+// through a gatedEvents, with MaxEventBatch batch and one request slot.
+func gatedEngine(h *harness, batch int) (*gatedEvents, *Engine) {
+	g := &gatedEvents{Events: h.store}
+	h.store = g
+	return g, h.engine(func(c *Config) { c.MaxEventBatch, c.MaxInflightBatches = batch, 1 })
+}
+
+// retryEvent adds ev again, with its own id and time.
+func retryEvent(t *testing.T, e *Engine, tg Target, ev driver.Event) {
+	t.Helper()
+	mustAdd(t, e, tg, Request{ID: ev.ID, Time: time.UnixMicro(ev.Time), Delta: ev.Delta})
+}
+
 func counterNames(format string, n int) []string {
 	var out []string
 	for i := range n {
@@ -117,9 +131,7 @@ func counterNames(format string, n int) []string {
 // and read back as if written alone.
 func TestEventsOfManyCountersShareARequest(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		g := &gatedEvents{Events: h.store}
-		h.store = g
-		e := h.engine(func(c *Config) { c.MaxEventBatch, c.MaxInflightBatches = 8, 1 })
+		g, e := gatedEngine(h, 8)
 		counters := counterNames("quiet-%02d", 20)
 		_, errs := addAll(t, h, g, e, counters)
 		for i, err := range errs {
@@ -150,9 +162,8 @@ func TestEventsOfManyCountersShareARequest(t *testing.T) {
 // the same id counts it once.
 func TestAFailedEventRequestIsSentAgainEventByEvent(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		g := &gatedEvents{Events: h.store, manyErr: fmt.Errorf("%w: injected", driver.ErrUnknownOutcome), refuse: "batch-03"}
-		h.store = g
-		e := h.engine(func(c *Config) { c.MaxEventBatch, c.MaxInflightBatches = 16, 1 })
+		g, e := gatedEngine(h, 16)
+		g.manyErr, g.refuse = fmt.Errorf("%w: injected", driver.ErrUnknownOutcome), "batch-03"
 		counters := counterNames("batch-%02d", 6)
 		evs, errs := addAll(t, h, g, e, counters)
 		var refused driver.Event
@@ -180,7 +191,7 @@ func TestAFailedEventRequestIsSentAgainEventByEvent(t *testing.T) {
 		// it once, twice sent.
 		tg := h.target("batch-03")
 		for range 2 {
-			mustAdd(t, e, tg, Request{ID: refused.ID, Time: time.UnixMicro(refused.Time), Delta: 1})
+			retryEvent(t, e, tg, refused)
 		}
 		wantValue(t, e, tg, 1)
 	})
@@ -189,9 +200,7 @@ func TestAFailedEventRequestIsSentAgainEventByEvent(t *testing.T) {
 // With MaxEventBatch 1 every event is its own request.
 func TestEventBatchOff(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		g := &gatedEvents{Events: h.store}
-		h.store = g
-		e := h.engine(func(c *Config) { c.MaxEventBatch = 1 })
+		g, e := gatedEngine(h, 1)
 		counters := counterNames("alone-%02d", 5)
 		_, errs := addAll(t, h, g, e, counters)
 		for i, err := range errs {
@@ -212,9 +221,7 @@ func TestEventBatchOff(t *testing.T) {
 // still be sent, and its retry counts it once.
 func TestGivingUpWhileQueuedIsUnknown(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		g := &gatedEvents{Events: h.store}
-		h.store = g
-		e := h.engine(func(c *Config) { c.MaxEventBatch, c.MaxInflightBatches = 8, 1 })
+		g, e := gatedEngine(h, 8)
 		tg := h.target("impatient")
 		mustAdd(t, e, tg, Request{Delta: 1}) // marks the bucket
 		gate, lead := holdTheSlot(t, h, g, e)
@@ -236,7 +243,7 @@ func TestGivingUpWhileQueuedIsUnknown(t *testing.T) {
 		if err := <-lead; err != nil {
 			t.Fatal(err)
 		}
-		mustAdd(t, e, tg, Request{ID: ev.ID, Time: time.UnixMicro(ev.Time), Delta: 1})
+		retryEvent(t, e, tg, ev)
 		wantValue(t, e, tg, 2)
 	})
 }
@@ -245,9 +252,7 @@ func TestGivingUpWhileQueuedIsUnknown(t *testing.T) {
 // each add is answered as it would be alone.
 func TestCloseSendsQueuedEvents(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
-		g := &gatedEvents{Events: h.store}
-		h.store = g
-		e := h.engine(func(c *Config) { c.MaxEventBatch, c.MaxInflightBatches = 8, 1 })
+		g, e := gatedEngine(h, 8)
 		counters := counterNames("closing-%02d", 5)
 		gate, lead := holdTheSlot(t, h, g, e)
 		errs := make([]error, len(counters))

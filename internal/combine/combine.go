@@ -36,6 +36,12 @@ type Combiner[P any] struct {
 	inflight int // send loops running
 }
 
+// MaxBatchBytes is the data one combined request should carry at most.
+// Cassandra logs a warning for every batch above batch_size_warn_threshold
+// (5 KiB by default) and refuses one above batch_size_fail_threshold
+// (50 KiB); a write larger than this is sent alone.
+const MaxBatchBytes = 4 << 10
+
 // queued is one write waiting for its request.
 type queued[P any] struct {
 	p        P

@@ -156,7 +156,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxEventBatch > 1 {
 		e.combiner = &combine.Combiner[driver.WriteEventParams]{
 			Start: e.work.Go, Timeout: cfg.WriteTimeout,
-			MaxWrites: cfg.MaxEventBatch, MaxBytes: maxBatchBytes, MaxInflight: cfg.MaxInflightBatches,
+			MaxWrites: cfg.MaxEventBatch, MaxBytes: combine.MaxBatchBytes, MaxInflight: cfg.MaxInflightBatches,
 			Size:  eventBytes,
 			Level: func(p *driver.WriteEventParams) driver.Consistency { return p.Consistency },
 			One:   cfg.Store.WriteEvent,
@@ -165,10 +165,6 @@ func New(cfg Config) (*Engine, error) {
 	}
 	return e, nil
 }
-
-// maxBatchBytes bounds the data of one combined request, below
-// Cassandra's batch_size_warn_threshold (5 KiB by default).
-const maxBatchBytes = 4 << 10
 
 // eventBytes estimates what an event write adds to a batch as Cassandra
 // 3.0 and later count it: its key, its three numbers and the cells'

@@ -16,19 +16,13 @@ import (
 func newCombiner(store driver.Shards, start func(func()) bool, cfg Config) *combine.Combiner[driver.WriteShardParams] {
 	return &combine.Combiner[driver.WriteShardParams]{
 		Start: start, Timeout: cfg.WriteTimeout,
-		MaxWrites: cfg.MaxShardBatch, MaxBytes: maxBatchBytes, MaxInflight: cfg.MaxInflightBatches,
+		MaxWrites: cfg.MaxShardBatch, MaxBytes: combine.MaxBatchBytes, MaxInflight: cfg.MaxInflightBatches,
 		Size:  writeBytes,
 		Level: func(p *driver.WriteShardParams) driver.Consistency { return p.Consistency },
 		One:   store.WriteShard,
 		Many:  store.WriteShards,
 	}
 }
-
-// maxBatchBytes bounds the data one combined request carries. Cassandra
-// logs a warning for every batch above batch_size_warn_threshold (5 KiB by
-// default) and refuses one above batch_size_fail_threshold (50 KiB); a
-// write larger than this is sent alone.
-const maxBatchBytes = 4 << 10
 
 // writeBytes estimates what a write adds to a batch as Cassandra 3.0 and
 // later count it: its key, its state and the cells' overhead. (2.1 and 2.2

@@ -134,6 +134,9 @@ func TestServeFlagMistakes(t *testing.T) {
 		{"serve", "--shard-batch", "0"},
 		{"serve", "--shard-batch", "65536"},
 		{"bench", "--shard-batch", "0"},
+		{"serve", "--event-batch", "0"},
+		{"serve", "--event-batch", "65536"},
+		{"bench", "--event-batch", "0"},
 	} {
 		if r := cli(nil, args...); r.code != exitUsage {
 			t.Errorf("%v: %+v, want exit %d", args, r, exitUsage)

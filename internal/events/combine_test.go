@@ -280,3 +280,21 @@ func TestCloseSendsQueuedEvents(t *testing.T) {
 		}
 	})
 }
+
+// MaxEventBatch and MaxInflightBatches are refused out of range: negative,
+// or more writes than one request carries.
+func TestEventBatchConfig(t *testing.T) {
+	t.Parallel()
+	var store driver.Events = &gatedEvents{} // never called: New only checks the settings
+	for _, c := range []Config{
+		{MaxEventBatch: -1}, {MaxInflightBatches: -1}, {MaxEventBatch: driver.MaxShardWrites + 1},
+	} {
+		c.Store = store
+		if _, err := New(c); err == nil {
+			t.Errorf("New(%+v): no error", c)
+		}
+	}
+	if _, err := New(Config{Store: store, MaxEventBatch: driver.MaxShardWrites}); err != nil {
+		t.Errorf("MaxEventBatch at the limit: %v", err)
+	}
+}

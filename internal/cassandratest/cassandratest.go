@@ -9,6 +9,7 @@ package cassandratest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -145,4 +146,31 @@ func adminSession(hosts []string) (*gocql.Session, error) {
 	}
 	sessions[key] = s
 	return s, nil
+}
+
+// PaxosVariant reports the paxos_variant the test cluster's coordinator
+// runs lightweight transactions with: "v1" on releases before 4.1 (which
+// have no other) and on nodes whose settings table does not name one.
+// v2 counts a quorum of the replicas a partition has in the ring, where v1
+// counts one of the keyspace's replication factor, so the two differ when
+// the factor is larger than the cluster.
+func PaxosVariant(t testing.TB) string {
+	t.Helper()
+	s := Session(t)
+	major, err := releaseMajor(s)
+	if err != nil {
+		t.Fatalf("cassandratest: reading the release: %v", err)
+	}
+	if major < 4 {
+		return "v1"
+	}
+	var v string
+	err = s.Query("SELECT value FROM system_views.settings WHERE name = 'paxos_variant'").Scan(&v)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		return "v1"
+	case err != nil:
+		t.Fatalf("cassandratest: reading paxos_variant: %v", err)
+	}
+	return v
 }

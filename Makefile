@@ -120,7 +120,7 @@ test-compat: ## Conformance and end-to-end smoke tests on one node of each of CO
 		$(COMPAT_ENV) scripts/devcassandra clean; \
 		$(COMPAT_ENV) ABACUS_DEV_PAXOS=$${paxos:-v1} scripts/devcassandra start 1 --version $$v; \
 		hosts=$$($(COMPAT_ENV) scripts/devcassandra env); \
-		env $$hosts $(GO) test -count=1 -timeout 10m -skip 'NodeDown' ./driver/cassandra/ $$ledger; \
+		env $$hosts ABACUS_DEV_PAXOS=$${paxos:-v1} $(GO) test -count=1 -timeout 10m -skip 'NodeDown' ./driver/cassandra/ $$ledger; \
 		env $$hosts $(GO) test -count=1 -timeout 10m -run '$(COMPAT_SMOKE)' ./cmd/abacus/ ./systemtest/; \
 	done
 

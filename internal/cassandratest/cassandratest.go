@@ -148,12 +148,17 @@ func adminSession(hosts []string) (*gocql.Session, error) {
 	return s, nil
 }
 
-// PaxosVariant reports the paxos_variant the test cluster's coordinator
-// runs lightweight transactions with: "v1" on releases before 4.1 (which
-// have no other) and on nodes whose settings table does not name one.
-// v2 counts a quorum of the replicas a partition has in the ring, where v1
-// counts one of the keyspace's replication factor, so the two differ when
-// the factor is larger than the cluster.
+// PaxosVariant reports the paxos_variant the test cluster runs
+// lightweight transactions with, "v1" or "v2": "v1" on releases before 4.1
+// (which have no other) and on nodes whose settings table does not name
+// one. Cassandra's variants that drop linearizable reads count as their
+// base. When ABACUS_DEV_PAXOS says which variant scripts/devcassandra
+// started the cluster with, another answer fails the test, so a leg meant
+// to run v2 cannot pass on v1 unnoticed.
+//
+// v2 counts a Paxos quorum from the replicas a partition has in the ring,
+// where v1 counts it from the keyspace's replication factor, so the two
+// differ when the factor is larger than the cluster.
 func PaxosVariant(t testing.TB) string {
 	t.Helper()
 	s := Session(t)
@@ -161,16 +166,20 @@ func PaxosVariant(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("cassandratest: reading the release: %v", err)
 	}
-	if major < 4 {
-		return "v1"
+	v := "v1"
+	if major >= 4 {
+		var setting string
+		err = s.Query("SELECT value FROM system_views.settings WHERE name = 'paxos_variant'").Scan(&setting)
+		switch {
+		case errors.Is(err, gocql.ErrNotFound):
+		case err != nil:
+			t.Fatalf("cassandratest: reading paxos_variant: %v", err)
+		case strings.HasPrefix(setting, "v2"):
+			v = "v2"
+		}
 	}
-	var v string
-	err = s.Query("SELECT value FROM system_views.settings WHERE name = 'paxos_variant'").Scan(&v)
-	switch {
-	case errors.Is(err, gocql.ErrNotFound):
-		return "v1"
-	case err != nil:
-		t.Fatalf("cassandratest: reading paxos_variant: %v", err)
+	if want := os.Getenv("ABACUS_DEV_PAXOS"); want != "" && want != v {
+		t.Fatalf("cassandratest: the cluster runs paxos_variant %s, but ABACUS_DEV_PAXOS=%s", v, want)
 	}
 	return v
 }

@@ -332,16 +332,26 @@ func BenchmarkReadActors(b *testing.B) {
 // BenchmarkTransfer measures transfers against debits of the same
 // ledgers: 32 callers, one process, exact mode, history on, each ledger
 // holding 2^60 first. With 2 ledgers every transfer goes between the same
-// pair (in turn each way); with 100, from ledger i to ledger i+1. The
-// debits go to the same ledgers, grouped by the engine as usual; a
-// transfer is not grouped, so a hot pair makes one transfer per write.
+// pair (in turn each way); with 100, from ledger i to ledger i+1, or with
+// into=one from ledgers 1 to 99 into ledger 0, as payments into one house
+// account. The debits go to the transfers' sources, grouped by the engine
+// as usual; a transfer is not grouped, so transfers that share a ledger
+// make one write each, one after another.
 // docs/benchmarks-ledger.md has a run's numbers.
 func BenchmarkTransfer(b *testing.B) {
 	for _, store := range []string{"embedded", "cassandra"} {
 		b.Run(store, func(b *testing.B) {
-			for _, ledgers := range []int{2, 100} {
+			for _, shape := range []struct {
+				ledgers int
+				intoOne bool
+			}{{2, false}, {100, false}, {100, true}} {
+				ledgers := shape.ledgers
+				name := fmt.Sprintf("ledgers=%d", ledgers)
+				if shape.intoOne {
+					name += "/into=one"
+				}
 				for _, kind := range []string{"debit", "transfer"} {
-					b.Run(fmt.Sprintf("ledgers=%d/%s", ledgers, kind), func(b *testing.B) {
+					b.Run(name+"/"+kind, func(b *testing.B) {
 						var d driver.Driver
 						if store == "cassandra" {
 							d = benchCassandra(b)
@@ -358,12 +368,15 @@ func BenchmarkTransfer(b *testing.B) {
 						var next atomic.Int64
 						runUnit(b, kind+"s/s", func(ctx context.Context) error {
 							n := next.Add(1)
-							from, amount, id := int(n)%ledgers, 1+n%100, fmt.Sprint("r", n)
+							from, to, amount, id := int(n)%ledgers, int(n+1)%ledgers, 1+n%100, fmt.Sprint("r", n)
+							if shape.intoOne {
+								from, to = 1+int(n)%(ledgers-1), 0
+							}
 							if kind == "debit" {
 								_, err := e.Update(ctx, targets[from], -amount, id)
 								return err
 							}
-							_, err := e.Transfer(ctx, targets[from], targets[(from+1)%ledgers], amount, id)
+							_, err := e.Transfer(ctx, targets[from], targets[to], amount, id)
 							return err
 						})
 					})

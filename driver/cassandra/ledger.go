@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
@@ -92,9 +93,21 @@ func (d *Driver) WriteLedgerRows(ctx context.Context, ws []driver.WriteLedgerRow
 	if err != nil {
 		return err
 	}
+	// Every row's entries land before the rows (readers count an entry
+	// only once its row reaches its number); the rows' entries go to
+	// partitions of their own, so they are written at once, not one
+	// round trip after another.
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
 	for i := range ws {
-		if err := d.writeLedgerEntries(ctx, cl, &ws[i]); err != nil {
-			return err
+		if len(ws[i].Entries) > 0 {
+			wg.Go(func() { errs[i] = d.writeLedgerEntries(ctx, cl, &ws[i]) })
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err // the first row's, as when they were written in turn
 		}
 	}
 	b := d.session.Batch(gocql.LoggedBatch).Consistency(cl)

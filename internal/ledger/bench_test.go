@@ -335,8 +335,7 @@ func BenchmarkReadActors(b *testing.B) {
 // pair (in turn each way); with 100, from ledger i to ledger i+1, or with
 // into=one from ledgers 1 to 99 into ledger 0, as payments into one house
 // account. The debits go to the transfers' sources, grouped by the engine
-// as usual; a transfer is not grouped, so transfers that share a ledger
-// make one write each, one after another.
+// as usual; transfers into one ledger are grouped too (transfer.go).
 // docs/benchmarks-ledger.md has a run's numbers.
 func BenchmarkTransfer(b *testing.B) {
 	for _, store := range []string{"embedded", "cassandra"} {

@@ -314,7 +314,14 @@ type Engine struct {
 	lru   *list.List
 	over  atomic.Bool // the last trim left more slots than MaxActors
 
-	idle chan *slot // to a worker waiting for a slot to serve (group.go)
+	idle chan func() // to a worker waiting for a queue to serve (group.go)
+
+	// inbound holds the queues of transfers into each ledger that a
+	// goroutine serves (transfer.go).
+	inbound struct {
+		sync.Mutex
+		m map[slotKey]*inboundQueue
+	}
 
 	// Background settling of strict-mode requests (settle.go).
 	bg struct {
@@ -338,8 +345,9 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, slots: map[slotKey]*list.Element{}, lru: list.New(), idle: make(chan *slot)}
+	e := &Engine{cfg: cfg, slots: map[slotKey]*list.Element{}, lru: list.New(), idle: make(chan func())}
 	e.bg.stop = make(chan struct{})
+	e.inbound.m = map[slotKey]*inboundQueue{}
 	return e, nil
 }
 

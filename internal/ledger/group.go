@@ -63,6 +63,10 @@ type request struct {
 	out    Outcome
 	stats  *Stats
 
+	// into is a transfer's destination; the request is the transfer's
+	// debit of its source, t (transfer.go).
+	into *Target
+
 	// Set by the batch that carries it:
 	neg   bool  // a debit
 	abs   int64 // |amount|
@@ -198,31 +202,34 @@ func (e *Engine) submit(reqs []*request) {
 	}
 }
 
-// workerLinger is how long a goroutine that served a slot waits for
-// another slot to serve before it ends.
+// workerLinger is how long a goroutine that served a queue waits for
+// another queue to serve before it ends.
 const workerLinger = time.Second
 
 // startServing hands the slot to an idle worker goroutine, or starts one.
-// Workers outlive their slot for a while because a new goroutine's stack
+func (e *Engine) startServing(s *slot) { e.run(func() { e.serve(s) }) }
+
+// run hands a queue's serving to an idle worker goroutine, or starts one.
+// Workers outlive their queue for a while because a new goroutine's stack
 // starts small and is copied as it grows through the store's deep call
 // paths: with a goroutine per batch that copying took a seventh of the
 // CPU of credits spread over many ledgers.
-func (e *Engine) startServing(s *slot) {
+func (e *Engine) run(serve func()) {
 	select {
-	case e.idle <- s:
+	case e.idle <- serve:
 	default:
-		go e.worker(s)
+		go e.worker(serve)
 	}
 }
 
-func (e *Engine) worker(s *slot) {
+func (e *Engine) worker(serve func()) {
 	t := time.NewTimer(workerLinger)
 	defer t.Stop()
 	for {
-		e.serve(s)
+		serve()
 		t.Reset(workerLinger)
 		select {
-		case s = <-e.idle:
+		case serve = <-e.idle:
 		case <-t.C:
 			return
 		case <-e.bg.stop:

@@ -525,6 +525,13 @@ func (p *panickyStore) WriteLedgerRow(ctx context.Context, w *driver.WriteLedger
 	return p.Ledgers.WriteLedgerRow(ctx, w)
 }
 
+func (p *panickyStore) WriteLedgerRows(ctx context.Context, ws []driver.WriteLedgerRowParams) error {
+	if p.panics.Load() {
+		panic("injected")
+	}
+	return p.Ledgers.WriteLedgerRows(ctx, ws)
+}
+
 // With room for one actor, requests for two ledgers evict each other's
 // idle actors while others wait in queues; every request is applied once.
 func TestEvictionUnderLoad(t *testing.T) {

@@ -137,6 +137,7 @@ type faultyStore struct {
 	swapFault   func(p *driver.SwapLedgerRightsParams) fault
 	writeGate   func(p *driver.WriteLedgerRowParams) <-chan struct{}
 	rowsFault   func(ws []driver.WriteLedgerRowParams) fault // WriteLedgerRows: all rows land or none
+	rowsGate    func(ws []driver.WriteLedgerRowParams) <-chan struct{}
 	writes      int
 	injected    map[fault]int
 	releaseErrs int // release calls to fail
@@ -196,8 +197,14 @@ func (f *faultyStore) WriteLedgerRow(ctx context.Context, p *driver.WriteLedgerR
 func (f *faultyStore) WriteLedgerRows(ctx context.Context, ws []driver.WriteLedgerRowParams) error {
 	f.mu.Lock()
 	rf := f.rowsFault
+	gate := f.rowsGate
 	f.writes++
 	f.mu.Unlock()
+	if gate != nil {
+		if ch := gate(ws); ch != nil {
+			<-ch
+		}
+	}
 	var fl fault
 	if rf != nil {
 		fl = f.decide(func() fault { return rf(ws) })

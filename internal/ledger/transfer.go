@@ -1,11 +1,14 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"runtime/debug"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/abacusdb/abacus/driver"
@@ -35,53 +38,18 @@ var ErrSameLedger = fmt.Errorf("%w: a transfer's source and destination are the 
 // applied it); ErrBelowFloor when the source's floor refuses the debit,
 // in which case nothing was written to either ledger; ErrUnknownOutcome
 // when the write of both rows may or may not have landed, in which case
-// either both land or neither does.
+// either both land or neither does. Transfers into one ledger that arrive
+// while one is under way share the next write (a group).
 func (e *Engine) Transfer(ctx context.Context, from, to Target, amount int64, requestID string) (Result, error) {
 	from.Options = from.Options.WithDefaults()
 	to.Options = to.Options.WithDefaults()
 	if err := checkTransfer(from, to, amount, requestID); err != nil {
 		return Result{}, err
 	}
-	for {
-		step := e.transferOnce(ctx, from, to, amount, requestID)
-		if step.again {
-			continue
-		}
-		res, err := step.res, step.err
-		if step.pending != nil {
-			res, err = awaitTransfer(ctx, step.pending)
-		}
-		if errors.Is(err, ErrUnknownOutcome) {
-			e.stats.Unknown.Add(1)
-		}
-		return res, err
-	}
-}
-
-// transferStep is what one attempt at a transfer came to.
-type transferStep struct {
-	res Result
-	err error
-	// again: an actor had to be replaced before anything was claimed or
-	// written; try with the next.
-	again bool
-	// pending: another actor holds the id's claim, and a goroutine of its
-	// own answers the debit (answerLost) once that actor's write shows or
-	// the wait ends. It is waited for with both actors let go, as a batch
-	// lets go of its actor.
-	pending *request
-}
-
-// awaitTransfer waits for the answer to a transfer whose id another actor
-// claimed, or for the caller to give up: the transfer may then still be
-// applied by the claimant, so the answer is unknown.
-func awaitTransfer(ctx context.Context, r *request) (Result, error) {
-	select {
-	case <-r.done:
-		return r.out.Result, r.out.Err
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("%w: the caller gave up (%w) while another actor held the transfer's claim; retry with the same request id", ErrUnknownOutcome, ctx.Err())
-	}
+	r := &request{t: from, into: &to, amount: -amount, id: requestID, done: make(chan struct{}), stats: &e.stats}
+	e.submitTransfer(r)
+	out := e.wait(ctx, r)
+	return out.Result, out.Err
 }
 
 func checkTransfer(from, to Target, amount int64, id string) error {
@@ -100,212 +68,561 @@ func checkTransfer(from, to Target, amount int64, id string) error {
 	return ValidateRequestID(id)
 }
 
-// transferOnce takes this process's actors of both ledgers, in key order
-// so that transfers in opposite directions cannot deadlock, applies the
-// transfer with them and lets them go.
-func (e *Engine) transferOnce(ctx context.Context, from, to Target, amount int64, id string) (step transferStep) {
-	ka, kb := slotKey{from.Namespace, from.Ledger}, slotKey{to.Namespace, to.Ledger}
-	first, second := ka, kb
-	if kb.ledger < ka.ledger {
-		first, second = kb, ka
+// Groups of transfers.
+//
+// A ledger that many others pay into used to take one transfer per read,
+// claim and write, each holding its actor for all three. Now transfers
+// queue on their destination (inbound), and whoever serves the queue takes
+// a group: up to maxTransferGroup transfers with distinct ids and distinct
+// sources. It holds the actors of every source and of the destination,
+// taken in key order (so two groups, or a group and a batch, which holds
+// one actor, cannot deadlock), reads every ledger at once, checks and
+// claims each debit as a batch of one of its source, and writes the rows
+// of every source and of the destination in one WriteLedgerRows call: all
+// land or none. Each transfer keeps its own answer. The argument is in
+// docs/ledger-transfers.md, "Groups of transfers into one ledger".
+
+const (
+	// maxTransferGroup bounds the transfers one group carries.
+	maxTransferGroup = 32
+	// maxGroupSources bounds the ledgers a group debits: with the
+	// destination's, its rows fit one WriteLedgerRows call.
+	maxGroupSources = driver.MaxLedgerRowWrites - 1
+	// maxGroupBytes bounds the estimated size of a group's rows, well
+	// under Cassandra's default batch_size_fail_threshold (50 KiB); the
+	// first transfer of a group is carried whatever its size, as a lone
+	// transfer always was.
+	maxGroupBytes = 32 << 10
+	// entryBytes is what an entry adds to a row beyond its request id,
+	// generously.
+	entryBytes = 32
+)
+
+// inboundQueue is the queue of transfers into one ledger, and its presence in
+// Engine.inbound means a goroutine serves it.
+type inboundQueue struct {
+	queue []*request
+}
+
+// submitTransfer queues a transfer on its destination and makes sure a
+// goroutine serves the queue.
+func (e *Engine) submitTransfer(r *request) {
+	k := slotKey{r.into.Namespace, r.into.Ledger}
+	e.inbound.Lock()
+	q, served := e.inbound.m[k]
+	if !served {
+		q = &inboundQueue{}
+		e.inbound.m[k] = q
 	}
-	s1, err := e.lock(ctx, first)
-	if err != nil {
-		return transferStep{err: err}
+	q.queue = append(q.queue, r)
+	e.inbound.Unlock()
+	if !served {
+		e.run(func() { e.serveTransfers(k, q) })
 	}
-	defer s1.unlock()
-	s2, err := e.lock(ctx, second)
-	if err != nil {
-		return transferStep{err: err}
+}
+
+// serveTransfers applies groups of the queue's transfers until it is
+// empty; transfers a group gives back (an actor had to be replaced before
+// they were claimed) go first in the next.
+func (e *Engine) serveTransfers(k slotKey, q *inboundQueue) {
+	for {
+		group := e.takeTransfers(k, q)
+		if len(group) == 0 {
+			return
+		}
+		again := e.applyTransfers(group)
+		if len(again) == 0 {
+			continue
+		}
+		for _, r := range again {
+			r.claim = claimOutcome{}
+			r.state.Store(queued)
+		}
+		e.inbound.Lock()
+		q.queue = append(again, q.queue...)
+		e.inbound.Unlock()
 	}
-	defer s2.unlock()
-	sA, sB := s1, s2
-	if first != ka {
-		sA, sB = s2, s1
+}
+
+// takeTransfers removes the next group from the queue: queued transfers
+// into the first one's target, up to maxTransferGroup from up to
+// maxGroupSources ledgers, no two sharing a request id; the rest keep
+// their order. With nothing left, the queue is no longer served.
+func (e *Engine) takeTransfers(k slotKey, q *inboundQueue) []*request {
+	e.inbound.Lock()
+	defer e.inbound.Unlock()
+	var group, rest []*request
+	ids, sources := map[string]bool{}, map[string]bool{}
+	for _, r := range q.queue {
+		if len(group) == maxTransferGroup || len(group) > 0 && *r.into != *group[0].into || ids[r.id] ||
+			!sources[r.t.Ledger] && len(sources) == maxGroupSources {
+			rest = append(rest, r)
+			continue
+		}
+		if !r.state.CompareAndSwap(queued, taken) {
+			continue // withdrawn by its caller
+		}
+		ids[r.id], sources[r.t.Ledger] = true, true
+		group = append(group, r)
 	}
-	// Both are checked: each one too old is retired.
-	if agedA, agedB := e.retireAged(from.Options, sA), e.retireAged(to.Options, sB); agedA || agedB {
-		return transferStep{again: true}
+	q.queue = rest
+	if len(group) == 0 {
+		delete(e.inbound.m, k)
+	}
+	return group
+}
+
+// applyTransfers holds the actors of a group's ledgers, in key order,
+// while it applies the group, and answers the group's unanswered
+// transfers "unknown" and retires every actor if that panics (a write may
+// have landed). It returns the transfers to try again.
+func (e *Engine) applyTransfers(group []*request) (again []*request) {
+	to := *group[0].into
+	keys := []slotKey{{to.Namespace, to.Ledger}}
+	for _, r := range group {
+		keys = append(keys, slotKey{r.t.Namespace, r.t.Ledger})
+	}
+	slices.SortFunc(keys, func(a, b slotKey) int { return cmp.Compare(a.ledger, b.ledger) })
+	keys = slices.Compact(keys) // a source of several transfers is one actor
+	held := make(map[string]*slot, len(keys))
+	for _, k := range keys {
+		s, err := e.lock(context.Background(), k)
+		if err != nil {
+			panic(err) // lock fails only when its context ends, and this one does not
+		}
+		held[k.ledger] = s
+		defer s.unlock()
 	}
 
 	defer e.trackBatch()()
 	func() {
 		defer func() {
-			if p := recover(); p != nil {
-				e.cfg.Logger.Error("ledger: a transfer panicked; it answers unknown_outcome",
-					"namespace", from.Namespace, "from", from.Ledger, "to", to.Ledger, "panic", p, "stack", string(debug.Stack()))
-				for _, s := range []*slot{sA, sB} {
-					if !s.retired {
-						e.retire(s)
-					}
-				}
-				step = transferStep{err: fmt.Errorf("%w: internal error while applying the transfer: %v", ErrUnknownOutcome, p)}
+			p := recover()
+			if p == nil {
+				return
 			}
+			e.cfg.Logger.Error("ledger: a group of transfers panicked; its transfers answer unknown_outcome",
+				"namespace", to.Namespace, "to", to.Ledger, "panic", p, "stack", string(debug.Stack()))
+			for _, s := range held {
+				if !s.retired {
+					e.retire(s)
+				}
+			}
+			for _, r := range group {
+				if st := r.state.Load(); (st == taken || st == committing) && !r.finished() {
+					r.finish(Result{}, fmt.Errorf("%w: internal error while applying the transfer: %v", ErrUnknownOutcome, p))
+				}
+			}
+			again = nil
 		}()
-		step = e.applyTransfer(ctx, from, to, sA, sB, amount, id)
+		again = e.applyGroup(to, group, held)
 	}()
-	for _, s := range []*slot{sA, sB} {
+	for _, s := range held {
 		e.idleRights(s)
 	}
-	return step
+	return again
 }
 
-// applyTransfer reads both ledgers, checks the debit as a batch of one
-// checks it (retries, overflow, the floor, the claim), and writes both
-// actor rows together. Called with both slots' sem held.
-func (e *Engine) applyTransfer(ctx context.Context, from, to Target, sA, sB *slot, amount int64, id string) transferStep {
-	debit := &request{t: from, amount: -amount, id: id, done: make(chan struct{}), stats: &e.stats}
-	credit := &request{t: to, amount: amount, id: id, done: make(chan struct{}), stats: &e.stats}
-	debit.state.Store(taken)
-	credit.state.Store(taken)
+// source is a ledger a group debits, with its actor, its state as read
+// and the group's transfers from it, which are a batch of that actor.
+type source struct {
+	t   Target
+	s   *slot
+	st  *State
+	err error // what reading it failed with
+	rs  []*request
+}
 
-	var states [2]*State
-	for i, side := range []struct {
-		t Target
-		s *slot
-	}{{from, sA}, {to, sB}} {
-		st, err := e.readMerged(ctx, side.t, side.s)
-		switch {
-		case errors.Is(err, errReclaimed):
-			e.retire(side.s) // its rights were reclaimed while idle: a new actor
-			return transferStep{again: true}
-		case errors.Is(err, ErrActorConflict):
-			e.retire(side.s)
-			return transferStep{err: err}
-		case errors.Is(err, ErrCorrupt):
-			return transferStep{err: err}
-		case err != nil:
-			return transferStep{err: fmt.Errorf("%w: reading ledger %s/%s: %w", ErrNotApplied, side.t.Namespace, side.t.Ledger, err)}
-		}
-		states[i] = st
-	}
-	stA, stB := states[0], states[1]
-
-	// A retry: the source's history holds the debit. The destination's
-	// holding the credit says the same once the source's history has
-	// folded it (they were written together).
-	if f, ok := stA.Lookup(id); ok {
-		return e.duplicateTransfer(id, f, -amount)
-	}
-	if f, ok := stB.Lookup(id); ok {
-		return e.duplicateTransfer(id, f, amount)
-	}
-	for _, c := range []struct {
-		st *State
-		r  *request
-	}{{stA, debit}, {stB, credit}} {
-		if fresh, err := checkBatch(c.st, []*request{c.r}); err != nil || len(fresh) == 0 {
-			if err == nil {
-				<-c.r.done // overflow: checkBatch answered it
-				err = c.r.out.Err
-			}
-			return transferStep{err: err}
-		}
-	}
-
-	// From here on the transfer runs on its own context, as a batch does:
-	// a caller that gives up does not cut a claim or a write short.
+// applyGroup reads every ledger of the group, checks each source's debits
+// as a batch of its actor checks them (retries, overflow, the floor, the
+// claims), and writes every row together. Called with every actor's sem
+// held; it runs on its own context, as a batch does: a caller that gives
+// up does not cut a claim or a write short.
+func (e *Engine) applyGroup(to Target, group []*request, held map[string]*slot) (again []*request) {
 	bg := context.Background()
-	if from.Options.Floored {
-		keep, elsewhere, reclaimed := e.checkFloor(bg, from, sA, stA, []*request{debit})
-		switch {
-		case reclaimed:
-			e.retire(sA)
-			return transferStep{again: true}
-		case len(elsewhere) > 0:
-			// Not covered here, and another actor holds the id's claim:
-			// answered as a lost claim is.
-			e.handOff(bg, from, elsewhere)
-			return transferStep{pending: debit}
-		case len(keep) == 0:
-			<-debit.done // refused: below the floor, or no rights to be had
-			return transferStep{err: debit.out.Err}
-		}
-		// The credit's actor writes only within its lease if it has held
-		// rights (credits need none).
-		if _, _, reclaimed := e.checkFloor(bg, to, sB, stB, []*request{credit}); reclaimed {
-			e.retire(sB)
-			return transferStep{again: true}
-		}
+	sB := held[to.Ledger]
+	if e.retireAged(to.Options, sB) {
+		return group
 	}
-	if err := ctx.Err(); err != nil {
-		return transferStep{err: fmt.Errorf("%w: withdrawn by its caller before anything was claimed or written: %w", ErrNotApplied, err)}
+	var srcs []*source
+	byLedger := map[string]*source{}
+	for _, r := range group {
+		src := byLedger[r.t.Ledger]
+		if src == nil {
+			src = &source{t: r.t, s: held[r.t.Ledger]}
+			byLedger[r.t.Ledger] = src
+			srcs = append(srcs, src)
+		}
+		src.rs = append(src.rs, r)
 	}
-	debit.state.Store(committing)
+	srcs = keepSources(srcs, func(src *source) bool {
+		if e.retireAged(src.t.Options, src.s) {
+			again = append(again, src.rs...)
+			return false
+		}
+		return true
+	})
+	if len(srcs) == 0 {
+		return again
+	}
 
-	// Entry numbers after the overflow rule, as a batch of one gets them.
-	secA, secB := sA.own.Section(true), sB.own.Section(false)
-	secA.Compact(from.Options.HistoryLength)
+	stB, err := e.readGroup(to, sB, srcs)
+	switch {
+	case err == nil:
+	case errors.Is(err, errReclaimed):
+		e.retire(sB) // its rights were reclaimed while idle: a new actor
+		for _, src := range srcs {
+			again = append(again, src.rs...)
+		}
+		return again
+	default:
+		if errors.Is(err, ErrActorConflict) {
+			e.retire(sB)
+		}
+		for _, src := range srcs {
+			finishAll(src.rs, transferReadError(to, err))
+		}
+		return again
+	}
+
+	size := 0
+	if len(group) > 1 {
+		size = len(EncodeActor(sB.own))
+	}
+	credits := map[*request]*request{}
+	var creditList []*request
+	srcs = keepSources(srcs, func(src *source) bool {
+		switch {
+		case src.st != nil:
+		case errors.Is(src.err, errReclaimed):
+			e.retire(src.s)
+			again = append(again, src.rs...)
+			return false
+		default:
+			if errors.Is(src.err, ErrActorConflict) {
+				e.retire(src.s)
+			}
+			finishAll(src.rs, transferReadError(src.t, src.err))
+			return false
+		}
+		var rs []*request
+		for _, r := range src.rs {
+			// A retry: the source's history holds the debit. The
+			// destination's holding the credit says the same once the
+			// source's history has folded it (they were written
+			// together).
+			if f, ok := src.st.Lookup(r.id); ok {
+				r.finish(duplicate(r.id, f.Actor, f.Amount, r.amount))
+			} else if f, ok := stB.Lookup(r.id); ok {
+				r.finish(duplicate(r.id, f.Actor, f.Amount, -r.amount))
+			} else {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) == 0 {
+			return false
+		}
+		fresh, err := checkBatch(src.st, rs) // answers the debits that would overflow
+		if err != nil {
+			finishAll(rs, err)
+			return false
+		}
+		// The rows must fit one store batch: the transfers beyond the
+		// bound go in the next group. The first is carried whatever its
+		// size, as a lone transfer always was.
+		add := 0
+		if len(group) > 1 {
+			add = len(EncodeActor(src.s.own))
+		}
+		for i, r := range fresh {
+			add += 2 * (len(r.id) + entryBytes)
+			if len(creditList)+i > 0 && size+add > maxGroupBytes {
+				again = append(again, fresh[i:]...)
+				fresh = fresh[:i]
+				break
+			}
+		}
+		size += add
+		for _, r := range fresh {
+			c := &request{t: to, amount: -r.amount, id: r.id, done: make(chan struct{}), stats: &Stats{}}
+			c.state.Store(taken)
+			credits[r] = c
+			creditList = append(creditList, c)
+		}
+		src.rs = fresh
+		return len(fresh) > 0
+	})
+	if len(srcs) == 0 {
+		return again
+	}
+
+	// The credits, checked together against the destination's totals.
+	fresh, err := checkBatch(stB, creditList)
+	if err != nil {
+		for _, src := range srcs {
+			finishAll(src.rs, err)
+		}
+		return again
+	}
+	srcs = keepSources(srcs, func(src *source) bool {
+		src.rs = slices.DeleteFunc(src.rs, func(r *request) bool {
+			if slices.Contains(fresh, credits[r]) {
+				return false
+			}
+			r.finish(Result{}, credits[r].out.Err) // checkBatch refused the credit
+			return true
+		})
+		return len(src.rs) > 0
+	})
+
+	if to.Options.Floored {
+		srcs = keepSources(srcs, func(src *source) bool {
+			keep, elsewhere, reclaimed := e.checkFloor(bg, src.t, src.s, src.st, src.rs)
+			// Refused here, and another actor holds the id's claim:
+			// answered as a lost claim is.
+			e.handOff(bg, src.t, elsewhere)
+			if reclaimed {
+				e.retire(src.s)
+				again = append(again, keep...)
+				return false
+			}
+			src.rs = keep // checkFloor answered the rest: below the floor, or no rights to be had
+			return len(keep) > 0
+		})
+		// The destination's actor writes only within its lease if it has
+		// held rights (credits need none).
+		var cs []*request
+		for _, src := range srcs {
+			for _, r := range src.rs {
+				cs = append(cs, credits[r])
+			}
+		}
+		if len(cs) > 0 {
+			if _, _, reclaimed := e.checkFloor(bg, to, sB, stB, cs); reclaimed {
+				e.retire(sB)
+				for _, src := range srcs {
+					again = append(again, src.rs...)
+				}
+				return again
+			}
+		}
+	}
+	// From here on the group claims and writes: a caller that gave up
+	// before this point has withdrawn its transfer.
+	srcs = keepSources(srcs, func(src *source) bool {
+		src.rs = slices.DeleteFunc(src.rs, func(r *request) bool {
+			if r.state.CompareAndSwap(taken, committing) {
+				return false
+			}
+			r.finish(Result{}, fmt.Errorf("%w: withdrawn by its caller before anything was claimed or written", ErrNotApplied))
+			return true
+		})
+		return len(src.rs) > 0
+	})
+	if len(srcs) == 0 {
+		return again
+	}
+
+	// Entry numbers after the overflow rule, as a batch gets them: each
+	// debit's, if every debit before it of its source is written.
+	secB := sB.own.Section(false)
 	secB.Compact(to.Options.HistoryLength)
-	debit.neg, debit.abs = true, amount
-	debit.claim = claimOutcome{mine: driver.Claim{Actor: sA.actor, Negative: true, Seq: secA.Seq() + 1, Amount: -amount}}
+	for _, src := range srcs {
+		sec := src.s.own.Section(true)
+		sec.Compact(src.t.Options.HistoryLength)
+		next := sec.Seq()
+		for _, r := range src.rs {
+			next++
+			r.neg, r.abs = true, -r.amount
+			r.claim = claimOutcome{mine: driver.Claim{Actor: src.s.actor, Negative: true, Seq: next, Amount: r.amount}}
+		}
+	}
 
 	claimed := e.cfg.Clock.Now()
-	if from.Options.Mode.claims() {
-		// A batch of one: claimBatch retires the actor only after a lost
-		// or failed claim, both answered here.
-		write, lost, _, retire := e.claimBatch(from, []*request{debit}, claimed)
-		if retire && !sA.retired {
-			e.retire(sA)
-		}
-		switch {
-		case len(lost) > 0:
-			e.answerLost(bg, from, lost)
-			return transferStep{pending: debit}
-		case len(write) == 0:
-			<-debit.done // the claim failed: claimBatch answered it
-			return transferStep{err: debit.out.Err}
+	claims := to.Options.Mode.claims()
+	retire := make([]bool, len(srcs))
+	if claims {
+		var requeue []*request
+		srcs, retire, requeue = e.claimGroup(srcs, claimed)
+		again = append(again, requeue...)
+		if len(srcs) == 0 {
+			return again
 		}
 	}
 
 	at := driver.Micros(e.cfg.Clock.Now())
-	sentBefore, _ := sA.own.N.Sum()
-	seqA, err := secA.Append(Entry{RequestID: id, Amount: amount})
-	if err != nil {
-		panic(err) // checkBatch bounded the totals
-	}
-	seqB, err := secB.Append(Entry{RequestID: id, Amount: amount})
-	if err != nil {
-		panic(err)
-	}
-	var entriesA, entriesB []driver.LedgerEntry
-	if from.Options.keepsEntries() {
-		entriesA = []driver.LedgerEntry{{At: at, Actor: sA.actor, Negative: true, Seq: seqA, RequestID: id, Amount: amount}}
-		entriesB = []driver.LedgerEntry{{At: at, Actor: sB.actor, Seq: seqB, RequestID: id, Amount: amount}}
-	}
-	pair := []rowPart{
-		{t: from, s: sA, entries: entriesA, debits: true},
-		{t: to, s: sB, entries: entriesB},
-	}
-	if err := e.writeRows(bg, pair); err != nil {
-		if errors.Is(err, ErrNotApplied) {
-			e.retireCounting(sA, sentBefore)
-			e.retire(sB)
-			if from.Options.Mode.claims() {
-				e.releaseOrSettle(from, id, debit.claim.mine, claimed, debit.claim.resubmitted)
+	keep := to.Options.keepsEntries()
+	parts := make([]rowPart, 0, len(srcs)+1)
+	sent := make([]int64, len(srcs))
+	var entriesB []driver.LedgerEntry
+	for i, src := range srcs {
+		sent[i], _ = src.s.own.N.Sum()
+		var entriesA []driver.LedgerEntry
+		for _, r := range src.rs {
+			seqA, err := src.s.own.Section(true).Append(Entry{RequestID: r.id, Amount: r.abs})
+			if err != nil {
+				panic(err) // checkBatch bounded the totals
 			}
-			return transferStep{err: err}
+			seqB, err := secB.Append(Entry{RequestID: r.id, Amount: r.abs})
+			if err != nil {
+				panic(err)
+			}
+			if keep {
+				entriesA = append(entriesA, driver.LedgerEntry{At: at, Actor: src.s.actor, Negative: true, Seq: seqA, RequestID: r.id, Amount: r.abs})
+				entriesB = append(entriesB, driver.LedgerEntry{At: at, Actor: sB.actor, Seq: seqB, RequestID: r.id, Amount: r.abs})
+			}
 		}
-		e.retire(sA)
-		e.retire(sB)
-		if from.Options.Mode.claims() {
-			e.settleRows(pair, []string{id}, claimed)
-			err = fmt.Errorf("%w (this process keeps resubmitting the write of both rows in the background while the claim lives)", err)
-		}
-		return transferStep{err: err}
+		parts = append(parts, rowPart{t: src.t, s: src.s, entries: entriesA, debits: true})
 	}
-	e.stats.Applied.Add(1)
-	return transferStep{res: Result{Applied: true, Actor: sA.actor}}
+	parts = append(parts, rowPart{t: to, s: sB, entries: entriesB})
+	err = e.writeRows(bg, parts)
+	switch {
+	case err == nil:
+		for _, src := range srcs {
+			for _, r := range src.rs {
+				r.finish(Result{Applied: true, Actor: src.s.actor}, nil)
+			}
+		}
+	case errors.Is(err, ErrNotApplied):
+		// Nothing landed: each source's rights count only the debits
+		// written before this one, and the claims are withdrawn.
+		for i, src := range srcs {
+			e.retireCounting(src.s, sent[i])
+		}
+		e.retire(sB)
+		for _, src := range srcs {
+			if claims {
+				for _, r := range src.rs {
+					e.releaseOrSettle(src.t, r.id, r.claim.mine, claimed, r.claim.resubmitted)
+				}
+			}
+			finishAll(src.rs, err)
+		}
+	default:
+		for _, src := range srcs {
+			e.retire(src.s)
+		}
+		e.retire(sB)
+		if claims {
+			var ids []string
+			for _, src := range srcs {
+				ids = append(ids, requestIDs(src.rs)...)
+			}
+			// The claims keep other actors from applying the transfers,
+			// so this process may finish the write late.
+			e.settleRows(parts, ids, claimed)
+			err = fmt.Errorf("%w (this process keeps resubmitting the write of the rows in the background while the claims live)", err)
+		}
+		for _, src := range srcs {
+			finishAll(src.rs, err)
+		}
+	}
+	for i, src := range srcs {
+		if retire[i] && !src.s.retired {
+			e.retire(src.s)
+		}
+	}
+	return again
 }
 
-// duplicateTransfer answers a transfer whose id a ledger's history holds
-// with the signed amount want.
-func (e *Engine) duplicateTransfer(id string, f Found, want int64) transferStep {
-	res, err := duplicate(id, f.Actor, f.Amount, want)
-	if err == nil {
-		e.stats.Duplicates.Add(1)
+// readGroup reads the destination and the sources at once, and returns
+// the destination's state; each source's state, or what its read failed
+// with, goes in the source.
+func (e *Engine) readGroup(to Target, sB *slot, srcs []*source) (*State, error) {
+	var (
+		stB  *State
+		errB error
+		wg   sync.WaitGroup
+	)
+	read := func(t Target, s *slot, st **State, err *error) {
+		defer func() {
+			if p := recover(); p != nil {
+				*st, *err = nil, fmt.Errorf("internal error while reading: %v", p)
+			}
+		}()
+		*st, *err = e.readMerged(context.Background(), t, s)
 	}
-	return transferStep{res: res, err: err}
+	// With one source the reads go one after the other: a goroutine's
+	// stack would grow through the store's read path for one read, and
+	// most groups of ledgers that are not hot have one transfer.
+	if len(srcs) == 1 {
+		read(srcs[0].t, srcs[0].s, &srcs[0].st, &srcs[0].err)
+	} else {
+		for _, src := range srcs {
+			wg.Go(func() { read(src.t, src.s, &src.st, &src.err) })
+		}
+	}
+	read(to, sB, &stB, &errB)
+	wg.Wait()
+	return stB, errB
+}
+
+// transferReadError is what a transfer answers when a read of one of its
+// ledgers failed: nothing was claimed or written yet.
+func transferReadError(t Target, err error) error {
+	if errors.Is(err, ErrActorConflict) || errors.Is(err, ErrCorrupt) {
+		return err
+	}
+	return fmt.Errorf("%w: reading ledger %s/%s: %w", ErrNotApplied, t.Namespace, t.Ledger, err)
+}
+
+// claimGroup claims each source's debits as a batch of its actor claims
+// them, every source at once. It returns the sources with debits to
+// write (only those), whether each of them must retire its actor after
+// the write, and the debits to try again. Lost claims are answered as a
+// batch answers them, by the claimant's write.
+func (e *Engine) claimGroup(srcs []*source, claimed time.Time) (write []*source, retire []bool, again []*request) {
+	type outcome struct {
+		write, lost, again []*request
+		retire             bool
+	}
+	outs := make([]outcome, len(srcs))
+	claim := func(i int, src *source) {
+		defer func() {
+			if p := recover(); p != nil {
+				// Whatever the store did is unknown.
+				outs[i] = outcome{retire: true}
+				for _, r := range src.rs {
+					if !r.finished() {
+						r.finish(Result{}, fmt.Errorf("%w: internal error while claiming: %v", ErrUnknownOutcome, p))
+					}
+				}
+			}
+		}()
+		w, l, a, ret := e.claimBatch(src.t, src.rs, claimed)
+		outs[i] = outcome{w, l, a, ret}
+	}
+	var wg sync.WaitGroup
+	for i, src := range srcs[1:] {
+		wg.Go(func() { claim(i+1, src) })
+	}
+	claim(0, srcs[0])
+	wg.Wait()
+	for i, src := range srcs {
+		o := outs[i]
+		e.answerLost(context.Background(), src.t, o.lost)
+		again = append(again, o.again...)
+		switch {
+		case len(o.write) > 0:
+			src.rs = o.write
+			write = append(write, src)
+			retire = append(retire, o.retire)
+		case o.retire && !src.s.retired:
+			e.retire(src.s)
+		}
+	}
+	return write, retire, again
+}
+
+// keepSources returns the sources keep accepts, in order.
+func keepSources(srcs []*source, keep func(*source) bool) []*source {
+	var kept []*source
+	for _, src := range srcs {
+		if keep(src) {
+			kept = append(kept, src)
+		}
+	}
+	return kept
 }
 
 // rowPart is one actor row of a write of several rows (writeRows).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -307,5 +308,277 @@ func TestTransfersRaceAndCross(t *testing.T) {
 		// a sent 1+3+...+11 = 36 and got 2+4+...+12 = 42.
 		wantValue(t, engines[0], a, 1006)
 		wantValue(t, engines[0], b, 994)
+	})
+}
+
+// groupGate holds the first write of several rows until it is opened, so
+// that transfers queue behind it, and records how many rows each write of
+// several rows carried.
+type groupGate struct {
+	mu      sync.Mutex
+	open    chan struct{}
+	blocked chan struct{} // closed once the first write waits
+	rows    []int
+}
+
+func newGroupGate(fs *faultyStore) *groupGate {
+	g := &groupGate{open: make(chan struct{}), blocked: make(chan struct{})}
+	fs.mu.Lock()
+	fs.rowsGate = func(ws []driver.WriteLedgerRowParams) <-chan struct{} {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.rows = append(g.rows, len(ws))
+		if len(g.rows) == 1 {
+			close(g.blocked)
+			return g.open
+		}
+		return nil
+	}
+	fs.mu.Unlock()
+	return g
+}
+
+func (g *groupGate) writes() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.rows)
+}
+
+// waitInbound waits until n transfers wait in the queue into ledger to.
+func waitInbound(t *testing.T, e *Engine, to Target, n int) {
+	t.Helper()
+	k := slotKey{to.Namespace, to.Ledger}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		e.inbound.Lock()
+		q := e.inbound.m[k]
+		queued := 0
+		if q != nil {
+			queued = len(q.queue)
+		}
+		e.inbound.Unlock()
+		if queued == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transfers queued into %s, want %d", queued, to.Ledger, n)
+		}
+	}
+}
+
+// Transfers into one ledger that queue while another is being written
+// share the next write: one write of every source's row and the
+// destination's. Inside that group each transfer keeps its own answer: a
+// replay, a debit refused at its floor, a copy whose id another process
+// claimed and a caller that gave up hold back none of the others.
+func TestTransfersIntoOneLedgerShareAWrite(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		fs := &faultyStore{Ledgers: h.store}
+		o := floored(0)
+		dst := h.target("g-dst", o)
+		src := make([]Target, 8)
+		e := h.engine(func(c *Config) { c.Store = fs; c.ClaimWait = 200 * time.Millisecond })
+		for i := range src {
+			src[i] = h.target(fmt.Sprint("g-src", i), o)
+			mustUpdate(t, e, src[i], 100, fmt.Sprint("fund", i))
+		}
+		mustTransfer(t, e, src[3], dst, 10, "replayed") // applied before: its copy in the group is a replay
+
+		// Another process claims "claimed" and never writes it.
+		lost := &faultyStore{Ledgers: h.store}
+		lost.setRowsFault(func([]driver.WriteLedgerRowParams) fault { return unknownNoLand })
+		claimant := h.engine(func(c *Config) { c.Store = lost })
+		if _, err := claimant.Transfer(ctxT(t), src[4], dst, 10, "claimed"); !isUnknown(err) {
+			t.Fatalf("the claimant's transfer, whose write never lands: %v, want ErrUnknownOutcome", err)
+		}
+
+		gate := newGroupGate(fs)
+		type answer struct {
+			res Result
+			err error
+		}
+		answers := make([]chan answer, len(src))
+		transfer := func(ctx context.Context, i int, amount int64, id string) {
+			answers[i] = make(chan answer, 1)
+			go func() {
+				r, err := e.Transfer(ctx, src[i], dst, amount, id)
+				answers[i] <- answer{r, err}
+			}()
+		}
+		transfer(ctxT(t), 0, 10, "first")
+		<-gate.blocked
+		giveUp, cancel := context.WithCancel(ctxT(t))
+		transfer(ctxT(t), 1, 10, "t1")
+		transfer(ctxT(t), 2, 500, "too-much") // below the floor of 0
+		transfer(ctxT(t), 3, 10, "replayed")
+		transfer(ctxT(t), 4, 10, "claimed")
+		transfer(ctxT(t), 5, 10, "t5")
+		transfer(giveUp, 6, 10, "t6")
+		transfer(ctxT(t), 7, 10, "t7")
+		waitInbound(t, e, dst, 7)
+		cancel() // t6's caller gives up while it is queued
+		if a := <-answers[6]; !errors.Is(a.err, ErrNotApplied) {
+			t.Fatalf("a transfer withdrawn while queued: %+v, want ErrNotApplied", a)
+		}
+		close(gate.open)
+
+		for i, want := range map[int]string{0: "applied", 1: "applied", 5: "applied", 7: "applied", 3: "replay", 2: "floor", 4: "unknown"} {
+			a := <-answers[i]
+			var ok bool
+			switch want {
+			case "applied":
+				ok = a.err == nil && a.res.Applied
+			case "replay":
+				ok = a.err == nil && !a.res.Applied
+			case "floor":
+				ok = errors.Is(a.err, ErrBelowFloor)
+			case "unknown":
+				ok = isUnknown(a.err)
+			}
+			if !ok {
+				t.Errorf("transfer from %s: %+v, %v; want %s", src[i].Ledger, a.res, a.err, want)
+			}
+		}
+		// The first transfer's write, then one write of t1, t5 and t7's
+		// sources and the destination.
+		if w := gate.writes(); !slices.Equal(w, []int{2, 4}) {
+			t.Fatalf("rows per write: %v, want [2 4]", w)
+		}
+		for i, want := range []int64{90, 90, 100, 90, 100, 90, 100, 90} {
+			wantValue(t, e, src[i], want)
+		}
+		wantValue(t, e, dst, 50)
+	})
+}
+
+// A panic while applying a group answers every transfer of it "unknown"
+// and retires every actor it held; the process goes on, and once the
+// claims are gone the transfers apply.
+func TestAPanickingGroupOfTransfersAnswersUnknown(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		ps := &panickyStore{Ledgers: h.store}
+		fs := &faultyStore{Ledgers: ps}
+		o := Options{Mode: ModeConcurrentRetriesMayDouble}
+		dst, a, b, c := h.target("p-dst", o), h.target("p-a", o), h.target("p-b", o), h.target("p-c", o)
+		e := h.engine(func(c *Config) { c.Store = fs })
+		for _, tg := range []Target{a, b, c} {
+			mustUpdate(t, e, tg, 100, "fund-"+tg.Ledger)
+		}
+		gate := newGroupGate(fs)
+		first := make(chan error, 1)
+		go func() {
+			_, err := e.Transfer(ctxT(t), a, dst, 1, "first")
+			first <- err
+		}()
+		<-gate.blocked
+		ps.panics.Store(true) // the first write panics too, once let go
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, from := range []Target{b, c} {
+			wg.Go(func() { _, errs[i] = e.Transfer(ctxT(t), from, dst, 1, "t-"+from.Ledger) })
+		}
+		waitInbound(t, e, dst, 2)
+		retiredBefore := e.Stats().Retired.Load()
+		close(gate.open)
+		wg.Wait()
+		if err := <-first; !isUnknown(err) {
+			t.Fatalf("the first transfer: %v, want ErrUnknownOutcome", err)
+		}
+		for i, err := range errs {
+			if !isUnknown(err) {
+				t.Fatalf("transfer %d of the group: %v, want ErrUnknownOutcome", i, err)
+			}
+		}
+		// The first group held a's and dst's actors; the second b's, c's
+		// and dst's next one.
+		if got := e.Stats().Retired.Load() - retiredBefore; got != 5 {
+			t.Fatalf("retired %d actors, want 5", got)
+		}
+		ps.panics.Store(false)
+		mustTransfer(t, e, b, dst, 1, "t-p-b")
+		mustTransfer(t, e, c, dst, 1, "t-p-c")
+		wantValue(t, e, b, 99)
+		wantValue(t, e, c, 99)
+		wantValue(t, e, dst, 2)
+	})
+}
+
+// Transfers between one pair of ledgers that queue while another is being
+// written share the next write: the source's debits are one batch of its
+// actor, so its floor refuses only the debits it cannot cover.
+func TestTransfersOfOnePairShareAWrite(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		fs := &faultyStore{Ledgers: h.store}
+		o := floored(0)
+		a, b := h.target("pair-a", o), h.target("pair-b", o)
+		e := h.engine(func(c *Config) { c.Store = fs })
+		mustUpdate(t, e, a, 100, "fund")
+		gate := newGroupGate(fs)
+		first := make(chan error, 1)
+		go func() {
+			_, err := e.Transfer(ctxT(t), a, b, 10, "first")
+			first <- err
+		}()
+		<-gate.blocked
+		errs := make([]chan error, 4)
+		for i := range errs {
+			errs[i] = make(chan error, 1)
+			go func() {
+				_, err := e.Transfer(ctxT(t), a, b, 30, fmt.Sprint("t", i))
+				errs[i] <- err
+			}()
+			waitInbound(t, e, b, i+1) // in order, so that the last is the one refused
+		}
+		close(gate.open)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+		for i, ch := range errs {
+			err := <-ch
+			if i < 3 && err != nil || i == 3 && !errors.Is(err, ErrBelowFloor) {
+				t.Fatalf("transfer %d of 30 from a balance of 90: %v", i, err)
+			}
+		}
+		if w := gate.writes(); !slices.Equal(w, []int{2, 2}) {
+			t.Fatalf("rows per write: %v, want [2 2] (the first transfer, then the other three together)", w)
+		}
+		wantValue(t, e, a, 0)
+		wantValue(t, e, b, 100)
+	})
+}
+
+// A group debits at most as many ledgers as fit one write with the
+// destination's row; the transfers from more sources go in the next.
+func TestAGroupOfTransfersFitsOneWrite(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		fs := &faultyStore{Ledgers: h.store}
+		o := Options{}
+		dst := h.target("fit-dst", o)
+		e := h.engine(func(c *Config) { c.Store = fs })
+		src := make([]Target, maxGroupSources+6)
+		for i := range src {
+			src[i] = h.target(fmt.Sprint("fit-src", i), o)
+			mustUpdate(t, e, src[i], 10, "fund")
+		}
+		gate := newGroupGate(fs)
+		var wg sync.WaitGroup
+		errs := make([]error, len(src))
+		wg.Go(func() { _, errs[0] = e.Transfer(ctxT(t), src[0], dst, 1, "t0") })
+		<-gate.blocked
+		for i := 1; i < len(src); i++ {
+			wg.Go(func() { _, errs[i] = e.Transfer(ctxT(t), src[i], dst, 1, fmt.Sprint("t", i)) })
+		}
+		waitInbound(t, e, dst, len(src)-1)
+		close(gate.open)
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("transfer %d: %v", i, err)
+			}
+		}
+		want := []int{2, driver.MaxLedgerRowWrites, len(src) - 1 - maxGroupSources + 1}
+		if w := gate.writes(); !slices.Equal(w, want) {
+			t.Fatalf("rows per write: %v, want %v", w, want)
+		}
+		wantValue(t, e, dst, int64(len(src)))
 	})
 }

@@ -165,6 +165,10 @@ func (e *Engine) wait(ctx context.Context, r *request) Outcome {
 			break // answered as the caller gave up: the answer stands
 		}
 		if r.state.CompareAndSwap(queued, withdrawn) || r.state.CompareAndSwap(taken, withdrawn) {
+			if r.into != nil {
+				return Outcome{Err: fmt.Errorf("%w: waiting among the transfers into ledger %s/%s: %w",
+					ErrNotApplied, r.into.Namespace, r.into.Ledger, ctx.Err())}
+			}
 			return Outcome{Err: fmt.Errorf("%w: waiting for this process's actor of ledger %s/%s: %w",
 				ErrNotApplied, r.t.Namespace, r.t.Ledger, ctx.Err())}
 		}

@@ -130,17 +130,23 @@ func (e *Engine) serveTransfers(k slotKey, q *inboundQueue) {
 		if len(group) == 0 {
 			return
 		}
-		again := e.applyTransfers(group)
-		if len(again) == 0 {
-			continue
-		}
-		for _, r := range again {
+		var back []*request
+		for _, r := range e.applyTransfers(group) {
+			// A transfer set aside before its claim could still be
+			// withdrawn by its caller, who was then told not_applied: it
+			// must stay so.
 			r.claim = claimOutcome{}
-			r.state.Store(queued)
+			if r.state.CompareAndSwap(taken, queued) || r.state.CompareAndSwap(committing, queued) {
+				back = append(back, r)
+			} else if !r.finished() {
+				r.finish(Result{}, fmt.Errorf("%w: withdrawn by its caller", ErrNotApplied))
+			}
 		}
-		e.inbound.Lock()
-		q.queue = append(again, q.queue...)
-		e.inbound.Unlock()
+		if len(back) > 0 {
+			e.inbound.Lock()
+			q.queue = append(back, q.queue...)
+			e.inbound.Unlock()
+		}
 	}
 }
 
@@ -151,12 +157,14 @@ func (e *Engine) serveTransfers(k slotKey, q *inboundQueue) {
 func (e *Engine) takeTransfers(k slotKey, q *inboundQueue) []*request {
 	e.inbound.Lock()
 	defer e.inbound.Unlock()
-	var group, rest []*request
+	var group, skipped []*request
 	ids, sources := map[string]bool{}, map[string]bool{}
-	for _, r := range q.queue {
-		if len(group) == maxTransferGroup || len(group) > 0 && *r.into != *group[0].into || ids[r.id] ||
+	i := 0
+	for ; i < len(q.queue) && len(group) < maxTransferGroup; i++ {
+		r := q.queue[i]
+		if len(group) > 0 && *r.into != *group[0].into || ids[r.id] ||
 			!sources[r.t.Ledger] && len(sources) == maxGroupSources {
-			rest = append(rest, r)
+			skipped = append(skipped, r)
 			continue
 		}
 		if !r.state.CompareAndSwap(queued, taken) {
@@ -165,7 +173,14 @@ func (e *Engine) takeTransfers(k slotKey, q *inboundQueue) []*request {
 		ids[r.id], sources[r.t.Ledger] = true, true
 		group = append(group, r)
 	}
-	q.queue = rest
+	if len(skipped) == 0 {
+		q.queue = q.queue[i:] // a deep queue is not copied for each group
+	} else {
+		q.queue = append(skipped, q.queue[i:]...)
+	}
+	if len(q.queue) == 0 {
+		q.queue = nil
+	}
 	if len(group) == 0 {
 		delete(e.inbound.m, k)
 	}
@@ -600,6 +615,11 @@ func (e *Engine) claimGroup(srcs []*source, claimed time.Time) (write []*source,
 	wg.Wait()
 	for i, src := range srcs {
 		o := outs[i]
+		for _, r := range o.lost {
+			// Answered by answerLost's goroutine from now on, whatever
+			// happens to the group (a panic must not answer them too).
+			r.state.Store(handedOff)
+		}
 		e.answerLost(context.Background(), src.t, o.lost)
 		again = append(again, o.again...)
 		switch {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -451,8 +452,8 @@ func TestTransfersIntoOneLedgerShareAWrite(t *testing.T) {
 }
 
 // A panic while applying a group answers every transfer of it "unknown"
-// and retires every actor it held; the process goes on, and once the
-// claims are gone the transfers apply.
+// and retires every actor it held; the process goes on. (This mode has
+// no claims, so the transfers can be applied again at once.)
 func TestAPanickingGroupOfTransfersAnswersUnknown(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		ps := &panickyStore{Ledgers: h.store}
@@ -580,5 +581,135 @@ func TestAGroupOfTransfersFitsOneWrite(t *testing.T) {
 			t.Fatalf("rows per write: %v, want %v", w, want)
 		}
 		wantValue(t, e, dst, int64(len(src)))
+	})
+}
+
+// A group whose rows would pass its size bound sets the transfers beyond
+// it aside for the next group; one whose caller gives up meanwhile stays
+// not applied, as its caller was told.
+func TestAGroupSetsAsideWhatDoesNotFit(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		fs := &faultyStore{Ledgers: h.store}
+		o := Options{HistoryLength: 150}
+		dst := h.target("fit-big", o)
+		src := []Target{h.target("fit-big0", o), h.target("fit-big1", o), h.target("fit-big2", o), h.target("fit-big3", o)}
+		e := h.engine(func(c *Config) { c.Store = fs })
+		// The destination's row holds 150 ids of 230 bytes: more than
+		// the bound by itself, less than a Cassandra batch.
+		var changes []Change
+		for i := range 150 {
+			changes = append(changes, Change{Amount: 1, RequestID: fmt.Sprintf("%0230d", i)})
+		}
+		for _, out := range e.UpdateBatch(ctxT(t), dst, changes) {
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+		}
+		st := mustRead(t, e, dst)
+		if n := len(EncodeActor(st.Actor(st.Actors()[0]))); n <= maxGroupBytes {
+			t.Fatalf("the destination's row is %d bytes, not above the bound", n)
+		}
+		var mu sync.Mutex
+		var rows []int
+		gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
+		held := []chan struct{}{make(chan struct{}), make(chan struct{})}
+		fs.mu.Lock()
+		fs.rowsGate = func(ws []driver.WriteLedgerRowParams) <-chan struct{} {
+			mu.Lock()
+			defer mu.Unlock()
+			rows = append(rows, len(ws))
+			if n := len(rows); n <= 2 {
+				close(held[n-1])
+				return gates[n-1]
+			}
+			return nil
+		}
+		fs.mu.Unlock()
+
+		answers := make([]chan error, len(src))
+		giveUp, cancel := context.WithCancel(ctxT(t))
+		for i := range src {
+			ctx := ctxT(t)
+			if i == 2 {
+				ctx = giveUp
+			}
+			answers[i] = make(chan error, 1)
+			go func() {
+				_, err := e.Transfer(ctx, src[i], dst, 1, fmt.Sprint("t", i, strings.Repeat("x", 200)))
+				answers[i] <- err
+			}()
+			if i == 0 {
+				<-held[0]
+			} else {
+				waitInbound(t, e, dst, i)
+			}
+		}
+		close(gates[0])
+		<-held[1] // the group {t1, t2, t3} writes t1's rows; t2 and t3 wait aside
+		cancel()
+		if err := <-answers[2]; !errors.Is(err, ErrNotApplied) {
+			t.Fatalf("a transfer set aside whose caller gave up: %v, want ErrNotApplied", err)
+		}
+		close(gates[1])
+		for _, i := range []int{0, 1, 3} {
+			if err := <-answers[i]; err != nil {
+				t.Fatalf("transfer %d: %v", i, err)
+			}
+		}
+		mu.Lock()
+		got := slices.Clone(rows)
+		mu.Unlock()
+		if !slices.Equal(got, []int{2, 2, 2}) {
+			t.Fatalf("rows per write: %v, want [2 2 2] (t0, t1, then t3 in a group of its own)", got)
+		}
+		for i, want := range []int64{-1, -1, 0, -1} {
+			wantValue(t, e, src[i], want)
+		}
+	})
+}
+
+// A transfer whose claim another process holds is answered by that
+// process's write alone, even when the rest of its group panics.
+func TestALostClaimInAPanickingGroupIsAnsweredOnce(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		ps := &panickyStore{Ledgers: h.store}
+		fs := &faultyStore{Ledgers: ps}
+		o := Options{}
+		dst, a, b, c := h.target("lp-dst", o), h.target("lp-a", o), h.target("lp-b", o), h.target("lp-c", o)
+		e := h.engine(func(c *Config) { c.Store = fs; c.ClaimWait = 300 * time.Millisecond })
+		lost := &faultyStore{Ledgers: h.store}
+		lost.setRowsFault(func([]driver.WriteLedgerRowParams) fault { return unknownNoLand })
+		claimant := h.engine(func(c *Config) { c.Store = lost })
+		if _, err := claimant.Transfer(ctxT(t), b, dst, 10, "claimed"); !isUnknown(err) {
+			t.Fatalf("the claimant's transfer, whose write never lands: %v, want ErrUnknownOutcome", err)
+		}
+		gate := newGroupGate(fs)
+		first := make(chan error, 1)
+		go func() {
+			_, err := e.Transfer(ctxT(t), c, dst, 1, "first")
+			first <- err
+		}()
+		<-gate.blocked
+		ps.panics.Store(true)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		wg.Go(func() { _, errs[0] = e.Transfer(ctxT(t), a, dst, 10, "ok") })
+		waitInbound(t, e, dst, 1)
+		wg.Go(func() { _, errs[1] = e.Transfer(ctxT(t), b, dst, 10, "claimed") })
+		waitInbound(t, e, dst, 2)
+		close(gate.open)
+		wg.Wait()
+		<-first
+		if !isUnknown(errs[0]) || !strings.Contains(errs[0].Error(), "internal error") {
+			t.Fatalf("the transfer the panic cut short: %v, want unknown for the panic", errs[0])
+		}
+		// Unknown, since the claimant never writes, but for that reason,
+		// not for the panic.
+		if !isUnknown(errs[1]) || strings.Contains(errs[1].Error(), "internal error") {
+			t.Fatalf("the copy whose id the claimant holds: %v, want unknown for the claim", errs[1])
+		}
+		if n := e.Stats().ClaimsLost.Load(); n != 1 {
+			t.Fatalf("%d claims lost, want 1", n)
+		}
 	})
 }

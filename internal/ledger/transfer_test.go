@@ -345,6 +345,19 @@ func (g *groupGate) writes() []int {
 	return slices.Clone(g.rows)
 }
 
+// startHeld starts a transfer whose write the gate holds, and returns its
+// answer once the gate lets it go.
+func startHeld(t *testing.T, e *Engine, gate *groupGate, from, to Target, amount int64, id string) <-chan error {
+	t.Helper()
+	answer := make(chan error, 1)
+	go func() {
+		_, err := e.Transfer(ctxT(t), from, to, amount, id)
+		answer <- err
+	}()
+	<-gate.blocked
+	return answer
+}
+
 // waitInbound waits until n transfers wait in the queue into ledger to.
 func waitInbound(t *testing.T, e *Engine, to Target, n int) {
 	t.Helper()
@@ -465,12 +478,7 @@ func TestAPanickingGroupOfTransfersAnswersUnknown(t *testing.T) {
 			mustUpdate(t, e, tg, 100, "fund-"+tg.Ledger)
 		}
 		gate := newGroupGate(fs)
-		first := make(chan error, 1)
-		go func() {
-			_, err := e.Transfer(ctxT(t), a, dst, 1, "first")
-			first <- err
-		}()
-		<-gate.blocked
+		first := startHeld(t, e, gate, a, dst, 1, "first")
 		ps.panics.Store(true) // the first write panics too, once let go
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
@@ -514,12 +522,7 @@ func TestTransfersOfOnePairShareAWrite(t *testing.T) {
 		e := h.engine(func(c *Config) { c.Store = fs })
 		mustUpdate(t, e, a, 100, "fund")
 		gate := newGroupGate(fs)
-		first := make(chan error, 1)
-		go func() {
-			_, err := e.Transfer(ctxT(t), a, b, 10, "first")
-			first <- err
-		}()
-		<-gate.blocked
+		first := startHeld(t, e, gate, a, b, 10, "first")
 		errs := make([]chan error, 4)
 		for i := range errs {
 			errs[i] = make(chan error, 1)
@@ -684,12 +687,7 @@ func TestALostClaimInAPanickingGroupIsAnsweredOnce(t *testing.T) {
 			t.Fatalf("the claimant's transfer, whose write never lands: %v, want ErrUnknownOutcome", err)
 		}
 		gate := newGroupGate(fs)
-		first := make(chan error, 1)
-		go func() {
-			_, err := e.Transfer(ctxT(t), c, dst, 1, "first")
-			first <- err
-		}()
-		<-gate.blocked
+		first := startHeld(t, e, gate, c, dst, 1, "first")
 		ps.panics.Store(true)
 		errs := make([]error, 2)
 		var wg sync.WaitGroup

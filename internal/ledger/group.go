@@ -161,10 +161,7 @@ func (e *Engine) wait(ctx context.Context, r *request) Outcome {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		if r.finished() {
-			break // answered as the caller gave up: the answer stands
-		}
-		if r.state.CompareAndSwap(queued, withdrawn) || r.state.CompareAndSwap(taken, withdrawn) {
+		if withdraw(r) {
 			if r.into != nil {
 				return Outcome{Err: fmt.Errorf("%w: waiting among the transfers into ledger %s/%s: %w",
 					ErrNotApplied, r.into.Namespace, r.into.Ledger, ctx.Err())}
@@ -182,6 +179,24 @@ func (e *Engine) wait(ctx context.Context, r *request) Outcome {
 		e.stats.Unknown.Add(1)
 	}
 	return r.out
+}
+
+// withdraw takes a request its caller gave up on out of its queue or its
+// batch, if it is not answered and nothing has claimed or written it yet.
+// A failed swap reads the state again: a batch may have put the request
+// back in its queue (taken to queued) between two swaps, and it can still
+// be withdrawn there.
+func withdraw(r *request) bool {
+	for !r.finished() {
+		st := r.state.Load()
+		if st != queued && st != taken {
+			return false
+		}
+		if r.state.CompareAndSwap(st, withdrawn) {
+			return true
+		}
+	}
+	return false // answered as the caller gave up: the answer stands
 }
 
 // submit queues requests of one ledger in its slot and makes sure a

@@ -810,3 +810,30 @@ func TestAWithdrawnClaimDoesNotVouchForItsEntry(t *testing.T) {
 		}
 	})
 }
+
+// A caller that gives up withdraws its request while it waits in a queue
+// or in a batch that has not committed it, and only then.
+func TestWithdrawOnlyBeforeTheCommit(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		state    int32
+		finished bool
+		want     bool
+	}{
+		{queued, false, true}, {taken, false, true},
+		{committing, false, false}, {handedOff, false, false}, {withdrawn, false, false},
+		{taken, true, false}, // answered meanwhile: the answer stands
+	} {
+		r := &request{done: make(chan struct{}), stats: &Stats{}}
+		r.state.Store(c.state)
+		if c.finished {
+			r.finish(Result{Applied: true}, nil)
+		}
+		if got := withdraw(r); got != c.want {
+			t.Errorf("withdraw in state %d (finished %v) = %v, want %v", c.state, c.finished, got, c.want)
+		}
+		if c.want && r.state.Load() != withdrawn {
+			t.Errorf("state %d: withdrawn, but the state is now %d", c.state, r.state.Load())
+		}
+	}
+}

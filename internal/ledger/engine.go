@@ -712,17 +712,7 @@ func (e *Engine) applyBatch(s *slot, batch []*request) {
 // withdrawn. Called with s.sem held.
 func (e *Engine) moveOn(s *slot, rs []*request) {
 	e.retire(s)
-	var again []*request
-	for _, r := range rs {
-		if r.state.CompareAndSwap(taken, queued) {
-			again = append(again, r)
-		} else if !r.finished() && r.state.Load() == withdrawn {
-			r.finish(Result{}, fmt.Errorf("%w: withdrawn by its caller", ErrNotApplied))
-		}
-	}
-	if len(again) > 0 {
-		s.requeue(again)
-	}
+	s.requeue(rs)
 }
 
 // handOff hands requests that a batch took, and whose id another actor

@@ -353,15 +353,34 @@ func (s *slot) take() []*request {
 }
 
 // requeue puts requests a batch took back at the head of the queue, in
-// order, for the next batch. Called with s.sem held, by the batch.
+// order, for the next batch (backToQueue says which). Called with s.sem
+// held, by the batch.
 func (s *slot) requeue(rs []*request) {
-	for _, r := range rs {
-		r.claim = claimOutcome{}
-		r.state.Store(queued)
+	back := backToQueue(rs)
+	if len(back) == 0 {
+		return
 	}
 	s.mu.Lock()
-	s.queue = append(rs, s.queue...)
+	s.queue = append(back, s.queue...)
 	s.mu.Unlock()
+}
+
+// backToQueue readies requests that a batch or a group of transfers took,
+// and did not claim for good, to be queued again, and returns them. One
+// its caller withdrew meanwhile (possible until the commit point, while
+// it is taken) was told not_applied, so it stays so: it is answered here
+// and not returned.
+func backToQueue(rs []*request) []*request {
+	var back []*request
+	for _, r := range rs {
+		r.claim = claimOutcome{}
+		if r.state.CompareAndSwap(taken, queued) || r.state.CompareAndSwap(committing, queued) {
+			back = append(back, r)
+		} else if !r.finished() && r.state.Load() == withdrawn {
+			r.finish(Result{}, fmt.Errorf("%w: withdrawn by its caller", ErrNotApplied))
+		}
+	}
+	return back
 }
 
 // close closes a retired slot to new requests and moves its queue to the

@@ -130,18 +130,7 @@ func (e *Engine) serveTransfers(k slotKey, q *inboundQueue) {
 		if len(group) == 0 {
 			return
 		}
-		var back []*request
-		for _, r := range e.applyTransfers(group) {
-			// A transfer set aside before its claim could still be
-			// withdrawn by its caller, who was then told not_applied: it
-			// must stay so.
-			r.claim = claimOutcome{}
-			if r.state.CompareAndSwap(taken, queued) || r.state.CompareAndSwap(committing, queued) {
-				back = append(back, r)
-			} else if !r.finished() {
-				r.finish(Result{}, fmt.Errorf("%w: withdrawn by its caller", ErrNotApplied))
-			}
-		}
+		back := backToQueue(e.applyTransfers(group))
 		if len(back) > 0 {
 			e.inbound.Lock()
 			q.queue = append(back, q.queue...)

@@ -711,3 +711,55 @@ func TestALostClaimInAPanickingGroupIsAnsweredOnce(t *testing.T) {
 		}
 	})
 }
+
+// Groups hold the actors of several ledgers at once. Transfers among four
+// ledgers in every direction, many at a time, form groups that overlap in
+// every way; they all finish (no two groups wait for each other), and the
+// ledgers' sum is unchanged.
+func TestGroupsAcrossLedgersNeverDeadlock(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		o := Options{}
+		ls := []Target{h.target("ring-a", o), h.target("ring-b", o), h.target("ring-c", o), h.target("ring-d", o)}
+		e := h.engine()
+		for _, l := range ls {
+			mustUpdate(t, e, l, 1000, "fund")
+		}
+		ctx, cancel := context.WithTimeout(ctxT(t), time.Minute)
+		defer cancel()
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			errs []error
+		)
+		for i := range 96 {
+			from, to := ls[i%4], ls[(i/4+i+1)%4]
+			if from == to {
+				to = ls[(i+2)%4]
+			}
+			wg.Go(func() {
+				if _, err := e.Transfer(ctx, from, to, 1, fmt.Sprint("x", i)); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			// A deadlock shows here, at the deadline, and then as a hang
+			// of the engine's Close until go test's timeout.
+			t.Fatalf("%d transfers failed, the first: %v", len(errs), errs[0])
+		}
+		var sum int64
+		for _, l := range ls {
+			v, err := mustRead(t, e, l).Value()
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += v
+		}
+		if sum != 4000 {
+			t.Fatalf("the ledgers sum to %d, want 4000", sum)
+		}
+	})
+}

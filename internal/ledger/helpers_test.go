@@ -314,6 +314,13 @@ func (b *barrier) wait(timeout time.Duration) bool {
 
 func isUnknown(err error) bool { return errors.Is(err, ErrUnknownOutcome) }
 
+// retryable reports whether an answer tells its caller to retry with the
+// same id: the outcome is unknown, or the request was not applied for a
+// reason other than the ledger's floor.
+func retryable(err error) bool {
+	return isUnknown(err) || errors.Is(err, ErrNotApplied) && !errors.Is(err, ErrBelowFloor)
+}
+
 // modeOf names the mode a test's strict flag stands for.
 func modeOf(strict bool) Mode {
 	if strict {

@@ -101,7 +101,7 @@ func retryStorm(t *testing.T, d driver.Driver, strict bool) {
 							applied.Add(1)
 						}
 						extra++
-					case isUnknown(err) || errors.Is(err, ErrNotApplied):
+					case retryable(err):
 						unknowns.Add(1)
 						time.Sleep(time.Millisecond)
 					default:

@@ -88,6 +88,11 @@ const (
 	// maxGroupSources bounds the ledgers a group debits: with the
 	// destination's, its rows fit one WriteLedgerRows call.
 	maxGroupSources = driver.MaxLedgerRowWrites - 1
+	// maxGroupSkips bounds the queued transfers a group passes over (a
+	// repeated id, another source once the sources are full), so taking a
+	// group from a deep queue of transfers from many ledgers costs a
+	// bounded scan, not one over the whole queue per group.
+	maxGroupSkips = 4 * maxTransferGroup
 	// maxGroupBytes bounds the estimated size of a group's rows, well
 	// under Cassandra's default batch_size_fail_threshold (50 KiB); the
 	// first transfer of a group is carried whatever its size, as a lone
@@ -141,15 +146,15 @@ func (e *Engine) serveTransfers(k slotKey, q *inboundQueue) {
 
 // takeTransfers removes the next group from the queue: queued transfers
 // into the first one's target, up to maxTransferGroup from up to
-// maxGroupSources ledgers, no two sharing a request id; the rest keep
-// their order. With nothing left, the queue is no longer served.
+// maxGroupSources ledgers, no two sharing a request id, looking past at
+// most maxGroupSkips others; the rest keep their order. With nothing left, the queue is no longer served.
 func (e *Engine) takeTransfers(k slotKey, q *inboundQueue) []*request {
 	e.inbound.Lock()
 	defer e.inbound.Unlock()
 	var group, skipped []*request
 	ids, sources := map[string]bool{}, map[string]bool{}
 	i := 0
-	for ; i < len(q.queue) && len(group) < maxTransferGroup; i++ {
+	for ; i < len(q.queue) && len(group) < maxTransferGroup && len(skipped) < maxGroupSkips; i++ {
 		r := q.queue[i]
 		if len(group) > 0 && *r.into != *group[0].into || ids[r.id] ||
 			!sources[r.t.Ledger] && len(sources) == maxGroupSources {

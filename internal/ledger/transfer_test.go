@@ -772,3 +772,46 @@ func TestGroupsAcrossLedgersNeverDeadlock(t *testing.T) {
 		}
 	})
 }
+
+// A group takes what fits from the front of its queue and leaves the rest
+// in order; behind a full set of sources it looks past a bounded number
+// of transfers, so a deep queue from many ledgers costs each group a
+// bounded scan.
+func TestTakingAGroupScansABoundedPrefix(t *testing.T) {
+	into := &Target{Namespace: "ns", Ledger: "dst"}
+	transfer := func(source, id string) *request {
+		return &request{t: Target{Namespace: "ns", Ledger: source}, into: into, id: id}
+	}
+	var queue []*request
+	for i := range maxGroupSources {
+		queue = append(queue, transfer(fmt.Sprint("s", i), fmt.Sprint("first-", i)))
+	}
+	queue = append(queue, transfer("s0", "first-0")) // a copy: never in the group of its id
+	for i := range maxGroupSkips {
+		queue = append(queue, transfer(fmt.Sprint("other-", i), fmt.Sprint("other-", i)))
+	}
+	beyond := transfer("s1", "beyond") // fits the group, past the bound
+	queue = append(queue, beyond)
+
+	e := &Engine{}
+	e.inbound.m = map[slotKey]*inboundQueue{}
+	k := slotKey{"ns", "dst"}
+	q := &inboundQueue{queue: slices.Clone(queue)}
+	e.inbound.m[k] = q
+	group := e.takeTransfers(k, q)
+	if want := queue[:maxGroupSources]; !slices.Equal(group, want) {
+		t.Fatalf("took %d transfers, want the first %d", len(group), len(want))
+	}
+	for _, r := range group {
+		if r.state.Load() != taken {
+			t.Fatalf("%s is in the group but not taken", r.id)
+		}
+	}
+	// The copy and the others stay, in order, before what was not looked at.
+	if rest := queue[maxGroupSources:]; !slices.Equal(q.queue, rest) {
+		t.Fatalf("left %d transfers, want the %d after the group in their order", len(q.queue), len(rest))
+	}
+	if beyond.state.Load() != queued {
+		t.Fatal("a group looked past more transfers than maxGroupSkips")
+	}
+}

@@ -280,10 +280,9 @@ func (e *Engine) serve(s *slot) {
 	}
 }
 
-// applyGuarded runs a batch, and if it panics answers the batch's
-// unanswered requests "unknown" (a write may have landed) and retires the
-// actor, instead of taking the process down from a goroutine no handler
-// can recover.
+// applyGuarded runs a batch, and if it panics retires the actor and
+// answers the batch's unanswered requests (answerPanicked), instead of
+// taking the process down from a goroutine no handler can recover.
 func (e *Engine) applyGuarded(s *slot, batch []*request) {
 	defer e.trackBatch()()
 	defer func() {
@@ -291,19 +290,30 @@ func (e *Engine) applyGuarded(s *slot, batch []*request) {
 		if p == nil {
 			return
 		}
-		e.cfg.Logger.Error("ledger: a batch panicked; its requests answer unknown_outcome",
+		e.cfg.Logger.Error("ledger: a batch panicked; its committed requests answer unknown_outcome, the others not_applied",
 			"namespace", s.key.ns, "ledger", s.key.ledger, "panic", p, "stack", string(debug.Stack()))
 		if !s.retired {
 			e.retire(s)
 		}
-		for _, r := range batch {
-			// Requests requeued or withdrawn are not the batch's to answer.
-			if st := r.state.Load(); (st == taken || st == committing) && !r.finished() {
-				r.finish(Result{}, fmt.Errorf("%w: internal error while applying the request: %v", ErrUnknownOutcome, p))
-			}
-		}
+		answerPanicked(batch, p)
 	}()
 	e.applyBatch(s, batch)
+}
+
+// answerPanicked answers the requests a batch or a group left unanswered
+// when it panicked. One still taken was never claimed nor written (a
+// request is committed before either), so it was not applied; one
+// committed may have been, so its outcome is unknown. Requests requeued,
+// withdrawn or handed off are not the panicking batch's to answer.
+func answerPanicked(rs []*request, p any) {
+	for _, r := range rs {
+		switch {
+		case r.state.CompareAndSwap(taken, withdrawn):
+			r.finish(Result{}, fmt.Errorf("%w: internal error before anything was claimed or written for it: %v", ErrNotApplied, p))
+		case r.state.Load() == committing && !r.finished():
+			r.finish(Result{}, fmt.Errorf("%w: internal error while applying it: %v", ErrUnknownOutcome, p))
+		}
+	}
 }
 
 // trackBatch counts a batch (or a transfer) under way, which Close waits

@@ -513,9 +513,60 @@ func TestAPanickingBatchAnswersUnknown(t *testing.T) {
 	})
 }
 
+// A panic before a batch commits its requests (here: in the read) answers
+// them "not applied": nothing was claimed or written for them, so the
+// answer is exact, and in exact mode a retry applies them at once.
+func TestAPanicBeforeTheCommitAnswersNotApplied(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		ps := &panickyStore{Ledgers: h.store}
+		e := h.engine(func(c *Config) { c.Store = ps })
+		tg := h.target("panic-read", Options{Mode: ModeExact})
+		mustUpdate(t, e, tg, 5, "before")
+		ps.readPanics.Store(true)
+		for i, o := range e.UpdateBatch(ctxT(t), tg, []Change{{1, "a"}, {2, "b"}}) {
+			if !errors.Is(o.Err, ErrNotApplied) || errors.Is(o.Err, ErrUnknownOutcome) {
+				t.Fatalf("change %d: %+v, want ErrNotApplied only", i, o)
+			}
+		}
+		if e.Stats().Retired.Load() != 1 {
+			t.Fatalf("retired %d actors, want 1", e.Stats().Retired.Load())
+		}
+		ps.readPanics.Store(false)
+		for _, c := range []Change{{1, "a"}, {2, "b"}} {
+			if r := mustUpdate(t, e, tg, c.Amount, c.RequestID); !r.Applied {
+				t.Fatalf("retry of %s: %+v, want it applied (nothing was claimed)", c.RequestID, r)
+			}
+		}
+		wantValue(t, e, tg, 8)
+	})
+}
+
 type panickyStore struct {
 	driver.Ledgers
-	panics atomic.Bool
+	panics       atomic.Bool // in writes
+	readPanics   atomic.Bool // in reads of a ledger's rows
+	rightsPanics atomic.Bool // in reads and swaps of a rights record
+}
+
+func (p *panickyStore) ReadLedgerRights(ctx context.Context, rp *driver.ReadLedgerRightsParams) (driver.LedgerRights, error) {
+	if p.rightsPanics.Load() {
+		panic("injected")
+	}
+	return p.Ledgers.ReadLedgerRights(ctx, rp)
+}
+
+func (p *panickyStore) SwapLedgerRights(ctx context.Context, sp *driver.SwapLedgerRightsParams) (bool, driver.LedgerRights, error) {
+	if p.rightsPanics.Load() {
+		panic("injected")
+	}
+	return p.Ledgers.SwapLedgerRights(ctx, sp)
+}
+
+func (p *panickyStore) ReadLedger(ctx context.Context, rp *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
+	if p.readPanics.Load() {
+		panic("injected")
+	}
+	return p.Ledgers.ReadLedger(ctx, rp)
 }
 
 func (p *panickyStore) WriteLedgerRow(ctx context.Context, w *driver.WriteLedgerRowParams) error {

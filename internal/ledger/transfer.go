@@ -182,9 +182,9 @@ func (e *Engine) takeTransfers(k slotKey, q *inboundQueue) []*request {
 }
 
 // applyTransfers holds the actors of a group's ledgers, in key order,
-// while it applies the group, and answers the group's unanswered
-// transfers "unknown" and retires every actor if that panics (a write may
-// have landed). It returns the transfers to try again.
+// while it applies the group, and if that panics retires every actor and
+// answers the group's unanswered transfers (answerPanicked). It returns
+// the transfers to try again.
 func (e *Engine) applyTransfers(group []*request) (again []*request) {
 	to := *group[0].into
 	keys := []slotKey{{to.Namespace, to.Ledger}}
@@ -210,18 +210,14 @@ func (e *Engine) applyTransfers(group []*request) (again []*request) {
 			if p == nil {
 				return
 			}
-			e.cfg.Logger.Error("ledger: a group of transfers panicked; its transfers answer unknown_outcome",
+			e.cfg.Logger.Error("ledger: a group of transfers panicked; its committed transfers answer unknown_outcome, the others not_applied",
 				"namespace", to.Namespace, "to", to.Ledger, "panic", p, "stack", string(debug.Stack()))
 			for _, s := range held {
 				if !s.retired {
 					e.retire(s)
 				}
 			}
-			for _, r := range group {
-				if st := r.state.Load(); (st == taken || st == committing) && !r.finished() {
-					r.finish(Result{}, fmt.Errorf("%w: internal error while applying the transfer: %v", ErrUnknownOutcome, p))
-				}
-			}
+			answerPanicked(group, p)
 			again = nil
 		}()
 		again = e.applyGroup(to, group, held)

@@ -473,6 +473,34 @@ func TestTransfersIntoOneLedgerShareAWrite(t *testing.T) {
 	})
 }
 
+// A panic before a group commits its transfers (here: while the source's
+// actor takes rights to debit against its floor) answers them "not
+// applied" and retires the actors it held; a retry applies the transfer
+// at once, since nothing was claimed.
+func TestAPanicBeforeAGroupCommitsAnswersNotApplied(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		ps := &panickyStore{Ledgers: h.store}
+		o := floored(0)
+		a, b := h.target("pr-a", o), h.target("pr-b", o)
+		e := h.engine(func(c *Config) { c.Store = ps })
+		mustUpdate(t, e, a, 50, "c1")
+		retiredBefore := e.Stats().Retired.Load()
+		ps.rightsPanics.Store(true)
+		if _, err := e.Transfer(ctxT(t), a, b, 20, "t1"); !errors.Is(err, ErrNotApplied) || errors.Is(err, ErrUnknownOutcome) {
+			t.Fatalf("a transfer whose group panicked before committing it: %v, want ErrNotApplied only", err)
+		}
+		if got := e.Stats().Retired.Load() - retiredBefore; got != 2 {
+			t.Fatalf("retired %d actors, want both ledgers' (2)", got)
+		}
+		ps.rightsPanics.Store(false)
+		if r, err := e.Transfer(ctxT(t), a, b, 20, "t1"); err != nil || !r.Applied {
+			t.Fatalf("the retry: %+v, %v; want it applied (nothing was claimed)", r, err)
+		}
+		wantValue(t, e, a, 30)
+		wantValue(t, e, b, 20)
+	})
+}
+
 // A panic while applying a group answers every transfer of it "unknown"
 // and retires every actor it held; the process goes on. (This mode has
 // no claims, so the transfers can be applied again at once.)

@@ -308,7 +308,10 @@ func (e *Engine) applyGuarded(s *slot, batch []*request) {
 func answerPanicked(rs []*request, p any) {
 	for _, r := range rs {
 		switch {
-		case r.state.CompareAndSwap(taken, withdrawn):
+		// A request the batch answered (a replay, a refusal) stays taken;
+		// only the batch's goroutine answers a taken request, so a
+		// finished one is left alone.
+		case !r.finished() && r.state.CompareAndSwap(taken, withdrawn):
 			r.finish(Result{}, fmt.Errorf("%w: internal error before anything was claimed or written for it: %v", ErrNotApplied, p))
 		case r.state.Load() == committing && !r.finished():
 			r.finish(Result{}, fmt.Errorf("%w: internal error while applying it: %v", ErrUnknownOutcome, p))

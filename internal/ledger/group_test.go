@@ -488,20 +488,26 @@ func TestQueueMovesToTheNextActorWhenOneIsRetired(t *testing.T) {
 }
 
 // A panic while applying a batch (here: in the store) answers its
-// requests "unknown" and retires the actor; the process goes on. (In
-// exact mode the requests' claims would answer retries "unknown" until
-// they expire, like any write abandoned midway; this mode lets the test
-// apply them again at once.)
+// requests "unknown" and retires the actor; the process goes on. A retry
+// in the batch, answered before the panic, keeps its answer. (In exact
+// mode the requests' claims would answer retries "unknown" until they
+// expire, like any write abandoned midway; this mode lets the test apply
+// them again at once.)
 func TestAPanickingBatchAnswersUnknown(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		ps := &panickyStore{Ledgers: h.store}
 		e := h.engine(func(c *Config) { c.Store = ps })
 		tg := h.target("panic", Options{Mode: ModeConcurrentRetriesMayDouble})
+		mustUpdate(t, e, tg, 4, "r0")
 		ps.panics.Store(true)
-		for i, o := range e.UpdateBatch(ctxT(t), tg, []Change{{1, "a"}, {2, "b"}}) {
+		outs := e.UpdateBatch(ctxT(t), tg, []Change{{1, "a"}, {2, "b"}, {4, "r0"}})
+		for i, o := range outs[:2] {
 			if !errors.Is(o.Err, ErrUnknownOutcome) {
 				t.Fatalf("change %d: %+v, want ErrUnknownOutcome", i, o)
 			}
+		}
+		if o := outs[2]; o.Err != nil || o.Applied {
+			t.Fatalf("the retry of r0: %+v, want its replay", o)
 		}
 		if e.Stats().Retired.Load() != 1 {
 			t.Fatalf("retired %d actors, want 1", e.Stats().Retired.Load())
@@ -509,7 +515,7 @@ func TestAPanickingBatchAnswersUnknown(t *testing.T) {
 		ps.panics.Store(false)
 		mustUpdate(t, e, tg, 1, "a")
 		mustUpdate(t, e, tg, 2, "b")
-		wantValue(t, e, tg, 3)
+		wantValue(t, e, tg, 7)
 	})
 }
 

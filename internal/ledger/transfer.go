@@ -167,11 +167,12 @@ func (e *Engine) takeTransfers(k slotKey, q *inboundQueue) []*request {
 		ids[r.id], sources[r.t.Ledger] = true, true
 		group = append(group, r)
 	}
-	if len(skipped) == 0 {
-		q.queue = q.queue[i:] // a deep queue is not copied for each group
-	} else {
-		q.queue = append(skipped, q.queue[i:]...)
-	}
+	// The skipped transfers go back just before the first one not looked
+	// at, in their order, so a deep queue is not copied for each group.
+	start := i - len(skipped)
+	copy(q.queue[start:i], skipped)
+	clear(q.queue[:start]) // taken or withdrawn: let them be collected
+	q.queue = q.queue[start:]
 	if len(q.queue) == 0 {
 		q.queue = nil
 	}

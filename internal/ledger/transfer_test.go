@@ -514,6 +514,7 @@ func TestAPanickingGroupOfTransfersAnswersUnknown(t *testing.T) {
 		for _, tg := range []Target{a, b, c} {
 			mustUpdate(t, e, tg, 100, "fund-"+tg.Ledger)
 		}
+		mustTransfer(t, e, c, dst, 1, "done")
 		gate := newGroupGate(fs)
 		first := startHeld(t, e, gate, a, dst, 1, "first")
 		ps.panics.Store(true) // the first write panics too, once let go
@@ -522,7 +523,12 @@ func TestAPanickingGroupOfTransfersAnswersUnknown(t *testing.T) {
 		for i, from := range []Target{b, c} {
 			wg.Go(func() { _, errs[i] = e.Transfer(ctxT(t), from, dst, 1, "t-"+from.Ledger) })
 		}
-		waitInbound(t, e, dst, 2)
+		// A retry in the group, answered before the write panics, keeps
+		// its answer.
+		var replay Result
+		var replayErr error
+		wg.Go(func() { replay, replayErr = e.Transfer(ctxT(t), c, dst, 1, "done") })
+		waitInbound(t, e, dst, 3)
 		retiredBefore := e.Stats().Retired.Load()
 		close(gate.open)
 		wg.Wait()
@@ -534,6 +540,9 @@ func TestAPanickingGroupOfTransfersAnswersUnknown(t *testing.T) {
 				t.Fatalf("transfer %d of the group: %v, want ErrUnknownOutcome", i, err)
 			}
 		}
+		if replayErr != nil || replay.Applied {
+			t.Fatalf("the retry of a transfer in the group: %+v, %v; want its replay", replay, replayErr)
+		}
 		// The first group held a's and dst's actors; the second b's, c's
 		// and dst's next one.
 		if got := e.Stats().Retired.Load() - retiredBefore; got != 5 {
@@ -543,8 +552,8 @@ func TestAPanickingGroupOfTransfersAnswersUnknown(t *testing.T) {
 		mustTransfer(t, e, b, dst, 1, "t-p-b")
 		mustTransfer(t, e, c, dst, 1, "t-p-c")
 		wantValue(t, e, b, 99)
-		wantValue(t, e, c, 99)
-		wantValue(t, e, dst, 2)
+		wantValue(t, e, c, 98)
+		wantValue(t, e, dst, 3)
 	})
 }
 

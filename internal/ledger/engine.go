@@ -733,9 +733,12 @@ func (e *Engine) handOff(ctx context.Context, t Target, rs []*request) {
 }
 
 // answerLost answers, each in its own goroutine, the requests whose id
-// another actor claimed (r.claim.cur), as lostClaim finds.
+// another actor claimed (r.claim.cur), as lostClaim finds. From here on
+// only that goroutine answers them, whatever happens to the batch: a
+// panic after this point leaves handed-off requests alone.
 func (e *Engine) answerLost(ctx context.Context, t Target, lost []*request) {
 	for _, r := range lost {
+		r.state.Store(handedOff)
 		go func() {
 			defer func() {
 				if p := recover(); p != nil && !r.finished() {

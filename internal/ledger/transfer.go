@@ -606,12 +606,7 @@ func (e *Engine) claimGroup(srcs []*source, claimed time.Time) (write []*source,
 	wg.Wait()
 	for i, src := range srcs {
 		o := outs[i]
-		for _, r := range o.lost {
-			// Answered by answerLost's goroutine from now on, whatever
-			// happens to the group (a panic must not answer them too).
-			r.state.Store(handedOff)
-		}
-		e.answerLost(context.Background(), src.t, o.lost)
+		e.answerLost(context.Background(), src.t, o.lost) // hands them off
 		again = append(again, o.again...)
 		switch {
 		case len(o.write) > 0:

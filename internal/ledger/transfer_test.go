@@ -811,42 +811,51 @@ func TestGroupsAcrossLedgersNeverDeadlock(t *testing.T) {
 }
 
 // A group takes what fits from the front of its queue and leaves the rest
-// in order; behind a full set of sources it looks past a bounded number
-// of transfers, so a deep queue from many ledgers costs each group a
-// bounded scan.
+// in order, the transfers it passed over first, wherever they stood among
+// the ones it took; behind a full set of sources it looks past a bounded
+// number of transfers, so a deep queue from many ledgers costs each group
+// a bounded scan.
 func TestTakingAGroupScansABoundedPrefix(t *testing.T) {
 	into := &Target{Namespace: "ns", Ledger: "dst"}
 	transfer := func(source, id string) *request {
 		return &request{t: Target{Namespace: "ns", Ledger: source}, into: into, id: id}
 	}
-	var queue []*request
+	var queue, group, rest []*request
 	for i := range maxGroupSources {
-		queue = append(queue, transfer(fmt.Sprint("s", i), fmt.Sprint("first-", i)))
+		r := transfer(fmt.Sprint("s", i), fmt.Sprint("first-", i))
+		queue, group = append(queue, r), append(group, r)
+		switch i {
+		case 1: // a copy of the first: never in the group of its id
+			c := transfer("s0", "first-0")
+			queue, rest = append(queue, c), append(rest, c)
+		case 3: // withdrawn by its caller: dropped
+			w := transfer("s3", "withdrawn")
+			w.state.Store(withdrawn)
+			queue = append(queue, w)
+		}
 	}
-	queue = append(queue, transfer("s0", "first-0")) // a copy: never in the group of its id
-	for i := range maxGroupSkips {
-		queue = append(queue, transfer(fmt.Sprint("other-", i), fmt.Sprint("other-", i)))
+	for i := range maxGroupSkips - 1 {
+		r := transfer(fmt.Sprint("other-", i), fmt.Sprint("other-", i))
+		queue, rest = append(queue, r), append(rest, r)
 	}
 	beyond := transfer("s1", "beyond") // fits the group, past the bound
-	queue = append(queue, beyond)
+	queue, rest = append(queue, beyond), append(rest, beyond)
 
 	e := &Engine{}
 	e.inbound.m = map[slotKey]*inboundQueue{}
 	k := slotKey{"ns", "dst"}
 	q := &inboundQueue{queue: slices.Clone(queue)}
 	e.inbound.m[k] = q
-	group := e.takeTransfers(k, q)
-	if want := queue[:maxGroupSources]; !slices.Equal(group, want) {
-		t.Fatalf("took %d transfers, want the first %d", len(group), len(want))
+	if got := e.takeTransfers(k, q); !slices.Equal(got, group) {
+		t.Fatalf("took %d transfers, want the %d of distinct sources and ids", len(got), len(group))
 	}
 	for _, r := range group {
 		if r.state.Load() != taken {
 			t.Fatalf("%s is in the group but not taken", r.id)
 		}
 	}
-	// The copy and the others stay, in order, before what was not looked at.
-	if rest := queue[maxGroupSources:]; !slices.Equal(q.queue, rest) {
-		t.Fatalf("left %d transfers, want the %d after the group in their order", len(q.queue), len(rest))
+	if !slices.Equal(q.queue, rest) {
+		t.Fatalf("left %d transfers, want the %d others in their order", len(q.queue), len(rest))
 	}
 	if beyond.state.Load() != queued {
 		t.Fatal("a group looked past more transfers than maxGroupSkips")

@@ -764,6 +764,50 @@ func TestAClaimStoredAgainAfterItsWithdrawalIsWithdrawnAgain(t *testing.T) {
 	})
 }
 
+// A won claim after a gap whose withdrawal fails (here: once, of unknown
+// outcome) answers its request "not applied" and retires the actor, which
+// must never write up to the number the claim names. The claim goes on a
+// second try, so a retry of the request is applied, once.
+func TestAFailedWithdrawalAfterAGapAnswersNotApplied(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		fs := &faultyStore{Ledgers: h.store}
+		e := h.engine(func(c *Config) { c.Store = fs; c.ClaimWait = 100 * time.Millisecond })
+		tg := h.target("withdraw-fails", Options{Mode: ModeExact})
+		claimElsewhere(t, h, tg, "l1")
+		fs.mu.Lock()
+		fs.releaseErrs = 1
+		fs.mu.Unlock()
+		outs := e.UpdateBatch(ctxT(t), tg, []Change{{1, "l1"}, {10, "r"}})
+		if o := outs[1]; !errors.Is(o.Err, ErrNotApplied) || errors.Is(o.Err, ErrUnknownOutcome) {
+			t.Fatalf("r, claimed after a lost claim, its withdrawal failed: %+v, want ErrNotApplied only", o)
+		}
+		fs.mu.Lock()
+		left := fs.releaseErrs
+		fs.mu.Unlock()
+		if left != 0 {
+			t.Fatal("no withdrawal was tried; the test proves nothing")
+		}
+		if n := e.Stats().Retired.Load(); n != 1 {
+			t.Fatalf("retired %d actors, want 1", n)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r, err := e.Update(ctxT(t), tg, 10, "r")
+			if err == nil {
+				if !r.Applied {
+					t.Fatal("the retry of r answered as applied before, but nothing wrote r")
+				}
+				break
+			}
+			if !retryable(err) || time.Now().After(deadline) {
+				t.Fatalf("retry of r: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		wantValue(t, e, tg, 10)
+	})
+}
+
 // A batch that panics after it withdrew claims to claim them again
 // answers each request once: none is both answered and requeued.
 func TestAPanicAfterAGapAnswersEachRequestOnce(t *testing.T) {

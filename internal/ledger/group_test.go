@@ -554,38 +554,35 @@ type panickyStore struct {
 	rightsPanics atomic.Bool // in reads and swaps of a rights record
 }
 
-func (p *panickyStore) ReadLedgerRights(ctx context.Context, rp *driver.ReadLedgerRightsParams) (driver.LedgerRights, error) {
-	if p.rightsPanics.Load() {
+// panicIf panics when the fault is switched on.
+func panicIf(on *atomic.Bool) {
+	if on.Load() {
 		panic("injected")
 	}
+}
+
+func (p *panickyStore) ReadLedgerRights(ctx context.Context, rp *driver.ReadLedgerRightsParams) (driver.LedgerRights, error) {
+	panicIf(&p.rightsPanics)
 	return p.Ledgers.ReadLedgerRights(ctx, rp)
 }
 
 func (p *panickyStore) SwapLedgerRights(ctx context.Context, sp *driver.SwapLedgerRightsParams) (bool, driver.LedgerRights, error) {
-	if p.rightsPanics.Load() {
-		panic("injected")
-	}
+	panicIf(&p.rightsPanics)
 	return p.Ledgers.SwapLedgerRights(ctx, sp)
 }
 
 func (p *panickyStore) ReadLedger(ctx context.Context, rp *driver.ReadLedgerParams) ([]driver.LedgerRow, error) {
-	if p.readPanics.Load() {
-		panic("injected")
-	}
+	panicIf(&p.readPanics)
 	return p.Ledgers.ReadLedger(ctx, rp)
 }
 
 func (p *panickyStore) WriteLedgerRow(ctx context.Context, w *driver.WriteLedgerRowParams) error {
-	if p.panics.Load() {
-		panic("injected")
-	}
+	panicIf(&p.panics)
 	return p.Ledgers.WriteLedgerRow(ctx, w)
 }
 
 func (p *panickyStore) WriteLedgerRows(ctx context.Context, ws []driver.WriteLedgerRowParams) error {
-	if p.panics.Load() {
-		panic("injected")
-	}
+	panicIf(&p.panics)
 	return p.Ledgers.WriteLedgerRows(ctx, ws)
 }
 

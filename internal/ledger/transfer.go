@@ -147,7 +147,8 @@ func (e *Engine) serveTransfers(k slotKey, q *inboundQueue) {
 // takeTransfers removes the next group from the queue: queued transfers
 // into the first one's target, up to maxTransferGroup from up to
 // maxGroupSources ledgers, no two sharing a request id, looking past at
-// most maxGroupSkips others; the rest keep their order. With nothing left, the queue is no longer served.
+// most maxGroupSkips others; the rest keep their order. With nothing
+// left, the queue is no longer served.
 func (e *Engine) takeTransfers(k slotKey, q *inboundQueue) []*request {
 	e.inbound.Lock()
 	defer e.inbound.Unlock()

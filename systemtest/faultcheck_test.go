@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/abacusdb/abacus"
+	"github.com/abacusdb/abacus/internal/servertest"
 )
 
 type modelKind int
@@ -606,7 +607,7 @@ func formatRow(r faultRow) string {
 // the order the tests ran (run with -v, as make test-faults does, to see
 // them).
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := servertest.Main(m)
 	reportMu.Lock()
 	rows := append([]faultRow(nil), reportRows...)
 	problems := append([]string(nil), reportProblems...)

@@ -23,12 +23,15 @@ const StartTimeout = 3 * time.Minute
 
 var (
 	buildOnce sync.Once
+	binDir    string
 	binPath   string
 	buildErr  error
 )
 
 // Binary returns the path of the abacus command of this module, built on
 // first use, once per test binary, into a temporary directory of its own.
+// That directory outlives every test of the package, so t.TempDir cannot
+// hold it: the package's TestMain removes it with Main.
 func Binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -37,7 +40,7 @@ func Binary(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "abacus")
+		binDir, binPath = dir, filepath.Join(dir, "abacus")
 		out, err := exec.Command("go", "build", "-o", binPath, "github.com/abacusdb/abacus/cmd/abacus").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/abacus: %v\n%s", err, out)
@@ -47,6 +50,21 @@ func Binary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// Main runs a package's tests and then removes the binary Binary built (a
+// 44 MB file each test run would otherwise leave in the temporary
+// directory). A package that calls Binary runs its tests through it:
+//
+//	func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }
+func Main(m *testing.M) int {
+	code := m.Run()
+	if binDir != "" {
+		if err := os.RemoveAll(binDir); err != nil {
+			fmt.Fprintf(os.Stderr, "servertest: removing the built abacus: %v\n", err)
+		}
+	}
+	return code
 }
 
 // Process is one running `abacus serve` process.

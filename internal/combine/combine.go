@@ -97,6 +97,15 @@ func (c *Combiner[P]) Write(ctx context.Context, p P) error {
 	}
 }
 
+// Queued returns how many writes wait for a request (not those under way).
+// Tests use it to know that writes have met at the queue before they let
+// requests go: a sleep cannot promise that on a loaded machine.
+func (c *Combiner[P]) Queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}
+
 // sendLoop sends requests until the queue is empty.
 func (c *Combiner[P]) sendLoop() {
 	for {

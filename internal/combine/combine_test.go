@@ -60,6 +60,16 @@ func newCombiner(f *fakeStore, timeout time.Duration) *Combiner[string] {
 	}
 }
 
+// waitQueued waits until n writes wait for a request.
+func waitQueued(t *testing.T, c *Combiner[string], n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); c.Queued() != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", c.Queued(), n)
+		}
+	}
+}
+
 // A write that waits out its timeout in the queue is never sent, and its
 // caller hears of it as timed out.
 func TestAWriteQueuedPastItsTimeoutIsNeverSent(t *testing.T) {
@@ -72,9 +82,12 @@ func TestAWriteQueuedPastItsTimeoutIsNeverSent(t *testing.T) {
 	if err := c.Write(context.Background(), "late"); !errors.Is(err, ErrTimedOut) {
 		t.Fatalf("a write queued past its timeout: %v, want ErrTimedOut", err)
 	}
+	if n := c.Queued(); n != 1 {
+		t.Fatalf("%d writes queued behind the held one, want the late one", n)
+	}
 	close(f.gate)
 	<-lead
-	time.Sleep(20 * time.Millisecond) // the send loop takes the late write off the queue
+	waitQueued(t, c, 0) // the send loop takes the late write off the queue
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range f.sent {
@@ -99,7 +112,7 @@ func TestAFailedRequestIsSentAgainAlone(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() { errs[i] = c.Write(context.Background(), fmt.Sprint("w", i)) })
 	}
-	time.Sleep(20 * time.Millisecond)
+	waitQueued(t, c, 3) // so they go out in one request, which fails
 	close(f.gate)
 	wg.Wait()
 	for i, err := range errs {

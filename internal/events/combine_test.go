@@ -81,9 +81,20 @@ func holdTheSlot(t *testing.T, h *harness, g *gatedEvents, e *Engine) (gate chan
 	return gate, lead
 }
 
-// queueBehind waits until the adds have marked their buckets and queued
-// behind the held write.
-func queueBehind() { time.Sleep(50 * time.Millisecond) }
+// queueBehind waits until n event writes have queued behind the held
+// write (their adds marked their buckets first). Without a combiner
+// (MaxEventBatch 1) nothing queues: each write waits at the gate alone.
+func queueBehind(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	if e.combiner == nil {
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); e.combiner.Queued() != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d event writes queued behind the held one, want %d", e.combiner.Queued(), n)
+		}
+	}
+}
 
 // addAll adds 1 to each counter at once, behind a held write, and
 // returns each add's event and error once the gate opens.
@@ -95,7 +106,7 @@ func addAll(t *testing.T, h *harness, g *gatedEvents, e *Engine, counters []stri
 	for i, c := range counters {
 		wg.Go(func() { evs[i], errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
 	}
-	queueBehind()
+	queueBehind(t, e, len(counters))
 	close(gate)
 	wg.Wait()
 	if err := <-lead; err != nil {
@@ -233,7 +244,7 @@ func TestGivingUpWhileQueuedIsUnknown(t *testing.T) {
 			ev, err = e.Add(ctx, tg, Request{Delta: 1})
 			got <- err
 		}()
-		queueBehind()
+		queueBehind(t, e, 1)
 		cancel()
 		err := <-got
 		if !errors.Is(err, driver.ErrUnknownOutcome) || errors.Is(err, ErrNotApplied) {
@@ -260,10 +271,15 @@ func TestCloseSendsQueuedEvents(t *testing.T) {
 		for i, c := range counters {
 			wg.Go(func() { _, errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
 		}
-		queueBehind()
+		queueBehind(t, e, len(counters))
 		closed := make(chan error, 1)
 		go func() { closed <- e.Close(ctxT(t)) }()
-		time.Sleep(20 * time.Millisecond)
+		for deadline := time.Now().Add(5 * time.Second); e.work.Enter(); time.Sleep(time.Millisecond) {
+			e.work.Leave()
+			if time.Now().After(deadline) {
+				t.Fatal("Close never began")
+			}
+		}
 		close(gate)
 		wg.Wait()
 		if err := <-lead; err != nil {

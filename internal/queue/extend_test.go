@@ -178,13 +178,17 @@ func TestHandlerThatExtendsOutlivesTheTimeout(t *testing.T) {
 // visibility, as DeadlineExceeded.
 func TestHandlerDeadlineIsTheVisibility(t *testing.T) {
 	t.Parallel()
-	hctx, cancel := withMovableDeadline(context.Background(), 50*time.Millisecond)
+	// The first deadline is far enough off that the move, two statements
+	// later, comes before it even on a loaded machine; start is taken
+	// before the move, so a timer (which never fires early) set by the
+	// move cannot end the context less than 400ms after it.
+	hctx, cancel := withMovableDeadline(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	hctx.moveTo(100 * time.Millisecond)
 	start := time.Now()
+	hctx.moveTo(400 * time.Millisecond)
 	<-hctx.Done()
-	if waited := time.Since(start); waited < 90*time.Millisecond || !errors.Is(hctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("ended after %v with %v; want about 100ms and DeadlineExceeded", waited, hctx.Err())
+	if waited := time.Since(start); waited < 400*time.Millisecond || !errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		t.Fatalf("ended after %v with %v; want at least 400ms and DeadlineExceeded", waited, hctx.Err())
 	}
 	parent, pcancel := context.WithCancel(context.Background())
 	child, ccancel := withMovableDeadline(parent, time.Hour)

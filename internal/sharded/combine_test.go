@@ -82,6 +82,17 @@ func waitApplied(t *testing.T, h *harness, tgs []sharded.Target, n uint64) {
 	}
 }
 
+// waitQueued waits until n shard writes wait for a combined request: a
+// sleep cannot promise that writes met at the queue on a loaded machine.
+func waitQueued(t *testing.T, h *harness, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); sharded.Queued(h.eng) != n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes wait for a request, want %d", sharded.Queued(h.eng), n)
+		}
+	}
+}
+
 // Writes of many counters that queue behind a busy request go out together,
 // at most MaxShardBatch to a request, and each is acknowledged and read
 // back as if written alone.
@@ -93,8 +104,7 @@ func TestQuietCountersShareARequest(t *testing.T) {
 	tgs := sumTargets("quiet-%02d", 20)
 	done := make(chan []error, 1)
 	go func() { done <- applyAll(h, tgs, 5) }()
-	waitApplied(t, h, tgs, 1)
-	time.Sleep(20 * time.Millisecond) // the 20 writes reach the queue behind the gate
+	waitQueued(t, h, 20) // the 20 writes wait behind the gate
 	close(gate)
 	if err := <-lead; err != nil {
 		t.Fatal(err)
@@ -141,8 +151,7 @@ func TestAFailedRequestIsSentAgainWriteByWrite(t *testing.T) {
 	})
 	done := make(chan []error, 1)
 	go func() { done <- applyAll(h, tgs, 3) }()
-	waitApplied(t, h, tgs, 1)
-	time.Sleep(20 * time.Millisecond) // the writes reach the queue behind the gate
+	waitQueued(t, h, len(tgs)) // so c-2 shares the next request
 	close(gate)
 	if err := <-lead; err != nil {
 		t.Fatal(err)
@@ -156,8 +165,8 @@ func TestAFailedRequestIsSentAgainWriteByWrite(t *testing.T) {
 			t.Errorf("%s, which the store takes: %v; a request's failure must not fail it", tgs[i].Counter, err)
 		}
 	}
-	// The refused write was in a request with others (else nothing was
-	// sent again); whether all six shared it depends on timing.
+	// The refused write was in a request with the others (else nothing
+	// was sent again).
 	shared := false
 	for _, b := range h.store.batchesOf("c-2") {
 		shared = shared || len(b) > 1
@@ -192,13 +201,20 @@ func TestAWriteQueuedPastItsTimeoutIsUnknown(t *testing.T) {
 	go func() {
 		queued <- h.eng.Apply(context.Background(), target("queued", crdt.KindSum), crdt.Op{Delta: 1}, "")
 	}()
-	time.Sleep(300 * time.Millisecond) // the stalled request holds the only slot past the timeout
+	waitQueued(t, h, 1)
+	// The stalled request holds the only slot, so only the timeout can
+	// answer the queued write.
+	select {
+	case err := <-queued:
+		if !errors.Is(err, sharded.ErrUnknownOutcome) {
+			t.Fatalf("a write queued past its timeout: %v, want ErrUnknownOutcome", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a write queued behind a stalled request was never answered")
+	}
 	h.store.set(func(f *faultyStore) { f.gate = nil })
 	close(gate)
 	<-lead
-	if err := <-queued; !errors.Is(err, sharded.ErrUnknownOutcome) {
-		t.Fatalf("a write queued past its timeout: %v, want ErrUnknownOutcome", err)
-	}
 	// The update stays in its mutator, and the next write persists it.
 	h.add(t, target("queued", crdt.KindSum), 1, "")
 	if got, _ := h.value(t, target("queued", crdt.KindSum)); got != 2 {

@@ -25,3 +25,12 @@ func Closing(e *Engine) bool {
 	e.work.Leave()
 	return false
 }
+
+// Queued returns how many shard writes wait for a combined request (0
+// when writes are not combined).
+func Queued(e *Engine) int {
+	if e.combiner == nil {
+		return 0
+	}
+	return e.combiner.Queued()
+}

@@ -64,10 +64,15 @@ func (g *gatedEvents) WriteEvents(ctx context.Context, ws []driver.WriteEventPar
 
 // holdTheSlot starts an add whose write is held at the gate, taking the
 // engine's one request slot, and returns once that write reached the
-// store; the add answers on the channel once the gate opens.
-func holdTheSlot(t *testing.T, h *harness, g *gatedEvents, e *Engine) (gate chan struct{}, lead chan error) {
+// store; the add answers on the channel once open opens the gate. The
+// test's cleanup opens it too, before the engine's Close (cleanups run
+// last first): a check that fails while the write is held must fail the
+// test, not leave Close waiting on the gate.
+func holdTheSlot(t *testing.T, h *harness, g *gatedEvents, e *Engine) (open func(), lead chan error) {
 	t.Helper()
 	gate, arrived := make(chan struct{}), make(chan struct{})
+	open = sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(open)
 	g.mu.Lock()
 	g.gate, g.arrived = gate, arrived
 	g.mu.Unlock()
@@ -78,7 +83,7 @@ func holdTheSlot(t *testing.T, h *harness, g *gatedEvents, e *Engine) (gate chan
 	case <-time.After(5 * time.Second):
 		t.Fatal("the lead write never reached the store")
 	}
-	return gate, lead
+	return open, lead
 }
 
 // queueBehind waits until n event writes have queued behind the held
@@ -100,14 +105,14 @@ func queueBehind(t *testing.T, e *Engine, n int) {
 // returns each add's event and error once the gate opens.
 func addAll(t *testing.T, h *harness, g *gatedEvents, e *Engine, counters []string) ([]driver.Event, []error) {
 	t.Helper()
-	gate, lead := holdTheSlot(t, h, g, e)
+	open, lead := holdTheSlot(t, h, g, e)
 	evs, errs := make([]driver.Event, len(counters)), make([]error, len(counters))
 	var wg sync.WaitGroup
 	for i, c := range counters {
 		wg.Go(func() { evs[i], errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
 	}
 	queueBehind(t, e, len(counters))
-	close(gate)
+	open()
 	wg.Wait()
 	if err := <-lead; err != nil {
 		t.Fatalf("lead: %v", err)
@@ -235,7 +240,7 @@ func TestGivingUpWhileQueuedIsUnknown(t *testing.T) {
 		g, e := gatedEngine(h, 8)
 		tg := h.target("impatient")
 		mustAdd(t, e, tg, Request{Delta: 1}) // marks the bucket
-		gate, lead := holdTheSlot(t, h, g, e)
+		open, lead := holdTheSlot(t, h, g, e)
 		ctx, cancel := context.WithCancel(ctxT(t))
 		got := make(chan error, 1)
 		var ev driver.Event
@@ -250,7 +255,7 @@ func TestGivingUpWhileQueuedIsUnknown(t *testing.T) {
 		if !errors.Is(err, driver.ErrUnknownOutcome) || errors.Is(err, ErrNotApplied) {
 			t.Fatalf("an add given up while queued: %v, want unknown outcome", err)
 		}
-		close(gate)
+		open()
 		if err := <-lead; err != nil {
 			t.Fatal(err)
 		}
@@ -265,7 +270,7 @@ func TestCloseSendsQueuedEvents(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		g, e := gatedEngine(h, 8)
 		counters := counterNames("closing-%02d", 5)
-		gate, lead := holdTheSlot(t, h, g, e)
+		open, lead := holdTheSlot(t, h, g, e)
 		errs := make([]error, len(counters))
 		var wg sync.WaitGroup
 		for i, c := range counters {
@@ -280,7 +285,7 @@ func TestCloseSendsQueuedEvents(t *testing.T) {
 				t.Fatal("Close never began")
 			}
 		}
-		close(gate)
+		open()
 		wg.Wait()
 		if err := <-lead; err != nil {
 			t.Fatal(err)

@@ -178,15 +178,19 @@ func TestHandlerThatExtendsOutlivesTheTimeout(t *testing.T) {
 // visibility, as DeadlineExceeded.
 func TestHandlerDeadlineIsTheVisibility(t *testing.T) {
 	t.Parallel()
-	// The first deadline is far enough off that the move, two statements
-	// later, comes before it even on a loaded machine; start is taken
-	// before the move, so a timer (which never fires early) set by the
-	// move cannot end the context less than 400ms after it.
-	hctx, cancel := withMovableDeadline(context.Background(), 200*time.Millisecond)
+	// The first deadline is an hour off, so the move always comes before
+	// it; start is taken before the move, so a timer (which never fires
+	// early) set by the move cannot end the context less than 400ms after
+	// it.
+	hctx, cancel := withMovableDeadline(context.Background(), time.Hour)
 	defer cancel()
 	start := time.Now()
 	hctx.moveTo(400 * time.Millisecond)
-	<-hctx.Done()
+	select {
+	case <-hctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the moved deadline never ended the context")
+	}
 	if waited := time.Since(start); waited < 400*time.Millisecond || !errors.Is(hctx.Err(), context.DeadlineExceeded) {
 		t.Fatalf("ended after %v with %v; want at least 400ms and DeadlineExceeded", waited, hctx.Err())
 	}

@@ -139,7 +139,7 @@ func TestGroupCommitBatchesConcurrentUpdates(t *testing.T) {
 func TestAcknowledgedOnlyAfterWrite(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	gate := make(chan struct{})
+	gate, open := newGate(t)
 	h.store.set(func(f *faultyStore) { f.gate = gate })
 	done := make(chan error, 1)
 	go func() {
@@ -150,7 +150,7 @@ func TestAcknowledgedOnlyAfterWrite(t *testing.T) {
 		t.Fatalf("Apply returned %v before its shard write was allowed to happen", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(gate)
+	open()
 	if err := <-done; err != nil {
 		t.Fatalf("Apply after the write: %v", err)
 	}

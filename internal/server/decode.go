@@ -71,6 +71,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 func decodeStrict(data []byte, v any, where string) error {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 {
+		if len(data) > 0 {
+			return errorf(api.CodeInvalidJSON, "%sis only whitespace; want a JSON object", orBody(where))
+		}
 		return errorf(api.CodeInvalidJSON, "%sis empty; want a JSON object", orBody(where))
 	}
 	if trimmed[0] != '{' {
@@ -386,11 +389,12 @@ func decodeNamespaceCreate(data []byte) (api.CreateNamespaceRequest, error) {
 	return req, nil
 }
 
-// decodeOptional decodes a request whose fields are all optional: an empty
-// (or blank) body is the zero request.
+// decodeOptional decodes a request whose fields are all optional: no body
+// is the zero request. A body of only whitespace is not: it is not JSON,
+// and taking it for "no body" would accept what the contract refuses.
 func decodeOptional[T any](data []byte) (T, error) {
 	var req T
-	if len(bytes.TrimSpace(data)) == 0 {
+	if len(data) == 0 {
 		return req, nil
 	}
 	if err := decodeStrict(data, &req, ""); err != nil {

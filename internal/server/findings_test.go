@@ -181,3 +181,22 @@ func TestErrorMessagesSayItOnce(t *testing.T) {
 		}
 	}
 }
+
+// The API fuzzer sent POST /v1/gc a body of one carriage return, as
+// application/json, and it was taken for no body: a sweep of every
+// namespace, answered 200. A body of only whitespace is not JSON; the
+// requests whose body is optional take no body, not a blank one.
+func TestABlankOptionalBodyIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"ac","model":"actor"}`, 201, nil)
+	e.mustJSON("POST", "/v1/queues", `{"name":"q"}`, 201, nil)
+	for _, path := range []string{"/v1/gc", "/v1/namespaces/ac/counters/c/clear", "/v1/queues/q/receive"} {
+		for _, body := range []string{"\r", " ", "\n\t"} {
+			e.wantError("POST", path, body, 400, api.CodeInvalidJSON, "only whitespace")
+		}
+		if r := e.do("POST", path, ""); r.status != 200 {
+			t.Errorf("%s with no body: %d %s, want 200", path, r.status, r.body)
+		}
+	}
+}

@@ -255,15 +255,16 @@ func exerciseLedgers(t *testing.T, d driver.Driver, open Opener) {
 	t.Run("ClaimsExpire", func(t *testing.T) {
 		t.Parallel()
 		ns := unique("ns-ttl")
+		// Cassandra counts TTLs in whole seconds on its own clock, so a
+		// claim of 3s may end 2s after it was stored (the embedded store
+		// counts on the Now given). Both have ended 4s after the start.
 		start := time.Now()
-		claimRequest(t, d, ns, "l", "req", claim("a1", 1), 2*time.Second)
+		claimRequest(t, d, ns, "l", "req", claim("a1", 1), 3*time.Second)
 		r := claimRequest(t, d, ns, "l", "req", claim("a2", 2), time.Second)
 		if r.Won && time.Since(start) < 1900*time.Millisecond {
 			t.Fatal("a fresh claim was overtaken")
 		}
-		// Cassandra counts TTLs in whole seconds on its own clock; the
-		// embedded store on the Now given. Both have passed after 3s.
-		time.Sleep(3*time.Second - time.Since(start))
+		time.Sleep(4*time.Second - time.Since(start))
 		if c, ok := readClaim(t, d, ns, "l", "req"); ok {
 			t.Fatalf("ReadClaim of an expired claim = %+v", c)
 		}

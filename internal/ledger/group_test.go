@@ -348,7 +348,10 @@ func TestLostClaimInABatch(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		fs := &faultyStore{Ledgers: h.store}
 		a := h.engine(func(c *Config) { c.Store = fs })
-		b := h.engine()
+		// x waits for a's write while y is claimed and written and the
+		// test sees it: some eight round trips, more than the default
+		// ClaimWait on a loaded cluster.
+		b := h.engine(func(c *Config) { c.ClaimWait = time.Minute })
 		tg := h.target("lost-in-batch", Options{Mode: ModeExact})
 		arrived, release := gateFirstWrite(fs)
 		defer release()
@@ -693,7 +696,7 @@ func TestAClaimThatMayLandLateIsNotClaimedAgain(t *testing.T) {
 		ls := &lateClaimStore{Ledgers: h.store, id: "r"}
 		e := h.engine(func(c *Config) {
 			c.Store = ls
-			c.WriteTimeout = 2 * time.Second
+			c.WriteTimeout = 5 * time.Second // the store's release runs two Paxos rounds in it
 			c.ClaimWait = 100 * time.Millisecond
 		})
 		tg := h.target("late-claim", Options{Mode: ModeExact})
@@ -732,7 +735,7 @@ func TestAClaimStoredAgainAfterItsWithdrawalIsWithdrawnAgain(t *testing.T) {
 		ls := &lateClaimStore{Ledgers: h.store, id: "r", laterUnknown: true}
 		e := h.engine(func(c *Config) {
 			c.Store = ls
-			c.WriteTimeout = 2 * time.Second
+			c.WriteTimeout = 5 * time.Second // the store's release runs two Paxos rounds in it
 			c.ClaimWait = 100 * time.Millisecond
 		})
 		tg := h.target("stored-again", Options{Mode: ModeExact, RetryCount: 1})

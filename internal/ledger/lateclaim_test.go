@@ -28,7 +28,10 @@ func TestLateClaimIsWithdrawn(t *testing.T) {
 			sent = &cp
 			return unknownNoLand
 		})
-		e := h.engine(func(c *Config) { c.WriteTimeout = time.Second })
+		// WriteTimeout bounds the real withdrawal (a Paxos round, which a
+		// loaded cluster can take over a second to finish) and, twice over,
+		// how long the late claim is looked for in the background.
+		e := h.engine(func(c *Config) { c.WriteTimeout = 5 * time.Second })
 		tg := h.target("w", Options{Mode: ModeExact, RetryCount: -1})
 		if _, err := e.Update(ctxT(t), tg, 10, "late"); !errors.Is(err, ErrNotApplied) {
 			t.Fatalf("claim timed out, nothing found on withdrawal: %v, want ErrNotApplied", err)
@@ -86,7 +89,7 @@ func TestALostClaimThatMayLandLateRetiresTheActor(t *testing.T) {
 			}
 			return pass
 		})
-		a := h.engine(func(c *Config) { c.Store = fs; c.ClaimWait = 100 * time.Millisecond; c.WriteTimeout = time.Second })
+		a := h.engine(func(c *Config) { c.Store = fs; c.ClaimWait = 100 * time.Millisecond; c.WriteTimeout = 5 * time.Second })
 		if _, err := a.Update(ctxT(t), tg, 5, "r"); !errors.Is(err, ErrUnknownOutcome) {
 			t.Fatalf("r, claimed elsewhere, never written there: %v; want ErrUnknownOutcome", err)
 		}

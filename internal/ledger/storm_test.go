@@ -224,7 +224,11 @@ func TestDriftNonStrictAndClosedInStrict(t *testing.T) {
 		for _, strict := range []bool{false, true} {
 			h := newHarness(t, d)
 			tg := h.target("drift", Options{Mode: modeOf(strict)})
-			a, b := h.engine(), h.engine()
+			// Both claims meet on one Paxos partition, and the loser then
+			// waits for the winner's write: on a loaded cluster that can
+			// take more than the default ClaimWait.
+			wait := func(c *Config) { c.ClaimWait = time.Minute }
+			a, b := h.engine(wait), h.engine(wait)
 			both := newBarrier(2)
 			readBoth := func(Target, string) {
 				if !both.wait(10 * time.Second) {

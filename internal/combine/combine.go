@@ -100,6 +100,7 @@ func (c *Combiner[P]) Write(ctx context.Context, p P) error {
 // Queued returns how many writes wait for a request: not those under way,
 // but those whose callers already gave up or timed out (a send loop drops
 // them when it reaches them).
+//
 // Tests use it to know that writes have met at the queue before they let
 // requests go: a sleep cannot promise that on a loaded machine.
 func (c *Combiner[P]) Queued() int {

@@ -23,24 +23,28 @@ const StartTimeout = 3 * time.Minute
 
 var (
 	buildOnce sync.Once
-	binDir    string
 	binPath   string
 	buildErr  error
+	underMain bool // set by Main before the package's tests run
 )
 
 // Binary returns the path of the abacus command of this module, built on
 // first use, once per test binary, into a temporary directory of its own.
 // That directory outlives every test of the package, so t.TempDir cannot
-// hold it: the package's TestMain removes it with Main.
+// hold it: the package's TestMain removes it with Main, and Binary fails
+// a test whose package does not run through Main rather than leave it.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if !underMain {
+		t.Fatal("servertest.Binary: run this package's tests through servertest.Main, so the binary it builds is removed: func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }")
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "abacus-servertest")
 		if err != nil {
 			buildErr = err
 			return
 		}
-		binDir, binPath = dir, filepath.Join(dir, "abacus")
+		binPath = filepath.Join(dir, "abacus")
 		out, err := exec.Command("go", "build", "-o", binPath, "github.com/abacusdb/abacus/cmd/abacus").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build ./cmd/abacus: %v\n%s", err, out)
@@ -58,9 +62,10 @@ func Binary(t testing.TB) string {
 //
 //	func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }
 func Main(m *testing.M) int {
+	underMain = true
 	code := m.Run()
-	if binDir != "" {
-		if err := os.RemoveAll(binDir); err != nil {
+	if binPath != "" {
+		if err := os.RemoveAll(filepath.Dir(binPath)); err != nil {
 			fmt.Fprintf(os.Stderr, "servertest: removing the built abacus: %v\n", err)
 		}
 	}

@@ -27,8 +27,8 @@ func (ledgerModel) checkNamespace(nc NamespaceConfig) error {
 		// The floor's argument needs every read of the rows to see every
 		// credit an earlier read saw, and the rights record's
 		// compare-and-set to be serial across the whole cluster: levels
-		// below a quorum need not meet, and local ones (LOCAL_SERIAL)
-		// serialise within one data center only.
+		// below a quorum need not meet, and a read at a local level may
+		// miss a credit another data center's earlier read saw.
 		for _, cl := range []driver.Consistency{nc.ReadConsistency, nc.WriteConsistency} {
 			switch cl {
 			case driver.Default, driver.Quorum, driver.EachQuorum, driver.All:

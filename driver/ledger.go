@@ -227,7 +227,7 @@ type SwapLedgerBaseParams struct {
 	// Next replaces it. It must not be empty.
 	Next []byte
 	// Consistency is the commit level of the lightweight transaction; the
-	// Paxos phase uses SERIAL (LOCAL_SERIAL for local levels).
+	// Paxos phase uses SERIAL.
 	Consistency Consistency
 }
 
@@ -259,7 +259,7 @@ type ClaimRequestParams struct {
 	// clock.
 	Now int64
 	// Consistency is the commit level of the lightweight transaction; the
-	// Paxos phase uses SERIAL (LOCAL_SERIAL for local levels).
+	// Paxos phase uses SERIAL.
 	Consistency Consistency
 }
 
@@ -289,8 +289,9 @@ type ReadClaimParams struct {
 	RequestID string
 	// Now is the caller's clock in microseconds (see ClaimRequestParams).
 	Now int64
-	// Consistency picks the Paxos level of the read: SERIAL, or
-	// LOCAL_SERIAL for local levels.
+	// Consistency is the level of the commit the claim was made with; the
+	// read itself is a Paxos round at SERIAL on Cassandra, whatever the
+	// level, since claims are decided across data centers.
 	Consistency Consistency
 }
 
@@ -386,8 +387,9 @@ type LedgerRights struct {
 type ReadLedgerRightsParams struct {
 	Namespace string
 	Ledger    string
-	// Consistency picks the Paxos level of the read: SERIAL, or
-	// LOCAL_SERIAL for local levels.
+	// Consistency is the level of the commit the claim was made with; the
+	// read itself is a Paxos round at SERIAL on Cassandra, whatever the
+	// level, since grants are decided across data centers.
 	Consistency Consistency
 }
 
@@ -400,7 +402,7 @@ type SwapLedgerRightsParams struct {
 	// Next is stored in its place; Next.Version must be Expect+1.
 	Next LedgerRights
 	// Consistency is the commit level of the lightweight transaction; the
-	// Paxos phase uses SERIAL (LOCAL_SERIAL for local levels).
+	// Paxos phase uses SERIAL.
 	Consistency Consistency
 }
 

@@ -230,12 +230,18 @@ func (d *Driver) ReadCAS(ctx context.Context, p *driver.ReadCASParams) (driver.C
 	return cur, nil
 }
 
-// casReadLevel maps a ReadCAS level. A serial read goes through Paxos:
-// SERIAL, or LOCAL_SERIAL for the local levels. A plain read is an
-// ordinary read at the level (Default: the configured read level).
+// casReadLevel maps a ReadCAS level (Default: the configured read level).
+// A serial read goes through Paxos: SERIAL, or LOCAL_SERIAL when the
+// level is data-center-local, a read that answers from the local data
+// center alone, as every local read does. It sees every value this data
+// center's replicas accepted (the writes, at SERIAL, reach a majority of
+// all replicas, and their commit is finished by the next round), and can
+// miss only one decided in another data center and not yet arrived, which
+// is the staleness a local level asks for. A plain read is an ordinary
+// read at the level.
 func casReadLevel(c driver.Consistency, serial bool, configured driver.Consistency) (gocql.Consistency, error) {
 	if serial {
-		switch c {
+		switch consistencyOr(c, configured) {
 		case driver.LocalQuorum, driver.LocalOne:
 			return gocql.LocalSerial, nil
 		}
@@ -246,8 +252,8 @@ func casReadLevel(c driver.Consistency, serial bool, configured driver.Consisten
 
 // CompareAndSetCAS implements driver.CASCounters with INSERT ... IF NOT
 // EXISTS (Expect.Exists false) or UPDATE ... IF value = ? (true), with the
-// Paxos phase at SERIAL, or LOCAL_SERIAL for local levels, as ClaimRequest
-// does. A Paxos round that times out, under contention for instance, is
+// Paxos phase at SERIAL whatever the level (serialFor says why), as
+// ClaimRequest does. A Paxos round that times out, under contention for instance, is
 // driver.ErrUnknownOutcome: it may still be completed by the next round on
 // the counter. It is never retried here.
 func (d *Driver) CompareAndSetCAS(ctx context.Context, p *driver.CompareAndSetCASParams) (driver.CASResult, error) {

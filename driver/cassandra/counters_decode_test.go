@@ -170,7 +170,8 @@ func FuzzCASValueFromMap(f *testing.F) {
 func TestCASReadLevel(t *testing.T) {
 	t.Parallel()
 	serial := map[driver.Consistency]gocql.Consistency{
-		driver.Default: gocql.Serial, driver.Quorum: gocql.Serial, driver.All: gocql.Serial,
+		driver.Default: gocql.LocalSerial, // the configured level below is local
+		driver.Quorum:  gocql.Serial, driver.All: gocql.Serial,
 		driver.EachQuorum: gocql.Serial, driver.LocalQuorum: gocql.LocalSerial,
 		driver.LocalOne: gocql.LocalSerial, driver.One: gocql.Serial,
 	}
@@ -188,6 +189,9 @@ func TestCASReadLevel(t *testing.T) {
 				t.Errorf("casReadLevel(%v, serial %v) = %v, %v; want %v", c, tc.serial, got, err, want)
 			}
 		}
+	}
+	if got, _ := casReadLevel(driver.Default, true, driver.Quorum); got != gocql.Serial {
+		t.Errorf("casReadLevel(Default, serial) under QUORUM = %v, want SERIAL", got)
 	}
 	if _, err := casReadLevel(driver.Consistency(200), false, driver.Quorum); err == nil {
 		t.Error("casReadLevel accepted an unknown level")

@@ -169,19 +169,23 @@
 // passed and a compaction drops them, and ReadEventCounter reads past
 // them: with buckets shorter than gc_grace_seconds / 1000 (some 14
 // minutes under the default ten days) a rolled-up counter's partition
-// holds more than the 1,000 tombstones at which Cassandra logs a warning. Lightweight transactions are used by CreateNamespace (IF NOT
+// holds more than the 1,000 tombstones at which Cassandra logs a warning.
+//
+// Every lightweight transaction runs its Paxos phase at SERIAL, whatever
+// the level of its commit: its decision must be one across data centers
+// (serialFor). Lightweight transactions are used by CreateNamespace (IF NOT
 // EXISTS) and by the claims of strict-mode ledgers (INSERT ... IF NOT
 // EXISTS USING TTL, and a conditional DELETE); the claims table is never
 // written any other way, since mixing Paxos and plain writes on one row
 // breaks Paxos' guarantees. The same holds for cas_counters, written only
 // by CompareAndSetCAS: INSERT ... IF NOT EXISTS when the counter must not
 // exist yet, UPDATE ... SET value = ? IF value = ? otherwise, with the
-// Paxos phase at SERIAL (LOCAL_SERIAL for local levels). ReadCAS reads at
-// SERIAL for Default and Quorum or stronger, LOCAL_SERIAL for LocalQuorum
-// and LocalOne, and plainly at One, Two and Three. So too for
+// Paxos phase at SERIAL. ReadCAS reads at SERIAL for Quorum or stronger,
+// LOCAL_SERIAL for LocalQuorum and LocalOne (Default: as the configured
+// read level), and plainly at One, Two and Three. So too for
 // ledger_rights, written only by SwapLedgerRights (INSERT ... IF NOT
 // EXISTS from version 0, UPDATE ... IF version = ? from any other) and
-// read by ReadLedgerRights at SERIAL (LOCAL_SERIAL for local levels); a
+// read by ReadLedgerRights at SERIAL; a
 // purge deletes a ledger's record plainly, after the ledger's last use.
 //
 // AddNative is UPDATE native_counters SET value = value + ?. Counter

@@ -176,11 +176,20 @@ func gocqlConsistency(c driver.Consistency) (gocql.Consistency, bool) {
 	return g, ok
 }
 
-// serialFor picks the Paxos consistency that matches a commit level: a
-// client that asked for a data-center-local commit wants local Paxos too.
-func serialFor(c driver.Consistency) gocql.Consistency {
-	if c == driver.LocalQuorum || c == driver.LocalOne {
-		return gocql.LocalSerial
-	}
+// serialFor picks the Paxos level of a lightweight transaction committed
+// at c: SERIAL, whatever c is. Every transaction the driver runs decides
+// something that must be one across data centers: a request id claimed
+// (a ledger would apply it twice), a cas value (an add would be lost), a
+// queue shard's lease (two consumers would deliver its messages), a
+// name created (two records with different settings). LOCAL_SERIAL runs
+// Paxos among the local data center's replicas only, so two data centers
+// can each decide differently, within their replication delay and for as
+// long as a partition between them lasts (docs/datacenters.md). Under
+// SERIAL a data center cut off from a majority of the replicas refuses
+// instead. The commit itself still goes out at c: a data-center-local
+// commit is made whole by the next Paxos round on the partition, which
+// is what reads the decision back (ReadClaim, ReadLedgerRights, serial
+// reads of cas counters).
+func serialFor(driver.Consistency) gocql.Consistency {
 	return gocql.Serial
 }

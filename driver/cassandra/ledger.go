@@ -229,8 +229,7 @@ func (d *Driver) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams)
 	return applied, nil
 }
 
-// ReadClaim implements driver.Ledgers with a read at SERIAL (LOCAL_SERIAL
-// for local levels): it sees every lightweight transaction that returned,
+// ReadClaim implements driver.Ledgers with a read at SERIAL: it sees every lightweight transaction that returned,
 // and finishes one a replica has accepted; one whose coordinator has not
 // yet begun can still land afterwards.
 func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driver.Claim, bool, error) {
@@ -258,7 +257,7 @@ func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driv
 	return c, true, nil
 }
 
-// readSerial runs read, one read at SERIAL or LOCAL_SERIAL. Such a read
+// readSerial runs read, one read at SERIAL. Such a read
 // is a Paxos round, which times out more readily than a plain read under
 // load (seen on a busy 2.1 node: "0 of 1 replicas answered at SERIAL").
 // It writes nothing of its own: at most it finishes a proposal already

@@ -31,7 +31,7 @@ func newLedgerBaseStatements(ks string) ledgerBaseStatements {
 
 // SwapLedgerBase implements driver.Ledgers with INSERT ... IF NOT EXISTS
 // (from no base) or UPDATE ... IF state = ? (from a stored one), the Paxos
-// phase at SERIAL, or LOCAL_SERIAL for local levels. A round that times
+// phase at SERIAL. A round that times
 // out is driver.ErrUnknownOutcome and is not retried here: the caller
 // reads the base again to learn whether it was applied.
 func (d *Driver) SwapLedgerBase(ctx context.Context, p *driver.SwapLedgerBaseParams) (bool, error) {

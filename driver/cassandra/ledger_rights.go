@@ -40,7 +40,7 @@ func newLedgerRightsStatements(ks string) ledgerRightsStatements {
 }
 
 // ReadLedgerRights implements driver.LedgerRightsStore with a read at
-// SERIAL (LOCAL_SERIAL for local levels), as ReadClaim reads: it sees
+// SERIAL, as ReadClaim reads: it sees
 // every swap that returned, and finishes one a replica has accepted.
 func (d *Driver) ReadLedgerRights(ctx context.Context, p *driver.ReadLedgerRightsParams) (driver.LedgerRights, error) {
 	const op = "read ledger rights"
@@ -71,7 +71,7 @@ func (d *Driver) ReadLedgerRights(ctx context.Context, p *driver.ReadLedgerRight
 
 // SwapLedgerRights implements driver.LedgerRightsStore with INSERT ... IF
 // NOT EXISTS (from version 0) or UPDATE ... IF version = ? (from any
-// other), the Paxos phase at SERIAL, or LOCAL_SERIAL for local levels, as
+// other), the Paxos phase at SERIAL, as
 // ClaimRequest does. A Paxos round that times out is
 // driver.ErrUnknownOutcome: the next round on the ledger may still
 // complete it. It is never retried here.

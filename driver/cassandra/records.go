@@ -25,8 +25,8 @@ const lwtAttempts = 5
 // insertRecord inserts a named record with a lightweight transaction
 // (INSERT ... IF NOT EXISTS), so of two processes racing to create the
 // same name exactly one succeeds and the other gets driver.ErrExists. The
-// commit uses the WriteConsistency level; Paxos uses SERIAL (LOCAL_SERIAL
-// when that level is data-center-local).
+// commit uses the WriteConsistency level; Paxos uses SERIAL, so a name is created
+// once across data centers.
 //
 // Paxos rounds that contend for one name often time out on Cassandra (the
 // server gives up after cas_contention_timeout), leaving the outcome

@@ -51,15 +51,29 @@ type Config struct {
 	// keyspace keeps its replication. Default: SimpleStrategy, factor 1.
 	Replication Replication
 
+	// LocalDataCenter names the data center this process runs in. When
+	// set, every request is coordinated by a node of that data center
+	// (token-aware routing over data-center-aware round robin, with the
+	// other data centers' nodes left out of the pool), and
+	// ReadConsistency and WriteConsistency default to LOCAL_QUORUM
+	// instead of QUORUM. Lightweight transactions stay at SERIAL whatever
+	// the level: their decisions (a request id claimed, a lease held, a
+	// name created) must be one across data centers (docs/datacenters.md).
+	// Open fails, naming the data centers the cluster has, when no node
+	// is in this one. Default: "", every node coordinates, QUORUM.
+	LocalDataCenter string
+
 	// ReadConsistency is used by ReadShards, GetNamespace, ListNamespaces,
 	// ListCounters and the events model's reads (ReadEventCounter,
 	// ReadEvents, ListEventCounters) when the operation's Consistency is
-	// driver.Default. Default: driver.Quorum.
+	// driver.Default. Default: driver.Quorum, or driver.LocalQuorum when
+	// LocalDataCenter is set.
 	ReadConsistency driver.Consistency
 
 	// WriteConsistency is used by WriteShard, CreateNamespace, WriteEvent
 	// and MarkEventBucket when the operation's Consistency is
-	// driver.Default. Default: driver.Quorum.
+	// driver.Default. Default: driver.Quorum, or driver.LocalQuorum when
+	// LocalDataCenter is set.
 	WriteConsistency driver.Consistency
 
 	// FoldConsistency is used by Fold, WriteRollup and DeleteEventBuckets
@@ -208,10 +222,10 @@ func (c Config) withDefaults() Config {
 		c.Replication.DataCenters = dcs
 	}
 	if c.ReadConsistency == driver.Default {
-		c.ReadConsistency = driver.Quorum
+		c.ReadConsistency = c.defaultLevel()
 	}
 	if c.WriteConsistency == driver.Default {
-		c.WriteConsistency = driver.Quorum
+		c.WriteConsistency = c.defaultLevel()
 	}
 	if c.FoldConsistency == driver.Default {
 		c.FoldConsistency = driver.Quorum
@@ -235,6 +249,16 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.Default()
 	}
 	return c
+}
+
+// defaultLevel is the read and write level of a config that names none: a
+// quorum of the local data center's replicas when there is one, so that no
+// request waits on another data center (or fails while it is cut off).
+func (c Config) defaultLevel() driver.Consistency {
+	if c.LocalDataCenter != "" {
+		return driver.LocalQuorum
+	}
+	return driver.Quorum
 }
 
 // Unquoted CQL identifiers are case-insensitive (folded to lower case), so
@@ -272,6 +296,9 @@ func (c Config) validate() error {
 	}
 	if err := c.Replication.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.LocalDataCenter != "" && !dataCenterRE.MatchString(c.LocalDataCenter) {
+		bad("LocalDataCenter %q is not a valid data center name", c.LocalDataCenter)
 	}
 	for _, l := range []struct {
 		name  string

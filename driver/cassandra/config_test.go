@@ -44,6 +44,79 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
+// A local data center moves the read and write defaults to its own quorum
+// and leaves the levels that must see every data center alone: a fold's
+// read must see every replica, and a fold's write is not on any hot path.
+// Levels the user gave are kept.
+func TestLocalDataCenterDefaults(t *testing.T) {
+	t.Parallel()
+	c := Config{Hosts: []string{"h"}, LocalDataCenter: "dc1"}.withDefaults()
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.ReadConsistency != driver.LocalQuorum || c.WriteConsistency != driver.LocalQuorum {
+		t.Errorf("read, write = %v, %v; want LOCAL_QUORUM", c.ReadConsistency, c.WriteConsistency)
+	}
+	if c.FoldConsistency != driver.Quorum || c.GCReadConsistency != driver.All {
+		t.Errorf("fold, GC read = %v, %v; want QUORUM, ALL", c.FoldConsistency, c.GCReadConsistency)
+	}
+	given := Config{Hosts: []string{"h"}, LocalDataCenter: "dc1", ReadConsistency: driver.EachQuorum, WriteConsistency: driver.Quorum}.withDefaults()
+	if given.ReadConsistency != driver.EachQuorum || given.WriteConsistency != driver.Quorum {
+		t.Errorf("given levels replaced: read %v, write %v", given.ReadConsistency, given.WriteConsistency)
+	}
+}
+
+// With a local data center, no node of another one may coordinate: the
+// pool filter drops them, so LOCAL_QUORUM always means this one.
+func TestLocalDataCenterRouting(t *testing.T) {
+	t.Parallel()
+	plain, err := Config{Hosts: []string{"h"}}.withDefaults().cluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.HostFilter != nil {
+		t.Error("a host filter without a local data center")
+	}
+	cl, err := Config{Hosts: []string{"h"}, LocalDataCenter: "dc2"}.withDefaults().cluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.HostFilter == nil {
+		t.Fatal("no host filter: nodes of other data centers could coordinate LOCAL_QUORUM requests")
+	}
+	for _, tc := range []struct {
+		dc   string
+		want bool
+	}{{"dc2", true}, {"dc1", false}, {"", false}} {
+		if got := inDataCenter("dc2", tc.dc); got != tc.want {
+			t.Errorf("a host of %q is in the pool: %v, want %v", tc.dc, got, tc.want)
+		}
+	}
+}
+
+func TestCheckDataCenters(t *testing.T) {
+	t.Parallel()
+	dcs := map[string]int{"dc1": 2, "dc2": 1}
+	c := Config{Hosts: []string{"127.0.0.1"}, LocalDataCenter: "dc3"}
+	err := c.checkDataCenters(dcs)
+	if err == nil {
+		t.Fatal("an unknown local data center was accepted")
+	}
+	for _, want := range []string{`"dc3"`, "dc1 (2 nodes), dc2 (1 node)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	c.LocalDataCenter = "dc2"
+	if err := c.checkDataCenters(dcs); err != nil {
+		t.Errorf("a known data center was refused: %v", err)
+	}
+	c.LocalDataCenter = ""
+	if err := c.checkDataCenters(nil); err != nil {
+		t.Errorf("no local data center, refused: %v", err)
+	}
+}
+
 func TestConfigWithDefaultsDoesNotAlias(t *testing.T) {
 	t.Parallel()
 	orig := Config{
@@ -108,6 +181,8 @@ func TestConfigValidate(t *testing.T) {
 		{"password only", func(c *Config) { c.Password = "p" }, "Username is empty"},
 		{"cert without key", func(c *Config) { c.TLS = &TLSConfig{CertFile: "c.pem"} }, "given together"},
 		{"schema mode", func(c *Config) { c.Schema = SchemaMode(9) }, "schema mode"},
+		{"local dc", func(c *Config) { c.LocalDataCenter = "dc-1.east" }, ""},
+		{"local dc quote", func(c *Config) { c.LocalDataCenter = "dc'1" }, "LocalDataCenter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,8 +31,10 @@ type Driver struct {
 	// this process has written; see AcquireLease.
 	anchored sync.Map
 
-	caps       Capabilities
-	lockHolder string // this process in schema_lock, while creating the schema
+	caps Capabilities
+	// dataCenters counts the nodes of each data center, read by Open.
+	dataCenters map[string]int
+	lockHolder  string // this process in schema_lock, while creating the schema
 	// schemaMu runs this process's schema changes (createSchema,
 	// ChangeSchema) one at a time: Cassandra before 4.0 could give one
 	// table two ids when two nodes created it at once.
@@ -56,6 +58,15 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	session, err := createSession(ctx, cluster)
 	if err != nil {
+		if cfg.LocalDataCenter != "" {
+			// A local data center that no node is in filters every node
+			// out, and gocql says only that no connection was made.
+			if dcs, derr := probeDataCenters(ctx, cfg); derr == nil {
+				if e := cfg.checkDataCenters(dcs); e != nil {
+					return nil, e
+				}
+			}
+		}
 		return nil, fmt.Errorf("cassandra: connecting to %v: %w", cfg.Hosts, err)
 	}
 	d := &Driver{cfg: cfg, session: session, log: cfg.Logger, q: newStatements(cfg.Keyspace)}
@@ -63,7 +74,15 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 		session.Close()
 		return nil, fmt.Errorf("cassandra: %w", err)
 	}
+	if err := d.checkTopology(ctx); err != nil {
+		session.Close()
+		return nil, err
+	}
 	if err := d.prepareSchema(ctx); err != nil {
+		session.Close()
+		return nil, err
+	}
+	if err := d.checkLocalReplicas(ctx); err != nil {
 		session.Close()
 		return nil, err
 	}
@@ -112,6 +131,19 @@ func (c Config) cluster() (*gocql.ClusterConfig, error) {
 	// shuffled so one hot counter's load spreads over all its replicas.
 	cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(
 		gocql.RoundRobinHostPolicy(), gocql.ShuffleReplicas())
+	if c.LocalDataCenter != "" {
+		// The local data center's replicas first, and no other node at
+		// all: gocql's data-center-aware policy falls back to remote
+		// nodes when the local ones fail, and a remote coordinator would
+		// count LOCAL_QUORUM in its own data center, where this process's
+		// last writes may not have arrived yet. With the filter, a cut-off
+		// data center answers "unavailable" instead of going stale.
+		cl.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(
+			gocql.DCAwareRoundRobinPolicy(c.LocalDataCenter), gocql.ShuffleReplicas())
+		cl.HostFilter = gocql.HostFilterFunc(func(h *gocql.HostInfo) bool {
+			return inDataCenter(c.LocalDataCenter, h.DataCenter())
+		})
+	}
 	// gocql's default is to retry nothing; writes must never be retried
 	// behind the caller's back (see mapError), so keep it that way.
 	cl.RetryPolicy = nil

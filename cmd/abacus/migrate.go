@@ -26,8 +26,9 @@ first when:
     processes can still collide and split the schema;
   - the servers run with --schema existing, so that only a deploy step ever
     changes the schema.`,
-		Example: `  abacus migrate --cassandra 10.0.0.1,10.0.0.2 --keyspace abacus --replication-factor 3
-  abacus serve --cassandra 10.0.0.1,10.0.0.2 --keyspace abacus --schema existing`,
+		Example: `  abacus migrate --cassandra 10.0.0.1,10.0.0.2 --keyspace abacus --replication dc1:3,dc2:3
+  abacus serve --cassandra 10.0.0.1,10.0.0.2 --keyspace abacus --schema existing --local-dc dc1
+  abacus migrate --cassandra 127.0.0.1 --replication-factor 1                     # one development node`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.migrate(cmd.Context(), f)

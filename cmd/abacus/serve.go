@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,8 @@ type serveFlags struct {
 	cassandra       string
 	keyspace        string
 	rf              int
+	replication     string
+	localDC         string
 	protocol        int
 	readCL          string
 	writeCL         string
@@ -96,7 +99,8 @@ ABACUS_CASSANDRA=10.0.0.1,10.0.0.2 or ABACUS_PASSWORD) or in a config file
 over the file.`,
 		Example: `  abacus serve
   abacus serve --data /var/lib/abacus --addr 10.0.0.5:7070 --log-format json   # one private interface (docs/security.md)
-  abacus serve --cassandra 10.0.0.1,10.0.0.2 --keyspace abacus --replication-factor 3
+  abacus serve --cassandra 10.0.0.1,10.0.0.2 --keyspace abacus --replication dc1:3,dc2:3 --local-dc dc1
+  abacus serve --cassandra 127.0.0.1 --replication-factor 1                         # one development node
   ABACUS_PASSWORD=secret abacus serve --cassandra db1:9042 --username abacus --tls-ca ca.pem`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -146,10 +150,12 @@ over the file.`,
 func addCassandraFlags(fl *pflag.FlagSet, f *serveFlags) {
 	fl.StringVar(&f.cassandra, "cassandra", "", "comma-separated Cassandra contact points (host or host:port); uses Cassandra instead of the embedded store")
 	fl.StringVar(&f.keyspace, "keyspace", cassandra.DefaultKeyspace, "Cassandra keyspace")
-	fl.IntVar(&f.rf, "replication-factor", cassandra.DefaultReplicationFactor, "replication factor of the keyspace when it is created (SimpleStrategy)")
+	fl.IntVar(&f.rf, "replication-factor", 0, "replication factor of the keyspace when it is created, under SimpleStrategy: for a single development data center (default 1; production clusters use --replication)")
+	fl.StringVar(&f.replication, "replication", "", "replicas per data center of the keyspace when it is created, under NetworkTopologyStrategy, such as dc1:3,dc2:3")
+	fl.StringVar(&f.localDC, "local-dc", "", "data center this server runs in: only its nodes coordinate requests, and the default levels become LOCAL_QUORUM (docs/datacenters.md)")
 	fl.IntVar(&f.protocol, "protocol-version", 0, "Cassandra native protocol version (3, 4 or 5); 0 negotiates, pinning it saves round trips on old clusters")
-	fl.StringVar(&f.readCL, "read-consistency", "QUORUM", "Cassandra consistency of reads for namespaces that use DEFAULT")
-	fl.StringVar(&f.writeCL, "write-consistency", "QUORUM", "Cassandra consistency of writes for namespaces that use DEFAULT")
+	fl.StringVar(&f.readCL, "read-consistency", "", "Cassandra consistency of reads for namespaces that use DEFAULT (default QUORUM, or LOCAL_QUORUM with --local-dc)")
+	fl.StringVar(&f.writeCL, "write-consistency", "", "Cassandra consistency of writes for namespaces that use DEFAULT (default QUORUM, or LOCAL_QUORUM with --local-dc)")
 	fl.StringVar(&f.username, "username", "", "Cassandra user name")
 	fl.StringVar(&f.password, "password", "", "Cassandra password (prefer --password-file or $ABACUS_PASSWORD: flags show in process lists)")
 	fl.StringVar(&f.passwordFile, "password-file", "", "file whose first line is the Cassandra password (a mounted secret)")
@@ -427,7 +433,8 @@ func (a *app) openStore(ctx context.Context, f serveFlags, log, storeLog *slog.L
 		return nil, err
 	}
 	caps := d.Capabilities()
-	log.Info("cassandra store open", "hosts", cfg.Hosts, "keyspace", f.keyspace, "release", caps.Version.String())
+	log.Info("cassandra store open", "hosts", cfg.Hosts, "keyspace", f.keyspace, "release", caps.Version.String(),
+		"local_dc", d.LocalDataCenter(), "data_centers", d.DataCenters())
 	return d, nil
 }
 
@@ -450,8 +457,9 @@ func cassandraConfig(f serveFlags, storeLog *slog.Logger) (cassandra.Config, err
 	if err != nil {
 		return cassandra.Config{}, usagef("--write-consistency: %v", err)
 	}
-	if f.rf < 1 {
-		return cassandra.Config{}, usagef("--replication-factor must be at least 1")
+	repl, err := replicationOf(f.rf, f.replication)
+	if err != nil {
+		return cassandra.Config{}, err
 	}
 	if (f.tlsCert == "") != (f.tlsKey == "") {
 		return cassandra.Config{}, usagef("--tls-cert and --tls-key go together")
@@ -463,7 +471,8 @@ func cassandraConfig(f serveFlags, storeLog *slog.Logger) (cassandra.Config, err
 	cfg := cassandra.Config{
 		Hosts:            hosts,
 		Keyspace:         f.keyspace,
-		Replication:      cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: f.rf},
+		Replication:      repl,
+		LocalDataCenter:  strings.TrimSpace(f.localDC),
 		ReadConsistency:  readCL,
 		WriteConsistency: writeCL,
 		ProtocolVersion:  f.protocol,
@@ -483,6 +492,49 @@ func cassandraConfig(f serveFlags, storeLog *slog.Logger) (cassandra.Config, err
 		return cassandra.Config{}, usagef("--schema %q: want create or existing", f.schema)
 	}
 	return cfg, nil
+}
+
+// replicationOf reads --replication-factor (SimpleStrategy, 0 when not
+// given) and --replication (NetworkTopologyStrategy, "dc1:3,dc2:3"), which
+// exclude each other.
+func replicationOf(rf int, perDC string) (cassandra.Replication, error) {
+	perDC = strings.TrimSpace(perDC)
+	if perDC == "" {
+		switch {
+		case rf == 0:
+			rf = cassandra.DefaultReplicationFactor
+		case rf < 0:
+			return cassandra.Replication{}, usagef("--replication-factor must be at least 1")
+		}
+		return cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: rf}, nil
+	}
+	if rf != 0 {
+		return cassandra.Replication{}, usagef("--replication and --replication-factor exclude each other: give replicas per data center (--replication dc1:3,dc2:3) or one factor for a single data center")
+	}
+	dcs := map[string]int{}
+	for _, part := range strings.Split(perDC, ",") {
+		name, n, ok := strings.Cut(strings.TrimSpace(part), ":")
+		name = strings.TrimSpace(name)
+		count, err := strconv.Atoi(strings.TrimSpace(n))
+		switch {
+		case !ok || name == "" || err != nil:
+			return cassandra.Replication{}, usagef("--replication %q: want DATACENTER:REPLICAS[,DATACENTER:REPLICAS…], such as dc1:3,dc2:3", perDC)
+		case count < 0:
+			return cassandra.Replication{}, usagef("--replication: %s has %d replicas; want 0 or more", name, count)
+		}
+		if _, dup := dcs[name]; dup {
+			return cassandra.Replication{}, usagef("--replication names data center %s twice", name)
+		}
+		dcs[name] = count
+	}
+	total := 0
+	for _, n := range dcs {
+		total += n
+	}
+	if total == 0 {
+		return cassandra.Replication{}, usagef("--replication %q keeps no replica anywhere", perDC)
+	}
+	return cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy, DataCenters: dcs}, nil
 }
 
 // openTimeout bounds opening Cassandra: connecting, and, on a fresh

@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/abacusdb/abacus/driver/cassandra"
 	"github.com/abacusdb/abacus/internal/servertest"
 )
 
@@ -193,6 +195,31 @@ func TestDeleteDelayCoversTheClocks(t *testing.T) {
 		got, err := deleteDelay(c.f)
 		if c.want == 0 && err == nil || c.want != 0 && (err != nil || got != c.want) {
 			t.Errorf("deleteDelay(cassandra %q, max skew %v, --delete-delay %v) = %v, %v; want %v", c.f.cassandra, c.f.maxClockSkew, c.f.deleteDelay, got, err, c.want)
+		}
+	}
+}
+
+// --replication and --replication-factor say where the keyspace's replicas
+// go when it is created; what they produce is what the driver gets.
+func TestReplicationFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		rf    int
+		perDC string
+		want  cassandra.Replication
+	}{
+		{0, "", cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 1}},
+		{3, "", cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 3}},
+		{0, "dc1:3, dc2:2", cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy, DataCenters: map[string]int{"dc1": 3, "dc2": 2}}},
+		{0, "dc1:3,analytics:0", cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy, DataCenters: map[string]int{"dc1": 3, "analytics": 0}}},
+	} {
+		got, err := replicationOf(tc.rf, tc.perDC)
+		if err != nil {
+			t.Errorf("replicationOf(%d, %q): %v", tc.rf, tc.perDC, err)
+			continue
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("replicationOf(%d, %q) = %+v, want %+v", tc.rf, tc.perDC, got, tc.want)
 		}
 	}
 }

@@ -93,6 +93,15 @@ func (c *Client) cut(ctx context.Context, ns *Namespace, cut driver.Cut) (time.T
 	if err == nil {
 		return at.UTC(), nil
 	}
+	if errors.Is(err, driver.ErrUnavailable) {
+		// Refused before any replica was written (too few alive at the
+		// level), so there is nothing to take back, and a take-back would
+		// be refused the same way and make the answer unknown. A data
+		// center cut off from another ends here once it has seen the
+		// other's nodes go down: cuts go out at EACH_QUORUM under local
+		// levels.
+		return time.Time{}, fmt.Errorf("the delete was refused before it was written; nothing is deleted: %w", err)
+	}
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.WriteTimeout)
 	defer cancel()
 	if uerr := c.cfg.Driver.DropCuts(uctx, &driver.DropCutsParams{Namespace: ns.Name, Cuts: []driver.Cut{cut}}); uerr != nil {

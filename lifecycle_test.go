@@ -563,10 +563,15 @@ func TestAPurgeLeavesANamespaceMadeAgainAlone(t *testing.T) {
 // drops of cuts fail when failDrops is set.
 type cutFaults struct {
 	driver.Driver
-	failDrops bool
+	failDrops  bool
+	refuseCuts bool // refused before anything is written
+	drops      int  // DropCuts calls
 }
 
 func (f *cutFaults) AddCut(ctx context.Context, p *driver.AddCutParams) error {
+	if f.refuseCuts {
+		return fmt.Errorf("injected: %w", driver.ErrUnavailable)
+	}
 	if err := f.Driver.AddCut(ctx, p); err != nil {
 		return err
 	}
@@ -574,6 +579,7 @@ func (f *cutFaults) AddCut(ctx context.Context, p *driver.AddCutParams) error {
 }
 
 func (f *cutFaults) DropCuts(ctx context.Context, p *driver.DropCutsParams) error {
+	f.drops++
 	if f.failDrops {
 		return fmt.Errorf("injected: %w", driver.ErrUnavailable)
 	}
@@ -605,6 +611,31 @@ func TestAFailedDeleteIsTakenBack(t *testing.T) {
 	}
 	clk.Advance(3 * time.Minute)
 	mc.want(t, c, "c", 0, "once the delete that could not be taken back took effect")
+}
+
+// A delete the store refuses before writing it (too few replicas alive at
+// the cut's level: a data center cut off from another, under local levels)
+// deleted nothing: it is answered unavailable, with nothing to take back,
+// even when a take-back would fail too.
+func TestADeleteRefusedBeforeItsWriteIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewManual(time.Now())
+	faults := &cutFaults{Driver: newClient(t).Driver(), refuseCuts: true, failDrops: true}
+	c := lifecycleClient(t, faults, clk)
+	mc := newModelCounter(t, c, abacus.ModelSharded)
+	if err := mc.add(c, "c", 5); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.DeleteCounter(ctx, mc.ns, "c")
+	if !errors.Is(err, abacus.ErrUnavailable) || errors.Is(err, abacus.ErrUnknownOutcome) {
+		t.Fatalf("a delete refused before its write: %v, want ErrUnavailable and not ErrUnknownOutcome", err)
+	}
+	if faults.drops != 0 {
+		t.Errorf("%d take-backs of a delete that was never written", faults.drops)
+	}
+	clk.Advance(3 * time.Minute)
+	mc.want(t, c, "c", 5, "after a refused delete's time")
 }
 
 func listsNamespace(t *testing.T, c *abacus.Client, name string) bool {

@@ -41,10 +41,14 @@ func (k opKind) String() string {
 //     liveness before it sends a mutation anywhere, and the driver never
 //     retries a write on another host (writes are not marked idempotent),
 //     so in these cases nothing can have been applied.
-//   - For a read, a server read timeout that got fewer answers than it
-//     needed: driver.ErrUnavailable (replicas were missing). Any other read
-//     error is wrapped as is: reads change nothing, so there is no outcome
-//     to be unsure about.
+//   - For a read, a server read timeout (whether or not enough replicas
+//     answered), a client-side timeout, a broken connection or a cancelled
+//     context: driver.ErrUnavailable. A read changes nothing, so trying it
+//     again is always safe, and the caller is told so (503 unavailable,
+//     not a 500): a replica cut off by a network partition, not yet known
+//     to be down, makes reads time out rather than be refused. Any other
+//     read error (a failure a replica reported, a malformed request) is
+//     wrapped as is.
 //   - For a write, an error that proves the request was rejected before
 //     execution (syntax, invalid, unauthorized, bad credentials, config,
 //     marshalling) is wrapped as is.
@@ -76,6 +80,9 @@ func mapError(kind opKind, err error) error {
 		}
 		if serialReadCut(err) {
 			return fmt.Errorf("%w: %w (a read at SERIAL could not finish the Paxos round it found)", driver.ErrUnavailable, err)
+		}
+		if isTimeout(err) || errors.Is(err, context.Canceled) || isNetError(err) {
+			return fmt.Errorf("%w: %w (no answer in time)", driver.ErrUnavailable, err)
 		}
 		return err
 	}
@@ -140,6 +147,12 @@ func rejected(err error) bool {
 		return true
 	}
 	return false
+}
+
+// isNetError reports a connection's failure, such as a reset.
+func isNetError(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne)
 }
 
 // isTimeout reports errors after which a request should be retried by

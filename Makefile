@@ -28,6 +28,10 @@ APIFUZZ_EXAMPLES ?= 50
 # test binary start for every other package.
 NODE_DOWN_PKGS = ./driver/cassandra/ ./systemtest/
 FAULT_SUITE  = ABACUS_TEST_CASSANDRA_FAULTS=1 $(GO) test -count=1 -p 1 -timeout 20m -v -run Fault ./systemtest/
+# The partition suite (docs/faults.md, "Partitions"): four servers in two
+# data centers of a 4-node cluster, every model under five nemeses cut with
+# scripts/netsplit. Serial and alone: it cuts the network of the nodes.
+PARTITION_SUITE = ABACUS_TEST_PARTITIONS=1 $(GO) test -count=1 -p 1 -timeout 30m -v -run TestPartitions ./systemtest/
 # staticcheck is pinned by its Go module version (the release 2026.2.2 is
 # module v0.8.2; the module proxy serves only module versions) and installed
 # into .tools/, one directory per version, so a staticcheck already on the
@@ -37,7 +41,7 @@ TOOLS_DIR   ?= $(CURDIR)/.tools
 STATICCHECK ?= $(TOOLS_DIR)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-main test-compat test-faults test-unit api-fuzz lint fuzz bench cassandra-start cassandra-stop clean
+.PHONY: help build test test-main test-compat test-faults test-partitions test-unit api-fuzz lint fuzz bench cassandra-start cassandra-stop clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -95,6 +99,13 @@ test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 		fi; \
 		echo "== $$(date -u +%T) fault suite (the same as make test-faults)"; \
 		$(FAULT_SUITE); \
+		if [ -n "$$own" ]; then \
+			echo "== $$(date -u +%T) partition suite on a 4-node, 2-data-center cluster (the same as make test-partitions)"; \
+			scripts/devcassandra clean; \
+			ABACUS_TEST_CASSANDRA= $(MAKE) --no-print-directory test-partitions; \
+		else \
+			echo "== $$(date -u +%T) partition suite skipped: it needs its own 2-data-center cluster (make test-partitions)"; \
+		fi; \
 	else \
 		echo "== $$(date -u +%T) node-loss tests and fault suite skipped: they need the 3-node cluster (DEV_NODES=3)"; \
 	fi
@@ -140,6 +151,24 @@ test-faults: ## Run the fault suite (every model under five faults) against a 3-
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
 	$(FAULT_SUITE)
+
+# The partition suite. Starts a 4-node, 2-data-center cluster of
+# CASSANDRA_VERSION (nodes 1-2 in dc1, 3-4 in dc2) and cleans it, unless
+# ABACUS_TEST_CASSANDRA points at one, which must then be that
+# scripts/devcassandra cluster: the suite cuts its nodes' network. Every cut
+# is healed on the way out, whatever happens.
+test-partitions: ## Run the partition suite (every model under five network nemeses) on a 2-data-center Cassandra
+	@set -euo pipefail; \
+	if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then \
+		trap 'scripts/netsplit heal >/dev/null 2>&1 || true; scripts/devcassandra clean' EXIT; \
+		scripts/devcassandra clean; \
+		scripts/devcassandra start 4 --dcs 2 --version $(CASSANDRA_VERSION); \
+		export $$(scripts/devcassandra env); \
+	else \
+		trap 'scripts/netsplit heal >/dev/null 2>&1 || true' EXIT; \
+	fi; \
+	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
+	$(PARTITION_SUITE)
 
 lint: ## gofmt, go vet, staticcheck, and the monitoring files parsed by Prometheus
 	@extra=$$($(GO) list -deps -f '{{if not .Standard}}{{.ImportPath}}{{end}}' ./client | grep -v -x -e github.com/abacusdb/abacus/client -e github.com/abacusdb/abacus/api || true); \

@@ -63,6 +63,11 @@ type faultModel struct {
 	// that had the first attempt: the sharded model de-duplicates request
 	// ids per process only, so that is the scope of its promise.
 	retrySameServer bool
+	// reportOnly prints what the checker finds of this model (lost,
+	// double-applied, readers that disagree) without failing: a baseline
+	// measured for comparison, whose faults are Cassandra's, not Abacus'
+	// (native counters across data centers; docs/faults.md, "Partitions").
+	reportOnly bool
 }
 
 // eventsOptions are the events namespace's windows, in seconds. Tests use
@@ -125,6 +130,10 @@ type attempt struct {
 	timeout bool   // the client gave up waiting; the server may go on
 	code    string // the error code of a non-2xx answer
 	err     error
+
+	// Where and when, for the history of a run (runFaultLoad sets them).
+	server     string
+	start, end time.Time
 }
 
 // postJSON sends one POST with its own timeout and classifies the answer:
@@ -179,10 +188,11 @@ type op struct {
 	id      string
 
 	acked    bool
-	unknowns int // attempts whose outcome is unknown
-	timeouts int // of those, client-side timeouts
-	retries  int // attempts after the first
-	refused  int // attempts that definitely changed nothing
+	attempts []attempt // every attempt, in order: the operation's history
+	unknowns int       // attempts whose outcome is unknown
+	timeouts int       // of those, client-side timeouts
+	retries  int       // attempts after the first
+	refused  int       // attempts that definitely changed nothing
 }
 
 // faultLedger records every operation, per model.
@@ -205,6 +215,7 @@ func newFaultLedger() *faultLedger {
 func (l *faultLedger) record(model string, o *op, errs []attempt) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	o.attempts = errs
 	l.ops[model] = append(l.ops[model], o)
 	if o.timeouts > 0 && o.retries > 0 {
 		l.retriedAfterTimeout[model]++
@@ -254,6 +265,12 @@ type loadConfig struct {
 	// hooks run once, in the worker that starts the at-th operation (over
 	// all models): the fault injected mid-load.
 	hooks []loadHook
+	// stop, when not nil, makes the load run until it is closed instead
+	// of for ops operations (an operation under way is finished).
+	stop <-chan struct{}
+	// pace is a worker's pause between two operations, for a load that
+	// runs for a time on a small machine.
+	pace time.Duration
 }
 
 type loadHook struct {
@@ -288,8 +305,15 @@ func runFaultLoad(t *testing.T, cfg loadConfig) *faultLedger {
 				version := int64(0) // actor: this worker's running count
 				for {
 					i := int(next.Add(1))
-					if i > ops {
+					if cfg.stop == nil && i > ops {
 						return
+					}
+					if cfg.stop != nil {
+						select {
+						case <-cfg.stop:
+							return
+						case <-time.After(cfg.pace):
+						}
 					}
 					n := int(started.Add(1))
 					for h, hook := range cfg.hooks {
@@ -320,7 +344,9 @@ func runFaultLoad(t *testing.T, cfg loadConfig) *faultLedger {
 						if n > 0 {
 							o.retries++
 						}
+						began := time.Now()
 						a := send(target, m, o, cfg.timeout(n))
+						a.server, a.start, a.end = target.Name, began, time.Now()
 						attempts = append(attempts, a)
 						if a.out == acked {
 							o.acked = true
@@ -470,6 +496,8 @@ var (
 	// table: on failure each server's log tail is printed after the
 	// test's own messages, and CI shows only the end of the output.
 	reportProblems []string
+	// reportBaselines repeats what baselinef logged.
+	reportBaselines []string
 )
 
 // problemf fails the test, saying why, and keeps the reason for the
@@ -481,6 +509,17 @@ func problemf(t testing.TB, format string, args ...any) {
 	reportProblems = append(reportProblems, t.Name()+": "+msg)
 	reportMu.Unlock()
 	t.Error(msg)
+}
+
+// baselinef logs what a baseline model (faultModel.reportOnly) did that
+// an Abacus model must not, and keeps it for the summary, without failing.
+func baselinef(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	reportMu.Lock()
+	reportBaselines = append(reportBaselines, t.Name()+": "+msg)
+	reportMu.Unlock()
+	t.Log("baseline, not asserted: " + msg)
 }
 
 // fatalProblemf is problemf that stops the test.
@@ -541,11 +580,15 @@ func checkFault(t *testing.T, fault string, l *faultLedger, cfg loadConfig, read
 		if len(l.errs[m.name]) > 0 {
 			t.Logf("  %s: first errors: %s", m.name, strings.Join(l.errs[m.name], " | "))
 		}
+		report := problemf
+		if m.reportOnly {
+			report = baselinef
+		}
 		if r.lost != 0 {
-			problemf(t, "%s: %s lost %d acknowledged effects", fault, m.name, r.lost)
+			report(t, "%s: %s lost %d acknowledged effects", fault, m.name, r.lost)
 		}
 		if r.double != 0 {
-			problemf(t, "%s: %s double-applied %d effects (beyond acknowledged + unknown)", fault, m.name, r.double)
+			report(t, "%s: %s double-applied %d effects (beyond acknowledged + unknown)", fault, m.name, r.double)
 		}
 	}
 	reportMu.Lock()
@@ -585,7 +628,11 @@ func settledValue(t *testing.T, ctx context.Context, fault string, m faultModel,
 			for _, s := range readers {
 				names = append(names, s.Name)
 			}
-			problemf(t, "%s: %s %s still reads %v through %v after %v", fault, m.name, name, values, names, readerAgreement)
+			report := problemf
+			if m.reportOnly {
+				report = baselinef
+			}
+			report(t, "%s: %s %s still reads %v through %v after %v", fault, m.name, name, values, names, readerAgreement)
 			return values[0]
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -611,7 +658,22 @@ func TestMain(m *testing.M) {
 	reportMu.Lock()
 	rows := append([]faultRow(nil), reportRows...)
 	problems := append([]string(nil), reportProblems...)
+	partitions := append([]partitionRow(nil), partitionRows...)
+	baselines := append([]string(nil), reportBaselines...)
 	reportMu.Unlock()
+	if len(baselines) > 0 {
+		fmt.Println("\n== baselines (reported, not asserted): what Cassandra's own mechanisms did")
+		for _, b := range baselines {
+			fmt.Println(b)
+		}
+	}
+	if len(partitions) > 0 {
+		fmt.Println("\n== partition suite: per nemesis and model (lost and double must be 0; converged = after healing, until every server read the same)")
+		fmt.Println(partitionHeader)
+		for _, r := range partitions {
+			fmt.Println(formatPartitionRow(r))
+		}
+	}
 	if len(rows) > 0 {
 		fmt.Println("\n== fault suite: per fault and model (lost and double must be 0; drift = value − acknowledged)")
 		fmt.Println(tableHeader)

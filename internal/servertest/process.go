@@ -103,11 +103,26 @@ func withoutAbacusVariables(env []string) []string {
 // ends; its log is printed if the test failed.
 func Start(t testing.TB, name, readyPath string, args ...string) *Process {
 	t.Helper()
+	return StartUnder(t, name, readyPath, nil, args...)
+}
+
+// StartUnder is Start with the server run by a wrapper command: wrapper
+// followed by the server's command line, such as
+// {"scripts/netsplit", "run", "s1", "--"}, which runs the server as a
+// member of a network partition test. The wrapper must exec the server,
+// so that signals reach it. A nil wrapper is Start.
+func StartUnder(t testing.TB, name, readyPath string, wrapper []string, args ...string) *Process {
+	t.Helper()
 	addr := freeAddr(t)
 	p := &Process{Name: name, Base: "http://" + addr, Log: &Buffer{}, done: make(chan struct{})}
 	// No config file: a developer's ~/.config/abacus/config.yaml (say, with
 	// a cassandra: line) must not redirect a test's server.
-	p.cmd = exec.Command(Binary(t), append([]string{"serve", "--config", os.DevNull, "--addr", addr}, args...)...)
+	argv := append([]string{Binary(t), "serve", "--config", os.DevNull, "--addr", addr}, args...)
+	if len(wrapper) > 0 {
+		argv = append(append([]string(nil), wrapper...), argv...)
+	}
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	dieWithTest(p.cmd)
 	p.cmd.Env = withoutAbacusVariables(os.Environ())
 	p.cmd.Stdout, p.cmd.Stderr = p.Log, p.Log
 	if err := p.cmd.Start(); err != nil {

@@ -34,7 +34,10 @@ var (
 	// ErrUnknownOutcome means the update may or may not have been counted.
 	// Retrying with the same RequestID on the same process is safe. From
 	// the queues it means a put may have queued its messages, or an
-	// acknowledgement may not have deleted its message.
+	// acknowledgement may not have deleted its message. It takes
+	// precedence: an error that is ErrUnknownOutcome may also wrap the
+	// ErrUnavailable or ErrNotApplied of a later attempt or of a read that
+	// followed, and still means the outcome is unknown.
 	ErrUnknownOutcome = outcome.ErrUnknownOutcome
 
 	// ErrNotApplied means the update was definitely not counted; retrying is safe.

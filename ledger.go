@@ -114,7 +114,8 @@ func (c *Client) Debit(ctx context.Context, namespace, name string, amount int64
 //     another amount): nothing was written; do not retry as is.
 //   - ErrUnknownOutcome: the update may or may not have been applied.
 //     Retry with the same request id: within the window it is recognised.
-//   - ErrNotApplied, ErrUnavailable: not applied; retrying is safe.
+//   - ErrNotApplied, ErrUnavailable: not applied; retrying is safe. An
+//     error that is also ErrUnknownOutcome is unknown (check that first).
 func (c *Client) UpdateLedger(ctx context.Context, u LedgerUpdate) (*LedgerResult, error) {
 	r := c.UpdateLedgers(ctx, []LedgerUpdate{u})[0]
 	return &r.LedgerResult, r.Err

@@ -102,8 +102,8 @@ type ReadCASParams struct {
 	Counter   string
 	// Consistency of a plain read (Default: the driver's read level).
 	Consistency Consistency
-	// Serial reads through Paxos (Cassandra SERIAL; LOCAL_SERIAL when the
-	// level, or the configured read level for Default, is local), finishing any round in progress first: a
+	// Serial reads through Paxos (Cassandra SERIAL, whatever the level),
+	// finishing any round in progress first: a
 	// linearizable read, for a caller that shows the value. It costs a
 	// Paxos round; a compare-and-set loop does not need it, because the
 	// compare-and-set checks the value it read anyway and a stale read

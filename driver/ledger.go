@@ -387,9 +387,9 @@ type LedgerRights struct {
 type ReadLedgerRightsParams struct {
 	Namespace string
 	Ledger    string
-	// Consistency is the level of the commit the claim was made with; the
-	// read itself is a Paxos round at SERIAL on Cassandra, whatever the
-	// level, since grants are decided across data centers.
+	// Consistency is the level of the commit the record's swaps are made
+	// with; the read itself is a Paxos round at SERIAL on Cassandra,
+	// whatever the level, since grants are decided across data centers.
 	Consistency Consistency
 }
 

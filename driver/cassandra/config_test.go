@@ -2,6 +2,8 @@ package cassandra
 
 import (
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -327,11 +329,35 @@ func TestLevel(t *testing.T) {
 			t.Errorf("gocqlConsistency(%v) = %v, %v", c, g, ok)
 		}
 	}
-	// Every decision is one across data centers: no level of the commit
-	// makes Paxos local (serialFor says why).
-	for c := driver.Default; c <= driver.Any; c++ {
-		if serialFor(c) != gocql.Serial {
-			t.Errorf("serialFor(%v) = %v, want SERIAL", c, serialFor(c))
+	// Every decision is one across data centers (lwtSerial says why).
+	if lwtSerial != gocql.Serial {
+		t.Errorf("lightweight transactions run Paxos at %v, want SERIAL", lwtSerial)
+	}
+}
+
+func TestReplicasIn(t *testing.T) {
+	t.Parallel()
+	opts := map[string]string{"class": "org.apache.cassandra.locator.NetworkTopologyStrategy", "dc1": "3", "dc2": "3/1", "dc3": "0"}
+	for dc, want := range map[string]int{"dc1": 3, "dc2": 3, "dc3": 0, "dc4": 0} {
+		if got := replicasIn(opts, dc); got != want {
+			t.Errorf("replicasIn(%s) = %d, want %d", dc, got, want)
 		}
+	}
+}
+
+// An insert whose first attempt's outcome is unknown stays unknown when a
+// later attempt is refused: the first may have applied.
+func TestEarlierUnknownIsKept(t *testing.T) {
+	t.Parallel()
+	refused := fmt.Errorf("x: %w", driver.ErrUnavailable)
+	if err := earlierUnknown(true, refused); !errors.Is(err, driver.ErrUnknownOutcome) || !errors.Is(err, driver.ErrUnavailable) {
+		t.Errorf("after an unknown attempt, a refused one gives %v; want unknown, wrapping the refusal", err)
+	}
+	if err := earlierUnknown(false, refused); err != refused {
+		t.Errorf("without an unknown attempt: %v, want the refusal as is", err)
+	}
+	unknown := fmt.Errorf("y: %w", driver.ErrUnknownOutcome)
+	if err := earlierUnknown(true, unknown); err != unknown {
+		t.Errorf("an unknown last attempt: %v, want it as is", err)
 	}
 }

@@ -231,28 +231,21 @@ func (d *Driver) ReadCAS(ctx context.Context, p *driver.ReadCASParams) (driver.C
 }
 
 // casReadLevel maps a ReadCAS level (Default: the configured read level).
-// A serial read goes through Paxos: SERIAL, or LOCAL_SERIAL when the
-// level is data-center-local, a read that answers from the local data
-// center alone, as every local read does. It sees every value this data
-// center's replicas accepted (the writes, at SERIAL, reach a majority of
-// all replicas, and their commit is finished by the next round), and can
-// miss only one decided in another data center and not yet arrived, which
-// is the staleness a local level asks for. A plain read is an ordinary
-// read at the level.
+// A serial read is a Paxos round at SERIAL whatever the level, like the
+// compare-and-sets it reads: a round at LOCAL_SERIAL that found a
+// proposal in progress would finish it with a local majority, which need
+// not share a replica with the majority that decided otherwise. A plain
+// read is an ordinary read at the level.
 func casReadLevel(c driver.Consistency, serial bool, configured driver.Consistency) (gocql.Consistency, error) {
 	if serial {
-		switch consistencyOr(c, configured) {
-		case driver.LocalQuorum, driver.LocalOne:
-			return gocql.LocalSerial, nil
-		}
-		return gocql.Serial, nil
+		return lwtSerial, nil
 	}
 	return level(c, configured)
 }
 
 // CompareAndSetCAS implements driver.CASCounters with INSERT ... IF NOT
 // EXISTS (Expect.Exists false) or UPDATE ... IF value = ? (true), with the
-// Paxos phase at SERIAL whatever the level (serialFor says why), as
+// Paxos phase at SERIAL whatever the level (lwtSerial says why), as
 // ClaimRequest does. A Paxos round that times out, under contention for instance, is
 // driver.ErrUnknownOutcome: it may still be completed by the next round on
 // the counter. It is never retried here.
@@ -268,7 +261,7 @@ func (d *Driver) CompareAndSetCAS(ctx context.Context, p *driver.CompareAndSetCA
 	} else {
 		q = d.session.Query(d.q.counters.insertCAS, p.Namespace, p.Counter, p.Value)
 	}
-	q = q.Consistency(cl).SerialConsistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency)))
+	q = q.Consistency(cl).SerialConsistency(lwtSerial)
 	// Seeding "value" with a **int64 makes gocql scan it into a *int64, so
 	// a null stays distinguishable from 0, and a result without the column
 	// leaves the seed in place (see casValueFromMap).

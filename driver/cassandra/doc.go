@@ -173,16 +173,15 @@
 //
 // Every lightweight transaction runs its Paxos phase at SERIAL, whatever
 // the level of its commit: its decision must be one across data centers
-// (serialFor). Lightweight transactions are used by CreateNamespace (IF NOT
+// (lwtSerial). Lightweight transactions are used by CreateNamespace (IF NOT
 // EXISTS) and by the claims of strict-mode ledgers (INSERT ... IF NOT
 // EXISTS USING TTL, and a conditional DELETE); the claims table is never
 // written any other way, since mixing Paxos and plain writes on one row
 // breaks Paxos' guarantees. The same holds for cas_counters, written only
 // by CompareAndSetCAS: INSERT ... IF NOT EXISTS when the counter must not
 // exist yet, UPDATE ... SET value = ? IF value = ? otherwise, with the
-// Paxos phase at SERIAL. ReadCAS reads at SERIAL for Quorum or stronger,
-// LOCAL_SERIAL for LocalQuorum and LocalOne (Default: as the configured
-// read level), and plainly at One, Two and Three. So too for
+// Paxos phase at SERIAL. ReadCAS reads serially at SERIAL whatever the
+// level, and plainly at the level otherwise. So too for
 // ledger_rights, written only by SwapLedgerRights (INSERT ... IF NOT
 // EXISTS from version 0, UPDATE ... IF version = ? from any other) and
 // read by ReadLedgerRights at SERIAL; a

@@ -60,11 +60,16 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 	if err != nil {
 		if cfg.LocalDataCenter != "" {
 			// A local data center that no node is in filters every node
-			// out, and gocql says only that no connection was made.
-			if dcs, derr := probeDataCenters(ctx, cfg); derr == nil {
+			// out, and gocql says only that no connection was made. The
+			// probe gets time of its own: ctx may be spent by now.
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ConnectTimeout+cfg.Timeout)
+			dcs, derr := probeDataCenters(pctx, cfg)
+			cancel()
+			if derr == nil {
 				if e := cfg.checkDataCenters(dcs); e != nil {
 					return nil, e
 				}
+				return nil, fmt.Errorf("cassandra: connecting to %v: %w (only nodes of the local data center %q are used: give contact points in it)", cfg.Hosts, err, cfg.LocalDataCenter)
 			}
 		}
 		return nil, fmt.Errorf("cassandra: connecting to %v: %w", cfg.Hosts, err)

@@ -189,20 +189,18 @@ func gocqlConsistency(c driver.Consistency) (gocql.Consistency, bool) {
 	return g, ok
 }
 
-// serialFor picks the Paxos level of a lightweight transaction committed
-// at c: SERIAL, whatever c is. Every transaction the driver runs decides
-// something that must be one across data centers: a request id claimed
-// (a ledger would apply it twice), a cas value (an add would be lost), a
-// queue shard's lease (two consumers would deliver its messages), a
-// name created (two records with different settings). LOCAL_SERIAL runs
-// Paxos among the local data center's replicas only, so two data centers
-// can each decide differently, within their replication delay and for as
-// long as a partition between them lasts (docs/datacenters.md). Under
-// SERIAL a data center cut off from a majority of the replicas refuses
-// instead. The commit itself still goes out at c: a data-center-local
-// commit is made whole by the next Paxos round on the partition, which
-// is what reads the decision back (ReadClaim, ReadLedgerRights, serial
-// reads of cas counters).
-func serialFor(driver.Consistency) gocql.Consistency {
-	return gocql.Serial
-}
+// lwtSerial is the Paxos level of every lightweight transaction: SERIAL,
+// whatever the level of its commit. Each decides something that must be
+// one across data centers: a request id claimed (a ledger would apply it
+// twice), a cas value (an add would be lost), a queue shard's lease (two
+// consumers would deliver its messages), a name created (two records with
+// different settings). LOCAL_SERIAL runs Paxos among the local data
+// center's replicas only, so two data centers can each decide
+// differently, within their replication delay and for as long as a
+// partition between them lasts (docs/datacenters.md). Under SERIAL a data
+// center cut off from a majority of the replicas refuses instead. The
+// commit itself may go out at a local level: the next Paxos round on the
+// partition finishes it, and that is how a decision is read back
+// (ReadClaim, ReadLedgerRights, serial reads of cas counters, all at
+// SERIAL).
+const lwtSerial = gocql.Serial

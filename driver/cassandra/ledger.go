@@ -192,7 +192,7 @@ func (d *Driver) ClaimRequest(ctx context.Context, p *driver.ClaimRequestParams)
 	c := p.Claim
 	q := d.session.Query(d.q.claimRequest, p.Namespace, p.Ledger, p.RequestID,
 		c.Actor, c.Negative, int64(c.Seq), c.Amount, ttl).
-		Consistency(cl).SerialConsistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency)))
+		Consistency(cl).SerialConsistency(lwtSerial)
 	existing := map[string]any{}
 	applied, err := q.MapScanCASContext(ctx, existing)
 	if err != nil {
@@ -221,7 +221,7 @@ func (d *Driver) ReleaseClaim(ctx context.Context, p *driver.ReleaseClaimParams)
 	}
 	q := d.session.Query(d.q.releaseClaim, p.Namespace, p.Ledger, p.RequestID,
 		e.Actor, e.Negative, int64(e.Seq), e.Amount).
-		Consistency(cl).SerialConsistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency)))
+		Consistency(cl).SerialConsistency(lwtSerial)
 	applied, err := q.MapScanCASContext(ctx, map[string]any{})
 	if err != nil {
 		return false, fmt.Errorf("cassandra: %s %s/%s/%s: %w", op, p.Namespace, p.Ledger, p.RequestID, mapError(opWrite, err))
@@ -241,7 +241,7 @@ func (d *Driver) ReadClaim(ctx context.Context, p *driver.ReadClaimParams) (driv
 	err := readSerial(ctx, func() error {
 		m = map[string]any{}
 		return d.session.Query(d.q.readClaim, p.Namespace, p.Ledger, p.RequestID).
-			Consistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency))).
+			Consistency(lwtSerial).
 			MapScanContext(ctx, m)
 	})
 	if errors.Is(err, gocql.ErrNotFound) {
@@ -276,13 +276,6 @@ func readSerial(ctx context.Context, read func() error) error {
 		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
 		}
 	}
-}
-
-func consistencyOr(c, configured driver.Consistency) driver.Consistency {
-	if c == driver.Default {
-		return configured
-	}
-	return c
 }
 
 // claimFromMap reads the existing row that a conditional insert which was

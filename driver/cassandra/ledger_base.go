@@ -47,7 +47,7 @@ func (d *Driver) SwapLedgerBase(ctx context.Context, p *driver.SwapLedgerBasePar
 	if p.Expect != nil {
 		q = d.session.Query(d.q.base.update, p.Next, p.Namespace, p.Ledger, driver.LedgerBaseActor, p.Expect)
 	}
-	q = q.Consistency(cl).SerialConsistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency)))
+	q = q.Consistency(cl).SerialConsistency(lwtSerial)
 	applied, err := q.MapScanCASContext(ctx, map[string]any{})
 	if err != nil {
 		return false, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, mapError(opWrite, err))

@@ -53,7 +53,7 @@ func (d *Driver) ReadLedgerRights(ctx context.Context, p *driver.ReadLedgerRight
 	)
 	err := readSerial(ctx, func() error {
 		return d.session.Query(d.q.rights.read, p.Namespace, p.Ledger).
-			Consistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency))).
+			Consistency(lwtSerial).
 			ScanContext(ctx, &version, &state)
 	})
 	if errors.Is(err, gocql.ErrNotFound) {
@@ -94,7 +94,7 @@ func (d *Driver) SwapLedgerRights(ctx context.Context, p *driver.SwapLedgerRight
 	} else {
 		q = d.session.Query(d.q.rights.update, p.Next.Version, nonNil(p.Next.State), p.Namespace, p.Ledger, p.Expect)
 	}
-	q = q.Consistency(cl).SerialConsistency(serialFor(consistencyOr(p.Consistency, d.cfg.WriteConsistency)))
+	q = q.Consistency(cl).SerialConsistency(lwtSerial)
 	// Seeds, as in CompareAndSetCAS: a column the result lacks keeps its
 	// seed, and one it has is scanned into a pointer, so a null stays
 	// apart from a value (see rightsFromCAS).

@@ -421,7 +421,7 @@ func (d *Driver) GetQueue(ctx context.Context, p *driver.GetQueueParams) (*drive
 // replace writes: the same generation and configuration, not merely the
 // same creation time.
 func (d *Driver) holdsReplace(ctx context.Context, q driver.Queue) bool {
-	got, err := getRecordAt[driver.Queue, queueRow](ctx, d, serialFor(d.cfg.WriteConsistency), "get queue", "queue", q.Name, d.q.queue.getQueue, queueFromRow)
+	got, err := getRecordAt[driver.Queue, queueRow](ctx, d, lwtSerial, "get queue", "queue", q.Name, d.q.queue.getQueue, queueFromRow)
 	return err == nil && got.DeletedAt.IsZero() && got.Generation == q.Generation && sameQueue(*got, q)
 }
 
@@ -802,7 +802,7 @@ func (d *Driver) cas(ctx context.Context, stmt string, args ...any) (applied boo
 	}
 	existing := map[string]any{}
 	applied, err = d.session.Query(stmt, args...).
-		Consistency(cl).SerialConsistency(serialFor(d.cfg.WriteConsistency)).
+		Consistency(cl).SerialConsistency(lwtSerial).
 		MapScanCASContext(ctx, existing)
 	if err != nil {
 		return false, "", false, mapError(opWrite, err)

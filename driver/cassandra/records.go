@@ -63,6 +63,10 @@ func (d *Driver) insertIfNotExists(ctx context.Context, configured driver.Consis
 		return false, nil, fmt.Errorf("cassandra: %s %q: %w", op, name, err)
 	}
 	var lastErr error
+	// unknown remembers an attempt whose outcome is unknown: a later
+	// attempt refused as unavailable (at a partition's start, a timeout,
+	// then the nodes marked down) does not make the first one undone.
+	unknown := false
 	for attempt := range lwtAttempts {
 		if attempt > 0 {
 			if err := sleepCtx(ctx, lwtBackoff(attempt)); err != nil {
@@ -73,18 +77,28 @@ func (d *Driver) insertIfNotExists(ctx context.Context, configured driver.Consis
 		// row; MapScanCAS accepts whatever columns come back.
 		existing = map[string]any{}
 		applied, err := d.session.Query(stmt, vals...).
-			Consistency(cl).SerialConsistency(serialFor(configured)).
+			Consistency(cl).SerialConsistency(lwtSerial).
 			MapScanCASContext(ctx, existing)
 		if err == nil {
 			return applied || (attempt > 0 && mine(existing)), existing, nil
 		}
 		lastErr = mapError(opWrite, err)
+		unknown = unknown || errors.Is(lastErr, driver.ErrUnknownOutcome)
 		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
 			break
 		}
 		d.log.Debug("cassandra: "+op+" outcome unknown; retrying", kind, name, "attempt", attempt+1, "err", err)
 	}
-	return false, nil, fmt.Errorf("cassandra: %s %q: %w", op, name, lastErr)
+	return false, nil, fmt.Errorf("cassandra: %s %q: %w", op, name, earlierUnknown(unknown, lastErr))
+}
+
+// earlierUnknown keeps the unknown outcome of an earlier attempt when the
+// last one failed otherwise.
+func earlierUnknown(unknown bool, last error) error {
+	if unknown && !errors.Is(last, driver.ErrUnknownOutcome) {
+		return fmt.Errorf("%w: an earlier attempt's outcome is unknown; the last failed with: %w", driver.ErrUnknownOutcome, last)
+	}
+	return last
 }
 
 // lwtBackoff spreads contending retries apart: 50ms, 100ms, 200ms, ...
@@ -202,6 +216,10 @@ func (d *Driver) deleteRecord(ctx context.Context, op, kind, name, stmt string, 
 		return fmt.Errorf("cassandra: %s %q: %w", op, name, err)
 	}
 	var lastErr error
+	// unknown remembers an attempt whose outcome is unknown: a later
+	// attempt refused as unavailable (at a partition's start, a timeout,
+	// then the nodes marked down) does not make the first one undone.
+	unknown := false
 	for attempt := range lwtAttempts {
 		if attempt > 0 {
 			if err := sleepCtx(ctx, lwtBackoff(attempt)); err != nil {
@@ -209,7 +227,7 @@ func (d *Driver) deleteRecord(ctx context.Context, op, kind, name, stmt string, 
 			}
 		}
 		applied, err := d.session.Query(stmt, vals...).
-			Consistency(cl).SerialConsistency(serialFor(configured)).
+			Consistency(cl).SerialConsistency(lwtSerial).
 			MapScanCASContext(ctx, map[string]any{})
 		if err == nil {
 			if applied || attempt > 0 {
@@ -218,9 +236,10 @@ func (d *Driver) deleteRecord(ctx context.Context, op, kind, name, stmt string, 
 			return fmt.Errorf("cassandra: %s %q: %w", kind, name, driver.ErrNotFound)
 		}
 		lastErr = mapError(opWrite, err)
+		unknown = unknown || errors.Is(lastErr, driver.ErrUnknownOutcome)
 		if !errors.Is(lastErr, driver.ErrUnknownOutcome) || ctx.Err() != nil {
 			break
 		}
 	}
-	return fmt.Errorf("cassandra: %s %q: %w", op, name, lastErr)
+	return fmt.Errorf("cassandra: %s %q: %w", op, name, earlierUnknown(unknown, lastErr))
 }

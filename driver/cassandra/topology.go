@@ -2,6 +2,8 @@ package cassandra
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -107,8 +109,9 @@ func describeDataCenters(dcs map[string]int) string {
 // exist, and a keyspace about to be created under
 // NetworkTopologyStrategy must not name a data center the cluster lacks
 // (Cassandra before 4.0 creates it anyway, and then no write of that data
-// center's replicas can ever succeed). A replication factor above a data
-// center's node count is only warned about: nodes may be on their way.
+// center's replicas can ever succeed), nor leave the local one without
+// replicas. A replication factor above a data center's node count is only
+// warned about: nodes may be on their way.
 func (d *Driver) checkTopology(ctx context.Context) error {
 	dcs, err := readDataCenters(ctx, d.session)
 	if err != nil {
@@ -122,8 +125,10 @@ func (d *Driver) checkTopology(ctx context.Context) error {
 	if d.cfg.Schema != SchemaCreate || r.Strategy != NetworkTopologyStrategy {
 		return nil
 	}
-	if _, err := d.session.KeyspaceMetadata(d.cfg.Keyspace); err == nil {
-		return nil // it exists and keeps its replication
+	if _, exists, err := d.keyspaceReplication(ctx); err != nil {
+		return err
+	} else if exists {
+		return nil // it keeps its replication
 	}
 	var unknown []string
 	for dc, n := range r.DataCenters {
@@ -141,46 +146,101 @@ func (d *Driver) checkTopology(ctx context.Context) error {
 		return fmt.Errorf("cassandra: replication names data center(s) %s, which no node of the cluster is in (it has %s)",
 			strings.Join(unknown, ", "), describeDataCenters(dcs))
 	}
+	if local := d.cfg.LocalDataCenter; local != "" && r.DataCenters[local] < 1 {
+		return fmt.Errorf("cassandra: the replication to create keyspace %s with keeps no replica in the local data center %q; give it some (such as %s:3)",
+			d.cfg.Keyspace, local, local)
+	}
 	return nil
+}
+
+// replication is a keyspace's replication as its schema row holds it: the
+// strategy's class and its options (for NetworkTopologyStrategy, replicas
+// per data center).
+type replication struct {
+	class   string
+	options map[string]string
+}
+
+// keyspaceReplication reads the keyspace's replication from the schema
+// tables of the node that answers, not from gocql's metadata cache, which
+// is refreshed a second after the last schema change it heard of and so
+// lags behind a keyspace just created.
+func (d *Driver) keyspaceReplication(ctx context.Context) (replication, bool, error) {
+	var r replication
+	var err error
+	if d.caps.Version.AtLeast(3, 0) {
+		err = d.session.Query("SELECT replication FROM system_schema.keyspaces WHERE keyspace_name = ?", d.cfg.Keyspace).
+			Consistency(gocql.One).ScanContext(ctx, &r.options)
+		r.class = r.options["class"]
+	} else {
+		var opts string
+		err = d.session.Query("SELECT strategy_class, strategy_options FROM system.schema_keyspaces WHERE keyspace_name = ?", d.cfg.Keyspace).
+			Consistency(gocql.One).ScanContext(ctx, &r.class, &opts)
+		if err == nil && opts != "" {
+			if jerr := json.Unmarshal([]byte(opts), &r.options); jerr != nil {
+				return r, true, fmt.Errorf("cassandra: keyspace %s's strategy options %q: %w", d.cfg.Keyspace, opts, jerr)
+			}
+		}
+	}
+	if errors.Is(err, gocql.ErrNotFound) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("cassandra: reading keyspace %s's replication: %w", d.cfg.Keyspace, err)
+	}
+	return r, true, nil
+}
+
+// replicasIn reads a data center's replica count from NetworkTopologyStrategy
+// options: "3", or "3/1" (three replicas, one of them transient, 4.0 on).
+func replicasIn(opts map[string]string, dc string) int {
+	v, _, _ := strings.Cut(opts[dc], "/")
+	n, _ := strconv.Atoi(strings.TrimSpace(v))
+	return n
 }
 
 // checkLocalReplicas runs once the keyspace exists: with a local data
 // center, its replication must keep replicas there, or every LOCAL_QUORUM
 // request would fail. SimpleStrategy places replicas without regard to
-// data centers, so on a cluster of several it is only warned about.
+// data centers, and Cassandra then counts a local quorum of the whole
+// replication factor among the local replicas only, which some ranges do
+// not have: refused on a cluster of several data centers.
 func (d *Driver) checkLocalReplicas(ctx context.Context) error {
 	local := d.cfg.LocalDataCenter
 	if local == "" {
 		return nil
 	}
-	ks, err := d.session.KeyspaceMetadata(d.cfg.Keyspace)
+	r, exists, err := d.keyspaceReplication(ctx)
 	if err != nil {
-		return fmt.Errorf("cassandra: reading keyspace %s's replication: %w", d.cfg.Keyspace, err)
+		return err
 	}
-	class := ks.StrategyClass
+	if !exists {
+		return fmt.Errorf("cassandra: keyspace %s is not in the schema of the node that answered", d.cfg.Keyspace)
+	}
 	switch {
-	case strings.HasSuffix(class, NetworkTopologyStrategy):
-		n, _ := strconv.Atoi(fmt.Sprint(ks.StrategyOptions[local]))
-		if n < 1 {
-			return fmt.Errorf("cassandra: keyspace %s keeps no replica in the local data center %q (its replication: %s); alter its replication or choose another --local-dc",
-				d.cfg.Keyspace, local, describeOptions(ks.StrategyOptions))
+	case strings.HasSuffix(r.class, NetworkTopologyStrategy):
+		if replicasIn(r.options, local) < 1 {
+			return fmt.Errorf("cassandra: keyspace %s keeps no replica in the local data center %q (its replication: %s); alter its replication or choose another local data center",
+				d.cfg.Keyspace, local, describeOptions(r.options))
 		}
 	case len(d.dataCenters) > 1:
-		d.log.Warn("cassandra: the keyspace's replication ignores data centers; LOCAL_QUORUM then counts replicas wherever they are. Use NetworkTopologyStrategy",
-			"keyspace", d.cfg.Keyspace, "strategy", class, "data_centers", describeDataCenters(d.dataCenters))
+		return fmt.Errorf("cassandra: keyspace %s uses %s, which places replicas without regard to data centers, on a cluster of %d (%s); with a local data center it needs NetworkTopologyStrategy (ALTER KEYSPACE %s WITH replication = {'class': 'NetworkTopologyStrategy', …})",
+			d.cfg.Keyspace, r.class, len(d.dataCenters), describeDataCenters(d.dataCenters), d.cfg.Keyspace)
 	}
 	return nil
 }
 
-func describeOptions(opts map[string]any) string {
+func describeOptions(opts map[string]string) string {
 	keys := make([]string, 0, len(opts))
 	for k := range opts {
-		keys = append(keys, k)
+		if k != "class" {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s: %v", k, opts[k])
+		parts[i] = fmt.Sprintf("%s: %s", k, opts[k])
 	}
 	return strings.Join(parts, ", ")
 }

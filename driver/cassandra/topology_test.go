@@ -1,0 +1,102 @@
+package cassandra_test
+
+import (
+	"errors"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
+	"github.com/abacusdb/abacus/driver/cassandra"
+	"github.com/abacusdb/abacus/internal/cassandratest"
+)
+
+// Open checks the config against the data centers the cluster reports
+// before it makes any schema. On the one-data-center test clusters the
+// data center is the snitch's default name; the two-data-center cluster
+// of the partition suite runs the same code with --local-dc.
+func TestOpenChecksDataCenters(t *testing.T) {
+	t.Parallel()
+	dcs := sharedDriver(t).DataCenters()
+	var names []string
+	nodes := 0
+	for dc, n := range dcs {
+		names = append(names, dc)
+		nodes += n
+	}
+	sort.Strings(names)
+	if len(names) == 0 || nodes < len(cassandratest.Hosts(t)) {
+		t.Fatalf("DataCenters() = %v for the hosts %v", dcs, cassandratest.Hosts(t))
+	}
+	local := names[0]
+
+	// From the schema tables, not gocql's metadata cache, which may not
+	// know yet of a keyspace just made.
+	table := "system.schema_keyspaces"
+	if sharedDriver(t).Capabilities().Version.AtLeast(3, 0) {
+		table = "system_schema.keyspaces"
+	}
+	notCreated := func(t *testing.T, ks string) {
+		t.Helper()
+		var name string
+		err := cassandratest.Session(t).Query("SELECT keyspace_name FROM "+table+" WHERE keyspace_name = ?", ks).
+			Consistency(gocql.All).ScanContext(ctxT(t), &name)
+		if !errors.Is(err, gocql.ErrNotFound) {
+			t.Errorf("keyspace %s after an Open that failed: %q, %v; want none", ks, name, err)
+		}
+	}
+
+	t.Run("an unknown local data center is refused, naming the known ones", func(t *testing.T) {
+		t.Parallel()
+		cfg := testConfig(t)
+		cfg.LocalDataCenter = "no-such-dc"
+		d, err := cassandra.Open(ctxT(t), cfg)
+		if err == nil {
+			d.Close()
+			t.Fatal("Open accepted a local data center no node is in")
+		}
+		for _, want := range []string{`"no-such-dc"`, local} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name %s", err, want)
+			}
+		}
+		notCreated(t, cfg.Keyspace)
+	})
+
+	t.Run("replicas in an unknown data center are refused before the keyspace is made", func(t *testing.T) {
+		t.Parallel()
+		cfg := testConfig(t)
+		cfg.Replication = cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy,
+			DataCenters: map[string]int{local: 1, "no-such-dc": 1}}
+		d, err := cassandra.Open(ctxT(t), cfg)
+		if err == nil {
+			d.Close()
+			t.Fatal("Open created a keyspace with replicas in a data center no node is in")
+		}
+		for _, want := range []string{"no-such-dc", local} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not name %s", err, want)
+			}
+		}
+		notCreated(t, cfg.Keyspace)
+	})
+
+	t.Run("a known local data center serves at LOCAL_QUORUM", func(t *testing.T) {
+		t.Parallel()
+		cfg := testConfig(t)
+		cfg.LocalDataCenter = local
+		cfg.Replication = cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy,
+			DataCenters: map[string]int{local: cassandratest.ReplicationFactor(t)}}
+		d := open(t, cfg)
+		if d.LocalDataCenter() != local {
+			t.Errorf("LocalDataCenter() = %q, want %q", d.LocalDataCenter(), local)
+		}
+		now := time.Now().UnixMicro()
+		write(t, d, "c", "a", "s1", now, now+int64(time.Hour/time.Microsecond))
+		if got := summary(read(t, d, "c")); !strings.Contains(got, "s1") {
+			t.Errorf("read back %s after a write at the local defaults", got)
+		}
+	})
+}

@@ -153,6 +153,7 @@ func TestUsageErrors(t *testing.T) {
 		{"serve", "--cassandra", "127.0.0.1", "--replication", "dc1:0"},
 		{"serve", "--cassandra", "127.0.0.1", "--replication", "dc1:3", "--replication-factor", "3"},
 		{"serve", "--cassandra", "127.0.0.1", "--replication-factor", "-1"},
+		{"serve", "--cassandra", "127.0.0.1", "--replication-factor", "0"},
 		{"migrate", "--cassandra", "127.0.0.1", "--replication", "dc1:3", "--replication-factor", "1"},
 		{"queue", "resume"},
 		{"queue", "purge"},

@@ -31,6 +31,7 @@ first when:
   abacus migrate --cassandra 127.0.0.1 --replication-factor 1                     # one development node`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.rfGiven = cmd.Flags().Changed("replication-factor")
 			return a.migrate(cmd.Context(), f)
 		},
 	}

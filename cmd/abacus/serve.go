@@ -36,6 +36,7 @@ type serveFlags struct {
 	cassandra       string
 	keyspace        string
 	rf              int
+	rfGiven         bool // --replication-factor was set (flag, environment or file)
 	replication     string
 	localDC         string
 	protocol        int
@@ -104,6 +105,7 @@ over the file.`,
   ABACUS_PASSWORD=secret abacus serve --cassandra db1:9042 --username abacus --tls-ca ca.pem`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.rfGiven = cmd.Flags().Changed("replication-factor")
 			return a.serve(cmd.Context(), f)
 		},
 	}
@@ -457,7 +459,7 @@ func cassandraConfig(f serveFlags, storeLog *slog.Logger) (cassandra.Config, err
 	if err != nil {
 		return cassandra.Config{}, usagef("--write-consistency: %v", err)
 	}
-	repl, err := replicationOf(f.rf, f.replication)
+	repl, err := replicationOf(f.rf, f.rfGiven, f.replication)
 	if err != nil {
 		return cassandra.Config{}, err
 	}
@@ -494,21 +496,21 @@ func cassandraConfig(f serveFlags, storeLog *slog.Logger) (cassandra.Config, err
 	return cfg, nil
 }
 
-// replicationOf reads --replication-factor (SimpleStrategy, 0 when not
-// given) and --replication (NetworkTopologyStrategy, "dc1:3,dc2:3"), which
-// exclude each other.
-func replicationOf(rf int, perDC string) (cassandra.Replication, error) {
+// replicationOf reads --replication-factor (SimpleStrategy; given says
+// it was set) and --replication (NetworkTopologyStrategy, "dc1:3,dc2:3"),
+// which exclude each other.
+func replicationOf(rf int, given bool, perDC string) (cassandra.Replication, error) {
 	perDC = strings.TrimSpace(perDC)
 	if perDC == "" {
 		switch {
-		case rf == 0:
+		case !given:
 			rf = cassandra.DefaultReplicationFactor
-		case rf < 0:
+		case rf < 1:
 			return cassandra.Replication{}, usagef("--replication-factor must be at least 1")
 		}
 		return cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: rf}, nil
 	}
-	if rf != 0 {
+	if given {
 		return cassandra.Replication{}, usagef("--replication and --replication-factor exclude each other: give replicas per data center (--replication dc1:3,dc2:3) or one factor for a single data center")
 	}
 	dcs := map[string]int{}

@@ -205,15 +205,16 @@ func TestReplicationFlags(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		rf    int
+		given bool
 		perDC string
 		want  cassandra.Replication
 	}{
-		{0, "", cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 1}},
-		{3, "", cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 3}},
-		{0, "dc1:3, dc2:2", cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy, DataCenters: map[string]int{"dc1": 3, "dc2": 2}}},
-		{0, "dc1:3,analytics:0", cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy, DataCenters: map[string]int{"dc1": 3, "analytics": 0}}},
+		{0, false, "", cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 1}},
+		{3, true, "", cassandra.Replication{Strategy: cassandra.SimpleStrategy, ReplicationFactor: 3}},
+		{0, false, "dc1:3, dc2:2", cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy, DataCenters: map[string]int{"dc1": 3, "dc2": 2}}},
+		{0, false, "dc1:3,analytics:0", cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy, DataCenters: map[string]int{"dc1": 3, "analytics": 0}}},
 	} {
-		got, err := replicationOf(tc.rf, tc.perDC)
+		got, err := replicationOf(tc.rf, tc.given, tc.perDC)
 		if err != nil {
 			t.Errorf("replicationOf(%d, %q): %v", tc.rf, tc.perDC, err)
 			continue

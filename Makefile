@@ -57,8 +57,9 @@ test-unit: ## Run every test that needs no Cassandra (Cassandra tests skip and s
 # it first runs the compat phase (test-compat: each older release on one
 # node), then starts a DEV_NODES-node cluster of CASSANDRA_VERSION and runs
 # the race-enabled unit packages (on the embedded store, while the cluster
-# starts), every package with the Cassandra tests
-# enabled, the node-loss tests and the fault suite, and stops the cluster.
+# starts), every package with the Cassandra tests enabled, the node-loss
+# tests and the fault suite, stops the cluster, and runs the partition suite
+# on a 2-data-center cluster of its own (test-partitions; needs root).
 test: ## Run the whole suite: the API fuzzer, older Cassandra releases, then everything on the newest
 	@$(MAKE) --no-print-directory api-fuzz
 	@if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then $(MAKE) --no-print-directory test-compat; \
@@ -104,7 +105,7 @@ test-main: ## The whole suite on CASSANDRA_VERSION (or on ABACUS_TEST_CASSANDRA)
 			scripts/devcassandra clean; \
 			ABACUS_TEST_CASSANDRA= $(MAKE) --no-print-directory test-partitions; \
 		else \
-			echo "== $$(date -u +%T) partition suite skipped: it needs its own 2-data-center cluster (make test-partitions)"; \
+			echo "== $$(date -u +%T) partition suite skipped: it needs a 2-data-center cluster of its own (make test-partitions, as root)"; \
 		fi; \
 	else \
 		echo "== $$(date -u +%T) node-loss tests and fault suite skipped: they need the 3-node cluster (DEV_NODES=3)"; \
@@ -157,15 +158,15 @@ test-faults: ## Run the fault suite (every model under five faults) against a 3-
 # ABACUS_TEST_CASSANDRA points at one, which must then be that
 # scripts/devcassandra cluster: the suite cuts its nodes' network. Every cut
 # is healed on the way out, whatever happens.
-test-partitions: ## Run the partition suite (every model under five network nemeses) on a 2-data-center Cassandra
+test-partitions: ## Run the partition suite (every model under five network nemeses) on a 2-data-center Cassandra (as root)
 	@set -euo pipefail; \
 	if [ -z "$${ABACUS_TEST_CASSANDRA:-}" ]; then \
-		trap 'scripts/netsplit heal >/dev/null 2>&1 || true; scripts/devcassandra clean' EXIT; \
+		trap 'scripts/netsplit heal || true; scripts/netsplit forget || true; scripts/devcassandra clean' EXIT; \
 		scripts/devcassandra clean; \
 		scripts/devcassandra start 4 --dcs 2 --version $(CASSANDRA_VERSION); \
-		export $$(scripts/devcassandra env); \
+		hosts=$$(scripts/devcassandra env); export "$$hosts"; \
 	else \
-		trap 'scripts/netsplit heal >/dev/null 2>&1 || true' EXIT; \
+		trap 'scripts/netsplit heal || true; scripts/netsplit forget || true' EXIT; \
 	fi; \
 	echo "ABACUS_TEST_CASSANDRA=$$ABACUS_TEST_CASSANDRA"; \
 	$(PARTITION_SUITE)

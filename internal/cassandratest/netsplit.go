@@ -48,6 +48,9 @@ func Partitions(t testing.TB) *Net {
 	if os.Getenv(EnvPartitions) != "1" {
 		t.Skipf("set %s=1 to run network partition tests against the two-data-center cluster (make test-partitions)", EnvPartitions)
 	}
+	if os.Geteuid() != 0 {
+		t.Skipf("cutting the network needs root (iptables rules and cgroups); running as uid %d", os.Geteuid())
+	}
 	script, err := findScript()
 	if err != nil {
 		t.Skipf("cannot control the cluster's network: %v", err)

@@ -504,22 +504,32 @@ var (
 // summary at the end of the run.
 func problemf(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	reportMu.Lock()
-	reportProblems = append(reportProblems, t.Name()+": "+msg)
-	reportMu.Unlock()
-	t.Error(msg)
+	t.Error(keep(&reportProblems, t, format, args...))
 }
 
 // baselinef logs what a baseline model (faultModel.reportOnly) did that
 // an Abacus model must not, and keeps it for the summary, without failing.
 func baselinef(t testing.TB, format string, args ...any) {
 	t.Helper()
+	t.Log("baseline, not asserted: " + keep(&reportBaselines, t, format, args...))
+}
+
+// keep formats a finding and appends it, named by its test, to list.
+func keep(list *[]string, t testing.TB, format string, args ...any) string {
 	msg := fmt.Sprintf(format, args...)
 	reportMu.Lock()
-	reportBaselines = append(reportBaselines, t.Name()+": "+msg)
+	*list = append(*list, t.Name()+": "+msg)
 	reportMu.Unlock()
-	t.Log("baseline, not asserted: " + msg)
+	return msg
+}
+
+// reporterFor is how the checker reports what model m must not do: a
+// failure, or for a baseline a note.
+func reporterFor(m faultModel) func(testing.TB, string, ...any) {
+	if m.reportOnly {
+		return baselinef
+	}
+	return problemf
 }
 
 // fatalProblemf is problemf that stops the test.
@@ -580,10 +590,7 @@ func checkFault(t *testing.T, fault string, l *faultLedger, cfg loadConfig, read
 		if len(l.errs[m.name]) > 0 {
 			t.Logf("  %s: first errors: %s", m.name, strings.Join(l.errs[m.name], " | "))
 		}
-		report := problemf
-		if m.reportOnly {
-			report = baselinef
-		}
+		report := reporterFor(m)
 		if r.lost != 0 {
 			report(t, "%s: %s lost %d acknowledged effects", fault, m.name, r.lost)
 		}
@@ -628,11 +635,7 @@ func settledValue(t *testing.T, ctx context.Context, fault string, m faultModel,
 			for _, s := range readers {
 				names = append(names, s.Name)
 			}
-			report := problemf
-			if m.reportOnly {
-				report = baselinef
-			}
-			report(t, "%s: %s %s still reads %v through %v after %v", fault, m.name, name, values, names, readerAgreement)
+			reporterFor(m)(t, "%s: %s %s still reads %v through %v after %v", fault, m.name, name, values, names, readerAgreement)
 			return values[0]
 		}
 		time.Sleep(250 * time.Millisecond)

@@ -52,16 +52,7 @@ func TestOpenChecksDataCenters(t *testing.T) {
 		t.Parallel()
 		cfg := testConfig(t)
 		cfg.LocalDataCenter = "no-such-dc"
-		d, err := cassandra.Open(ctxT(t), cfg)
-		if err == nil {
-			d.Close()
-			t.Fatal("Open accepted a local data center no node is in")
-		}
-		for _, want := range []string{`"no-such-dc"`, local} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("error %q does not name %s", err, want)
-			}
-		}
+		refused(t, cfg, "a local data center no node is in", `"no-such-dc"`, local)
 		notCreated(t, cfg.Keyspace)
 	})
 
@@ -70,16 +61,17 @@ func TestOpenChecksDataCenters(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.Replication = cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy,
 			DataCenters: map[string]int{local: 1, "no-such-dc": 1}}
-		d, err := cassandra.Open(ctxT(t), cfg)
-		if err == nil {
-			d.Close()
-			t.Fatal("Open created a keyspace with replicas in a data center no node is in")
-		}
-		for _, want := range []string{"no-such-dc", local} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("error %q does not name %s", err, want)
-			}
-		}
+		refused(t, cfg, "replicas in a data center no node is in", "no-such-dc", local)
+		notCreated(t, cfg.Keyspace)
+	})
+
+	t.Run("a keyspace to create with no replica in the local data center is refused", func(t *testing.T) {
+		t.Parallel()
+		cfg := testConfig(t)
+		cfg.LocalDataCenter = local
+		cfg.Replication = cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy,
+			DataCenters: map[string]int{local: 0}}
+		refused(t, cfg, "a keyspace without replicas in the local data center", "no replica", local)
 		notCreated(t, cfg.Keyspace)
 	})
 
@@ -99,4 +91,19 @@ func TestOpenChecksDataCenters(t *testing.T) {
 			t.Errorf("read back %s after a write at the local defaults", got)
 		}
 	})
+}
+
+// refused opens cfg, which must fail with an error naming each of names.
+func refused(t *testing.T, cfg cassandra.Config, what string, names ...string) {
+	t.Helper()
+	d, err := cassandra.Open(ctxT(t), cfg)
+	if err == nil {
+		d.Close()
+		t.Fatalf("Open accepted %s", what)
+	}
+	for _, want := range names {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
 }

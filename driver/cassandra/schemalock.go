@@ -429,15 +429,10 @@ func (d *Driver) schemaVersions(ctx context.Context) (map[string][]string, error
 	return versions, nil
 }
 
+// describeVersions renders schema versions as "0a1b2c3d on 127.0.0.1;
+// 4e5f6a7b on 127.0.0.2".
 func describeVersions(v map[string][]string) string {
-	keys := make([]string, 0, len(v))
-	for k := range v {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s on %s", k[:8], strings.Join(v[k], ", "))
-	}
-	return strings.Join(parts, "; ")
+	return describeSorted(v, "; ", func(version string, hosts []string) string {
+		return fmt.Sprintf("%s on %s", version[:8], strings.Join(hosts, ", "))
+	})
 }

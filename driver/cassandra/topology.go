@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,20 +89,25 @@ func (c Config) checkDataCenters(dcs map[string]int) error {
 
 // describeDataCenters renders dcs as "dc1 (2 nodes), dc2 (2 nodes)".
 func describeDataCenters(dcs map[string]int) string {
-	names := make([]string, 0, len(dcs))
-	for dc := range dcs {
-		names = append(names, dc)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, dc := range names {
-		unit := "nodes"
-		if dcs[dc] == 1 {
-			unit = "node"
+	return describeSorted(dcs, ", ", func(dc string, n int) string {
+		if n == 1 {
+			return dc + " (1 node)"
 		}
-		parts[i] = fmt.Sprintf("%s (%d %s)", dc, dcs[dc], unit)
+		return fmt.Sprintf("%s (%d nodes)", dc, n)
+	})
+}
+
+// describeSorted renders a map for a message, one part per key in key
+// order, joined by sep, leaving out the keys whose part is "": the same
+// map always reads the same.
+func describeSorted[V any](m map[string]V, sep string, part func(k string, v V) string) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if p := part(k, m[k]); p != "" {
+			parts = append(parts, p)
+		}
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, sep)
 }
 
 // checkTopology reads the cluster's data centers and checks the config
@@ -142,7 +148,7 @@ func (d *Driver) checkTopology(ctx context.Context) error {
 		}
 	}
 	if len(unknown) > 0 {
-		sort.Strings(unknown)
+		slices.Sort(unknown)
 		return fmt.Errorf("cassandra: replication names data center(s) %s, which no node of the cluster is in (it has %s)",
 			strings.Join(unknown, ", "), describeDataCenters(dcs))
 	}
@@ -231,16 +237,10 @@ func (d *Driver) checkLocalReplicas(ctx context.Context) error {
 }
 
 func describeOptions(opts map[string]string) string {
-	keys := make([]string, 0, len(opts))
-	for k := range opts {
-		if k != "class" {
-			keys = append(keys, k)
+	return describeSorted(opts, ", ", func(k, v string) string {
+		if k == "class" {
+			return ""
 		}
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s: %s", k, opts[k])
-	}
-	return strings.Join(parts, ", ")
+		return k + ": " + v
+	})
 }

@@ -48,32 +48,38 @@ func TestOpenChecksDataCenters(t *testing.T) {
 		}
 	}
 
-	t.Run("an unknown local data center is refused, naming the known ones", func(t *testing.T) {
-		t.Parallel()
-		cfg := testConfig(t)
-		cfg.LocalDataCenter = "no-such-dc"
-		refused(t, cfg, "a local data center no node is in", `"no-such-dc"`, local)
-		notCreated(t, cfg.Keyspace)
-	})
-
-	t.Run("replicas in an unknown data center are refused before the keyspace is made", func(t *testing.T) {
-		t.Parallel()
-		cfg := testConfig(t)
-		cfg.Replication = cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy,
-			DataCenters: map[string]int{local: 1, "no-such-dc": 1}}
-		refused(t, cfg, "replicas in a data center no node is in", "no-such-dc", local)
-		notCreated(t, cfg.Keyspace)
-	})
-
-	t.Run("a keyspace to create with no replica in the local data center is refused", func(t *testing.T) {
-		t.Parallel()
-		cfg := testConfig(t)
-		cfg.LocalDataCenter = local
-		cfg.Replication = cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy,
-			DataCenters: map[string]int{local: 0}}
-		refused(t, cfg, "a keyspace without replicas in the local data center", "no replica", local)
-		notCreated(t, cfg.Keyspace)
-	})
+	// Each refusal names what is wrong and the data centers there are,
+	// and leaves no keyspace behind.
+	for _, c := range []struct {
+		name, local string
+		replication cassandra.Replication
+		what        string
+		names       []string
+	}{
+		{name: "an unknown local data center is refused, naming the known ones",
+			local: "no-such-dc",
+			what:  "a local data center no node is in", names: []string{`"no-such-dc"`, local}},
+		{name: "replicas in an unknown data center are refused before the keyspace is made",
+			replication: cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy,
+				DataCenters: map[string]int{local: 1, "no-such-dc": 1}},
+			what: "replicas in a data center no node is in", names: []string{"no-such-dc", local}},
+		{name: "a keyspace to create with no replica in the local data center is refused",
+			local: local,
+			replication: cassandra.Replication{Strategy: cassandra.NetworkTopologyStrategy,
+				DataCenters: map[string]int{local: 0}},
+			what: "a keyspace without replicas in the local data center", names: []string{"no replica", local}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t)
+			cfg.LocalDataCenter = c.local
+			if c.replication.Strategy != "" {
+				cfg.Replication = c.replication
+			}
+			refused(t, cfg, c.what, c.names...)
+			notCreated(t, cfg.Keyspace)
+		})
+	}
 
 	t.Run("a known local data center serves at LOCAL_QUORUM", func(t *testing.T) {
 		t.Parallel()

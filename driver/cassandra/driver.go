@@ -79,7 +79,8 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 		session.Close()
 		return nil, fmt.Errorf("cassandra: %w", err)
 	}
-	if err := d.checkTopology(ctx); err != nil {
+	known, err := d.checkTopology(ctx)
+	if err != nil {
 		session.Close()
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Driver, error) {
 		session.Close()
 		return nil, err
 	}
-	if err := d.checkLocalReplicas(ctx); err != nil {
+	if err := d.checkLocalReplicas(ctx, known); err != nil {
 		session.Close()
 		return nil, err
 	}

@@ -117,24 +117,26 @@ func describeSorted[V any](m map[string]V, sep string, part func(k string, v V) 
 // (Cassandra before 4.0 creates it anyway, and then no write of that data
 // center's replicas can ever succeed), nor leave the local one without
 // replicas. A replication factor above a data center's node count is only
-// warned about: nodes may be on their way.
-func (d *Driver) checkTopology(ctx context.Context) error {
+// warned about: nodes may be on their way. It returns the keyspace's
+// replication if it read that the keyspace exists (creating the schema
+// leaves an existing keyspace's replication as it is), else nil.
+func (d *Driver) checkTopology(ctx context.Context) (*replication, error) {
 	dcs, err := readDataCenters(ctx, d.session)
 	if err != nil {
-		return fmt.Errorf("cassandra: %w", err)
+		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	d.dataCenters = dcs
 	if err := d.cfg.checkDataCenters(dcs); err != nil {
-		return err
+		return nil, err
 	}
 	r := d.cfg.Replication
 	if d.cfg.Schema != SchemaCreate || r.Strategy != NetworkTopologyStrategy {
-		return nil
+		return nil, nil
 	}
-	if _, exists, err := d.keyspaceReplication(ctx); err != nil {
-		return err
+	if have, exists, err := d.keyspaceReplication(ctx); err != nil {
+		return nil, err
 	} else if exists {
-		return nil // it keeps its replication
+		return &have, nil // it keeps its replication
 	}
 	var unknown []string
 	for dc, n := range r.DataCenters {
@@ -149,14 +151,14 @@ func (d *Driver) checkTopology(ctx context.Context) error {
 	}
 	if len(unknown) > 0 {
 		slices.Sort(unknown)
-		return fmt.Errorf("cassandra: replication names data center(s) %s, which no node of the cluster is in (it has %s)",
+		return nil, fmt.Errorf("cassandra: replication names data center(s) %s, which no node of the cluster is in (it has %s)",
 			strings.Join(unknown, ", "), describeDataCenters(dcs))
 	}
 	if local := d.cfg.LocalDataCenter; local != "" && r.DataCenters[local] < 1 {
-		return fmt.Errorf("cassandra: the replication to create keyspace %s with keeps no replica in the local data center %q; give it some (such as %s:3)",
+		return nil, fmt.Errorf("cassandra: the replication to create keyspace %s with keeps no replica in the local data center %q; give it some (such as %s:3)",
 			d.cfg.Keyspace, local, local)
 	}
-	return nil
+	return nil, nil
 }
 
 // replication is a keyspace's replication as its schema row holds it: the
@@ -210,19 +212,25 @@ func replicasIn(opts map[string]string, dc string) int {
 // request would fail. SimpleStrategy places replicas without regard to
 // data centers, and Cassandra then counts a local quorum of the whole
 // replication factor among the local replicas only, which some ranges do
-// not have: refused on a cluster of several data centers.
-func (d *Driver) checkLocalReplicas(ctx context.Context) error {
+// not have: refused on a cluster of several data centers. known is the
+// replication checkTopology read, if it did; otherwise it is read now,
+// since the keyspace may have just been made, by this process or another.
+func (d *Driver) checkLocalReplicas(ctx context.Context, known *replication) error {
 	local := d.cfg.LocalDataCenter
 	if local == "" {
 		return nil
 	}
-	r, exists, err := d.keyspaceReplication(ctx)
-	if err != nil {
-		return err
+	if known == nil {
+		r, exists, err := d.keyspaceReplication(ctx)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("cassandra: keyspace %s is not in the schema of the node that answered", d.cfg.Keyspace)
+		}
+		known = &r
 	}
-	if !exists {
-		return fmt.Errorf("cassandra: keyspace %s is not in the schema of the node that answered", d.cfg.Keyspace)
-	}
+	r := *known
 	switch {
 	case strings.HasSuffix(r.class, NetworkTopologyStrategy):
 		if replicasIn(r.options, local) < 1 {

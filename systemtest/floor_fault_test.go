@@ -37,6 +37,7 @@ type attempts struct {
 	unknowns int  // attempts whose outcome is unknown
 	refusals map[string]int
 	retries  int
+	tries    []attempt // each attempt, with its server and times
 }
 
 // sendRetrying posts body to path on a random server of alive() with the
@@ -51,7 +52,10 @@ func (a *attempts) sendRetrying(rng *rand.Rand, alive func() []*server, path str
 		if n > 0 {
 			a.retries++
 		}
+		start := time.Now()
 		at, _ := postJSON(s.Base, path, body, timeout(n))
+		at.server, at.start, at.end = s.Name, start, time.Now()
+		a.tries = append(a.tries, at)
 		if at.out == acked {
 			a.acked = true
 			return
@@ -73,9 +77,13 @@ func (a *attempts) sendRetrying(rng *rand.Rand, alive func() []*server, path str
 type ledgerLoad struct {
 	alive     func() []*server
 	workers   int
-	perWorker int
+	perWorker int // 0: until stop closes
 	timeout   func(n int) time.Duration
 	hook      func(done int) // called after each request ends
+	// stop, when not nil, ends the load once closed; each worker waits
+	// pace between its requests.
+	stop <-chan struct{}
+	pace time.Duration
 }
 
 // runLedgerLoad runs cfg's workers; each makes its perWorker requests one after
@@ -91,7 +99,14 @@ func runLedgerLoad[T any](cfg ledgerLoad, send func(rng *rand.Rand, w, i int) T)
 	for w := range cfg.workers {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(w), 99))
-			for i := range cfg.perWorker {
+			for i := 0; cfg.perWorker == 0 || i < cfg.perWorker; i++ {
+				if cfg.stop != nil {
+					select {
+					case <-cfg.stop:
+						return
+					case <-time.After(cfg.pace):
+					}
+				}
 				o := send(rng, w, i)
 				mu.Lock()
 				ops = append(ops, o)
@@ -165,12 +180,21 @@ func (s *nodeStopped) restart(t *testing.T) {
 	t.Logf("started Cassandra node 3 again")
 }
 
-const floorNS, floorWallet, floorSeed = "wal", "w", 1000
+// wallet is a ledger of floor 0 that a floor load debits: its namespace,
+// its name, what was credited to it before the load, and its namespace's
+// ledger mode ("" for the default, exact).
+type wallet struct {
+	ns, name, mode string
+	seed           int64
+}
+
+// faultWallet is the wallet of the fault suite's floor rows.
+var faultWallet = wallet{ns: "wal", name: "w", seed: 1000}
 
 // runFloorLoad debits one wallet (and now and then credits it), each
 // request under its own id.
-func runFloorLoad(cfg ledgerLoad) []*floorOp {
-	path := fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/", floorNS, floorWallet)
+func runFloorLoad(cfg ledgerLoad, wal wallet) []*floorOp {
+	path := fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/", wal.ns, wal.name)
 	return runLedgerLoad(cfg, func(rng *rand.Rand, w, i int) *floorOp {
 		o := &floorOp{id: fmt.Sprintf("w%d-%d", w, i), amount: -(1 + rng.Int64N(20))}
 		if i%10 == 9 {
@@ -185,19 +209,24 @@ func runFloorLoad(cfg ledgerLoad) []*floorOp {
 	})
 }
 
+// floorWatch is what the reads of a wallet during a load saw.
+type floorWatch struct {
+	lowest int64 // the lowest value read
+	reads  int   // reads that answered
+	below  int   // reads below the floor of 0
+}
+
 // watchFloor reads the wallet through every server, round after round,
-// until stop closes, and returns the lowest value any read saw and how
-// many reads there were.
-func watchFloor(alive func() []*server, stop <-chan struct{}) (lowest func() (int64, int)) {
+// until stop closes, and returns what the reads saw.
+func watchFloor(alive func() []*server, stop <-chan struct{}, wal wallet) (watched func() floorWatch) {
 	var (
-		mu    sync.Mutex
-		low   = int64(floorSeed)
-		reads int
-		done  = make(chan struct{})
+		mu   sync.Mutex
+		seen = floorWatch{lowest: wal.seed}
+		done = make(chan struct{})
 	)
 	go func() {
 		defer close(done)
-		m := faultModel{ns: floorNS, kind: kindLedger}
+		m := faultModel{ns: wal.ns, kind: kindLedger}
 		for {
 			for _, s := range alive() {
 				select {
@@ -206,29 +235,26 @@ func watchFloor(alive func() []*server, stop <-chan struct{}) (lowest func() (in
 				default:
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				v, err := readValue(ctx, s, m, floorWallet)
+				v, err := readValue(ctx, s, m, wal.name)
 				cancel()
 				if err == nil {
 					mu.Lock()
-					low, reads = min(low, v), reads+1
+					seen.lowest, seen.reads = min(seen.lowest, v), seen.reads+1
+					if v < 0 {
+						seen.below++
+					}
 					mu.Unlock()
 				}
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	return func() (int64, int) {
+	return func() floorWatch {
 		<-done
 		mu.Lock()
 		defer mu.Unlock()
-		return low, reads
+		return seen
 	}
-}
-
-// walletHistory lists every entry of the wallet's history through s.
-func walletHistory(t *testing.T, s *server) map[string][]int64 {
-	t.Helper()
-	return ledgerHistory(t, s, floorNS, floorWallet)
 }
 
 // ledgerHistory lists every entry of a ledger's history through s: the
@@ -266,12 +292,24 @@ func ledgerHistory(t *testing.T, s *server, ns, ledger string) map[string][]int6
 
 // checkFloorFault compares the load's record with the wallet's history
 // and value, logs the fault's row and fails the test on any violation.
-func checkFloorFault(t *testing.T, fault string, ops []*floorOp, lowest int64, reads int, reader *server) {
+func checkFloorFault(t *testing.T, fault string, ops []*floorOp, seen floorWatch, reader *server) {
 	t.Helper()
-	hist := walletHistory(t, reader)
+	r := checkFloor(t, fault, ops, seen, reader, faultWallet, true)
+	reportMu.Lock()
+	reportRows = append(reportRows, r)
+	reportMu.Unlock()
+}
+
+// checkFloor compares a floor load's record with the wallet's history and
+// value, logs what it found and fails the test on any violation, and on a
+// load that never reached the floor if reach says it must; it returns the
+// load's row.
+func checkFloor(t *testing.T, fault string, ops []*floorOp, seen floorWatch, reader *server, wal wallet, reach bool) faultRow {
+	t.Helper()
+	hist := ledgerHistory(t, reader, wal.ns, wal.name)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	value, err := readValue(ctx, reader, faultModel{ns: floorNS, kind: kindLedger}, floorWallet)
+	value, err := readValue(ctx, reader, faultModel{ns: wal.ns, kind: kindLedger}, wal.name)
 	if err != nil {
 		fatalProblemf(t, "reading the wallet: %v", err)
 	}
@@ -318,37 +356,47 @@ func checkFloorFault(t *testing.T, fault string, ops []*floorOp, lowest int64, r
 			problemf(t, "%s: request %s listed with amount %v, sent %d", fault, o.id, amounts, o.amount)
 		}
 	}
-	r.drift = value - (floorSeed + ackedSum)
+	r.drift = value - (wal.seed + ackedSum)
 	t.Logf("%s", formatRow(r))
 	t.Logf("  %s: value %d = seed %d %+d listed; acknowledged %+d, of unknown outcome applied %+d; refusals by code %v; lowest of %d reads during the load %d",
-		fault, value, floorSeed, listed-floorSeed, ackedSum, maybeSum, refusedBy, reads, lowest)
+		fault, value, wal.seed, listed-wal.seed, ackedSum, maybeSum, refusedBy, seen.reads, seen.lowest)
 	if value != listed {
 		problemf(t, "%s: the wallet's value %d is not the sum of its history %d", fault, value, listed)
 	}
-	if reads == 0 {
+	if seen.reads == 0 {
 		problemf(t, "%s: no read of the wallet succeeded during the load, so the floor was never watched", fault)
 	}
-	if value < 0 || lowest < 0 {
-		problemf(t, "%s: the wallet went below its floor of 0: final %d, lowest read %d", fault, value, lowest)
+	if value < 0 || seen.lowest < 0 {
+		problemf(t, "%s: the wallet went below its floor of 0: final %d, lowest read %d (%d reads below it)", fault, value, seen.lowest, seen.below)
 	}
-	if refusedBy["below_floor"] == 0 {
+	if reach && refusedBy["below_floor"] == 0 {
 		problemf(t, "%s: no debit was refused by the floor; the load never reached it", fault)
 	}
-	reportMu.Lock()
-	reportRows = append(reportRows, r)
-	reportMu.Unlock()
+	return r
 }
 
 func startFloorWallet(t *testing.T, s *server) {
 	t.Helper()
-	startWallets(t, s, floorNS, floorSeed, floorWallet)
+	startWallets(t, s, faultWallet.ns, faultWallet.seed, faultWallet.name)
 }
 
 // startWallets makes a ledger namespace of floor 0 and credits seed to
 // each wallet.
 func startWallets(t *testing.T, s *server, ns string, seed int64, wallets ...string) {
 	t.Helper()
-	createNamespace(t, s, fmt.Sprintf(`{"name":%q,"model":"ledger","ledger":{"floor":0}}`, ns))
+	startWalletsIn(t, s, ns, "", seed, wallets...)
+}
+
+// startWalletsIn is startWallets in a namespace of the given ledger mode
+// ("" for the default).
+func startWalletsIn(t *testing.T, s *server, ns, mode string, seed int64, wallets ...string) {
+	t.Helper()
+	ledger := map[string]any{"floor": 0}
+	if mode != "" {
+		ledger["mode"] = mode
+	}
+	body, _ := json.Marshal(map[string]any{"name": ns, "model": "ledger", "ledger": ledger})
+	createNamespace(t, s, string(body))
 	for _, w := range wallets {
 		for n := 0; ; n++ {
 			a, _ := postJSON(s.Base, fmt.Sprintf("/v1/namespaces/%s/ledgers/%s/credits", ns, w),
@@ -375,14 +423,14 @@ func TestFaultLedgerFloorTimeoutsAndKill(t *testing.T) {
 	const workers, perWorker = 20, 25
 	kill := killTwo(servers)
 	stop := make(chan struct{})
-	lowest := watchFloor(kill.alive, stop)
+	watched := watchFloor(kill.alive, stop, faultWallet)
 	ops := runFloorLoad(ledgerLoad{
 		alive: kill.alive, workers: workers, perWorker: perWorker,
 		timeout: func(n int) time.Duration { return min(15*time.Millisecond<<n, 3*time.Second) },
 		hook:    kill.at(t, workers*perWorker/3),
-	})
+	}, faultWallet)
 	close(stop)
-	low, reads := lowest()
+	seen := watched()
 	if !kill.done.Load() {
 		fatalProblemf(t, "the kill never happened")
 	}
@@ -395,7 +443,7 @@ func TestFaultLedgerFloorTimeoutsAndKill(t *testing.T) {
 	if timedOut == 0 {
 		problemf(t, "no attempt had an unknown outcome: the client-timeout fault was not injected")
 	}
-	checkFloorFault(t, "floor-timeouts+kill", ops, low, reads, servers[0])
+	checkFloorFault(t, "floor-timeouts+kill", ops, seen, servers[0])
 }
 
 // Fault 6b. The same load with one Cassandra node of three stopped a third
@@ -408,14 +456,14 @@ func TestFaultLedgerFloorNodeStopped(t *testing.T) {
 	node := &nodeStopped{cluster: cluster}
 	stop := make(chan struct{})
 	all := func() []*server { return servers }
-	lowest := watchFloor(all, stop)
+	watched := watchFloor(all, stop, faultWallet)
 	ops := runFloorLoad(ledgerLoad{
 		alive: all, workers: workers, perWorker: perWorker,
 		timeout: func(n int) time.Duration { return min(time.Second<<n, 5*time.Second) },
 		hook:    node.at(t, workers*perWorker/3),
-	})
+	}, faultWallet)
 	close(stop)
-	low, reads := lowest()
+	seen := watched()
 	node.restart(t)
-	checkFloorFault(t, "floor-node-stopped", ops, low, reads, servers[0])
+	checkFloorFault(t, "floor-node-stopped", ops, seen, servers[0])
 }

@@ -227,7 +227,7 @@ type SwapLedgerBaseParams struct {
 	// Next replaces it. It must not be empty.
 	Next []byte
 	// Consistency is the commit level of the lightweight transaction; the
-	// Paxos phase uses SERIAL.
+	// Paxos phase uses SERIAL (LOCAL_SERIAL for a data center's record).
 	Consistency Consistency
 }
 
@@ -259,7 +259,7 @@ type ClaimRequestParams struct {
 	// clock.
 	Now int64
 	// Consistency is the commit level of the lightweight transaction; the
-	// Paxos phase uses SERIAL.
+	// Paxos phase uses SERIAL (LOCAL_SERIAL for a data center's record).
 	Consistency Consistency
 }
 
@@ -387,9 +387,16 @@ type LedgerRights struct {
 type ReadLedgerRightsParams struct {
 	Namespace string
 	Ledger    string
+	// DataCenter, when set, names the record of that data center's share
+	// of the ledger's rights instead of the ledger's own record: a record
+	// of its own, read and changed only by that data center's servers,
+	// with Paxos among its replicas only (LOCAL_SERIAL on Cassandra), so
+	// that it stays available while the data centers are cut apart.
+	DataCenter string
 	// Consistency is the level of the commit the record's swaps are made
 	// with; the read itself is a Paxos round at SERIAL on Cassandra,
-	// whatever the level, since grants are decided across data centers.
+	// whatever the level, since grants are decided across data centers
+	// (LOCAL_SERIAL for a data center's record).
 	Consistency Consistency
 }
 
@@ -397,12 +404,15 @@ type ReadLedgerRightsParams struct {
 type SwapLedgerRightsParams struct {
 	Namespace string
 	Ledger    string
+	// DataCenter names a data center's record, as in
+	// ReadLedgerRightsParams.
+	DataCenter string
 	// Expect is the Version the stored record must have (0: none stored).
 	Expect int64
 	// Next is stored in its place; Next.Version must be Expect+1.
 	Next LedgerRights
 	// Consistency is the commit level of the lightweight transaction; the
-	// Paxos phase uses SERIAL.
+	// Paxos phase uses SERIAL (LOCAL_SERIAL for a data center's record).
 	Consistency Consistency
 }
 

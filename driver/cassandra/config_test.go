@@ -224,7 +224,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 26 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, six queue columns added, two events, three counter-model tables, queue_pauses, ledger_entries, ledger_entry_days and ledger_rights
+	if len(stmts) != 27 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, six queue columns added, two events, three counter-model tables, queue_pauses, ledger_entries, ledger_entry_days, ledger_rights and ledger_rights_dc
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"
@@ -256,11 +256,14 @@ func TestSchema(t *testing.T) {
 	if !strings.Contains(stmts[3], "k1.ledgers") || !strings.Contains(stmts[4], "k1.ledger_claims") {
 		t.Errorf("ledger tables: %s / %s", stmts[3], stmts[4])
 	}
-	if entries := stmts[len(stmts)-3]; !strings.Contains(entries, "k1.ledger_entries") || !strings.Contains(entries, "CLUSTERING ORDER BY (at DESC, actor DESC, negative DESC, seq DESC)") {
+	if entries := stmts[len(stmts)-4]; !strings.Contains(entries, "k1.ledger_entries") || !strings.Contains(entries, "CLUSTERING ORDER BY (at DESC, actor DESC, negative DESC, seq DESC)") {
 		t.Errorf("ledger_entries table: %s", entries)
 	}
-	if last := stmts[len(stmts)-1]; !strings.Contains(last, "k1.ledger_rights") || !strings.Contains(last, "PRIMARY KEY ((ns, ledger))") {
-		t.Errorf("ledger_rights table: %s", last)
+	if rights := stmts[len(stmts)-2]; !strings.Contains(rights, "k1.ledger_rights (") || !strings.Contains(rights, "PRIMARY KEY ((ns, ledger))") {
+		t.Errorf("ledger_rights table: %s", rights)
+	}
+	if last := stmts[len(stmts)-1]; !strings.Contains(last, "k1.ledger_rights_dc (") || !strings.Contains(last, "PRIMARY KEY ((ns, ledger, dc))") {
+		t.Errorf("ledger_rights_dc table: %s", last)
 	}
 	if !strings.Contains(stmts[5], "k1.api_keys") || !strings.Contains(stmts[5], "hash blob") {
 		t.Errorf("api_keys table: %s", stmts[5])

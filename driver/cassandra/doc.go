@@ -52,6 +52,11 @@
 //	    version bigint, state blob,       -- changed only by LWT on version
 //	    PRIMARY KEY ((ns, ledger)))
 //
+//	CREATE TABLE ledger_rights_dc (       -- a data center's share of them
+//	    ns text, ledger text, dc text,
+//	    version bigint, state blob,       -- LWT at LOCAL_SERIAL, by that
+//	    PRIMARY KEY ((ns, ledger, dc)))   --   data center's servers only
+//
 // and the delay queue's (queue.go; “cassandra-ruby-queue”):
 //
 //	CREATE TABLE queues (name text PRIMARY KEY, shards int, shard_ms bigint,
@@ -186,6 +191,9 @@
 // EXISTS from version 0, UPDATE ... IF version = ? from any other) and
 // read by ReadLedgerRights at SERIAL; a
 // purge deletes a ledger's record plainly, after the ledger's last use.
+// ledger_rights_dc is written and read the same way at LOCAL_SERIAL: each
+// of its partitions belongs to one data center, whose servers alone run
+// Paxos on it, so no two data centers' rounds meet on one partition.
 //
 // AddNative is UPDATE native_counters SET value = value + ?. Counter
 // updates are not idempotent and Cassandra adds them as Java longs, so a

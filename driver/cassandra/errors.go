@@ -202,5 +202,7 @@ func gocqlConsistency(c driver.Consistency) (gocql.Consistency, bool) {
 // commit itself may go out at a local level: the next Paxos round on the
 // partition finishes it, and that is how a decision is read back
 // (ReadClaim, ReadLedgerRights, serial reads of cas counters, all at
-// SERIAL).
+// SERIAL). The one exception is a data center's record of its share of a
+// ledger's rights (ledger_rights_dc), which only that data center's
+// servers ever change: its rounds run at LOCAL_SERIAL.
 const lwtSerial = gocql.Serial

@@ -23,8 +23,24 @@ const ledgerRightsDDL = `CREATE TABLE IF NOT EXISTS %[1]s.ledger_rights (
 	PRIMARY KEY ((ns, ledger))
 )`
 
+// ledgerRightsDCDDL holds the record of each data center's share of a
+// ledger's rights: a partition per ledger and data center, so that each
+// data center runs Paxos (at LOCAL_SERIAL) on partitions no other data
+// center's rounds touch. Its replicas elsewhere only receive the commits.
+const ledgerRightsDCDDL = `CREATE TABLE IF NOT EXISTS %[1]s.ledger_rights_dc (
+	ns text,
+	ledger text,
+	dc text,
+	version bigint,
+	state blob,
+	PRIMARY KEY ((ns, ledger, dc))
+)`
+
+// ledgerRightsStatements are the statements of one of the two tables, and
+// the Paxos level of its rounds.
 type ledgerRightsStatements struct {
 	read, insert, update, purge, probe string
+	serial                             gocql.Consistency
 }
 
 func newLedgerRightsStatements(ks string) ledgerRightsStatements {
@@ -34,9 +50,34 @@ func newLedgerRightsStatements(ks string) ledgerRightsStatements {
 		update: "UPDATE " + ks + ".ledger_rights SET version = ?, state = ? WHERE ns = ? AND ledger = ? IF version = ?",
 		// At purgeTimestamp, as the other purges: it also shadows the
 		// commit of a Paxos round still under way on the ledger.
-		purge: "DELETE FROM " + ks + ".ledger_rights USING TIMESTAMP ? WHERE ns = ? AND ledger = ?",
-		probe: "SELECT ns FROM " + ks + ".ledger_rights LIMIT 1",
+		purge:  "DELETE FROM " + ks + ".ledger_rights USING TIMESTAMP ? WHERE ns = ? AND ledger = ?",
+		probe:  "SELECT ns FROM " + ks + ".ledger_rights LIMIT 1",
+		serial: lwtSerial,
 	}
+}
+
+// newLedgerRightsDCStatements are those of ledger_rights_dc: the same
+// statements with the data center last in the key, and LOCAL_SERIAL,
+// which is safe here because only the data center's own servers ever
+// change its record.
+func newLedgerRightsDCStatements(ks string) ledgerRightsStatements {
+	return ledgerRightsStatements{
+		read:   "SELECT version, state FROM " + ks + ".ledger_rights_dc WHERE ns = ? AND ledger = ? AND dc = ?",
+		insert: "INSERT INTO " + ks + ".ledger_rights_dc (ns, ledger, dc, version, state) VALUES (?, ?, ?, ?, ?) IF NOT EXISTS",
+		update: "UPDATE " + ks + ".ledger_rights_dc SET version = ?, state = ? WHERE ns = ? AND ledger = ? AND dc = ? IF version = ?",
+		purge:  "DELETE FROM " + ks + ".ledger_rights_dc USING TIMESTAMP ? WHERE ns = ? AND ledger = ? AND dc = ?",
+		probe:  "SELECT ns FROM " + ks + ".ledger_rights_dc LIMIT 1",
+		serial: gocql.LocalSerial,
+	}
+}
+
+// rightsRecord picks the table and key of the record p names: the
+// ledger's own, or a data center's share of it.
+func (d *Driver) rightsRecord(ns, ledger, dc string) (*ledgerRightsStatements, []any, string) {
+	if dc == "" {
+		return &d.q.rights, []any{ns, ledger}, ns + "/" + ledger
+	}
+	return &d.q.rightsDC, []any{ns, ledger, dc}, ns + "/" + ledger + " in " + dc
 }
 
 // ReadLedgerRights implements driver.LedgerRightsStore with a read at
@@ -51,20 +92,21 @@ func (d *Driver) ReadLedgerRights(ctx context.Context, p *driver.ReadLedgerRight
 		version *int64
 		state   *[]byte
 	)
+	st, key, what := d.rightsRecord(p.Namespace, p.Ledger, p.DataCenter)
 	err := readSerial(ctx, func() error {
-		return d.session.Query(d.q.rights.read, p.Namespace, p.Ledger).
-			Consistency(lwtSerial).
+		return d.session.Query(st.read, key...).
+			Consistency(st.serial).
 			ScanContext(ctx, &version, &state)
 	})
 	if errors.Is(err, gocql.ErrNotFound) {
 		return driver.LedgerRights{}, nil
 	}
 	if err != nil {
-		return driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, mapError(opRead, err))
+		return driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s: %w", op, what, mapError(opRead, err))
 	}
 	r, err := ledgerRights(version, state)
 	if err != nil {
-		return driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, err)
+		return driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s: %w", op, what, err)
 	}
 	return r, nil
 }
@@ -88,13 +130,14 @@ func (d *Driver) SwapLedgerRights(ctx context.Context, p *driver.SwapLedgerRight
 	if err != nil {
 		return false, driver.LedgerRights{}, err
 	}
+	st, key, what := d.rightsRecord(p.Namespace, p.Ledger, p.DataCenter)
 	var q *gocql.Query
 	if p.Expect == 0 {
-		q = d.session.Query(d.q.rights.insert, p.Namespace, p.Ledger, p.Next.Version, nonNil(p.Next.State))
+		q = d.session.Query(st.insert, append(key, p.Next.Version, nonNil(p.Next.State))...)
 	} else {
-		q = d.session.Query(d.q.rights.update, p.Next.Version, nonNil(p.Next.State), p.Namespace, p.Ledger, p.Expect)
+		q = d.session.Query(st.update, append(append([]any{p.Next.Version, nonNil(p.Next.State)}, key...), p.Expect)...)
 	}
-	q = q.Consistency(cl).SerialConsistency(lwtSerial)
+	q = q.Consistency(cl).SerialConsistency(st.serial)
 	// Seeds, as in CompareAndSetCAS: a column the result lacks keeps its
 	// seed, and one it has is scanned into a pointer, so a null stays
 	// apart from a value (see rightsFromCAS).
@@ -105,19 +148,19 @@ func (d *Driver) SwapLedgerRights(ctx context.Context, p *driver.SwapLedgerRight
 	existing := map[string]any{"version": &versionSeed, "state": &stateSeed}
 	applied, err := q.MapScanCASContext(ctx, existing)
 	if err != nil {
-		return false, driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, mapError(opWrite, err))
+		return false, driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s: %w", op, what, mapError(opWrite, err))
 	}
 	if applied {
 		return true, p.Next, nil
 	}
 	cur, complete, err := rightsFromCAS(existing)
 	if err != nil {
-		return false, driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s/%s: %w", op, p.Namespace, p.Ledger, err)
+		return false, driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s: %w", op, what, err)
 	}
 	if !complete {
-		cur, err = d.ReadLedgerRights(ctx, &driver.ReadLedgerRightsParams{Namespace: p.Namespace, Ledger: p.Ledger, Consistency: p.Consistency})
+		cur, err = d.ReadLedgerRights(ctx, &driver.ReadLedgerRightsParams{Namespace: p.Namespace, Ledger: p.Ledger, DataCenter: p.DataCenter, Consistency: p.Consistency})
 		if err != nil {
-			return false, driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s/%s: refused; reading the record that refused it: %w", op, p.Namespace, p.Ledger, err)
+			return false, driver.LedgerRights{}, fmt.Errorf("cassandra: %s %s: refused; reading the record that refused it: %w", op, what, err)
 		}
 	}
 	return false, cur, nil

@@ -157,6 +157,14 @@ func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams)
 		if err := one(d.q.rights.purge, ts, p.Namespace, p.Counter); err != nil {
 			return err
 		}
+		// The shares of the data centers the cluster had when Open ran; a
+		// record a data center added since keeps its few bytes: the name
+		// is never used again.
+		for dc := range d.dataCenters {
+			if err := one(d.q.rightsDC.purge, ts, p.Namespace, p.Counter, dc); err != nil {
+				return err
+			}
+		}
 		return one(q.purgeLedger, ts, p.Namespace, p.Counter)
 	case "events":
 		rcl, err := level(driver.Default, d.cfg.ReadConsistency)

@@ -83,7 +83,7 @@ func schemaStatements(cfg Config) []string {
 		fmt.Sprintf(counterCutsDDL, cfg.Keyspace),
 	}, append(append(append(queueSchemaStatements(cfg), eventSchemaStatements(cfg)...), counterSchemaStatements(cfg.Keyspace)...),
 		fmt.Sprintf(queuePausesDDL, cfg.Keyspace), fmt.Sprintf(ledgerEntriesDDL, cfg.Keyspace), fmt.Sprintf(ledgerEntryDaysDDL, cfg.Keyspace),
-		fmt.Sprintf(ledgerRightsDDL, cfg.Keyspace))...)
+		fmt.Sprintf(ledgerRightsDDL, cfg.Keyspace), fmt.Sprintf(ledgerRightsDCDDL, cfg.Keyspace))...)
 }
 
 // statements holds the CQL of every operation, with the keyspace filled in
@@ -134,6 +134,8 @@ type statements struct {
 	entries ledgerEntryStatements
 	// Ledger rights records (ledger_rights.go).
 	rights ledgerRightsStatements
+	// rightsDC: the data centers' shares of ledgers' rights.
+	rightsDC ledgerRightsStatements
 }
 
 const namespaceColumns = "name, model, type, read_cl, write_cl, retention_ms, options, created_at"
@@ -166,6 +168,7 @@ func newStatements(ks string) statements {
 		pause:           newPauseStatements(ks),
 		entries:         newLedgerEntryStatements(ks),
 		rights:          newLedgerRightsStatements(ks),
+		rightsDC:        newLedgerRightsDCStatements(ks),
 		base:            newLedgerBaseStatements(ks),
 	}
 	q.writeLedgerRow, q.readLedgerRows, q.claimRequest, q.releaseClaim, q.readClaim, q.probeLedgers, q.probeLedgerClaims = ledgerStatements(ks)
@@ -199,13 +202,13 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 
 // probe checks that every table can be queried. A keyspace created by an
 // earlier release lacks the newer tables (ledgers, ledger_claims, the queue
-// tables, the events tables, the counter models' tables, api_keys, queue_dedup, counter_cuts, ledger_entries, ledger_entry_days, ledger_rights); their probes
+// tables, the events tables, the counter models' tables, api_keys, queue_dedup, counter_cuts, ledger_entries, ledger_entry_days, ledger_rights, ledger_rights_dc); their probes
 // fail, and prepareSchema then creates them.
 func (d *Driver) probe(ctx context.Context) error {
 	probes := append([]string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims}, d.q.queue.probes()...)
 	probes = append(probes, d.q.events.probes()...)
 	probes = append(probes, d.q.counters.probes()...)
-	probes = append(probes, d.q.apiKeys.probe, d.q.dedup.probe, d.q.lifecycle.probe, d.q.pause.probe, d.q.entries.probe, d.q.entries.probeDays, d.q.rights.probe)
+	probes = append(probes, d.q.apiKeys.probe, d.q.dedup.probe, d.q.lifecycle.probe, d.q.pause.probe, d.q.entries.probe, d.q.entries.probeDays, d.q.rights.probe, d.q.rightsDC.probe)
 	for _, probe := range probes {
 		// ONE: this only asks whether the table exists.
 		if err := d.session.Query(probe).Consistency(gocql.One).ExecContext(ctx); err != nil {

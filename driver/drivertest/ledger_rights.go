@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/abacusdb/abacus/driver"
@@ -178,6 +179,67 @@ func exerciseLedgerRights(t *testing.T, d driver.Driver, open Opener) {
 		}
 	})
 
+	// A data center's share of a ledger's rights is a record of its own:
+	// apart from the ledger's record and from other data centers', with
+	// the same compare-and-set, which racing swaps show.
+	t.Run("DataCenterRecordsAreTheirOwn", func(t *testing.T) {
+		t.Parallel()
+		ns := unique("ns-rights-dc")
+		dc := dataCenterOf(d)
+		own := driver.LedgerRights{Version: 1, State: []byte("own")}
+		swapRights(t, d, ns, "l", 0, own)
+		read := func(ledger, dc string) driver.LedgerRights {
+			t.Helper()
+			r, err := d.ReadLedgerRights(ctx(t), &driver.ReadLedgerRightsParams{Namespace: ns, Ledger: ledger, DataCenter: dc, Consistency: driver.LocalQuorum})
+			if err != nil {
+				t.Fatalf("ReadLedgerRights(%s/%s in %q): %v", ns, ledger, dc, err)
+			}
+			return r
+		}
+		if got := read("l", dc); got.Version != 0 {
+			t.Fatalf("the share of %s before any swap = %+v; want none (the ledger's own record is another)", dc, got)
+		}
+		const racers = 4
+		won := make([]bool, racers)
+		errs := race(racers, func(i int) error {
+			next := driver.LedgerRights{Version: 1, State: fmt.Appendf(nil, "share %d", i)}
+			for range 10 {
+				applied, cur, err := d.SwapLedgerRights(ctx(t), &driver.SwapLedgerRightsParams{
+					Namespace: ns, Ledger: "l", DataCenter: dc, Expect: 0, Next: next, Consistency: driver.LocalQuorum,
+				})
+				if errors.Is(err, driver.ErrUnknownOutcome) || errors.Is(err, driver.ErrUnavailable) {
+					continue
+				}
+				if err == nil {
+					won[i] = applied || sameRights(cur, next)
+				}
+				return err
+			}
+			return errors.New("no answer in 10 swaps")
+		})
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		winners := 0
+		for i, w := range won {
+			if w {
+				winners++
+				if got := read("l", dc); !sameRights(got, driver.LedgerRights{Version: 1, State: fmt.Appendf(nil, "share %d", i)}) {
+					t.Errorf("the share after racer %d won = %+v", i, got)
+				}
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("%d racers applied their swap of the share from version 0; want 1", winners)
+		}
+		wantRights(t, d, ns, "l", own)
+		for _, other := range [][2]string{{"l", dc + "x"}, {"l2", dc}} {
+			if got := read(other[0], other[1]); got.Version != 0 {
+				t.Errorf("record %s in %q = %+v; want none", other[0], other[1], got)
+			}
+		}
+	})
+
 	t.Run("LedgersAndNamespacesAreIndependent", func(t *testing.T) {
 		t.Parallel()
 		// Names chosen so that a key layout that merely concatenates
@@ -248,4 +310,21 @@ func wantRights(t *testing.T, d driver.Driver, ns, ledger string, want driver.Le
 	if got := readRights(t, d, ns, ledger); !sameRights(got, want) {
 		t.Errorf("ReadLedgerRights(%s/%s) = %+v, want %+v", ns, ledger, got, want)
 	}
+}
+
+// dataCenterOf names a data center of d's cluster, for the records of a
+// data center's share: the first of a driver that reports its data
+// centers (Cassandra's purge knows only those), any name otherwise.
+func dataCenterOf(d driver.Driver) string {
+	if r, ok := d.(interface{ DataCenters() map[string]int }); ok {
+		var names []string
+		for dc := range r.DataCenters() {
+			names = append(names, dc)
+		}
+		if len(names) > 0 {
+			slices.Sort(names)
+			return names[0]
+		}
+	}
+	return "dc1"
 }

@@ -180,11 +180,16 @@ func exercisePurge(t *testing.T, d driver.Driver) {
 			if err != nil {
 				return err
 			}
-			applied, _, err := d.SwapLedgerRights(c, &driver.SwapLedgerRightsParams{Namespace: ns, Ledger: k, Next: driver.LedgerRights{Version: 1, State: []byte{1}}})
-			if err == nil && !applied {
-				err = errors.New("the first rights swap was refused")
+			for _, dc := range []string{"", dataCenterOf(d)} {
+				applied, _, err := d.SwapLedgerRights(c, &driver.SwapLedgerRightsParams{Namespace: ns, Ledger: k, DataCenter: dc, Next: driver.LedgerRights{Version: 1, State: []byte{1}}})
+				if err == nil && !applied {
+					err = fmt.Errorf("the first rights swap (data center %q) was refused", dc)
+				}
+				if err != nil {
+					return err
+				}
 			}
-			return err
+			return nil
 		}, func(k string) (bool, error) {
 			// The history and the rights record go with the rows, and
 			// stay with them.
@@ -200,9 +205,14 @@ func exercisePurge(t *testing.T, d driver.Driver) {
 			if err != nil {
 				return false, err
 			}
+			share, err := d.ReadLedgerRights(c, &driver.ReadLedgerRightsParams{Namespace: ns, Ledger: k, DataCenter: dataCenterOf(d)})
+			if err != nil {
+				return false, err
+			}
 			held := len(rows) > 0
-			if (len(entries) > 0) != held || (rights.Version != 0) != held {
-				return false, fmt.Errorf("%d rows, %d entries and rights version %d: a purge took part of the ledger", len(rows), len(entries), rights.Version)
+			if (len(entries) > 0) != held || (rights.Version != 0) != held || (share.Version != 0) != held {
+				return false, fmt.Errorf("%d rows, %d entries, rights version %d and a data center's share at version %d: a purge took part of the ledger",
+					len(rows), len(entries), rights.Version, share.Version)
 			}
 			return held, nil
 		}, d.ListLedgers},

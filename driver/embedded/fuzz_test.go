@@ -83,7 +83,8 @@ func FuzzDecodeKey(f *testing.F) {
 	f.Add(actorKey("ns", "counter", "P1"))
 	f.Add(nativeKey("ns", "counter"))
 	f.Add(casKey("a", "bc"))
-	f.Add(rightsKey("ns", "ledger"))
+	f.Add(rightsKey("ns", "ledger", ""))
+	f.Add(rightsKey("ns", "ledger", "dc1"))
 	f.Add(dedupKey("q", "id-1"))
 	f.Add(queuePauseKey("q"))
 	f.Add(cutKey("ns", driver.Cut{Counter: "c", At: 1_700_000_000_000_000}))
@@ -113,7 +114,12 @@ func FuzzDecodeKey(f *testing.F) {
 		case tableLedgerClaims:
 			got = claimKey(parts[0], parts[1], parts[2])
 		case tableLedgerRights:
-			got = rightsKey(parts[0], parts[1])
+			got = rightsKey(parts[0], parts[1], "")
+		case tableLedgerRightsDC:
+			if parts[2] == "" {
+				return // no data center has an empty name: never written
+			}
+			got = rightsKey(parts[0], parts[1], parts[2])
 		case tableActorValues:
 			got = actorKey(parts[0], parts[1], parts[2])
 			actor, err := shardIDAfter(b, len(actorPrefix(parts[0], parts[1])))

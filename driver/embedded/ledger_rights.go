@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,18 +17,32 @@ import (
 // format: never renumber it.
 const tableLedgerRights byte = 0x13
 
-func init() { componentsPerTable[tableLedgerRights] = 2 } // namespace, ledger
+// tableLedgerRightsDC holds the records of data centers' shares of a
+// ledger's rights, keyed by namespace, ledger and data center, so that a
+// purge of the ledger's prefix takes every one. The embedded store has no
+// data centers of its own; these serve an engine told it runs in one.
+const tableLedgerRightsDC byte = 0x14
 
-func rightsKey(ns, ledger string) []byte {
-	return counterKey(tableLedgerRights, ns, ledger, 0)
+func init() {
+	componentsPerTable[tableLedgerRights] = 2   // namespace, ledger
+	componentsPerTable[tableLedgerRightsDC] = 3 // namespace, ledger, data center
+}
+
+// rightsKey is the key of a ledger's record, or of a data center's share
+// of it when dc is set.
+func rightsKey(ns, ledger, dc string) []byte {
+	if dc == "" {
+		return counterKey(tableLedgerRights, ns, ledger, 0)
+	}
+	return appendComponent(counterKey(tableLedgerRightsDC, ns, ledger, len(dc)+binary.MaxVarintLen32), dc)
 }
 
 // ReadLedgerRights implements driver.LedgerRightsStore. The one replica
 // is as fresh as a serial read: every swap that returned is in it.
 func (d *Driver) ReadLedgerRights(ctx context.Context, p *driver.ReadLedgerRightsParams) (driver.LedgerRights, error) {
 	return readLocked(ctx, d, "read ledger rights", func() (driver.LedgerRights, error) {
-		return d.getRights(rightsKey(p.Namespace, p.Ledger))
-	}, " %s/%s", p.Namespace, p.Ledger)
+		return d.getRights(rightsKey(p.Namespace, p.Ledger, p.DataCenter))
+	}, " %s/%s%s", p.Namespace, p.Ledger, inDataCenter(p.DataCenter))
 }
 
 // SwapLedgerRights implements driver.LedgerRightsStore with a
@@ -43,13 +58,13 @@ func (d *Driver) ReadLedgerRights(ctx context.Context, p *driver.ReadLedgerRight
 func (d *Driver) SwapLedgerRights(ctx context.Context, p *driver.SwapLedgerRightsParams) (bool, driver.LedgerRights, error) {
 	const op = "swap ledger rights"
 	if err := p.Check(); err != nil {
-		return false, driver.LedgerRights{}, fmt.Errorf("embedded: %s %s/%s: %w", op, p.Namespace, p.Ledger, err)
+		return false, driver.LedgerRights{}, fmt.Errorf("embedded: %s %s/%s%s: %w", op, p.Namespace, p.Ledger, inDataCenter(p.DataCenter), err)
 	}
 	if err := d.acquire(ctx, op); err != nil {
 		return false, driver.LedgerRights{}, err
 	}
 	defer d.mu.RUnlock()
-	key := rightsKey(p.Namespace, p.Ledger)
+	key := rightsKey(p.Namespace, p.Ledger, p.DataCenter)
 	applied, cur, err := func() (bool, driver.LedgerRights, error) {
 		d.rightsMu.Lock()
 		defer d.rightsMu.Unlock()
@@ -60,7 +75,7 @@ func (d *Driver) SwapLedgerRights(ctx context.Context, p *driver.SwapLedgerRight
 		return true, p.Next, d.db.Set(key, encodeRights(p.Next), pebble.NoSync)
 	}()
 	if err != nil {
-		return false, driver.LedgerRights{}, fmt.Errorf("embedded: %s %s/%s: %w", op, p.Namespace, p.Ledger, err)
+		return false, driver.LedgerRights{}, fmt.Errorf("embedded: %s %s/%s%s: %w", op, p.Namespace, p.Ledger, inDataCenter(p.DataCenter), err)
 	}
 	if !applied {
 		return false, cur, nil
@@ -68,7 +83,7 @@ func (d *Driver) SwapLedgerRights(ctx context.Context, p *driver.SwapLedgerRight
 	if err := d.syncWAL(); err != nil {
 		// The swap is applied and visible; whether it survives a crash
 		// is what the failed sync leaves open.
-		return false, driver.LedgerRights{}, fmt.Errorf("embedded: %s %s/%s: %w: %w", op, p.Namespace, p.Ledger, driver.ErrUnknownOutcome, err)
+		return false, driver.LedgerRights{}, fmt.Errorf("embedded: %s %s/%s%s: %w: %w", op, p.Namespace, p.Ledger, inDataCenter(p.DataCenter), driver.ErrUnknownOutcome, err)
 	}
 	return true, p.Next, nil
 }
@@ -91,4 +106,12 @@ func (d *Driver) getRights(key []byte) (driver.LedgerRights, error) {
 	// raw belongs to Pebble only until closer is closed.
 	r.State = slices.Clone(r.State)
 	return r, nil
+}
+
+// inDataCenter names a data center's record in an error message.
+func inDataCenter(dc string) string {
+	if dc == "" {
+		return ""
+	}
+	return " in " + dc
 }

@@ -98,7 +98,7 @@ var modelTables = map[string][]byte{
 	"actor":   {tableActorValues},
 	"native":  {tableNativeCounters},
 	"cas":     {tableCASCounters},
-	"ledger":  {tableLedgers, tableLedgerClaims, tableLedgerEntries, tableLedgerRights},
+	"ledger":  {tableLedgers, tableLedgerClaims, tableLedgerEntries, tableLedgerRights, tableLedgerRightsDC},
 }
 
 // PurgeCounter implements driver.Lifecycle with one range delete per table.

@@ -117,6 +117,7 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		RightsLease:     cfg.LedgerRightsLease,
 		LateWriteWindow: cfg.LedgerLateWriteWindow,
 		RightsIdle:      cfg.LedgerRightsIdle,
+		DataCenter:      localDataCenter(cfg.Driver),
 		WriteTimeout:    cfg.WriteTimeout,
 		ClaimWait:       cfg.LedgerClaimWait,
 		Logger:          cfg.Logger,
@@ -222,4 +223,13 @@ func (c *Client) purgeShardTombstones(ctx context.Context) {
 	case n > 0:
 		c.cfg.Logger.Debug("purged the tombstones of folded shards", "count", n)
 	}
+}
+
+// localDataCenter is the data center a driver routes to (the Cassandra
+// driver's Config.LocalDataCenter), "" for a driver without one.
+func localDataCenter(d driver.Driver) string {
+	if l, ok := d.(interface{ LocalDataCenter() string }); ok {
+		return l.LocalDataCenter()
+	}
+	return ""
 }

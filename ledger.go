@@ -333,9 +333,13 @@ func (c *Client) ledgerTargets(ctx context.Context, namespace string, names ...s
 			ReadConsistency:  ns.ReadConsistency,
 			WriteConsistency: ns.WriteConsistency,
 		}
-		if t.Options.Floored {
+		if t.Options.Floored && localDataCenter(c.cfg.Driver) == "" {
 			// A floor's argument needs quorum reads and writes and a
-			// cluster-wide SERIAL, whatever the server's default levels are.
+			// cluster-wide SERIAL, whatever the server's default levels
+			// are. With a local data center its rights are held per data
+			// center, and the server's levels (LOCAL_QUORUM at DEFAULT)
+			// serve: the credits a grant counts on are read at
+			// EACH_QUORUM (docs/ledger.md, "Rights per data center").
 			t.ReadConsistency = cmp.Or(t.ReadConsistency, driver.Quorum)
 			t.WriteConsistency = cmp.Or(t.WriteConsistency, driver.Quorum)
 		}

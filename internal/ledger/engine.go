@@ -220,6 +220,14 @@ type Config struct {
 	// batch before it gives back the part it has not used, so other
 	// servers can debit it. Default 1s.
 	RightsIdle time.Duration
+	// DataCenter is the data center this process runs in, when the store
+	// spans several (the Cassandra driver's local data center). A floored
+	// ledger's actors then take their rights from the data center's share
+	// of the ledger's rights, held in a record of the data center's own,
+	// so that debits within the share go on while the data centers are
+	// cut apart (docs/ledger.md, "Rights per data center"). Every process
+	// of a cluster of several data centers must set it.
+	DataCenter string
 	// Logger receives warnings. Default: slog.Default().
 	Logger *slog.Logger
 }

@@ -444,11 +444,22 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 		// An actor in the rights record may still be reclaimed, which
 		// rewrites its row: the cut stays at or below it. An actor
 		// granted rights after this read is alive, so above the cut.
-		r, err := e.readRights(ctx, t)
+		r, err := e.readRights(ctx, t, "")
 		if err != nil {
 			return Base{}, fmt.Errorf("ledger %s/%s: fold: reading the rights record: %w", t.Namespace, t.Ledger, err)
 		}
 		for a := range r.grants {
+			if dc, ok := shareHolder(a); ok {
+				// The actors of a data center's share are in its record.
+				rdc, err := e.readRights(ctx, t, dc)
+				if err != nil {
+					return Base{}, fmt.Errorf("ledger %s/%s: fold: reading the rights record of data center %s: %w", t.Namespace, t.Ledger, dc, err)
+				}
+				for a := range rdc.grants {
+					cut = min(cut, a)
+				}
+				continue
+			}
 			cut = min(cut, a)
 		}
 	}

@@ -520,7 +520,7 @@ func TestFoldStopsAtTheLowestRightsHolder(t *testing.T) {
 		e1 := h.engine(keep)
 		mustUpdate(t, e1, tg, 100, "c1")
 		holder := mustUpdate(t, e1, tg, -10, "d1").Actor
-		r, err := e1.readRights(ctxT(t), tg)
+		r, err := e1.readRights(ctxT(t), tg, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -50,7 +50,17 @@ type slotRights struct {
 	// idle returns the unused part of the grant once the slot has had no
 	// batch for RightsIdle (idleReturn); nil when none is pending.
 	idle *time.Timer
+	// raiseAfter: a raise of the data center's share failed (the data
+	// centers cut apart, most likely), and none is tried again before
+	// this time, microseconds, so that debits refused for want of rights
+	// meanwhile are answered at once, not after another wait on a store
+	// that cannot answer.
+	raiseAfter int64
 }
+
+// raiseHoldOff is how long after a failed raise of a share the next one
+// waits.
+const raiseHoldOff = time.Second
 
 // errReclaimed says the actor has debited, yet the rights record no
 // longer lists it: its rights were reclaimed (its lease ended while it
@@ -126,6 +136,9 @@ func (e *Engine) checkFloor(ctx context.Context, t Target, s *slot, st *State, f
 			// The cause is told, not wrapped: a store's "unknown outcome"
 			// is about the grant, and the debit was not applied.
 			err = fmt.Errorf("%w: could not get rights to debit from the ledger's rights record: %v", ErrNotApplied, grantErr)
+		case e.cfg.DataCenter != "":
+			err = fmt.Errorf("%w: this server's actor holds rights for %d more, within data center %s's share of the balance, which could not be raised now; the value is %d, the floor %d",
+				ErrRightsHeld, max(s.rights.total-running, 0), e.cfg.DataCenter, saturatingAdd(value, -(running-used)), t.Options.Floor)
 		default:
 			err = fmt.Errorf("%w: this server's actor holds rights for %d more; the value is %d, the floor %d", ErrRightsHeld, max(s.rights.total-running, 0), saturatingAdd(value, -(running-used)), t.Options.Floor)
 		}
@@ -201,14 +214,16 @@ func (e *Engine) acquireRights(ctx context.Context, t Target, s *slot, st *State
 	if err != nil {
 		return err
 	}
+	dc := e.cfg.DataCenter
 	var last error
+	raised := false
 	for n := range rightsAttempts {
 		if n > 0 {
 			if err := e.backoff(ctx, n-1); err != nil {
 				return errors.Join(last, err)
 			}
 		}
-		rec, err := e.readRights(ctx, t)
+		rec, err := e.readRights(ctx, t, dc)
 		if err != nil {
 			last = err
 			if errors.Is(err, ErrCorrupt) {
@@ -234,8 +249,27 @@ func (e *Engine) acquireRights(ctx context.Context, t Target, s *slot, st *State
 		if reclaimed.p > p {
 			p = reclaimed.p
 		}
-		others := next.held() - mine.total
-		free := saturatingAdd(saturatingAdd(p, -t.Options.Floor), -saturatingAdd(others, mine.total))
+		// What the record may hand out in all: the balance above the
+		// floor, or in a data center's record its share.
+		budget := saturatingAdd(p, -t.Options.Floor)
+		if dc != "" {
+			budget = next.cap
+		}
+		free := saturatingAdd(budget, -next.held())
+		if short := lastOf(needs) - mine.total; dc != "" && short > free && !raised && now >= s.rights.raiseAfter {
+			// Once per grant: a share raised (or synced) is read back on
+			// the next round; one that cannot be raised (the data
+			// centers cut apart) leaves what the share has.
+			raised = true
+			if err := e.raiseShare(ctx, t, next, short-free); err != nil {
+				last = err
+				s.rights.raiseAfter = driver.Micros(e.cfg.Clock.Now().Add(raiseHoldOff))
+				e.cfg.Logger.Info("ledger: could not raise this data center's share of the ledger's debit rights; debits go on within the share it has",
+					"namespace", t.Namespace, "ledger", t.Ledger, "data_center", dc, "err", err)
+			} else {
+				continue
+			}
+		}
 		total := mine.total
 		if short := lastOf(needs) - mine.total; short <= 0 {
 			// Covered already: only the lease is renewed.
@@ -262,7 +296,7 @@ func (e *Engine) acquireRights(ctx context.Context, t Target, s *slot, st *State
 		}
 		next.grants[s.actor] = grant{total: total, until: until}
 		next.version++
-		applied, err := e.swapRights(ctx, t, rec.version, next)
+		applied, err := e.swapRights(ctx, t, dc, rec.version, next)
 		if err != nil {
 			last = err
 			continue // the next round reads what became of it
@@ -441,6 +475,11 @@ func (e *Engine) returnAllRights(ctx context.Context) {
 			err := e.attempts(ctx, max(r.t.Options.RetryCount, rightsAttempts), "return of debit rights", func(ctx context.Context) error {
 				return e.giveBack(ctx, r.t, s.actor, used)
 			})
+			if err == nil {
+				// What the data center's record no longer hands out goes
+				// back to the ledger: this process may be its last.
+				e.returnShare(ctx, r.t)
+			}
 			if err != nil {
 				e.cfg.Logger.Info("ledger: could not return unused debit rights on close; they come back when the lease has ended and the late-write window passed",
 					"namespace", r.t.Namespace, "ledger", r.t.Ledger, "actor", s.actor, "err", err)
@@ -498,7 +537,7 @@ func (e *Engine) shrinkIdle(s *slot) {
 				break
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
-			rec, err := e.readRights(ctx, t)
+			rec, err := e.readRights(ctx, t, e.cfg.DataCenter)
 			if err != nil {
 				cancel()
 				continue
@@ -511,8 +550,7 @@ func (e *Engine) shrinkIdle(s *slot) {
 			next := rec.clone()
 			next.grants[s.actor] = grant{total: used, until: mine.until}
 			next.version++
-			applied, err := e.swapRights(ctx, t, rec.version, next)
-			cancel()
+			applied, err := e.swapRights(ctx, t, e.cfg.DataCenter, rec.version, next)
 			// A swap of unknown outcome may have landed: believe the
 			// smaller grant, which only holds back rights until the next
 			// grant reads the record.
@@ -520,8 +558,11 @@ func (e *Engine) shrinkIdle(s *slot) {
 				s.rights.total = used
 			}
 			if applied {
+				e.returnShare(ctx, t)
+				cancel()
 				return
 			}
+			cancel()
 		}
 	}) {
 		s.unlock()
@@ -535,7 +576,7 @@ func (e *Engine) shrinkIdle(s *slot) {
 // must send no debits after it. A lost race is reported as an unknown
 // outcome, which the callers retry.
 func (e *Engine) giveBack(ctx context.Context, t Target, actor string, used int64) error {
-	rec, err := e.readRights(ctx, t)
+	rec, err := e.readRights(ctx, t, e.cfg.DataCenter)
 	if err != nil {
 		return err
 	}
@@ -546,18 +587,20 @@ func (e *Engine) giveBack(ctx context.Context, t Target, actor string, used int6
 	next.spent = saturatingAdd(next.spent, max(used, 0))
 	delete(next.grants, actor)
 	next.version++
-	applied, err := e.swapRights(ctx, t, rec.version, next)
+	applied, err := e.swapRights(ctx, t, e.cfg.DataCenter, rec.version, next)
 	if err == nil && !applied {
 		err = fmt.Errorf("%w: the rights record changed under the return", driver.ErrUnknownOutcome)
 	}
 	return err
 }
 
-func (e *Engine) readRights(ctx context.Context, t Target) (*rights, error) {
+// readRights reads the ledger's rights record, or data center dc's
+// record of its share.
+func (e *Engine) readRights(ctx context.Context, t Target, dc string) (*rights, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
 	defer cancel()
 	rec, err := e.cfg.Store.ReadLedgerRights(ctx, &driver.ReadLedgerRightsParams{
-		Namespace: t.Namespace, Ledger: t.Ledger, Consistency: t.WriteConsistency,
+		Namespace: t.Namespace, Ledger: t.Ledger, DataCenter: dc, Consistency: t.WriteConsistency,
 	})
 	if err != nil {
 		return nil, err
@@ -569,11 +612,11 @@ func (e *Engine) readRights(ctx context.Context, t Target) (*rights, error) {
 	return r, nil
 }
 
-func (e *Engine) swapRights(ctx context.Context, t Target, expect int64, next *rights) (bool, error) {
+func (e *Engine) swapRights(ctx context.Context, t Target, dc string, expect int64, next *rights) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
 	defer cancel()
 	applied, _, err := e.cfg.Store.SwapLedgerRights(ctx, &driver.SwapLedgerRightsParams{
-		Namespace: t.Namespace, Ledger: t.Ledger, Expect: expect,
+		Namespace: t.Namespace, Ledger: t.Ledger, DataCenter: dc, Expect: expect,
 		Next:        driver.LedgerRights{Version: next.version, State: encodeRights(next)},
 		Consistency: t.WriteConsistency,
 	})

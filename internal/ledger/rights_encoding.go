@@ -18,6 +18,11 @@ type rights struct {
 	// used, which stays counted here for good.
 	spent  int64
 	grants map[string]grant
+	// A data center's record (dataCenterRights) hands out its share of
+	// the ledger's record, which is at most cap, never the balance: cap
+	// is the share the ledger's record holds for the data center as of
+	// its version synced. The ledger's own record has neither.
+	cap, synced int64
 }
 
 // grant is what one actor holds.
@@ -53,6 +58,9 @@ func (r *rights) clone() *rights {
 
 const (
 	rightsFormat = 1
+	// rightsFormatShare is the format of a record with a cap or a synced
+	// version: a data center's record once it holds a share.
+	rightsFormatShare = 2
 	// maxRightsActors bounds the actors a record may list: a process
 	// returns its rights when it drops an actor, so the record holds the
 	// live writers of one ledger, not its history.
@@ -62,11 +70,19 @@ const (
 var errCorruptRights = fmt.Errorf("%w: rights record", ErrCorrupt)
 
 // encodeRights encodes a record's content (the version is stored beside
-// it): a format byte, spent, the number of actors, then each actor in
+// it): a format byte, spent, the cap and synced version (format 2 only,
+// when either is set), the number of actors, then each actor in
 // ascending order with its grant.
 func encodeRights(r *rights) []byte {
 	b := []byte{rightsFormat}
+	if r.cap != 0 || r.synced != 0 {
+		b[0] = rightsFormatShare
+	}
 	b = binary.AppendVarint(b, r.spent)
+	if b[0] == rightsFormatShare {
+		b = binary.AppendVarint(b, r.cap)
+		b = binary.AppendVarint(b, r.synced)
+	}
 	b = binary.AppendUvarint(b, uint64(len(r.grants)))
 	for _, a := range slices.Sorted(maps.Keys(r.grants)) {
 		g := r.grants[a]
@@ -91,9 +107,10 @@ func decodeRights(version int64, b []byte) (*rights, error) {
 	if version < 0 {
 		return nil, fmt.Errorf("%w: version %d", errCorruptRights, version)
 	}
-	if len(b) == 0 || b[0] != rightsFormat {
+	if len(b) == 0 || (b[0] != rightsFormat && b[0] != rightsFormatShare) {
 		return nil, fmt.Errorf("%w: unknown format", errCorruptRights)
 	}
+	format := b[0]
 	b = b[1:]
 	varint := func() (int64, error) {
 		v, n := binary.Varint(b)
@@ -114,6 +131,17 @@ func decodeRights(version int64, b []byte) (*rights, error) {
 	var err error
 	if r.spent, err = varint(); err != nil || r.spent < 0 {
 		return nil, fmt.Errorf("%w: spent: %v", errCorruptRights, err)
+	}
+	if format == rightsFormatShare {
+		if r.cap, err = varint(); err != nil || r.cap < 0 {
+			return nil, fmt.Errorf("%w: cap: %v", errCorruptRights, err)
+		}
+		if r.synced, err = varint(); err != nil || r.synced < 0 {
+			return nil, fmt.Errorf("%w: synced version: %v", errCorruptRights, err)
+		}
+		if r.cap == 0 && r.synced == 0 {
+			return nil, fmt.Errorf("%w: format %d without a cap or a synced version", errCorruptRights, format)
+		}
 	}
 	count, err := uvarint()
 	if err != nil || count > maxRightsActors {

@@ -28,7 +28,7 @@ func updateErr(t *testing.T, e *Engine, tg Target, amount int64, id string) erro
 // the ledger's debit total, so nothing was granted twice or lost.
 func wantRecordSettled(t *testing.T, e *Engine, tg Target) {
 	t.Helper()
-	rec, err := e.readRights(ctxT(t), tg)
+	rec, err := e.readRights(ctxT(t), tg, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestFloorReclaimsAStoppedActorsRights(t *testing.T) {
 		h.clk.Advance(2 * time.Second)
 		mustUpdate(t, live, tg, -90, "l1")
 		wantValue(t, live, tg, 0)
-		rec, err := live.readRights(ctxT(t), tg)
+		rec, err := live.readRights(ctxT(t), tg, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +259,7 @@ func TestFloorIdleActorGivesBackWhatItDoesNotUse(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		wantValue(t, b, tg, 0)
-		rec, err := b.readRights(ctxT(t), tg)
+		rec, err := b.readRights(ctxT(t), tg, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,106 +367,11 @@ func TestFloorUnknownGrantOutcome(t *testing.T) {
 func TestFloorHoldsUnderConcurrentDebits(t *testing.T) {
 	onEachHarness(t, func(t *testing.T, h *harness) {
 		tg := h.target("busy-wallet", floored(0))
-		const (
-			processes = 4
-			callers   = 3
-			debits    = 40
-		)
 		var engines []*Engine
-		for range processes {
+		for range 4 {
 			engines = append(engines, h.engine())
 		}
-		mustUpdate(t, engines[0], tg, 1000, "seed")
-		var (
-			applied     atomic.Int64
-			refused     atomic.Int64
-			credited    atomic.Int64
-			wg          sync.WaitGroup
-			stop        = make(chan struct{})
-			readerErr   error
-			readerWG    sync.WaitGroup
-			readerCount int
-		)
-		credited.Store(1000)
-		readerWG.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				st, err := engines[0].Read(context.Background(), tg)
-				var v int64
-				if err == nil {
-					v, err = st.Value()
-				}
-				readerCount++
-				if err != nil || v < 0 {
-					readerErr = fmt.Errorf("a read saw %d, %v", v, err)
-					return
-				}
-			}
-		})
-		for p, e := range engines {
-			for c := range callers {
-				wg.Go(func() {
-					rng := rand.New(rand.NewPCG(uint64(p), uint64(c)))
-					for i := range debits {
-						id := fmt.Sprintf("p%d-c%d-%d", p, c, i)
-						amount := -int64(1 + rng.IntN(20))
-						if i%10 == 9 {
-							amount = int64(rng.IntN(30) + 1) // a credit now and then
-						}
-						// Four processes contend for one partition's
-						// rights and claims, so a try may also end
-						// not_applied (rights not got) or of unknown
-						// outcome; its retry with the same id settles it.
-						unknown := false
-						for try := 0; ; try++ {
-							r, err := e.Update(context.Background(), tg, amount, id)
-							switch {
-							case err == nil && (r.Applied || unknown):
-								if amount > 0 {
-									credited.Add(amount)
-								} else {
-									applied.Add(-amount)
-								}
-							case err == nil:
-								t.Errorf("%s: answered applied: false, but no copy of it was applied before", id)
-							case errors.Is(err, ErrRightsHeld) && try < 3:
-								continue
-							case errors.Is(err, ErrBelowFloor), errors.Is(err, ErrRightsHeld):
-								refused.Add(1)
-							case retryable(err) && try < 20:
-								unknown = unknown || isUnknown(err)
-								time.Sleep(20 * time.Millisecond)
-								continue
-							default:
-								t.Errorf("%s: %v", id, err)
-							}
-							break
-						}
-					}
-				})
-			}
-		}
-		wg.Wait()
-		close(stop)
-		readerWG.Wait()
-		if readerErr != nil {
-			t.Fatal(readerErr)
-		}
-		want := credited.Load() - applied.Load()
-		wantValue(t, engines[0], tg, want)
-		t.Logf("debited %d, credited %d, %d refused, %d reads during the run", applied.Load(), credited.Load(), refused.Load(), readerCount)
-		if applied.Load() == 0 {
-			t.Fatal("no debit was applied")
-		}
-		for _, e := range engines {
-			if err := e.Close(ctxT(t)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		want := debitConcurrently(t, tg, engines)
 		final := h.engine()
 		wantRecordSettled(t, final, tg)
 		// Every unit above the floor is free again: one debit takes it all.
@@ -477,16 +382,122 @@ func TestFloorHoldsUnderConcurrentDebits(t *testing.T) {
 	})
 }
 
+// debitConcurrently seeds tg with 1000 and has each engine's three callers
+// debit it (and now and then credit it) 40 times, while a reader checks
+// that no read shows it below its floor of 0. It checks the value, closes
+// the engines, and returns the value.
+func debitConcurrently(t *testing.T, tg Target, engines []*Engine) int64 {
+	t.Helper()
+	const (
+		callers = 3
+		debits  = 40
+	)
+	mustUpdate(t, engines[0], tg, 1000, "seed")
+	var (
+		applied     atomic.Int64
+		refused     atomic.Int64
+		credited    atomic.Int64
+		wg          sync.WaitGroup
+		stop        = make(chan struct{})
+		readerErr   error
+		readerWG    sync.WaitGroup
+		readerCount int
+	)
+	credited.Store(1000)
+	readerWG.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			st, err := engines[0].Read(context.Background(), tg)
+			var v int64
+			if err == nil {
+				v, err = st.Value()
+			}
+			readerCount++
+			if err != nil || v < 0 {
+				readerErr = fmt.Errorf("a read saw %d, %v", v, err)
+				return
+			}
+		}
+	})
+	for p, e := range engines {
+		for c := range callers {
+			wg.Go(func() {
+				rng := rand.New(rand.NewPCG(uint64(p), uint64(c)))
+				for i := range debits {
+					id := fmt.Sprintf("p%d-c%d-%d", p, c, i)
+					amount := -int64(1 + rng.IntN(20))
+					if i%10 == 9 {
+						amount = int64(rng.IntN(30) + 1) // a credit now and then
+					}
+					// Four processes contend for one partition's
+					// rights and claims, so a try may also end
+					// not_applied (rights not got) or of unknown
+					// outcome; its retry with the same id settles it.
+					unknown := false
+					for try := 0; ; try++ {
+						r, err := e.Update(context.Background(), tg, amount, id)
+						switch {
+						case err == nil && (r.Applied || unknown):
+							if amount > 0 {
+								credited.Add(amount)
+							} else {
+								applied.Add(-amount)
+							}
+						case err == nil:
+							t.Errorf("%s: answered applied: false, but no copy of it was applied before", id)
+						case errors.Is(err, ErrRightsHeld) && try < 3:
+							continue
+						case errors.Is(err, ErrBelowFloor), errors.Is(err, ErrRightsHeld):
+							refused.Add(1)
+						case retryable(err) && try < 20:
+							unknown = unknown || isUnknown(err)
+							time.Sleep(20 * time.Millisecond)
+							continue
+						default:
+							t.Errorf("%s: %v", id, err)
+						}
+						break
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(stop)
+	readerWG.Wait()
+	if readerErr != nil {
+		t.Fatal(readerErr)
+	}
+	want := credited.Load() - applied.Load()
+	wantValue(t, engines[0], tg, want)
+	t.Logf("debited %d, credited %d, %d refused, %d reads during the run", applied.Load(), credited.Load(), refused.Load(), readerCount)
+	if applied.Load() == 0 {
+		t.Fatal("no debit was applied")
+	}
+	for _, e := range engines {
+		if err := e.Close(ctxT(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return want
+}
+
 func TestRightsEncodingRoundTrip(t *testing.T) {
 	for _, r := range []*rights{
 		{version: 1, grants: map[string]grant{}},
 		{version: 7, spent: 1 << 62, grants: map[string]grant{"a-1": {total: 5, until: -3}, "b-2\x00": {total: 0, until: 1 << 60}}},
+		{version: 3, spent: 4, cap: 90, synced: 12, grants: map[string]grant{"a-1": {total: 50, until: 7}}},
+		{version: 2, synced: 5, grants: map[string]grant{}}, // a share given back to nothing
 	} {
 		got, err := decodeRights(r.version, encodeRights(r))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.version != r.version || got.spent != r.spent || len(got.grants) != len(r.grants) {
+		if got.version != r.version || got.spent != r.spent || got.cap != r.cap || got.synced != r.synced || len(got.grants) != len(r.grants) {
 			t.Fatalf("round trip of %+v gave %+v", r, got)
 		}
 		for a, g := range r.grants {
@@ -510,6 +521,10 @@ func TestRightsEncodingRoundTrip(t *testing.T) {
 		{1, []byte{1, 0, 0x80, 0x00}},   // a non-minimal varint
 		{1, []byte{1, 0, 1, 5, 'a', 0}}, // a length past the end
 		{1, []byte{1, 0, 2, 1, 'b', 0, 0, 1, 'a', 0, 0}}, // out of order
+		{1, []byte{2, 0, 0, 0, 0}},                       // a share's format with neither cap nor synced
+		{1, []byte{2, 0, 1, 2, 0}},                       // a negative cap
+		{1, []byte{2, 0, 2, 1, 0}},                       // a negative synced version
+		{1, []byte{3, 0, 0}},                             // an unknown format
 	} {
 		if _, err := decodeRights(bad.version, bad.b); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decodeRights(%d, %x) = %v; want ErrCorrupt", bad.version, bad.b, err)
@@ -519,6 +534,7 @@ func TestRightsEncodingRoundTrip(t *testing.T) {
 
 func FuzzDecodeRights(f *testing.F) {
 	f.Add(int64(1), encodeRights(&rights{version: 1, spent: 3, grants: map[string]grant{"x": {total: 9, until: 4}}}))
+	f.Add(int64(4), encodeRights(&rights{version: 4, spent: 3, cap: 20, synced: 9, grants: map[string]grant{"x": {total: 9, until: 4}}}))
 	f.Add(int64(0), []byte{})
 	f.Fuzz(func(t *testing.T, version int64, b []byte) {
 		r, err := decodeRights(version, b)

@@ -1,0 +1,240 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/abacusdb/abacus/driver"
+)
+
+// Rights per data center.
+//
+// With Config.DataCenter set, an actor takes its grant from its data
+// center's record, which hands out at most the data center's share: an
+// entry of the ledger's record held by "@" + the data center's name, with
+// a lease that never ends. The data center's record is changed by
+// compare-and-set among its own replicas only (LOCAL_SERIAL), so grants
+// within the share go on while the data centers are cut apart; raising
+// the share needs the ledger's record (SERIAL) and a read of the credits
+// that every data center's later reads see, so it waits for the cut to
+// heal. Three rules keep the floor (docs/ledger.md, "Rights per data
+// center", has the argument):
+//
+//  1. The ledger's record: spent + Σ grants, shares included, ≤ credits
+//     seen − floor, the credits read at EACH_QUORUM (every data center's
+//     local quorum) before the compare-and-set.
+//  2. A data center's record: its spent + Σ its actors' grants ≤ its cap,
+//     and its cap ≤ its share in the ledger's record at all times. The
+//     cap rises only after the share did (syncShare), and the share falls
+//     only after the cap did (returnShare), guarded by the version of the
+//     ledger's record the cap was last set from (synced).
+//  3. An actor appends debits only within its grant, as without data
+//     centers.
+
+// sharePrefix starts the holder names of data centers' shares in the
+// ledger's record. Actor ids never start with it.
+const sharePrefix = "@"
+
+// shareHolder says whether a holder of the ledger's record is a data
+// center's share, and whose.
+func shareHolder(holder string) (dc string, ok bool) {
+	return strings.CutPrefix(holder, sharePrefix)
+}
+
+// raiseTimeout bounds a raise of a share, all its rounds.
+const raiseTimeout = 3 * time.Second
+
+// shareLease is the lease of a share: a data center never dies the way a
+// process does, so its share is never reclaimed, only given back.
+const shareLease = math.MaxInt64
+
+// raiseShare adds to this data center's share of the ledger's rights at
+// least want, if the balance allows, plus a part of what is free, split
+// with the other holders; local is the data center's record as last read.
+// If the ledger's record already holds more for the data center than
+// local's cap (a raise whose second step did not finish), it only brings
+// the cap up to it.
+func (e *Engine) raiseShare(ctx context.Context, t Target, local *rights, want int64) error {
+	// Debits wait on the raise: bounded well inside a caller's patience,
+	// since while the data centers are cut apart and not yet known to be
+	// (gossip takes seconds), each attempt on the ledger's record waits
+	// out Cassandra's own timeouts.
+	ctx, cancel := context.WithTimeout(ctx, min(e.cfg.WriteTimeout, raiseTimeout))
+	defer cancel()
+	dc := e.cfg.DataCenter
+	holder := sharePrefix + dc
+	var (
+		p    int64
+		read bool
+		last error
+	)
+	for n := range rightsAttempts {
+		if n > 0 {
+			if err := e.backoff(ctx, n-1); err != nil {
+				return errors.Join(last, err)
+			}
+		}
+		// A failure to read is returned at once: the debits waiting on
+		// this raise go on within the share there is, and a store that
+		// cannot answer now (the data centers cut apart) will not in the
+		// next round either.
+		rec, err := e.readRights(ctx, t, "")
+		if err != nil {
+			return err
+		}
+		share := rec.grants[holder]
+		if share.total > local.cap {
+			if local.synced < rec.version {
+				return e.syncShare(ctx, t, rec)
+			}
+			// A return lowered the cap from this very version of the
+			// ledger's record and did not get to lower the share: while
+			// the record stays at this version no one else can change
+			// the cap, so finishing the return is safe, and needed, or
+			// the cap would stay below the share for good.
+			next := rec.clone()
+			setShare(next, holder, local.cap)
+			next.version++
+			if applied, err := e.swapRights(ctx, t, "", rec.version, next); err != nil || !applied {
+				last = cmp.Or(err, errors.New("the ledger's rights record changed under the end of a return"))
+			}
+			continue
+		}
+		if !read {
+			// The credits a grant may count on: read at EACH_QUORUM, so
+			// that a later read at LOCAL_QUORUM or above in any data
+			// center sees them (blocking read repair writes what a
+			// replica of the read lacked).
+			rctx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
+			rows, err := e.readRows(rctx, t, driver.EachQuorum, "")
+			cancel()
+			if err != nil {
+				return fmt.Errorf("reading the ledger's credits in every data center: %w", err)
+			}
+			if p, _, err = rows.value().Totals(); err != nil {
+				return err
+			}
+			read = true
+		}
+		free := saturatingAdd(saturatingAdd(p, -t.Options.Floor), -rec.held())
+		if free <= 0 {
+			return fmt.Errorf("%w: the ledger's balance above its floor is handed out", ErrRightsHeld)
+		}
+		add := min(want, free)
+		if want < free {
+			add += (free - want) / int64(2*(len(rec.grants)+1))
+		}
+		next := rec.clone()
+		setShare(next, holder, saturatingAdd(share.total, add))
+		next.version++
+		applied, err := e.swapRights(ctx, t, "", rec.version, next)
+		if err != nil && !errors.Is(err, driver.ErrUnknownOutcome) {
+			return err
+		}
+		if err != nil {
+			last = err
+			continue // the next round reads what became of it
+		}
+		if !applied {
+			last = errors.New("the ledger's rights record changed under the raise")
+			continue
+		}
+		return e.syncShare(ctx, t, next)
+	}
+	return fmt.Errorf("raising this data center's share, %d rounds: %w", rightsAttempts, last)
+}
+
+// syncShare brings this data center's cap up to its share in rec, a
+// version of the ledger's record, unless the data center's record was
+// set from that version or a later one already (a return set it lower on
+// purpose, and the share falls next).
+func (e *Engine) syncShare(ctx context.Context, t Target, rec *rights) error {
+	dc := e.cfg.DataCenter
+	share := rec.grants[sharePrefix+dc].total
+	var last error
+	for n := range rightsAttempts {
+		if n > 0 {
+			if err := e.backoff(ctx, n-1); err != nil {
+				return errors.Join(last, err)
+			}
+		}
+		local, err := e.readRights(ctx, t, dc)
+		if err != nil {
+			last = err
+			continue
+		}
+		if local.synced >= rec.version || local.cap >= share {
+			return nil
+		}
+		next := local.clone()
+		next.cap, next.synced = share, rec.version
+		next.version++
+		applied, err := e.swapRights(ctx, t, dc, local.version, next)
+		if err != nil {
+			last = err
+			continue
+		}
+		if applied {
+			return nil
+		}
+		last = errors.New("the data center's rights record changed under the sync")
+	}
+	return fmt.Errorf("bringing this data center's cap up to its share, %d rounds: %w", rightsAttempts, last)
+}
+
+// returnShare gives back the part of this data center's share that its
+// record has not handed out, as an actor of it goes idle: first the cap
+// falls to what is handed out, then the share, if the ledger's record is
+// still the version the cap was set from. If the ledger's record cannot
+// be read (the data centers cut apart) nothing changes: a data center
+// keeps its share through a cut. If the share's swap is refused, the cap
+// stays lower than the share until a raise brings it up again, which only
+// holds rights back. Best effort, in the caller's background work.
+func (e *Engine) returnShare(ctx context.Context, t Target) {
+	dc := e.cfg.DataCenter
+	if dc == "" {
+		return
+	}
+	holder := sharePrefix + dc
+	rec, err := e.readRights(ctx, t, "")
+	if err != nil {
+		return
+	}
+	share, ok := rec.grants[holder]
+	if !ok {
+		return
+	}
+	local, err := e.readRights(ctx, t, dc)
+	if err != nil || local.cap != share.total {
+		return // not in step: a raise or a return is under way
+	}
+	keep := local.held()
+	if keep >= local.cap {
+		return
+	}
+	lower := local.clone()
+	lower.cap, lower.synced = keep, rec.version
+	lower.version++
+	if applied, err := e.swapRights(ctx, t, dc, local.version, lower); err != nil || !applied {
+		return
+	}
+	next := rec.clone()
+	setShare(next, holder, keep)
+	next.version++
+	_, _ = e.swapRights(ctx, t, "", rec.version, next)
+}
+
+// setShare sets a data center's share in the ledger's record, dropping
+// its entry when the share is 0.
+func setShare(rec *rights, holder string, total int64) {
+	if total == 0 {
+		delete(rec.grants, holder)
+		return
+	}
+	rec.grants[holder] = grant{total: total, until: shareLease}
+}

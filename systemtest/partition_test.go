@@ -135,6 +135,28 @@ func runNemesis(t *testing.T, net *cassandratest.Net, n nemesis, suffix string, 
 	var l *faultLedger
 	loaded := make(chan struct{})
 	go func() { defer close(loaded); l = runFaultLoad(t, cfg) }()
+	// Wallets of floor 0 beside the models, one per ledger mode: debits
+	// past their balance, with a reader watching for a value below the
+	// floor through every server, during the nemesis and after it.
+	wallets := []wallet{
+		{ns: "wal" + suffix, name: "w", seed: 500},
+		{ns: "walf" + suffix, name: "w", seed: 500, mode: "concurrent_retries_may_double"},
+	}
+	walletOps := make([][]*floorOp, len(wallets))
+	watched := make([]func() floorWatch, len(wallets))
+	var walletWG sync.WaitGroup
+	watchStop := make(chan struct{})
+	for i, wal := range wallets {
+		startWalletsIn(t, servers[0].server, wal.ns, wal.mode, wal.seed, wal.name)
+		walletWG.Go(func() {
+			walletOps[i] = runFloorLoad(ledgerLoad{
+				alive: cfg.servers, workers: 2, stop: stop, pace: cfg.pace,
+				timeout: cfg.timeout,
+			}, wal)
+		})
+		watched[i] = watchFloor(cfg.servers, watchStop, wal)
+	}
+	queue := runQueueLoad(t, "q"+suffix, cfg.servers, stop, cfg.pace, 10*time.Second)
 	racer := startGCRacer(all, []string{models[0].ns, models[1].ns}, time.Second)
 
 	time.Sleep(5 * time.Second)
@@ -153,6 +175,8 @@ func runNemesis(t *testing.T, net *cassandratest.Net, n nemesis, suffix string, 
 	// time the data centers take to converge.
 	close(stop)
 	<-loaded
+	walletWG.Wait()
+	<-queue.done
 	var asserted []faultModel
 	for _, m := range models {
 		if !m.reportOnly {
@@ -161,20 +185,59 @@ func runNemesis(t *testing.T, net *cassandratest.Net, n nemesis, suffix string, 
 	}
 	converged := waitForAgreement(t, asserted, cfg.counters, all, healedAt)
 	t.Logf("every server read the same %v after healing", converged.Round(100*time.Millisecond))
+	walletConverged := make([]time.Duration, len(wallets))
+	for i, wal := range wallets {
+		walletConverged[i] = waitForWallet(t, wal, all, healedAt)
+	}
+	close(watchStop)
+	queue.drain(all)
+	drained := time.Since(healedAt)
 	racer.finish()
 	rows := checkFault(t, "partition: "+n.name, l, cfg, all...)
 	avail := availability(l, models, servers, cutAt, healedAt)
-	for _, m := range models {
-		r := rows[m.name]
-		a := avail[m.name]
-		row := partitionRow{nemesis: n.name, model: m.name, row: r, converged: converged, during: a}
+	report := func(row partitionRow) {
 		t.Logf("%s", formatPartitionRow(row))
 		reportMu.Lock()
 		partitionRows = append(partitionRows, row)
 		reportMu.Unlock()
 	}
+	for _, m := range models {
+		report(partitionRow{nemesis: n.name, model: m.name, row: rows[m.name], converged: converged, during: avail[m.name]})
+	}
+	for i, wal := range wallets {
+		name := "wallet"
+		if wal.mode != "" {
+			name = "wallet-f" // the mode without claims
+		}
+		seen := watched[i]()
+		// Whether the load reaches the floor depends on how fast the
+		// nemesis lets it go; the fault suite's floor rows must reach it.
+		row := checkFloor(t, "partition: "+n.name+" "+name, walletOps[i], seen, all[0], wal, false)
+		tries := make([][]attempt, len(walletOps[i]))
+		for j, o := range walletOps[i] {
+			tries[j] = o.tries
+		}
+		during := triesPerDataCenter(tries, servers, cutAt, healedAt)
+		report(partitionRow{nemesis: n.name, model: name, row: row, converged: walletConverged[i],
+			during: during, floored: true, below: seen.below})
+		noInternalAnswers(t, name, tries)
+		if n.name == "dc-cut" && wal.mode != "" {
+			// Debits within a data center's share go on in both data
+			// centers (docs/ledger.md, "Rights per data center"): every
+			// attempt is answered, applied or refused for want of
+			// rights (below_floor, rights_held), never unavailable.
+			for dc, c := range answeredPerDataCenter(tries, servers, cutAt, healedAt) {
+				if c[0] == 0 || float64(c[1]) < 0.99*float64(c[0]) {
+					problemf(t, "%s: %s: %d of %d attempts in %s were applied or refused for want of rights while the data centers were cut apart; want at least 99%%", n.name, name, c[1], c[0], dc)
+				}
+			}
+		}
+	}
+	report(partitionRow{nemesis: n.name, model: "queue", row: queue.check(t, "partition: "+n.name), converged: drained,
+		during: triesPerDataCenter(queue.putTries(), servers, cutAt, healedAt)})
+	noInternalAnswers(t, "queue", queue.tries())
 	t.Logf("GC rounds under the nemesis: %d, folded %v, skipped %v, errors %v", racer.rounds, racer.folded, racer.skipped, racer.errs)
-	writeHistory(t, n, cutAt, healedAt, l, models)
+	writeHistory(t, n, cutAt, healedAt, l, models, wallets, walletOps, queue)
 	noInternalErrors(t, l, models)
 	for _, err := range racer.errs {
 		if strings.Contains(err.Error(), `"code":"internal"`) {
@@ -204,20 +267,31 @@ func noInternalErrors(t *testing.T, l *faultLedger, models []faultModel) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, m := range models {
-		n, first := 0, ""
+		var tries [][]attempt
 		for _, o := range l.ops[m.name] {
-			for _, a := range o.attempts {
-				if a.code == "internal" {
-					if n == 0 {
-						first = a.err.Error()
-					}
-					n++
+			tries = append(tries, o.attempts)
+		}
+		noInternalAnswers(t, m.name, tries)
+	}
+}
+
+// noInternalAnswers fails the test if any of the operations' attempts
+// was answered 500 internal.
+func noInternalAnswers(t *testing.T, model string, ops [][]attempt) {
+	t.Helper()
+	n, first := 0, ""
+	for _, attempts := range ops {
+		for _, a := range attempts {
+			if a.code == "internal" {
+				if n == 0 {
+					first = a.err.Error()
 				}
+				n++
 			}
 		}
-		if n > 0 {
-			problemf(t, "%s: %d answers were 500 internal, the first: %s", m.name, n, first)
-		}
+	}
+	if n > 0 {
+		problemf(t, "%s: %d answers were 500 internal, the first: %s", model, n, first)
 	}
 }
 
@@ -262,6 +336,36 @@ func waitForAgreement(t *testing.T, models []faultModel, counters int, readers [
 	}
 }
 
+// waitForWallet reads the wallet through every reader until they all read
+// the same, and returns how long after healedAt that was. It fails the
+// test after three minutes.
+func waitForWallet(t *testing.T, wal wallet, readers []*server, healedAt time.Time) time.Duration {
+	t.Helper()
+	m := faultModel{ns: wal.ns, kind: kindLedger}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		values, why := map[int64]bool{}, ""
+		for _, s := range readers {
+			v, err := readValue(ctx, s, m, wal.name)
+			if err != nil {
+				why = fmt.Sprintf("%s/%s through %s: %v", wal.ns, wal.name, s.Name, err)
+				break
+			}
+			values[v] = true
+		}
+		cancel()
+		if why == "" && len(values) == 1 {
+			return time.Since(healedAt)
+		}
+		if time.Now().After(deadline) {
+			problemf(t, "the wallet still reads differently 3 minutes after healing: %s %v", why, values)
+			return time.Since(healedAt)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 func readersAgree(ctx context.Context, models []faultModel, counters int, readers []*server) (bool, string) {
 	for _, m := range models {
 		for c := range counters {
@@ -290,31 +394,58 @@ type dcAvailability map[string][2]int
 // availability counts the attempts that started between cutAt and
 // healedAt, per model and data center of the server they went to.
 func availability(l *faultLedger, models []faultModel, servers []partitionServer, cutAt, healedAt time.Time) map[string]dcAvailability {
-	dcOf := map[string]string{}
-	for _, s := range servers {
-		dcOf[s.Name] = s.dc
-	}
 	out := map[string]dcAvailability{}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, m := range models {
-		a := dcAvailability{}
+		var tries [][]attempt
 		for _, o := range l.ops[m.name] {
-			for _, at := range o.attempts {
-				if at.start.Before(cutAt) || !at.start.Before(healedAt) {
-					continue
-				}
-				c := a[dcOf[at.server]]
-				c[0]++
-				if at.out == acked {
-					c[1]++
-				}
-				a[dcOf[at.server]] = c
-			}
+			tries = append(tries, o.attempts)
 		}
-		out[m.name] = a
+		out[m.name] = triesPerDataCenter(tries, servers, cutAt, healedAt)
 	}
 	return out
+}
+
+// triesPerDataCenter counts the attempts that started between cutAt and
+// healedAt, and those acknowledged, per data center of their server.
+func triesPerDataCenter(ops [][]attempt, servers []partitionServer, cutAt, healedAt time.Time) dcAvailability {
+	return perDataCenter(ops, servers, cutAt, healedAt, func(at attempt) bool { return at.out == acked })
+}
+
+// perDataCenter counts the attempts that started between cutAt and
+// healedAt, and those that count says are good, per data center of their
+// server.
+func perDataCenter(ops [][]attempt, servers []partitionServer, cutAt, healedAt time.Time, count func(attempt) bool) dcAvailability {
+	dcOf := map[string]string{}
+	for _, s := range servers {
+		dcOf[s.Name] = s.dc
+	}
+	a := dcAvailability{}
+	for _, attempts := range ops {
+		for _, at := range attempts {
+			if at.start.Before(cutAt) || !at.start.Before(healedAt) {
+				continue
+			}
+			c := a[dcOf[at.server]]
+			c[0]++
+			if count(at) {
+				c[1]++
+			}
+			a[dcOf[at.server]] = c
+		}
+	}
+	return a
+}
+
+// answeredPerDataCenter counts, per data center of their server, the
+// attempts that started between cutAt and healedAt and those that got an
+// answer about the request itself: applied, or refused for want of
+// rights (below_floor, rights_held).
+func answeredPerDataCenter(ops [][]attempt, servers []partitionServer, cutAt, healedAt time.Time) dcAvailability {
+	return perDataCenter(ops, servers, cutAt, healedAt, func(at attempt) bool {
+		return at.out == acked || at.code == "below_floor" || at.code == "rights_held"
+	})
 }
 
 // partitionRow is one line of the partition table.
@@ -323,12 +454,16 @@ type partitionRow struct {
 	row            faultRow
 	converged      time.Duration
 	during         dcAvailability
+	// floored rows count the reads, during the load and until the
+	// servers agreed after healing, that showed a value below the floor.
+	floored bool
+	below   int
 }
 
 // partitionRows collects the suite's lines for TestMain's summary.
 var partitionRows []partitionRow
 
-const partitionHeader = "nemesis           model     ops  acked  unknown  refused   lost  double  converged  acknowledged while on (per data center)"
+const partitionHeader = "nemesis           model     ops  acked  unknown  refused   lost  double  below floor  converged  acknowledged while on (per data center)"
 
 func formatPartitionRow(p partitionRow) string {
 	dcs := make([]string, 0, len(p.during))
@@ -341,9 +476,13 @@ func formatPartitionRow(p partitionRow) string {
 		c := p.during[dc]
 		parts = append(parts, fmt.Sprintf("%s %d/%d (%.1f%%)", dc, c[1], c[0], 100*float64(c[1])/float64(max(c[0], 1))))
 	}
-	return fmt.Sprintf("%-17s %-8s %4d  %5d  %7d  %7d  %5d  %6d  %8.1fs  %s",
+	below := "–"
+	if p.floored {
+		below = fmt.Sprint(p.below)
+	}
+	return fmt.Sprintf("%-17s %-8s %4d  %5d  %7d  %7d  %5d  %6d  %11s  %8.1fs  %s",
 		p.nemesis, p.model, p.row.ops, p.row.acked, p.row.unknown, p.row.failed, p.row.lost, p.row.double,
-		p.converged.Seconds(), strings.Join(parts, ", "))
+		below, p.converged.Seconds(), strings.Join(parts, ", "))
 }
 
 // writeHistory writes every operation of the run, with every attempt's
@@ -351,7 +490,7 @@ func formatPartitionRow(p partitionRow) string {
 // checker of one's own or a look at what happened when. The directory is
 // $ABACUS_TEST_HISTORY_DIR, else abacus-partitions under the system's
 // temporary directory.
-func writeHistory(t *testing.T, n nemesis, cutAt, healedAt time.Time, l *faultLedger, models []faultModel) {
+func writeHistory(t *testing.T, n nemesis, cutAt, healedAt time.Time, l *faultLedger, models []faultModel, wallets []wallet, walletOps [][]*floorOp, queue *queueRun) {
 	t.Helper()
 	dir := os.Getenv("ABACUS_TEST_HISTORY_DIR")
 	if dir == "" {
@@ -389,18 +528,38 @@ func writeHistory(t *testing.T, n nemesis, cutAt, healedAt time.Time, l *faultLe
 	}
 	_ = enc.Encode(map[string]any{"nemesis": n.name, "what": n.what, "cut_at": cutAt, "healed_at": healedAt})
 	names := map[outcome]string{acked: "acknowledged", failed: "refused", unknown: "unknown"}
+	write := func(rec opRecord, attempts []attempt) bool {
+		for _, a := range attempts {
+			rec.Attempts = append(rec.Attempts, attemptRecord{Server: a.server, Start: a.start, End: a.end, Outcome: names[a.out], Code: a.code, Timeout: a.timeout})
+		}
+		if err := enc.Encode(rec); err != nil {
+			t.Logf("history: %v", err)
+			return false
+		}
+		return true
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, m := range models {
 		for _, o := range l.ops[m.name] {
-			rec := opRecord{Model: m.name, Namespace: m.ns, Counter: o.counter, Actor: o.actor, RequestID: o.id, Amount: o.amount, Acked: o.acked}
-			for _, a := range o.attempts {
-				rec.Attempts = append(rec.Attempts, attemptRecord{Server: a.server, Start: a.start, End: a.end, Outcome: names[a.out], Code: a.code, Timeout: a.timeout})
-			}
-			if err := enc.Encode(rec); err != nil {
-				t.Logf("history: %v", err)
+			if !write(opRecord{Model: m.name, Namespace: m.ns, Counter: o.counter, Actor: o.actor, RequestID: o.id, Amount: o.amount, Acked: o.acked}, o.attempts) {
 				return
 			}
+		}
+	}
+	for i, wal := range wallets {
+		for _, o := range walletOps[i] {
+			if !write(opRecord{Model: "wallet", Namespace: wal.ns, Counter: wal.name, RequestID: o.id, Amount: o.amount, Acked: o.acked}, o.tries) {
+				return
+			}
+		}
+	}
+	queue.mu.Lock()
+	defer queue.mu.Unlock()
+	for _, p := range queue.puts {
+		// A put has no request id; its body names it.
+		if !write(opRecord{Model: "queue", Counter: queue.queue, RequestID: p.body, Amount: 1, Acked: p.try.out == acked}, []attempt{p.try}) {
+			return
 		}
 	}
 	t.Logf("history of %s: %s", n.name, path)

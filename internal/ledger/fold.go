@@ -451,6 +451,12 @@ func (e *Engine) foldOnce(ctx context.Context, t Target) (Base, error) {
 		for a := range r.grants {
 			if dc, ok := shareHolder(a); ok {
 				// The actors of a data center's share are in its record.
+				// Another data center's is read here as far as its
+				// commits have reached this one, which may lag: like the
+				// rest of this bound it backs up the timing that keeps
+				// every live actor far above the cut (an actor lives at
+				// most ActorMaxAge, and holds rights at most a lease and
+				// the late-write window longer).
 				rdc, err := e.readRights(ctx, t, dc)
 				if err != nil {
 					return Base{}, fmt.Errorf("ledger %s/%s: fold: reading the rights record of data center %s: %w", t.Namespace, t.Ledger, dc, err)

@@ -294,6 +294,12 @@ func (e *Engine) acquireRights(ctx context.Context, t Target, s *slot, st *State
 		if total == mine.total && mine.until-now >= int64(e.cfg.RightsLease/time.Microsecond)/2 && reclaimed.n == 0 {
 			return nil // nothing to ask for: the balance is all handed out
 		}
+		if dc != "" && total == 0 && mine.until == 0 && reclaimed.n == 0 {
+			// Nothing to grant a new actor: it stays out of the record,
+			// where a fold could not find it if its data center holds no
+			// share yet. Its debits are refused for want of rights.
+			return nil
+		}
 		next.grants[s.actor] = grant{total: total, until: until}
 		next.version++
 		applied, err := e.swapRights(ctx, t, dc, rec.version, next)
@@ -426,6 +432,11 @@ func (e *Engine) returnRights(s *slot, used int64) {
 		err := e.retryUntil(stop, deadline, func(ctx context.Context) error {
 			return e.giveBack(ctx, r.t, actor, used)
 		})
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.WriteTimeout)
+			e.returnShare(ctx, r.t)
+			cancel()
+		}
 		if err != nil {
 			e.cfg.Logger.Info("ledger: could not return unused debit rights; they come back when the lease has ended and the late-write window passed",
 				"namespace", r.t.Namespace, "ledger", r.t.Ledger, "actor", actor, "err", err)

@@ -28,6 +28,15 @@ func updateErr(t *testing.T, e *Engine, tg Target, amount int64, id string) erro
 // the ledger's debit total, so nothing was granted twice or lost.
 func wantRecordSettled(t *testing.T, e *Engine, tg Target) {
 	t.Helper()
+	rec, n := recordAndDebits(t, e, tg)
+	if len(rec.grants) != 0 || rec.spent != n {
+		t.Fatalf("rights record after every engine closed: spent %d, grants %v; want spent %d (the debit total), no grants", rec.spent, rec.grants, n)
+	}
+}
+
+// recordAndDebits reads the ledger's rights record and its debit total.
+func recordAndDebits(t *testing.T, e *Engine, tg Target) (*rights, int64) {
+	t.Helper()
 	rec, err := e.readRights(ctxT(t), tg, "")
 	if err != nil {
 		t.Fatal(err)
@@ -36,9 +45,7 @@ func wantRecordSettled(t *testing.T, e *Engine, tg Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.grants) != 0 || rec.spent != n {
-		t.Fatalf("rights record after every engine closed: spent %d, grants %v; want spent %d (the debit total), no grants", rec.spent, rec.grants, n)
-	}
+	return rec, n
 }
 
 func TestFloorRefusesDebitsBelowIt(t *testing.T) {

@@ -57,8 +57,9 @@ const shareLease = math.MaxInt64
 // least want, if the balance allows, plus a part of what is free, split
 // with the other holders; local is the data center's record as last read.
 // If the ledger's record already holds more for the data center than
-// local's cap (a raise whose second step did not finish), it only brings
-// the cap up to it.
+// local's cap, it first finishes what left it so: a raise whose second
+// step did not land (the cap is brought up) or a return whose second step
+// did not (the share is brought down).
 func (e *Engine) raiseShare(ctx context.Context, t Target, local *rights, want int64) error {
 	// Debits wait on the raise: bounded well inside a caller's patience,
 	// since while the data centers are cut apart and not yet known to be
@@ -90,7 +91,15 @@ func (e *Engine) raiseShare(ctx context.Context, t Target, local *rights, want i
 		share := rec.grants[holder]
 		if share.total > local.cap {
 			if local.synced < rec.version {
-				return e.syncShare(ctx, t, rec)
+				// A raise whose second step did not finish: finish it,
+				// then raise further from what the records then say.
+				if err := e.syncShare(ctx, t, rec); err != nil {
+					return err
+				}
+				if local, err = e.readRights(ctx, t, dc); err != nil {
+					return err
+				}
+				continue
 			}
 			// A return lowered the cap from this very version of the
 			// ledger's record and did not get to lower the share: while
@@ -121,15 +130,25 @@ func (e *Engine) raiseShare(ctx context.Context, t Target, local *rights, want i
 			}
 			read = true
 		}
-		free := saturatingAdd(saturatingAdd(p, -t.Options.Floor), -rec.held())
+		// Actors listed in the ledger's own record were granted by
+		// servers without a data center; with every server in one now,
+		// only a raise reclaims their rights once their lease is long
+		// over.
+		next := rec.clone()
+		reclaimed, err := e.reclaim(ctx, t, next, "", driver.Micros(e.cfg.Clock.Now()))
+		if err != nil {
+			e.cfg.Logger.Warn("ledger: could not read the ledger at ALL, or fence the rows, to reclaim the debit rights of stopped actors; they stay held",
+				"namespace", t.Namespace, "ledger", t.Ledger, "err", err)
+		}
+		p = max(p, reclaimed.p)
+		free := saturatingAdd(saturatingAdd(p, -t.Options.Floor), -next.held())
 		if free <= 0 {
 			return fmt.Errorf("%w: the ledger's balance above its floor is handed out", ErrRightsHeld)
 		}
 		add := min(want, free)
 		if want < free {
-			add += (free - want) / int64(2*(len(rec.grants)+1))
+			add += (free - want) / int64(2*(len(next.grants)+1))
 		}
-		next := rec.clone()
 		setShare(next, holder, saturatingAdd(share.total, add))
 		next.version++
 		applied, err := e.swapRights(ctx, t, "", rec.version, next)
@@ -188,53 +207,73 @@ func (e *Engine) syncShare(ctx context.Context, t Target, rec *rights) error {
 }
 
 // returnShare gives back the part of this data center's share that its
-// record has not handed out, as an actor of it goes idle: first the cap
-// falls to what is handed out, then the share, if the ledger's record is
-// still the version the cap was set from. If the ledger's record cannot
-// be read (the data centers cut apart) nothing changes: a data center
-// keeps its share through a cut. If the share's swap is refused, the cap
-// stays lower than the share until a raise brings it up again, which only
-// holds rights back. Best effort, in the caller's background work.
+// record has not handed out, as an actor of it goes idle or its process
+// closes: first the cap falls to what is handed out, stamped with the
+// version of the ledger's record it was read from, then the share, if the
+// ledger's record is still that version. A cap is stamped only with a
+// version at least the one it has, so a raise's second step that carries
+// an older version cannot lift it again. A swap of the ledger's record
+// that is refused (the record moved on) or of unknown outcome is tried
+// again from fresh reads, a few rounds. If the ledger's record cannot be
+// read (the data centers cut apart) nothing changes: a data center keeps
+// its share through a cut, until an actor of it goes idle after healing.
+// Best effort, in the caller's background work.
 func (e *Engine) returnShare(ctx context.Context, t Target) {
 	dc := e.cfg.DataCenter
 	if dc == "" {
 		return
 	}
+	for n := range rightsAttempts {
+		if n > 0 && e.backoff(ctx, n-1) != nil {
+			return
+		}
+		rec, err := e.readRights(ctx, t, "")
+		if err != nil {
+			return
+		}
+		local, err := e.readRights(ctx, t, dc)
+		if err != nil || !e.returnShareFrom(ctx, t, rec, local) {
+			return
+		}
+	}
+}
+
+// returnShareFrom is one round of returnShare from rec and local, reads
+// of the ledger's record and of this data center's, in that order. It
+// says whether another round may get further.
+func (e *Engine) returnShareFrom(ctx context.Context, t Target, rec, local *rights) (again bool) {
+	dc := e.cfg.DataCenter
 	holder := sharePrefix + dc
-	rec, err := e.readRights(ctx, t, "")
-	if err != nil {
-		return
-	}
 	share, ok := rec.grants[holder]
-	if !ok {
-		return
-	}
-	local, err := e.readRights(ctx, t, dc)
-	if err != nil || local.cap != share.total {
-		return // not in step: a raise or a return is under way
+	if !ok || local.synced > rec.version || local.cap > share.total {
+		// A later version of the ledger's record than this read set the
+		// cap: the next idle actor returns from there.
+		return false
 	}
 	keep := local.held()
-	if keep >= local.cap {
-		return
+	if keep >= share.total {
+		return false // nothing unused
 	}
-	lower := local.clone()
-	lower.cap, lower.synced = keep, rec.version
-	lower.version++
-	if applied, err := e.swapRights(ctx, t, dc, local.version, lower); err != nil || !applied {
-		return
+	if keep < local.cap || local.synced < rec.version {
+		lower := local.clone()
+		lower.cap, lower.synced = keep, rec.version
+		lower.version++
+		if applied, err := e.swapRights(ctx, t, dc, local.version, lower); err != nil || !applied {
+			return true
+		}
 	}
+	// The cap is keep, stamped with rec's version: lowering the share to
+	// it at that version keeps cap ≤ share.
 	next := rec.clone()
 	setShare(next, holder, keep)
 	next.version++
-	_, _ = e.swapRights(ctx, t, "", rec.version, next)
+	applied, err := e.swapRights(ctx, t, "", rec.version, next)
+	return !applied && (err == nil || errors.Is(err, driver.ErrUnknownOutcome))
 }
 
-// setShare sets a data center's share in the ledger's record, dropping
-// its entry when the share is 0.
+// setShare sets a data center's share in the ledger's record. An entry
+// stays at 0: folds find the records of data centers, whose actors may
+// hold leases, through these entries.
 func setShare(rec *rights, holder string, total int64) {
-	if total == 0 {
-		delete(rec.grants, holder)
-		return
-	}
 	rec.grants[holder] = grant{total: total, until: shareLease}
 }

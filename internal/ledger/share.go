@@ -96,9 +96,17 @@ func (e *Engine) raiseShare(ctx context.Context, t Target, local *rights, want i
 				if err := e.syncShare(ctx, t, rec); err != nil {
 					return err
 				}
-				if local, err = e.readRights(ctx, t, dc); err != nil {
+				synced, err := e.readRights(ctx, t, dc)
+				if err != nil {
 					return err
 				}
+				// What the sync added counts towards want: a raise by
+				// another process of this data center may have been for
+				// the same shortfall.
+				if want -= synced.cap - local.cap; want <= 0 {
+					return nil
+				}
+				local = synced
 				continue
 			}
 			// A return lowered the cap from this very version of the
@@ -109,7 +117,11 @@ func (e *Engine) raiseShare(ctx context.Context, t Target, local *rights, want i
 			next := rec.clone()
 			setShare(next, holder, local.cap)
 			next.version++
-			if applied, err := e.swapRights(ctx, t, "", rec.version, next); err != nil || !applied {
+			applied, err := e.swapRights(ctx, t, "", rec.version, next)
+			if err != nil && !errors.Is(err, driver.ErrUnknownOutcome) {
+				return err
+			}
+			if err != nil || !applied {
 				last = cmp.Or(err, errors.New("the ledger's rights record changed under the end of a return"))
 			}
 			continue

@@ -106,6 +106,8 @@ type DeleteEventBucketsParams struct {
 // (namespace, counter, time bucket), and per counter a record holding the
 // rollup and the marked buckets.
 type Events interface {
+	EventSeals
+
 	// MarkEventBucket records that the bucket may hold events of the
 	// counter. It is a blind, idempotent write at timestamp p.Bucket.
 	MarkEventBucket(ctx context.Context, p *MarkEventBucketParams) error
@@ -157,4 +159,79 @@ type Events interface {
 	// (a rollup or a marked bucket), sorted by namespace and then counter.
 	// Events alone make no record. It scans; it is for rollup sweeps.
 	ListEventCounters(ctx context.Context, p *ListCountersParams) ([]CounterKey, error)
+}
+
+// EventSeal is one sealed range of a counter of the events model: the
+// events with Start < Time <= End that the rollup sealing the range read,
+// and the counter's value at End. Seals of one counter form a chain —
+// each starts where the one before it ended, from the epoch its writer
+// read — so the seal holding an event time is the one with the greatest
+// Start below it. Once stored a seal never changes, which is what lets a
+// retry arriving after its range was sealed learn whether it counted.
+type EventSeal struct {
+	// Start and End bound the range, in microseconds: Start < Time <= End.
+	Start int64
+	End   int64
+	// Value is the counter's value at End: the value at Start plus the
+	// events of the range (0 for a clear).
+	Value int64
+	// Clear is set when the range was closed by a clear: no event of it
+	// counts.
+	Clear bool
+	// Events names the events of the range that count, encoded by the
+	// events engine. Drivers store it as it is.
+	Events []byte
+}
+
+// SealEventsParams are the parameters of Events.SealEvents.
+type SealEventsParams struct {
+	Namespace string
+	Counter   string
+	// Bucket is the start (µs) of the time bucket holding Seal.Start; it
+	// selects the partition. The caller computes it; drivers do not check.
+	Bucket int64
+	Seal   EventSeal
+	// Consistency is the level the seal is committed at.
+	Consistency Consistency
+}
+
+// ReadEventSealParams are the parameters of Events.ReadEventSeal.
+type ReadEventSealParams struct {
+	Namespace string
+	Counter   string
+	Bucket    int64
+	// Before selects the seal of the bucket with the greatest Start < Before.
+	Before      int64
+	Consistency Consistency
+}
+
+// EventSeals stores the seals of the events model, in a partition per
+// (namespace, counter, bucket of the seal's Start), one row per Start.
+type EventSeals interface {
+	// SealEvents stores p.Seal unless the counter already holds a seal with
+	// the same Start. It returns the seal stored under that Start — p.Seal
+	// when applied is true, else the one that was there — so of any number
+	// of concurrent calls for one Start, from any processes, exactly one
+	// applies and all return its seal. It is linearizable per (counter,
+	// Start): a Paxos round on Cassandra, a lock on the embedded store. On
+	// an error the seal may or may not have been stored; calling again
+	// settles it.
+	SealEvents(ctx context.Context, p *SealEventsParams) (stored *EventSeal, applied bool, err error)
+
+	// ReadEventSeal returns the seal of the bucket with the greatest Start
+	// below p.Before, or ErrNotFound when the bucket holds none.
+	ReadEventSeal(ctx context.Context, p *ReadEventSealParams) (*EventSeal, error)
+
+	// DeleteEventSeals deletes every seal of the listed buckets. The
+	// caller deletes only buckets no seal is written to any more (every
+	// Start in them is behind the counter's epoch).
+	DeleteEventSeals(ctx context.Context, p *DeleteEventSealsParams) error
+}
+
+// DeleteEventSealsParams are the parameters of Events.DeleteEventSeals.
+type DeleteEventSealsParams struct {
+	Namespace   string
+	Counter     string
+	Buckets     []int64
+	Consistency Consistency
 }

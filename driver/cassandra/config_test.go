@@ -224,7 +224,7 @@ func TestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(stmts) != 27 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, six queue columns added, two events, three counter-model tables, queue_pauses, ledger_entries, ledger_entry_days, ledger_rights and ledger_rights_dc
+	if len(stmts) != 28 { // keyspace, namespaces, shards, two ledger, api_keys, counter_cuts, four queue, six queue columns added, three events, three counter-model tables, queue_pauses, ledger_entries, ledger_entry_days, ledger_rights and ledger_rights_dc
 		t.Fatalf("got %d statements", len(stmts))
 	}
 	want := "CREATE KEYSPACE IF NOT EXISTS k1 WITH replication = {'class': 'NetworkTopologyStrategy', 'dc1': 3, 'dc2': 2}"

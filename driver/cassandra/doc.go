@@ -115,6 +115,14 @@
 //	    PRIMARY KEY ((ns, counter, bucket), time, id))
 //	    WITH CLUSTERING ORDER BY (time DESC, id ASC)
 //
+//	CREATE TABLE event_seals (
+//	    ns text, counter text, bucket bigint, -- partition: the bucket of start
+//	    start bigint,                     -- clustering: newest first
+//	    end bigint, value bigint,         -- the range (start, end], value at end
+//	    cleared boolean, events blob,     -- written only by INSERT ... IF NOT EXISTS
+//	    PRIMARY KEY ((ns, counter, bucket), start))
+//	    WITH CLUSTERING ORDER BY (start DESC)
+//
 // and the cuts of deletes (lifecycle.go; written and read at a quorum at
 // least, one partition per namespace):
 //
@@ -176,6 +184,22 @@
 // minutes under the default ten days) a rolled-up counter's partition
 // holds more than the 1,000 tombstones at which Cassandra logs a warning.
 //
+// The events model's seals are the one part of it Paxos decides: a seal
+// must be one for its Start however many rollups race to write it, since
+// a retry arriving after its range was sealed learns from the seal
+// whether it counted. SealEvents is INSERT ... IF NOT EXISTS into
+// event_seals at the fold level, with the Paxos phase at SERIAL; when it
+// does not apply, the answer carries the seal that won. ReadEventSeal is
+// a plain read of the first row below its bound (the clustering order
+// is descending), LIMIT 1. DeleteEventSeals sends a partition delete per
+// bucket stamped by its coordinator (no USING TIMESTAMP, no client-side
+// timestamp): the seals carry their ballots' timestamps, the
+// coordinators' clocks when they were written, so a delete at a rollup's
+// epoch, or at a lagging client's clock, could fall below them. A purge
+// deletes a marked bucket's seals with its events, as the engine marks
+// every bucket a seal's Start lies in. An empty list of events is stored
+// as an empty blob and read back as an empty, non-nil slice.
+//
 // Every lightweight transaction runs its Paxos phase at SERIAL, whatever
 // the level of its commit: its decision must be one across data centers
 // (lwtSerial). Lightweight transactions are used by CreateNamespace (IF NOT
@@ -205,7 +229,7 @@
 // An operation whose Consistency is driver.Default uses the configured
 // level for its kind: Config.ReadConsistency for reads (QUORUM),
 // Config.WriteConsistency for shard, ledger, event, marker and namespace
-// writes (QUORUM) and Config.FoldConsistency for folds, rollups and
+// writes (QUORUM) and Config.FoldConsistency for folds, rollups, seals and
 // bucket deletes (QUORUM). The read that precedes a fold
 // must see every replica; Config.GCReadConsistency (ALL) records that level,
 // and GC callers pass it as the read's Consistency.

@@ -63,11 +63,12 @@ const maxMarkerDeletesPerBatch = 100
 type eventStatements struct {
 	markBucket, deleteMarker, writeRollup, readCounter, listCounters string
 	writeEvent, readEvents, deleteBucket                             string
-	probeCounters, probeEvents                                       string
+	sealEvents, readSeal, deleteSeals                                string
+	probeCounters, probeEvents, probeSeals                           string
 }
 
 func newEventStatements(ks string) eventStatements {
-	c, e := ks+".event_counters", ks+".events"
+	c, e, s := ks+".event_counters", ks+".events", ks+".event_seals"
 	return eventStatements{
 		markBucket: "UPDATE " + c + " USING TIMESTAMP ? SET marked = true WHERE ns = ? AND counter = ? AND bucket = ?",
 		// The timestamp goes into each statement, not into the batch
@@ -85,15 +86,27 @@ func newEventStatements(ks string) eventStatements {
 		deleteBucket:  "DELETE FROM " + e + " USING TIMESTAMP ? WHERE ns = ? AND counter = ? AND bucket = ?",
 		probeCounters: "SELECT ns FROM " + c + " LIMIT 1",
 		probeEvents:   "SELECT ns FROM " + e + " LIMIT 1",
+		probeSeals:    "SELECT ns FROM " + s + " LIMIT 1",
+		sealEvents: "INSERT INTO " + s + " (ns, counter, bucket, start, end, value, cleared, events)" +
+			" VALUES (?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS",
+		// Descending clustering: the first row below the bound is the
+		// seal with the greatest start before it.
+		readSeal: "SELECT start, end, value, cleared, events FROM " + s +
+			" WHERE ns = ? AND counter = ? AND bucket = ? AND start < ? LIMIT 1",
+		// A partition tombstone at the server's time (DeleteEventSeals).
+		deleteSeals: "DELETE FROM " + s + " WHERE ns = ? AND counter = ? AND bucket = ?",
 	}
 }
 
-func (q eventStatements) probes() []string { return []string{q.probeCounters, q.probeEvents} }
+func (q eventStatements) probes() []string {
+	return []string{q.probeCounters, q.probeEvents, q.probeSeals}
+}
 
 func eventSchemaStatements(cfg Config) []string {
 	return []string{
 		fmt.Sprintf(eventCountersDDL, cfg.Keyspace),
 		fmt.Sprintf(eventsDDL, cfg.Keyspace),
+		fmt.Sprintf(eventSealsDDL, cfg.Keyspace),
 	}
 }
 

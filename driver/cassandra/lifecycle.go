@@ -24,6 +24,7 @@ type lifecycleStatements struct {
 	// Purges, one partition delete each.
 	purgeShards, purgeActor, purgeNative, purgeCAS, purgeLedger string
 	purgeEventCounter, purgeEventBucket, readEventBuckets       string
+	purgeEventSeals                                             string
 }
 
 func newLifecycleStatements(ks string) lifecycleStatements {
@@ -41,6 +42,10 @@ func newLifecycleStatements(ks string) lifecycleStatements {
 		purgeEventCounter: "DELETE FROM " + ks + ".event_counters USING TIMESTAMP ? WHERE ns = ? AND counter = ?",
 		purgeEventBucket:  "DELETE FROM " + ks + ".events USING TIMESTAMP ? WHERE ns = ? AND counter = ? AND bucket = ?",
 		readEventBuckets:  "SELECT bucket FROM " + ks + ".event_counters WHERE ns = ? AND counter = ?",
+		// At purgeTimestamp too, unlike DeleteEventSeals: far above the
+		// ballot timestamps (about now) the seals were written at, so it
+		// covers them, and the commit of a round still under way.
+		purgeEventSeals: "DELETE FROM " + ks + ".event_seals USING TIMESTAMP ? WHERE ns = ? AND counter = ? AND bucket = ?",
 	}
 }
 
@@ -125,8 +130,10 @@ func (d *Driver) DropCuts(ctx context.Context, p *driver.DropCutsParams) error {
 const purgeTimestamp int64 = math.MaxInt64 - 1
 
 // PurgeCounter implements driver.Lifecycle with partition deletes. An
-// events counter's bucket partitions are found through its markers and
-// deleted before the markers are. A ledger's request-id claims and
+// events counter's bucket partitions, of events and of seals, are found
+// through its markers and deleted before the markers are: the events
+// engine marks every bucket a seal's Start lies in, so the markers lead
+// to every partition of seals too. A ledger's request-id claims and
 // history entries are left to expire by their TTL.
 func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams) error {
 	const op = "purge counter"
@@ -182,6 +189,9 @@ func (d *Driver) PurgeCounter(ctx context.Context, p *driver.PurgeCounterParams)
 				continue // the static-only row of a counter without markers
 			}
 			if err := one(q.purgeEventBucket, ts, p.Namespace, p.Counter, *b); err != nil {
+				return err
+			}
+			if err := one(q.purgeEventSeals, ts, p.Namespace, p.Counter, *b); err != nil {
 				return err
 			}
 		}

@@ -202,7 +202,7 @@ func (d *Driver) prepareSchema(ctx context.Context) error {
 
 // probe checks that every table can be queried. A keyspace created by an
 // earlier release lacks the newer tables (ledgers, ledger_claims, the queue
-// tables, the events tables, the counter models' tables, api_keys, queue_dedup, counter_cuts, ledger_entries, ledger_entry_days, ledger_rights, ledger_rights_dc); their probes
+// tables, the events tables, the counter models' tables, api_keys, queue_dedup, counter_cuts, ledger_entries, ledger_entry_days, ledger_rights, ledger_rights_dc, event_seals); their probes
 // fail, and prepareSchema then creates them.
 func (d *Driver) probe(ctx context.Context) error {
 	probes := append([]string{d.q.probeNamespaces, d.q.probeShards, d.q.probeLedgers, d.q.probeLedgerClaims}, d.q.queue.probes()...)

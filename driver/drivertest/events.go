@@ -503,6 +503,7 @@ func exerciseEvents(t *testing.T, d driver.Events, open Opener) {
 		}
 	})
 
+	t.Run("Seals", func(t *testing.T) { t.Parallel(); exerciseEventSeals(t, d, open) })
 	t.Run("Closed", func(t *testing.T) {
 		d2 := capability[driver.Events](t, openClosed(t, open))
 		c := context.Background()

@@ -44,7 +44,7 @@
 // The queue tables (0x04-0x07) are plain values written with Set and
 // Delete under a per-shard lock, not LWW cells; queue_encoding.go describes
 // their fixed-width components, which sort by shard, due time and id. The
-// ledger tables (0x10-0x13) and the events tables (0x20, 0x21) are
+// ledger tables (0x10-0x13) and the events tables (0x20-0x22) are
 // described in their own sections below.
 //
 // Length prefixes make keys unambiguous: namespace "a" with counter "bc" and
@@ -119,14 +119,15 @@
 // nothing, where Cassandra's counters wrap around silently.
 // # Events
 //
-// The events model (“Highly Available Counters Using Cassandra”, op-based) uses two more tables of LWW cells,
-// with fixed-width numbers after the length-prefixed names
-// (events_encoding.go):
+// The events model (“Highly Available Counters Using Cassandra”, op-based) uses three more tables, the
+// first two of LWW cells, with fixed-width numbers after the
+// length-prefixed names (events_encoding.go):
 //
 //	0x20 | ns | counter | bucket                -> bucket deletion (tombstone)
 //	0x20 | ns | counter | bucket | ^time | id   -> event cell {delta}, timestamp = time
 //	0x21 | ns | counter | 0x00                  -> rollup cell {value}, timestamp = epoch
 //	0x21 | ns | counter | 0x01 | bucket         -> marker cell {}, timestamp = bucket start
+//	0x22 | ns | counter | bucket | start        -> seal {version 1, flags, end, value, events}
 //
 // bucket is big-endian with the sign bit flipped, so markers list in
 // ascending order; ^time is the same with every bit inverted, so a
@@ -144,6 +145,12 @@
 // because an event key is only ever written at the time it holds; and a
 // marker tombstone at the timestamp removes the marker unless it was
 // written later.
+//
+// Seals are plain values, not cells: SealEvents stores one per start with
+// a check-then-set under a striped lock, as cas counters do, so exactly
+// one of racing callers applies; their starts sort in numeric order, so
+// ReadEventSeal is one reverse seek, and DeleteEventSeals and a purge
+// drop them with range deletes (events_seals_encoding.go).
 //
 // # Cuts and purges
 //

@@ -7,7 +7,7 @@ import (
 
 // ---- events keys -----------------------------------------------------------
 //
-// The events model (“Highly Available Counters Using Cassandra”, op-based) uses two tables. Namespace and
+// The events model (“Highly Available Counters Using Cassandra”, op-based) uses three tables. Namespace and
 // counter are length-prefixed components as in keys.go; the numbers after
 // them are fixed-width, so they need no prefix:
 //
@@ -15,14 +15,17 @@ import (
 //	0x20 | ns | counter | bucket | ^time | id     event cell {delta}
 //	0x21 | ns | counter | 0x00                    rollup cell {value}
 //	0x21 | ns | counter | 0x01 | bucket           marker cell {}
+//	0x22 | ns | counter | bucket | start          seal (events_seals_encoding.go)
 //
 // bucket is 8 bytes: the µs value with its sign bit flipped, big-endian,
 // so buckets sort in numeric order, negative ones first. ^time is the same
 // encoding of the event time with every bit inverted, so a bucket's events
-// sort newest first. id runs to the end of the key: it is the last
-// component and everything before it has a known length, so it needs no
-// length prefix, and raw bytes make ties on time sort by id in byte order,
-// which is Go's string order and Cassandra's order for text.
+// sort newest first. A seal's start has the bucket's encoding, so the
+// seal holding a time is one reverse seek away. id runs to the end of the
+// key: it is the last component and everything before it has a known
+// length, so it needs no length prefix, and raw bytes make ties on time
+// sort by id in byte order, which is Go's string order and Cassandra's
+// order for text.
 //
 // The bucket deletion cell shares the events' prefix and sorts before
 // them; it plays the part of Cassandra's partition tombstone (see
@@ -33,6 +36,7 @@ import (
 const (
 	tableEvents        byte = 0x20
 	tableEventCounters byte = 0x21
+	tableEventSeals    byte = 0x22
 )
 
 // Record kinds: the byte after the counter in tableEventCounters.
@@ -41,7 +45,7 @@ const (
 	recordMarker byte = 0x01
 )
 
-// eventKeyKind says which of the four key shapes a key has.
+// eventKeyKind says which of the five key shapes a key has.
 type eventKeyKind uint8
 
 const (
@@ -49,6 +53,7 @@ const (
 	kindEvent
 	kindRollup
 	kindMarker
+	kindSeal
 )
 
 const int64Len = 8
@@ -104,6 +109,8 @@ type eventKeyParts struct {
 	Bucket    int64
 	Time      int64
 	ID        string
+	// Start is a seal's start.
+	Start int64
 }
 
 // decodeEventKey splits a stored key of the events tables. Keys come from
@@ -114,7 +121,7 @@ func decodeEventKey(key []byte) (eventKeyParts, error) {
 		return p, fmt.Errorf("%w: empty", errBadKey)
 	}
 	table := key[0]
-	if table != tableEvents && table != tableEventCounters {
+	if table != tableEvents && table != tableEventCounters && table != tableEventSeals {
 		return p, fmt.Errorf("%w: 0x%02x is not an events table", errBadKey, table)
 	}
 	r := newReader(key[1:])
@@ -124,6 +131,15 @@ func decodeEventKey(key []byte) (eventKeyParts, error) {
 		return p, fmt.Errorf("%w: %v", errBadKey, r.Err)
 	}
 	rest := r.B
+	if table == tableEventSeals {
+		if len(rest) != 2*int64Len {
+			return p, fmt.Errorf("%w: seal key with %d bytes after the counter, want %d", errBadKey, len(rest), 2*int64Len)
+		}
+		p.Kind = kindSeal
+		p.Bucket = ascendingFrom(rest)
+		p.Start = ascendingFrom(rest[int64Len:])
+		return p, nil
+	}
 	if table == tableEvents {
 		if len(rest) < int64Len {
 			return p, fmt.Errorf("%w: event key without a bucket", errBadKey)
@@ -166,6 +182,8 @@ func encodeEventKey(p eventKeyParts) []byte {
 		return rollupKey(p.Namespace, p.Counter)
 	case kindMarker:
 		return markerKey(p.Namespace, p.Counter, p.Bucket)
+	case kindSeal:
+		return eventSealKey(p.Namespace, p.Counter, p.Bucket, p.Start)
 	}
 	return nil
 }
@@ -222,6 +240,8 @@ func decodeEventValue(k eventKeyParts, raw []byte) (eventValue, error) {
 		if len(c.Payload) != 0 {
 			return eventValue{}, fmt.Errorf("%w: marker with a %d-byte payload", errCorrupt, len(c.Payload))
 		}
+	case kindSeal:
+		return eventValue{}, fmt.Errorf("%w: a seal is not a cell (decodeEventSeal reads it)", errCorrupt)
 	default:
 		return eventValue{}, fmt.Errorf("%w: no value belongs to key kind %d", errCorrupt, k.Kind)
 	}

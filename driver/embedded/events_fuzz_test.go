@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math"
 	"testing"
+
+	"github.com/abacusdb/abacus/driver"
 )
 
 // Keys and cells of the events tables come from disk like every other
@@ -16,6 +18,8 @@ func FuzzDecodeEventKey(f *testing.F) {
 	f.Add(eventBucketPrefix("a", "bc", -60))
 	f.Add(rollupKey("ns", "counter"))
 	f.Add(markerKey("ns", "counter", 60_000_000))
+	f.Add(eventSealKey("ns", "counter", 1_700_000_040_000_000, 1_700_000_040_000_123))
+	f.Add(eventSealKey("a", "bc", -60, math.MinInt64))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		k, err := decodeEventKey(b)
 		if err != nil {
@@ -29,6 +33,13 @@ func FuzzDecodeEventKey(f *testing.F) {
 			got, err := eventKeyAfter(b, len(eventBucketPrefix(k.Namespace, k.Counter, k.Bucket)))
 			if err != nil || got.Time != k.Time || got.ID != k.ID {
 				t.Fatalf("eventKeyAfter(%x) = %+v, %v; want time %d id %q", b, got, err, k.Time, k.ID)
+			}
+		}
+		if k.Kind == kindSeal {
+			// ReadEventSeal decodes only what follows the bucket prefix.
+			got, err := sealStartAfter(b, len(eventSealBucketPrefix(k.Namespace, k.Counter, k.Bucket)))
+			if err != nil || got != k.Start {
+				t.Fatalf("sealStartAfter(%x) = %d, %v; want %d", b, got, err, k.Start)
 			}
 		}
 	})
@@ -60,6 +71,31 @@ func FuzzDecodeEventValue(f *testing.F) {
 	})
 }
 
+// FuzzDecodeEventSeal checks the seal decoder: it must refuse what it
+// cannot read, and what it accepts must re-encode to the same bytes. The
+// start comes from the key and plays no part in the value.
+func FuzzDecodeEventSeal(f *testing.F) {
+	f.Add(encodeEventSeal(driver.EventSeal{Start: 1, End: 2, Value: 3, Events: []byte("events")}))
+	f.Add(encodeEventSeal(driver.EventSeal{End: math.MinInt64, Value: math.MaxInt64, Clear: true}))
+	f.Add(encodeEventSeal(driver.EventSeal{End: -1, Value: -1, Events: make([]byte, 200)}))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := decodeEventSeal(7, b)
+		if err != nil {
+			return
+		}
+		if s.Start != 7 {
+			t.Fatalf("decodeEventSeal(7, %x) has start %d", b, s.Start)
+		}
+		if s.Events != nil && len(s.Events) == 0 {
+			t.Fatalf("decodeEventSeal(%x) returned empty events that are not nil", b)
+		}
+		if got := encodeEventSeal(s); !bytes.Equal(got, b) {
+			t.Fatalf("decodeEventSeal(%x) = %+v, which re-encodes as %x", b, s, got)
+		}
+	})
+}
+
 // TestEventSeedCorpus keeps the hand-written seeds honest: files named
 // valid-* must decode, files named bad-* must not. Value seeds hold a key
 // and a cell.
@@ -75,6 +111,7 @@ func TestEventSeedCorpus(t *testing.T) {
 			_, err = decodeEventValue(k, args[1])
 			return err
 		},
+		"FuzzDecodeEventSeal": oneArg(func(b []byte) error { _, err := decodeEventSeal(0, b); return err }),
 	}
 	checkSeedCorpus(t, decoders, map[string]int{"FuzzDecodeEventKey": 1, "FuzzDecodeEventValue": 2}, 8)
 }

@@ -94,7 +94,7 @@ func (d *Driver) DropCuts(ctx context.Context, p *driver.DropCutsParams) error {
 // keyed by namespace and counter first.
 var modelTables = map[string][]byte{
 	"sharded": {tableShards, tableTally},
-	"events":  {tableEvents, tableEventCounters},
+	"events":  {tableEvents, tableEventCounters, tableEventSeals},
 	"actor":   {tableActorValues},
 	"native":  {tableNativeCounters},
 	"cas":     {tableCASCounters},

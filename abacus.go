@@ -136,6 +136,7 @@ func NewClient(ctx context.Context, cfg Config) (*Client, error) {
 		Clock:         cfg.Clock,
 		WriteTimeout:  cfg.WriteTimeout,
 		MaxEventBatch: cfg.MaxEventBatch,
+		RollupEvery:   cfg.RollupEvery,
 		Logger:        cfg.Logger,
 	})
 	if err != nil {

@@ -68,6 +68,12 @@ type Config struct {
 	// sends every write on its own. Default 32.
 	MaxEventBatch int
 
+	// RollupEvery is the shortest pause between two rollups of one events
+	// counter that its reads and writes start in the background on this
+	// process; a hot counter is rolled up that often. Default 1s; negative
+	// starts none (the sweeper, GC and late retries still roll up).
+	RollupEvery time.Duration
+
 	// Clock tells the time; tests inject a clock.Manual. Default: system clock.
 	Clock clock.Clock
 

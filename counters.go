@@ -43,12 +43,34 @@ func NewRequestID() string { return api.NewRequestID(time.Now()) }
 // Apply applies an update and returns once it is durable (see the package
 // documentation for what each error means).
 func (c *Client) Apply(ctx context.Context, u Update) error {
+	_, err := c.Update(ctx, u)
+	return err
+}
+
+// UpdateResult says what an applied update did.
+type UpdateResult struct {
+	// Replayed is set when the update was a retry of one counted before,
+	// recognised by its request id, and added nothing. Events counters
+	// report it for a retry that arrives after its event's time range
+	// was sealed (older than the namespace's seal); a retry inside the
+	// seal window, or one a sharded counter recognises, is absorbed the
+	// same way but not reported.
+	Replayed bool
+}
+
+// Update applies an update as Apply does and says whether it was a
+// recognised retry.
+func (c *Client) Update(ctx context.Context, u Update) (*UpdateResult, error) {
 	p, err := c.prepare(ctx, u)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	u.Counter = p.stored
-	return p.model.apply(ctx, c, p, u)
+	p.result = &UpdateResult{}
+	if err := p.model.apply(ctx, c, p, u); err != nil {
+		return nil, err
+	}
+	return p.result, nil
 }
 
 // Check validates an update as Apply would — names, namespace, model and
@@ -68,6 +90,7 @@ type prepared struct {
 	op      crdt.Op        // sharded model only
 	events  events.Target  // events model only
 	event   driver.Event   // events model only: resolved id and time
+	result  *UpdateResult  // filled in by apply
 }
 
 func (c *Client) prepare(ctx context.Context, u Update) (prepared, error) {
@@ -138,16 +161,40 @@ type Value struct {
 	Events int
 	// Actors is how many actors' values the read summed (actor model).
 	Actors int
+	// AsOf is the time up to which an events counter's value is complete:
+	// every increment acknowledged before it is in it. A read from the
+	// store is as of its start; one answered from memory by GetWithin is
+	// older, and Cached is set.
+	AsOf   time.Time
+	Cached bool
+	// RolledUpTo is the events counter's rollup epoch: the value up to it
+	// is sealed, and the read added the events after it. Zero when never
+	// rolled up.
+	RolledUpTo time.Time
+
+	maxStaleness time.Duration // GetWithin's bound
 }
 
 // Get reads a counter. A counter that was never written reads as 0 (Empty).
 func (c *Client) Get(ctx context.Context, namespace, counter string) (*Value, error) {
+	return c.GetWithin(ctx, namespace, counter, 0)
+}
+
+// GetWithin reads a counter as Get does, but an events counter may be
+// answered from this process's memory when what it holds is complete as
+// of maxStaleness ago or later (Value.AsOf, Value.Cached): the last rollup
+// or read of the counter seen here. Other models, and maxStaleness 0,
+// read the store.
+func (c *Client) GetWithin(ctx context.Context, namespace, counter string, maxStaleness time.Duration) (*Value, error) {
+	if maxStaleness < 0 {
+		return nil, fmt.Errorf("%w: max staleness %v is negative", ErrInvalid, maxStaleness)
+	}
 	ns, view, err := c.counterNamespace(ctx, namespace, counter)
 	if err != nil {
 		return nil, err
 	}
 	stored := view.stored(counter)
-	v := &Value{Namespace: ns.Name, Counter: counter, Type: ns.Type, Model: ns.Model}
+	v := &Value{Namespace: ns.Name, Counter: counter, Type: ns.Type, Model: ns.Model, maxStaleness: maxStaleness}
 	m, ok := counterModelOf(ns.Model)
 	if !ok {
 		return nil, fmt.Errorf("%w: namespace %q uses model %q, which this release cannot serve", ErrInvalid, ns.Name, ns.Model)

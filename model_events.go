@@ -95,15 +95,30 @@ func (eventsModel) prepare(c *Client, p prepared, u Update) (prepared, error) {
 }
 
 func (eventsModel) apply(ctx context.Context, c *Client, p prepared, _ Update) error {
-	return publicError(c.events.Write(ctx, p.events, p.event))
+	o, err := c.events.Write(ctx, p.events, p.event)
+	if p.result != nil {
+		p.result.Replayed = o.Replayed
+	}
+	return publicError(err)
 }
 
 func (eventsModel) read(ctx context.Context, c *Client, ns *Namespace, counter string, v *Value) error {
-	r, err := c.events.Read(ctx, c.eventsTarget(ns, counter))
+	t := c.eventsTarget(ns, counter)
+	var r *events.Reading
+	var err error
+	if v.maxStaleness > 0 {
+		r, err = c.events.ReadWithin(ctx, t, v.maxStaleness)
+	} else {
+		r, err = c.events.Read(ctx, t)
+	}
 	if err != nil {
 		return publicError(err)
 	}
-	v.Value, v.Empty, v.Events = r.Value, r.Empty, r.Events
+	v.Value, v.Empty, v.Events, v.Cached = r.Value, r.Empty, r.Events, r.Cached
+	v.AsOf = r.AsOf.UTC()
+	if r.Epoch != 0 {
+		v.RolledUpTo = time.UnixMicro(r.Epoch).UTC()
+	}
 	v.setTotal(r.Total)
 	return nil
 }

@@ -77,7 +77,7 @@ func holdTheSlot(t *testing.T, h *harness, g *gatedEvents, e *Engine) (open func
 	g.gate, g.arrived = gate, arrived
 	g.mu.Unlock()
 	lead = make(chan error, 1)
-	go func() { _, err := e.Add(ctxT(t), h.target("lead"), Request{Delta: 1}); lead <- err }()
+	go func() { _, _, err := e.Add(ctxT(t), h.target("lead"), Request{Delta: 1}); lead <- err }()
 	select {
 	case <-arrived:
 	case <-time.After(5 * time.Second):
@@ -109,7 +109,7 @@ func addAll(t *testing.T, h *harness, g *gatedEvents, e *Engine, counters []stri
 	evs, errs := make([]driver.Event, len(counters)), make([]error, len(counters))
 	var wg sync.WaitGroup
 	for i, c := range counters {
-		wg.Go(func() { evs[i], errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
+		wg.Go(func() { evs[i], _, errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
 	}
 	queueBehind(t, e, len(counters))
 	open()
@@ -246,7 +246,7 @@ func TestGivingUpWhileQueuedIsUnknown(t *testing.T) {
 		var ev driver.Event
 		go func() {
 			var err error
-			ev, err = e.Add(ctx, tg, Request{Delta: 1})
+			ev, _, err = e.Add(ctx, tg, Request{Delta: 1})
 			got <- err
 		}()
 		queueBehind(t, e, 1)
@@ -274,7 +274,7 @@ func TestCloseSendsQueuedEvents(t *testing.T) {
 		errs := make([]error, len(counters))
 		var wg sync.WaitGroup
 		for i, c := range counters {
-			wg.Go(func() { _, errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
+			wg.Go(func() { _, _, errs[i] = e.Add(ctxT(t), h.target(c), Request{Delta: 1}) })
 		}
 		queueBehind(t, e, len(counters))
 		closed := make(chan error, 1)

@@ -21,7 +21,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 var quiet = slog.New(slog.DiscardHandler)
 
 // testOptions keep every window short so tests move the clock in minutes.
-var testOptions = Options{Bucket: time.Minute, AcceptWindow: 2 * time.Minute, RollupDelay: 30 * time.Second, FutureLimit: 10 * time.Second}
+var testOptions = Options{Bucket: time.Minute, AcceptWindow: 2 * time.Minute, Seal: 2 * time.Minute, RollupDelay: 30 * time.Second, FutureLimit: 10 * time.Second}
 
 // onEachDriver runs fn on the embedded store and on this package's shared
 // Cassandra keyspace (see sharedkeyspace.Keyspace.Each).
@@ -85,7 +85,7 @@ func ctxT(t *testing.T) context.Context {
 
 func mustAdd(t *testing.T, e *Engine, tg Target, r Request) driver.Event {
 	t.Helper()
-	ev, err := e.Add(ctxT(t), tg, r)
+	ev, _, err := e.Add(ctxT(t), tg, r)
 	if err != nil {
 		t.Fatalf("Add(%+v): %v", r, err)
 	}
@@ -124,7 +124,7 @@ func TestRetriesCountOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, err := procs[i%3].Add(context.Background(), tg, Request{ID: id2, Delta: 7})
+				_, _, err := procs[i%3].Add(context.Background(), tg, Request{ID: id2, Delta: 7})
 				errs <- err
 			}()
 		}
@@ -167,7 +167,7 @@ func TestBadEventsWriteNothing(t *testing.T) {
 			"outside window":   {Request{ID: api.NewRequestID(now.Add(-2 * time.Minute)), Delta: 1}, ErrTooLate},
 			"old with time":    {Request{ID: "o", Time: now.Add(-3 * time.Minute), Delta: 1}, ErrTooLate},
 		} {
-			if _, err := e.Add(ctxT(t), tg, c.r); !errors.Is(err, c.want) {
+			if _, _, err := e.Add(ctxT(t), tg, c.r); !errors.Is(err, c.want) {
 				t.Errorf("%s: got %v, want %v", name, err, c.want)
 			}
 		}
@@ -213,7 +213,7 @@ func TestRollupFoldsAndFreesBuckets(t *testing.T) {
 			t.Fatalf("after rollup the read added %d events, want 7", after.Events)
 		}
 		// A retry of a folded event is refused, not counted again.
-		if _, err := e.Add(ctxT(t), tg, Request{ID: ids[0], Delta: -10}); !errors.Is(err, ErrTooLate) {
+		if _, _, err := e.Add(ctxT(t), tg, Request{ID: ids[0], Delta: -10}); !errors.Is(err, ErrTooLate) {
 			t.Fatalf("retry of a folded event: %v", err)
 		}
 		// A retry of an unfolded event still counts once.
@@ -313,7 +313,7 @@ func TestClearThenReuse(t *testing.T) {
 		// A retry of a cleared increment is refused on the process that
 		// cleared; on one that has not yet read the clear it is written
 		// but, being at or before the clear, never counts.
-		if _, err := a.Add(ctxT(t), tg, Request{ID: old, Delta: 5}); !errors.Is(err, ErrTooLate) {
+		if _, _, err := a.Add(ctxT(t), tg, Request{ID: old, Delta: 5}); !errors.Is(err, ErrTooLate) {
 			t.Fatalf("retry of a cleared event: %v", err)
 		}
 		c := h.engine()
@@ -412,13 +412,13 @@ func TestWriteFailures(t *testing.T) {
 		tg := h.target("f")
 
 		f.markErr = fmt.Errorf("%w: injected", driver.ErrUnknownOutcome)
-		if _, err := e.Add(ctxT(t), tg, Request{Delta: 1}); !errors.Is(err, ErrNotApplied) {
+		if _, _, err := e.Add(ctxT(t), tg, Request{Delta: 1}); !errors.Is(err, ErrNotApplied) {
 			t.Fatalf("marker failure: %v, want ErrNotApplied", err)
 		}
 		f.markErr = nil
 
 		f.eventErr = fmt.Errorf("%w: injected", driver.ErrUnavailable)
-		if _, err := e.Add(ctxT(t), tg, Request{Delta: 1}); !errors.Is(err, ErrNotApplied) {
+		if _, _, err := e.Add(ctxT(t), tg, Request{Delta: 1}); !errors.Is(err, ErrNotApplied) {
 			t.Fatalf("unavailable: %v, want ErrNotApplied", err)
 		}
 		wantValue(t, e, tg, 0)
@@ -427,7 +427,7 @@ func TestWriteFailures(t *testing.T) {
 		// with the same id settles it and counts once.
 		f.eventErr, f.landOnError = fmt.Errorf("%w: injected timeout", driver.ErrUnknownOutcome), true
 		id := api.NewRequestID(h.clk.Now())
-		if _, err := e.Add(ctxT(t), tg, Request{ID: id, Delta: 4}); !errors.Is(err, driver.ErrUnknownOutcome) {
+		if _, _, err := e.Add(ctxT(t), tg, Request{ID: id, Delta: 4}); !errors.Is(err, driver.ErrUnknownOutcome) {
 			t.Fatalf("timeout: %v, want unknown outcome", err)
 		}
 		f.eventErr = nil
@@ -436,7 +436,7 @@ func TestWriteFailures(t *testing.T) {
 
 		// A write that outlives the accept window is never acknowledged.
 		f.duringWrite = func() { h.clk.Advance(3 * time.Minute) }
-		if _, err := e.Add(ctxT(t), tg, Request{Delta: 1}); !errors.Is(err, driver.ErrUnknownOutcome) {
+		if _, _, err := e.Add(ctxT(t), tg, Request{Delta: 1}); !errors.Is(err, driver.ErrUnknownOutcome) {
 			t.Fatalf("slow write: %v, want unknown outcome", err)
 		}
 	})

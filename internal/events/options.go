@@ -12,17 +12,27 @@ import (
 // process writing or rolling up a namespace must use the same options, so
 // they are stored with the namespace.
 type Options struct {
-	// Bucket is the width of the time buckets events are partitioned by.
-	// Smaller buckets make reads touch fewer old rows; larger ones make
-	// fewer partitions. Default 1h; whole seconds, at least 1s.
+	// Bucket is the width of the time buckets events and seals are
+	// partitioned by. Default 10m; whole seconds, at least 1s.
 	Bucket time.Duration
-	// AcceptWindow is how long after its event time an increment, or a
-	// retry of it, is accepted and de-duplicated. An older one is refused
-	// with ErrTooLate. Default 1h; whole seconds, at least 1s.
+	// AcceptWindow is the de-duplication horizon: how long after its
+	// event time a retry of an increment is still recognised, answered
+	// as counted (replayed) or not (ErrTooLate) from any server. An
+	// older one is refused with ErrTooLate. Default 1h; whole seconds,
+	// from 1s to 24h.
 	AcceptWindow time.Duration
-	// RollupDelay is how much further behind the accept window a rollup's
-	// epoch trails. It must exceed the worst clock skew between processes
-	// plus the longest write. Default 5m; whole seconds, at least 1s.
+	// Seal is how long after its event time a new increment can still be
+	// acknowledged. A rollup seals the counter's events up to now - Seal -
+	// RollupDelay; an increment older than Seal is answered from the seal
+	// (a retry) rather than written. Reads re-add about Seal + RollupDelay
+	// of events, so a short seal keeps hot counters fast; it must exceed
+	// the time from making a request id to the end of its write. Default
+	// 4s; whole seconds, from 1s to AcceptWindow. Namespaces stored
+	// before seals existed read back with Seal = AcceptWindow.
+	Seal time.Duration
+	// RollupDelay is how much further behind Seal a rollup's epoch trails:
+	// at least the worst clock skew between processes. Default 2s; whole
+	// seconds, at least 1s.
 	RollupDelay time.Duration
 	// FutureLimit is how far ahead of this process's clock an event time
 	// may be. Default 1m; whole seconds.
@@ -31,12 +41,25 @@ type Options struct {
 
 // WithDefaults fills zero fields with the documented defaults.
 func (o Options) WithDefaults() Options {
-	o.Bucket = cmp.Or(o.Bucket, time.Hour)
-	o.AcceptWindow = cmp.Or(o.AcceptWindow, time.Hour)
-	o.RollupDelay = cmp.Or(o.RollupDelay, 5*time.Minute)
-	o.FutureLimit = cmp.Or(o.FutureLimit, time.Minute)
+	o.Bucket = cmp.Or(o.Bucket, DefaultBucket)
+	o.AcceptWindow = cmp.Or(o.AcceptWindow, DefaultAcceptWindow)
+	o.Seal = cmp.Or(o.Seal, min(DefaultSeal, o.AcceptWindow))
+	o.RollupDelay = cmp.Or(o.RollupDelay, DefaultRollupDelay)
+	o.FutureLimit = cmp.Or(o.FutureLimit, DefaultFutureLimit)
 	return o
 }
+
+// The defaults of Options.
+const (
+	DefaultBucket       = 10 * time.Minute
+	DefaultAcceptWindow = time.Hour
+	DefaultSeal         = 4 * time.Second
+	DefaultRollupDelay  = 2 * time.Second
+	DefaultFutureLimit  = time.Minute
+	// MaxAcceptWindow bounds the de-duplication horizon: seals are kept
+	// that long, and a day of them is what a counter can afford.
+	MaxAcceptWindow = 24 * time.Hour
+)
 
 // maxSpan keeps every option far from overflowing microsecond arithmetic.
 const maxSpan = 10 * 365 * 24 * time.Hour
@@ -56,8 +79,15 @@ func (o Options) Validate() error {
 	}
 	check("bucket", o.Bucket, time.Second)
 	check("accept window", o.AcceptWindow, time.Second)
+	check("seal", o.Seal, time.Second)
 	check("rollup delay", o.RollupDelay, time.Second)
 	check("future limit", o.FutureLimit, 0)
+	if o.AcceptWindow > MaxAcceptWindow {
+		errs = append(errs, fmt.Errorf("accept window %v is above %v", o.AcceptWindow, MaxAcceptWindow))
+	}
+	if o.Seal > o.AcceptWindow {
+		errs = append(errs, fmt.Errorf("seal %v is above the accept window %v", o.Seal, o.AcceptWindow))
+	}
 	return errors.Join(errs...)
 }
 
@@ -66,6 +96,7 @@ const (
 	storedBucket       = "bucket_seconds"
 	storedAcceptWindow = "accept_window_seconds"
 	storedRollupDelay  = "rollup_delay_seconds"
+	storedSeal         = "seal_seconds"
 	storedFutureLimit  = "future_limit_seconds"
 )
 
@@ -78,6 +109,7 @@ func (o Options) Stored() map[string]string {
 	return map[string]string{
 		storedBucket: secs(o.Bucket), storedAcceptWindow: secs(o.AcceptWindow),
 		storedRollupDelay: secs(o.RollupDelay), storedFutureLimit: secs(o.FutureLimit),
+		storedSeal: secs(o.Seal),
 	}
 }
 
@@ -88,8 +120,14 @@ func OptionsFromStored(m map[string]string) (Options, error) {
 	for _, f := range []struct {
 		key string
 		dst *time.Duration
-	}{{storedBucket, &o.Bucket}, {storedAcceptWindow, &o.AcceptWindow}, {storedRollupDelay, &o.RollupDelay}, {storedFutureLimit, &o.FutureLimit}} {
+	}{{storedBucket, &o.Bucket}, {storedAcceptWindow, &o.AcceptWindow}, {storedRollupDelay, &o.RollupDelay}, {storedFutureLimit, &o.FutureLimit}, {storedSeal, &o.Seal}} {
 		v, ok := m[f.key]
+		if !ok && f.key == storedSeal {
+			// Stored before seals existed: every increment inside the
+			// accept window was acknowledged, so the window is the seal.
+			o.Seal = o.AcceptWindow
+			continue
+		}
 		if !ok {
 			return o, fmt.Errorf("%s is missing", f.key)
 		}
@@ -121,10 +159,29 @@ func (o Options) bucketLast(b int64) int64 { return b + o.Bucket.Microseconds() 
 
 // RollupEpoch is the epoch a rollup started at now may move to.
 func (o Options) RollupEpoch(now time.Time) int64 {
-	return now.Add(-o.AcceptWindow - o.RollupDelay).UnixMicro()
+	return now.Add(-o.Seal - o.RollupDelay).UnixMicro()
 }
 
-// acceptFloor is the event time at or below which an increment is too late.
+// acceptFloor is the event time at or below which an increment is beyond
+// the de-duplication horizon: too late to write or to answer.
 func (o Options) acceptFloor(now time.Time) int64 {
 	return now.Add(-o.AcceptWindow).UnixMicro()
+}
+
+// ackFloor is the event time at or below which a new increment cannot be
+// acknowledged: a rollup may already have sealed past it.
+func (o Options) ackFloor(now time.Time) int64 {
+	return now.Add(-o.Seal).UnixMicro()
+}
+
+// sealBucket is the bucket a seal starting at start is stored in: the one
+// holding the first microsecond it covers, so that a seal holding events
+// lies inside the bucket it is stored in.
+func (o Options) sealBucket(start int64) int64 { return o.BucketOf(start + 1) }
+
+// keepFloor is the time below which a bucket's events and seals may go:
+// every time in it is beyond the de-duplication horizon of any process
+// whose clock is within RollupDelay of now.
+func (o Options) keepFloor(now time.Time) int64 {
+	return now.Add(-o.AcceptWindow - o.RollupDelay).UnixMicro()
 }

@@ -45,14 +45,18 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-// The rollup epoch must trail the accept floor by RollupDelay: that gap
-// is what keeps an acknowledged event out of any rollup that missed it.
-func TestEpochTrailsAcceptFloor(t *testing.T) {
+// The rollup epoch must trail the acknowledgement floor by RollupDelay:
+// that gap is what keeps an acknowledged event out of any rollup that
+// missed it.
+func TestEpochTrailsAckFloor(t *testing.T) {
 	t.Parallel()
-	o := Options{AcceptWindow: time.Minute, RollupDelay: 10 * time.Second}.WithDefaults()
+	o := Options{AcceptWindow: time.Minute, Seal: 5 * time.Second, RollupDelay: 10 * time.Second}.WithDefaults()
 	now := time.Unix(1_800_000_000, 0)
-	if gap := o.acceptFloor(now) - o.RollupEpoch(now); gap != (10 * time.Second).Microseconds() {
+	if gap := o.ackFloor(now) - o.RollupEpoch(now); gap != (10 * time.Second).Microseconds() {
 		t.Fatalf("gap %dµs", gap)
+	}
+	if o.ackFloor(now) <= o.acceptFloor(now) {
+		t.Fatal("the seal window must lie inside the de-duplication horizon")
 	}
 }
 

@@ -117,6 +117,10 @@ type UpdateResponse struct {
 	Counter      string `json:"counter"`
 	RequestID    string `json:"request_id"`
 	Acknowledged bool   `json:"acknowledged"`
+	// Replayed is true when the update was a retry of one counted before,
+	// recognised by its request id, and added nothing (events counters,
+	// for a retry older than the namespace's seal).
+	Replayed bool `json:"replayed,omitempty"`
 	// Value is present when the request asked for it and the read after
 	// the update succeeded.
 	Value *Value `json:"value,omitempty"`
@@ -181,19 +185,32 @@ type Value struct {
 	Events int `json:"events,omitempty"`
 	// Actors is how many actors' values the read summed (actor model).
 	Actors int `json:"actors,omitempty"`
+	// AsOf is the time up to which an events counter's value is complete:
+	// every increment acknowledged before it is counted. Cached is true
+	// when a read with max_staleness was answered from the server's
+	// memory (AsOf is then up to max_staleness old).
+	AsOf   *time.Time `json:"as_of,omitempty"`
+	Cached bool       `json:"cached,omitempty"`
+	// RolledUpTo is an events counter's rollup epoch: the value up to it
+	// is sealed. Absent when never rolled up.
+	RolledUpTo *time.Time `json:"rolled_up_to,omitempty"`
 }
 
 // EventsOptions are the options of a namespace of model "events". In a
 // create request zero fields take the defaults; in a namespace
 // description every field is filled in.
 type EventsOptions struct {
-	// BucketSeconds is the width of the time buckets. Default 3600.
+	// BucketSeconds is the width of the time buckets. Default 600.
 	BucketSeconds int64 `json:"bucket_seconds"`
-	// AcceptWindowSeconds is how long after its event time an increment
-	// (or its retry) is accepted. Default 3600.
+	// AcceptWindowSeconds is the de-duplication horizon: how long after
+	// its event time a retry is recognised. Default 3600; at most 86400.
 	AcceptWindowSeconds int64 `json:"accept_window_seconds"`
+	// SealSeconds is how long after its event time a new increment can
+	// be acknowledged; an older one is answered from the seal of its time
+	// (replayed, or too_late). Default 4.
+	SealSeconds int64 `json:"seal_seconds"`
 	// RollupDelaySeconds is the extra margin rollups keep behind the
-	// accept window (clock skew plus the longest write). Default 300.
+	// seal (the worst clock skew between servers). Default 2.
 	RollupDelaySeconds int64 `json:"rollup_delay_seconds"`
 	// FutureLimitSeconds is how far ahead of the server's clock an event
 	// time may be. Default 60.

@@ -19,10 +19,11 @@ const (
 	// set on an events namespace, an increment of an actor counter, a
 	// clear of a native counter).
 	CodeWrongModel = "wrong_model"
-	// CodeTooLate: an events-model increment or clear carries a time at or
-	// before the point the counter may already be rolled up to; it was not
-	// written. A retry of an increment that old is either counted already
-	// or lost.
+	// CodeTooLate: an events-model increment or clear was not written.
+	// Inside the namespace's accept window the increment does not count
+	// and never will — its seal did not name it, or a clear covers it — so
+	// it may be sent again under a new request id. Beyond the accept
+	// window it may have counted earlier; that is no longer known.
 	CodeTooLate = "too_late"
 	// CodeOverflow: the update would take the counter outside the int64 range.
 	CodeOverflow = "overflow"

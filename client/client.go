@@ -474,6 +474,26 @@ func (c *Client) Update(ctx context.Context, namespace, counter string, req api.
 	return req.RequestID, err
 }
 
+// UpdateWithResult applies an update like Update and returns the server's
+// answer, whose Replayed says the update was a recognised retry that added
+// nothing (events counters, for a retry older than the namespace's seal).
+// The response's RequestID is set also when it fails.
+func (c *Client) UpdateWithResult(ctx context.Context, namespace, counter string, req api.UpdateRequest) (*api.UpdateResponse, error) {
+	if req.RequestID == "" {
+		req.RequestID = NewRequestID()
+	}
+	out := &api.UpdateResponse{RequestID: req.RequestID}
+	if err := requireName("counter", counter); err != nil {
+		return out, err
+	}
+	path := counterPath(namespace, counter) + "/updates"
+	err := c.retrying(ctx, func() error {
+		return c.do(ctx, "POST", path, req, out)
+	})
+	out.RequestID = req.RequestID
+	return out, err
+}
+
 // Add adds delta to a sum counter (or observes it, for max and min).
 func (c *Client) Add(ctx context.Context, namespace, counter string, delta int64) (string, error) {
 	return c.Update(ctx, namespace, counter, api.UpdateRequest{Delta: delta})
@@ -665,6 +685,20 @@ func asAPIError(err error) *api.Error {
 // Get reads a counter ("" namespace means "default").
 func (c *Client) Get(ctx context.Context, namespace, counter string) (*api.Value, error) {
 	return callNamed[api.Value](ctx, c, "counter", counter, "GET", counterPath(namespace, counter), nil)
+}
+
+// GetWithin reads a counter, letting the server answer an events counter
+// from its memory when what it holds is complete as of maxStaleness ago
+// or later (Value.Cached, Value.AsOf). 0 reads the store, as Get does.
+func (c *Client) GetWithin(ctx context.Context, namespace, counter string, maxStaleness time.Duration) (*api.Value, error) {
+	if maxStaleness < 0 {
+		return nil, fmt.Errorf("abacus client: max staleness %v is negative", maxStaleness)
+	}
+	path := counterPath(namespace, counter)
+	if maxStaleness > 0 {
+		path += "?max_staleness=" + url.QueryEscape(maxStaleness.String())
+	}
+	return callNamed[api.Value](ctx, c, "counter", counter, "GET", path, nil)
 }
 
 // GC folds one counter's final shards into its tally.

@@ -24,7 +24,7 @@ func TestEveryModelFromTheCommandLine(t *testing.T) {
 	r := s.cli("namespace", "get", "ev", "--json")
 	var ns api.Namespace
 	if r.code != 0 || json.Unmarshal([]byte(r.stdout), &ns) != nil || ns.Events == nil ||
-		ns.Events.AcceptWindowSeconds != 7200 || ns.Events.BucketSeconds != 1800 || ns.Events.RollupDelaySeconds != 300 {
+		ns.Events.AcceptWindowSeconds != 7200 || ns.Events.BucketSeconds != 1800 || ns.Events.SealSeconds != 4 || ns.Events.RollupDelaySeconds != 2 {
 		t.Fatalf("events namespace: %+v (%+v)", r, ns.Events)
 	}
 

@@ -27,7 +27,7 @@ func (a *app) namespaceCreateCmd() *cobra.Command {
 	var lo api.LedgerOptions
 	var claimTTL, ttl, entryRetention, actorMaxAge time.Duration
 	var floor int64
-	var eo struct{ bucket, window, delay, future time.Duration }
+	var eo struct{ bucket, window, seal, delay, future time.Duration }
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a namespace",
@@ -39,8 +39,8 @@ Models:
            same server count once
   events   one row per increment keyed by its request id: retries count
            once from any server within the accept window; add-and-get,
-           clear; options --bucket, --accept-window, --rollup-delay,
-           --future-limit
+           clear; options --bucket, --accept-window, --seal,
+           --rollup-delay, --future-limit
   actor    each actor sets its absolute value at a version ('abacus counter
            set'); the counter is the sum of the latest values
   ledger   credits and debits with per-actor request history ('abacus ledger')
@@ -81,9 +81,9 @@ request ids at each period's end.`,
 			if !strings.EqualFold(req.Model, "sharded") && !fl.Changed("type") {
 				req.Type = ""
 			}
-			if fl.Changed("bucket") || fl.Changed("accept-window") || fl.Changed("rollup-delay") || fl.Changed("future-limit") {
+			if fl.Changed("bucket") || fl.Changed("accept-window") || fl.Changed("seal") || fl.Changed("rollup-delay") || fl.Changed("future-limit") {
 				if !strings.EqualFold(req.Model, "events") {
-					return usagef("--bucket, --accept-window, --rollup-delay and --future-limit apply to --model events only")
+					return usagef("--bucket, --accept-window, --seal, --rollup-delay and --future-limit apply to --model events only")
 				}
 				opts := &api.EventsOptions{}
 				for _, f := range []struct {
@@ -91,7 +91,7 @@ request ids at each period's end.`,
 					d    time.Duration
 					dst  *int64
 				}{
-					{"bucket", eo.bucket, &opts.BucketSeconds}, {"accept-window", eo.window, &opts.AcceptWindowSeconds},
+					{"bucket", eo.bucket, &opts.BucketSeconds}, {"accept-window", eo.window, &opts.AcceptWindowSeconds}, {"seal", eo.seal, &opts.SealSeconds},
 					{"rollup-delay", eo.delay, &opts.RollupDelaySeconds}, {"future-limit", eo.future, &opts.FutureLimitSeconds},
 				} {
 					if f.d < 0 || f.d%time.Second != 0 {
@@ -155,8 +155,8 @@ request ids at each period's end.`,
 					ns.Name, ns.Model, o.Mode, o.HistoryLength, o.RetryCount, time.Duration(o.ClaimTTLSeconds)*time.Second, retention, floorNote, age, ns.ReadConsistency, ns.WriteConsistency))
 			}
 			if o := ns.Events; o != nil {
-				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, bucket %v, accept window %v, rollup delay %v, future limit %v, read %s, write %s)",
-					ns.Name, ns.Model, secs(o.BucketSeconds), secs(o.AcceptWindowSeconds), secs(o.RollupDelaySeconds), secs(o.FutureLimitSeconds), ns.ReadConsistency, ns.WriteConsistency))
+				return a.printResult(ns, fmt.Sprintf("created namespace %s (model %s, bucket %v, accept window %v, seal %v, rollup delay %v, future limit %v, read %s, write %s)",
+					ns.Name, ns.Model, secs(o.BucketSeconds), secs(o.AcceptWindowSeconds), secs(o.SealSeconds), secs(o.RollupDelaySeconds), secs(o.FutureLimitSeconds), ns.ReadConsistency, ns.WriteConsistency))
 			}
 			ttlNote := ""
 			if ns.TTLSeconds > 0 {
@@ -169,9 +169,10 @@ request ids at each period's end.`,
 	f := cmd.Flags()
 	f.StringVar(&req.Model, "model", "sharded", "storage model: sharded, events, actor, ledger, native or cas")
 	f.StringVar(&req.Type, "type", "sum", "counter type of a sharded namespace: sum, max, min or distinct")
-	f.DurationVar(&eo.bucket, "bucket", time.Hour, "events: width of the time buckets events are stored in")
-	f.DurationVar(&eo.window, "accept-window", time.Hour, "events: how long after its time an increment or its retry is accepted")
-	f.DurationVar(&eo.delay, "rollup-delay", 5*time.Minute, "events: margin rollups keep behind the accept window (> clock skew + write time)")
+	f.DurationVar(&eo.bucket, "bucket", 10*time.Minute, "events: width of the time buckets events and seals are stored in")
+	f.DurationVar(&eo.window, "accept-window", time.Hour, "events: the de-duplication horizon: how long after its time a retry is recognised (at most 24h)")
+	f.DurationVar(&eo.seal, "seal", 4*time.Second, "events: how long after its time a new increment can be acknowledged; older ones are answered from their seal")
+	f.DurationVar(&eo.delay, "rollup-delay", 2*time.Second, "events: margin rollups keep behind the seal (at least the clock skew between servers)")
 	f.DurationVar(&eo.future, "future-limit", time.Minute, "events: how far ahead of the server's clock an event time may be")
 	f.IntVar(&lo.HistoryLength, "history-length", 10, "ledger: request ids each server's actor keeps per side")
 	f.StringVar(&lo.Mode, "mode", api.LedgerModeExact, "ledger: how retries are recognised: exact (a lightweight transaction claims each request id) or concurrent_retries_may_double (no claim; copies of one request on two servers at once may both apply)")

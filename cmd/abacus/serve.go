@@ -139,7 +139,7 @@ over the file.`,
 	fl.DurationVar(&f.deleteDelay, "delete-delay", 0, "how far ahead a delete (or a sharded clear) takes effect, so that every server learns of it first; must exceed 25s plus, on Cassandra, twice --max-clock-skew; give every server the same (default: 3m on Cassandra, or more with a larger --max-clock-skew; 30s on the embedded store, where one server has no clock to disagree with)")
 	fl.DurationVar(&f.dedupWindow, "queue-dedup-window", queue.DefaultDedupWindow, "how long a message's dedup_id keeps later puts of the id from storing another message (1s to 1h; on Cassandra at most the queue tables' gc_grace_seconds); give every server the same")
 	fl.DurationVar(&f.pauseRefresh, "queue-pause-refresh", queue.DefaultPauseRefresh, "how long this server trusts a queue's record and pause state it last read: a pause, resume or delete made on any server takes effect here within this long (1ms to 1m); use the same value on every server")
-	fl.DurationVar(&f.maxClockSkew, "max-clock-skew", time.Minute, "largest difference from the store's clock (Cassandra) at which this server takes writes; keep it below the events rollup delay and --gc-grace; 0 or negative disables the check")
+	fl.DurationVar(&f.maxClockSkew, "max-clock-skew", time.Second, "largest difference from the store's clock (Cassandra) at which this server takes writes; keep it at most half the events rollup delay (2s by default) and below --gc-grace; 0 or negative disables the check")
 	fl.DurationVar(&f.clockCheck, "clock-check-interval", 30*time.Second, "how often the clock is compared with the store's")
 	fl.DurationVar(&f.clockOffset, "clock-offset", 0, "testing only: shift this server's clock by this much")
 	_ = fl.MarkHidden("clock-offset")

@@ -148,7 +148,9 @@ func TestServerEnforcesTheContract(t *testing.T) {
 			return map[string]any{"name": "ns" + n, "model": "ledger", "ledger": map[string]any{"history_length": 5, "retry_count": 3, "claim_ttl_seconds": 60}}
 		}, semantic: []string{api.CodeNamespaceExists}},
 		{method: "POST", path: fixed("/v1/namespaces"), body: func(n string) map[string]any {
-			return map[string]any{"name": "ne" + n, "model": "events", "events": map[string]any{"bucket_seconds": 3600}}
+			// The longest accept window, so that every seal the spec allows
+			// fits inside it (seal_seconds is at most accept_window_seconds).
+			return map[string]any{"name": "ne" + n, "model": "events", "events": map[string]any{"bucket_seconds": 3600, "accept_window_seconds": 86400}}
 		}, semantic: []string{api.CodeNamespaceExists}},
 		{method: "POST", path: counter("default", "/updates"), body: func(string) map[string]any {
 			return map[string]any{"delta": 1, "request_id": "r", "return_value": true}

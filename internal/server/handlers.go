@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -229,7 +230,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	err = s.client.Apply(r.Context(), abacus.Update{
+	res, err := s.client.Update(r.Context(), abacus.Update{
 		Namespace: ns, Counter: counter, Delta: req.Delta, Item: req.Item, RequestID: req.RequestID,
 		Time: timeOrZero(req.Time),
 	})
@@ -238,7 +239,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := api.UpdateResponse{Namespace: nsOrDefault(ns), Counter: counter, RequestID: req.RequestID, Acknowledged: true}
+	out := api.UpdateResponse{Namespace: nsOrDefault(ns), Counter: counter, RequestID: req.RequestID, Acknowledged: true, Replayed: res.Replayed}
 	if req.ReturnValue {
 		// The update is stored whatever the read does, so the answer is
 		// 200 either way: an error status would tell the caller to retry
@@ -263,10 +264,18 @@ func timeOrZero(t *time.Time) time.Time {
 }
 
 func valueJSON(v *abacus.Value) api.Value {
-	return api.Value{
+	out := api.Value{
 		Namespace: v.Namespace, Counter: v.Counter, Type: v.Type, Model: string(v.Model),
 		Value: v.Value, Saturated: v.Saturated, Exact: v.Exact, Empty: v.Empty, Shards: v.Shards, Events: v.Events, Actors: v.Actors,
+		Cached: v.Cached,
 	}
+	if !v.AsOf.IsZero() {
+		out.AsOf = &v.AsOf
+	}
+	if !v.RolledUpTo.IsZero() {
+		out.RolledUpTo = &v.RolledUpTo
+	}
+	return out
 }
 
 func nsOrDefault(ns string) string {
@@ -342,7 +351,16 @@ func (s *Server) checkUpdate(ctx context.Context, u api.BatchUpdate) error {
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	v, err := s.client.Get(r.Context(), r.PathValue("ns"), r.PathValue("counter"))
+	var within time.Duration
+	if q := r.URL.Query().Get("max_staleness"); q != "" {
+		d, err := time.ParseDuration(q)
+		if err != nil || d < 0 {
+			writeError(w, r, fmt.Errorf("%w: max_staleness %q is not a duration of 0 or more (such as 500ms or 2s)", abacus.ErrInvalid, q))
+			return
+		}
+		within = d
+	}
+	v, err := s.client.GetWithin(r.Context(), r.PathValue("ns"), r.PathValue("counter"), within)
 	writeResult(w, r, v, err, valueJSON)
 }
 

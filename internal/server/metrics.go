@@ -232,12 +232,35 @@ func registerClient(reg prometheus.Registerer, c *abacus.Client) {
 		{"abacus_events_rollup_skips_total", "Rollups of events counters skipped (a replica down, a racing rollup); retried later.", func() uint64 { return c.EventsStats().RollupSkips.Load() }},
 		{"abacus_events_rolled_total", "Events folded into rollups.", func() uint64 { return c.EventsStats().EventsRolled.Load() }},
 		{"abacus_events_scanned_total", "Events added up by reads (events after the last rollup).", func() uint64 { return c.EventsStats().EventsScanned.Load() }},
-		{"abacus_events_too_late_total", "Increments refused as too late to de-duplicate.", func() uint64 { return c.EventsStats().TooLate.Load() }},
+		{"abacus_events_too_late_total", "Increments refused as too late to de-duplicate, or as retries their seal did not count.", func() uint64 { return c.EventsStats().TooLate.Load() }},
+		{"abacus_events_replayed_total", "Retries of events counted before, recognised from their seal and not counted again.", func() uint64 { return c.EventsStats().Replayed.Load() }},
+		{"abacus_events_seals_total", "Seals rollups stored (each closes a range of a counter's events).", func() uint64 { return c.EventsStats().Seals.Load() }},
+		{"abacus_events_reads_total", "Reads of events counters from the store.", func() uint64 { return c.EventsStats().Reads.Load() }},
+		{"abacus_events_shared_reads_total", "Reads of events counters that shared another caller's store read.", func() uint64 { return c.EventsStats().SharedReads.Load() }},
+		{"abacus_events_cached_reads_total", "Bounded-staleness reads of events counters answered from memory.", func() uint64 { return c.EventsStats().CachedReads.Load() }},
 	} {
 		register(reg, prometheus.NewCounterFunc(prometheus.CounterOpts{Name: f.name, Help: f.help}, func() float64 { return float64(f.get()) }))
 	}
+	register(reg, rollupLagCollector{c.EventsStats()})
 	register(reg, collectors.NewGoCollector())
 	register(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+var rollupLagDesc = prometheus.NewDesc("abacus_events_rollup_lag_seconds",
+	"Per namespace, the largest rollup lag (now minus a counter's rollup epoch) that this process's reads and rollups saw since the previous scrape; absent when none. Hot counters keep it near seal + rollup delay + 1 s.",
+	[]string{"namespace"}, nil)
+
+// rollupLagCollector reports the events engine's lag maxima, one period
+// per scrape: a gauge of the worst lag seen since, so a short spike is
+// not missed between scrapes.
+type rollupLagCollector struct{ stats *abacus.EventsStats }
+
+func (rollupLagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rollupLagDesc }
+
+func (l rollupLagCollector) Collect(ch chan<- prometheus.Metric) {
+	for ns, lag := range l.stats.LagSnapshot() {
+		ch <- prometheus.MustNewConstMetric(rollupLagDesc, prometheus.GaugeValue, lag.Seconds(), ns)
+	}
 }
 
 // registerBuildInfo exports abacus_build_info: always 1, with the build in

@@ -16,6 +16,7 @@ func eventsOptionsJSON(o *abacus.EventsOptions) *api.EventsOptions {
 	return &api.EventsOptions{
 		BucketSeconds:       int64(o.Bucket / time.Second),
 		AcceptWindowSeconds: int64(o.AcceptWindow / time.Second),
+		SealSeconds:         int64(o.Seal / time.Second),
 		RollupDelaySeconds:  int64(o.RollupDelay / time.Second),
 		FutureLimitSeconds:  int64(o.FutureLimit / time.Second),
 	}
@@ -37,6 +38,7 @@ func eventsOptionsFromJSON(o *api.EventsOptions) (*abacus.EventsOptions, error) 
 	}{
 		{"events.bucket_seconds", o.BucketSeconds, &out.Bucket},
 		{"events.accept_window_seconds", o.AcceptWindowSeconds, &out.AcceptWindow},
+		{"events.seal_seconds", o.SealSeconds, &out.Seal},
 		{"events.rollup_delay_seconds", o.RollupDelaySeconds, &out.RollupDelay},
 		{"events.future_limit_seconds", o.FutureLimitSeconds, &out.FutureLimit},
 	} {

@@ -23,7 +23,7 @@ func TestEveryModelOverHTTP(t *testing.T) {
 	e.mustJSON("POST", "/v1/namespaces", `{"name":"ev","model":"EVENTS","events":{"accept_window_seconds":7200}}`, 201, nil)
 	var ns api.Namespace
 	e.mustJSON("GET", "/v1/namespaces/ev", "", 200, &ns)
-	if ns.Model != "events" || ns.Type != "sum" || ns.Events == nil || *ns.Events != (api.EventsOptions{BucketSeconds: 3600, AcceptWindowSeconds: 7200, RollupDelaySeconds: 300, FutureLimitSeconds: 60}) {
+	if ns.Model != "events" || ns.Type != "sum" || ns.Events == nil || *ns.Events != (api.EventsOptions{BucketSeconds: 600, AcceptWindowSeconds: 7200, SealSeconds: 4, RollupDelaySeconds: 2, FutureLimitSeconds: 60}) {
 		t.Fatalf("events namespace = %+v (%+v)", ns, ns.Events)
 	}
 	for _, m := range []abacus.Model{abacus.ModelActor, abacus.ModelNative, abacus.ModelCAS} {

@@ -44,6 +44,11 @@ func newBenchCmd() *cobra.Command {
 		agingDays      int
 		agingWriters   int
 		agingReadTime  time.Duration
+		steadyRates    []int
+		steadyCounters int
+		steadyEvery    time.Duration
+		steadyStale    time.Duration
+		steadyRollup   int
 		markdown       bool
 		asJSON         bool
 		cpuProfile     string
@@ -94,6 +99,30 @@ Scenarios (--scenarios):
               the reader credits another as one actor. Shows whether
               reads slow down as folded shards and retired ledger actors
               pile up (aging.png in --report)
+  steady      (only when named) a steady load, not a max-throughput test:
+              for each --steady-rates rate, one events counter (a namespace
+              with the default events options) is driven open loop at that
+              many increments/s for --duration (after --warmup): every 10 ms
+              a ticker hands the increments due (rate/100) to a pool of
+              writers sized to the rate (--concurrency plays no part), each
+              a Client.Apply with a new request id; what no
+              writer could take is dropped and counted, and the achieved
+              rate is reported. Nothing else writes. Every
+              --steady-read-every three readers each read once: a full read
+              of the events counter (Client.Get), a bounded-staleness read
+              (Client.GetWithin, --steady-staleness) and a read of a native
+              counter written once at the start (the baseline). Reported per
+              run and per 10 s window: read p50/p99 per reader, the ratios
+              events-full/native and events-stale/native, the events each
+              full read adds after the rollup, the rollup lag the full reads
+              see (read time - rollup epoch: p50, p99, max), the achieved
+              rate, errors, the events engine's rollups, seals and events
+              rolled, and CPU (with --store-pid, the store's CPU seconds and
+              CPU per 1,000 increments; writes and rollups share the store
+              and are not told apart). With --steady-counters N another run
+              drives N counters at 1/s each (N/s round robin), each read
+              picking a random one. In --report: steady-RATE.png and
+              steady-N-counters.png (read p99 and rollup lag over time)
 
 Each run has --concurrency callers in a closed loop: --warmup (discarded),
 then --duration measured. After each increments run the counters are read
@@ -138,6 +167,9 @@ nothing talks to a running server.`,
   abacus bench --counters 100 --hot-fraction 0.5 --read-ratio 0.2 --models sharded,native,plain
   abacus bench --cassandra 127.0.0.1 --scenarios reads --read-shards 1,10,100 --json
   abacus bench --scenarios aging --aging-days 30 --aging-writers 100 --report aging
+  abacus bench --scenarios steady --steady-rates 1000,10000 --duration 10m --report steady
+  abacus bench --cassandra 127.0.0.1 --store-pid $(pgrep -f CassandraDaemon) --scenarios steady \
+      --steady-rates 1000,10000 --steady-counters 10000 --duration 10m --report steady
   abacus bench --cassandra 127.0.0.1 --scenarios increments --models sharded,native,events \
       --counters 1,100 --sweep 16,64,256,1024 --duration 5s --report sweep`,
 		Args: exactArgs(0, "no arguments"),
@@ -156,6 +188,9 @@ nothing talks to a running server.`,
 			}
 			if storePID < 0 {
 				return usagef("--store-pid must not be negative")
+			}
+			if steadyRollup < 0 {
+				return usagef("--steady-rollup-cost must not be negative (0 skips the phase)")
 			}
 			if shardBatch < 1 || shardBatch > driver.MaxShardWrites {
 				return usagef("--shard-batch %d: want 1 (each write on its own) to %d", shardBatch, driver.MaxShardWrites)
@@ -209,6 +244,11 @@ nothing talks to a running server.`,
 				AgingDays:         agingDays,
 				AgingWriters:      agingWriters,
 				AgingReadTime:     agingReadTime,
+				SteadyRates:       steadyRates,
+				SteadyCounters:    steadyCounters,
+				SteadyReadEvery:   steadyEvery,
+				SteadyStaleness:   steadyStale,
+				SteadyRollupCost:  steadyRollup,
 				StorePID:          storePID,
 				ShardBatch:        shardBatch,
 				EventBatch:        eventBatch,
@@ -216,6 +256,9 @@ nothing talks to a running server.`,
 				// A dumb terminal cannot erase a line to redraw it.
 				ProgressBar: isTerminal(cmd.ErrOrStderr()) && os.Getenv("TERM") != "dumb",
 				Command:     commandLine(cmd),
+			}
+			if steadyRollup == 0 {
+				cfg.SteadyRollupCost = -1 // bench.Config reads 0 as "default"
 			}
 			if err := cfg.Validate(); err != nil {
 				return usagef("%v; see 'abacus bench --help'", err)
@@ -288,9 +331,14 @@ nothing talks to a running server.`,
 	fl.IntVar(&agingDays, "aging-days", 30, "simulated days of the aging scenario")
 	fl.IntVar(&agingWriters, "aging-writers", 100, "writer processes started on every simulated day of the aging scenario")
 	fl.DurationVar(&agingReadTime, "aging-read-time", time.Second, "measured reads of each aging row (after a fifth of it as warm-up)")
+	fl.IntSliceVar(&steadyRates, "steady-rates", bench.DefaultSteadyRates, "steady scenario: increments/s of its one-counter runs, each for --duration (0 alone: none, for --steady-counters only)")
+	fl.IntVar(&steadyCounters, "steady-counters", 0, "steady scenario: also drive this many events counters at 1 increment/s each (default 0: none)")
+	fl.DurationVar(&steadyEvery, "steady-read-every", bench.DefaultSteadyReadEvery, "steady scenario: how often each reader (full, bounded-staleness, native) reads")
+	fl.DurationVar(&steadyStale, "steady-staleness", bench.DefaultSteadyStaleness, "steady scenario: the bound of the bounded-staleness reads (Client.GetWithin)")
+	fl.IntVar(&steadyRollup, "steady-rollup-cost", bench.DefaultSteadyRollupCost, "steady scenario: after each one-counter run, write this many increments at its rate to a new counter with no background rollups, then roll them up with GC, measuring the store CPU of each phase apart (Rollup cost table; 0: skip)")
 	fl.BoolVar(&markdown, "markdown", false, "print the results as a Markdown table")
 	fl.BoolVar(&asJSON, "json", false, "print the results as JSON (durations in nanoseconds)")
-	fl.StringVar(&reportDir, "report", "", "also write report.md, report.json, throughput.png and latency-cdf.png into this directory (created when missing)")
+	fl.StringVar(&reportDir, "report", "", "also write report.md, report.json, throughput.png and latency-cdf.png into this directory (created when missing); aging.png and steady-*.png for those scenarios")
 	fl.IntVar(&shardBatch, "shard-batch", 32, "shard writes of any counters one request to the store may carry (the library's MaxShardBatch; 1 sends each on its own)")
 	fl.IntVar(&eventBatch, "event-batch", 32, "event writes of any counters one request to the store may carry (the library's MaxEventBatch; 1 sends each on its own)")
 	fl.IntVar(&storePID, "store-pid", 0, "process id of a Cassandra node on this machine: record its CPU use per scenario (Linux), for throughput per store core")

@@ -40,6 +40,13 @@ func TestEveryModelFromTheCommandLine(t *testing.T) {
 	if r := s.cli("--ns", "ev", "counter", "add", "likes", "-2", "--get"); r.code != 0 || r.stdout != "3\n" {
 		t.Fatalf("add --get: %+v, want 3", r)
 	}
+	var v api.Value
+	if r := s.cli("--ns", "ev", "counter", "get", "likes", "--max-staleness", "1m", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.Value != 3 || v.AsOf == nil {
+		t.Fatalf("get --max-staleness: %+v (%+v)", r, v)
+	}
+	if r := s.cli("--ns", "ev", "counter", "get", "likes", "--max-staleness", "-1s"); r.code != exitUsage {
+		t.Fatalf("a negative --max-staleness: %+v", r)
+	}
 	if r := s.cli("--ns", "ev", "counter", "add", "likes", "1", "--request-id", "batch-1", "--time", "2001-01-01T00:00:00Z"); r.code != exitConflict || !strings.Contains(r.stderr, "too late") {
 		t.Fatalf("a stale event time: %+v", r)
 	}

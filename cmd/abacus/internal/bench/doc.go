@@ -25,10 +25,16 @@
 //   - reads: a sharded counter with 1, 100 and 1,000 live shards, the same
 //     after Client.GC folded its shards into the tally, and a native counter;
 //   - event-reads: an events counter with N un-rolled events, then after a
-//     rollup.
+//     rollup;
+//   - aging (only when named): simulated days of counters written by
+//     restarting processes and collected daily (aging.go);
+//   - steady (only when named): events counters driven open loop at fixed
+//     rates while readers time full, bounded-staleness and native reads and
+//     the rollup lag, per run and per 10 s window (steady.go).
 //
 // Report renders the rows as text, Markdown or JSON, and WriteDir adds PNG
-// charts (chart.go: throughput bars, latency CDFs).
+// charts (chart.go: throughput bars, latency CDFs; linechart.go and
+// steady.go: latencies over simulated days and over a run's time).
 //
 // After every increments run the counters are read back and compared with
 // the number of acknowledged calls, so a fast but wrong run shows up as a

@@ -24,6 +24,10 @@ type Report struct {
 	Rows     []Row     `json:"rows"`
 	Ratios   []Ratio   `json:"ratios"`
 	Finished time.Time `json:"finished"`
+
+	// Steady holds the steady scenario's runs (steady.go), whose writes
+	// are also rows.
+	Steady []SteadyRun `json:"steady,omitempty"`
 }
 
 // Env describes where the benchmark ran, so numbers are never read without
@@ -54,7 +58,8 @@ type Env struct {
 // Row is one measured scenario.
 type Row struct {
 	// Scenario is a human-readable name; Kind is a stable one: increments,
-	// http, read, read_after_gc or read_after_rollup.
+	// http, read, read_after_gc, read_after_rollup, aging_read or steady
+	// (the writes of a steady run; its reads are in Report.Steady).
 	Scenario string `json:"scenario"`
 	Kind     string `json:"kind"`
 	// Model is one of Models; Via is "library", "http", "cql" (the raw CQL
@@ -586,6 +591,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := rep.writeSteady(w, false); err != nil {
+		return err
+	}
 	return rep.writeTrailer(w, "")
 }
 
@@ -608,6 +616,9 @@ func (rep *Report) WriteMarkdown(w io.Writer) error {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(r, " | "))
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	if err := rep.writeSteady(w, true); err != nil {
 		return err
 	}
 	return rep.writeTrailer(w, "- ")

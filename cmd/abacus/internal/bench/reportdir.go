@@ -61,6 +61,13 @@ func (rep *Report) WriteDir(dir string) error {
 		}
 		charts = append(charts, line)
 	}
+	for _, sc := range rep.steadyCharts() {
+		line, err := writeChartPNG(dir, sc.file, sc.chart.Title, sc.chart.WritePNG)
+		if err != nil {
+			return err
+		}
+		charts = append(charts, line)
+	}
 
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# abacus bench report\n\nStarted %s, finished %s (UTC).\n\n",
@@ -73,7 +80,7 @@ func (rep *Report) WriteDir(dir string) error {
 	}
 	md.WriteString("\n")
 	if len(charts) == 0 {
-		md.WriteString("No charts: the run measured no increments and no aging.\n")
+		md.WriteString("No charts: the run measured no increments, no aging and no steady load.\n")
 	}
 	for _, c := range charts {
 		fmt.Fprintf(&md, "%s\n\n", c)

@@ -49,13 +49,18 @@ const (
 	// folded by GC every day and read after it (aging.go). Not run unless
 	// asked for.
 	ScenarioAging = "aging"
+	// ScenarioSteady: events counters driven at fixed rates
+	// (Config.SteadyRates, Config.SteadyCounters) while readers measure
+	// full, bounded-staleness and native reads and the rollup lag
+	// (steady.go). Not run unless asked for.
+	ScenarioSteady = "steady"
 )
 
 // Scenarios lists every scenario group in the order RunSuite runs them.
-var Scenarios = []string{ScenarioIncrements, ScenarioHTTP, ScenarioReads, ScenarioEventReads, ScenarioAging}
+var Scenarios = []string{ScenarioIncrements, ScenarioHTTP, ScenarioReads, ScenarioEventReads, ScenarioAging, ScenarioSteady}
 
 // DefaultScenarios are the groups run when Config.Scenarios is empty: all
-// but the aging scenario, which takes minutes of its own.
+// but the aging and steady scenarios, which take minutes of their own.
 var DefaultScenarios = []string{ScenarioIncrements, ScenarioHTTP, ScenarioReads, ScenarioEventReads}
 
 // DefaultKeyspace is the keyspace the benchmark uses on Cassandra. It is
@@ -150,6 +155,28 @@ type Config struct {
 	// as warm-up. Default 1s.
 	AgingReadTime time.Duration
 
+	// SteadyRates are the steady scenario's rates: for each, one events
+	// counter driven at that many increments per second for
+	// Options.Duration (after Options.Warmup). Default (nil) 1000 and
+	// 10,000; an empty slice, or one rate of 0, runs none (for
+	// SteadyCounters alone).
+	SteadyRates []int
+	// SteadyCounters, when above 0, adds a steady run of that many events
+	// counters at one increment a second each. Default 0: none.
+	SteadyCounters int
+	// SteadyReadEvery is how often each steady reader reads. Default
+	// 100ms.
+	SteadyReadEvery time.Duration
+	// SteadyStaleness is the bound of the steady scenario's
+	// bounded-staleness reads (Client.GetWithin). Default 2s.
+	SteadyStaleness time.Duration
+	// SteadyRollupCost is how many increments the rollup-cost phase of
+	// each one-counter steady run writes, at the run's rate, before
+	// rolling them up, to measure the store CPU of rollups apart from
+	// that of writes (see SteadyRollupCost). Default 60,000; negative:
+	// no such phase.
+	SteadyRollupCost int
+
 	// ShardBatch is the library's MaxShardBatch in the scenarios' clients:
 	// how many shard writes, of any counters, one request carries. Default
 	// (0): the library's.
@@ -215,6 +242,24 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.ReadShards) == 0 {
 		c.ReadShards = []int{1, 100, 1000}
+	}
+	switch {
+	case c.SteadyRates == nil:
+		c.SteadyRates = slices.Clone(DefaultSteadyRates)
+	case slices.Equal(c.SteadyRates, []int{0}):
+		c.SteadyRates = []int{}
+	}
+	if c.SteadyReadEvery == 0 {
+		c.SteadyReadEvery = DefaultSteadyReadEvery
+	}
+	if c.SteadyStaleness == 0 {
+		c.SteadyStaleness = DefaultSteadyStaleness
+	}
+	switch {
+	case c.SteadyRollupCost == 0:
+		c.SteadyRollupCost = DefaultSteadyRollupCost
+	case c.SteadyRollupCost < 0:
+		c.SteadyRollupCost = -1
 	}
 	if c.Models == nil {
 		c.Models = Models
@@ -285,6 +330,27 @@ func (c Config) validate() error {
 	}
 	if c.AgingReadTime < 0 {
 		errs = append(errs, fmt.Errorf("aging read time must not be negative, got %v", c.AgingReadTime))
+	}
+	for _, r := range c.SteadyRates {
+		if r < 1 || r > steadyMaxRate {
+			errs = append(errs, fmt.Errorf("steady rates must be from 1 to %d increments/s (or one rate of 0 for none), got %v", steadyMaxRate, c.SteadyRates))
+			break
+		}
+	}
+	if c.SteadyCounters < 0 || c.SteadyCounters > steadyMaxRate {
+		errs = append(errs, fmt.Errorf("steady counters must be from 0 (none) to %d, got %d", steadyMaxRate, c.SteadyCounters))
+	}
+	if slices.Contains(c.Scenarios, ScenarioSteady) && len(c.SteadyRates) == 0 && c.SteadyCounters == 0 {
+		errs = append(errs, errors.New("the steady scenario has nothing to run: no steady rate and no steady counters"))
+	}
+	if c.SteadyReadEvery < time.Millisecond || c.SteadyReadEvery > time.Minute {
+		errs = append(errs, fmt.Errorf("steady read interval must be from 1ms to 1m, got %v", c.SteadyReadEvery))
+	}
+	if c.SteadyStaleness <= 0 || c.SteadyStaleness > time.Hour {
+		errs = append(errs, fmt.Errorf("steady staleness must be above 0 and at most 1h, got %v", c.SteadyStaleness))
+	}
+	if c.SteadyRollupCost > steadyMaxRollupCost {
+		errs = append(errs, fmt.Errorf("steady rollup cost must be at most %d events (or negative for none), got %d", steadyMaxRollupCost, c.SteadyRollupCost))
 	}
 	if c.ReplicationFactor < 1 {
 		errs = append(errs, fmt.Errorf("replication factor must be at least 1, got %d", c.ReplicationFactor))
@@ -430,6 +496,12 @@ func (s *suite) run(ctx context.Context, rep *Report) error {
 			}
 		case ScenarioAging:
 			if err := addAll(s.aging(ctx)); err != nil {
+				return err
+			}
+		case ScenarioSteady:
+			rows, runs, err := s.steady(ctx)
+			rep.Steady = append(rep.Steady, runs...)
+			if err := addAll(rows, err); err != nil {
 				return err
 			}
 		}

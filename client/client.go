@@ -503,20 +503,8 @@ func (c *Client) Add(ctx context.Context, namespace, counter string, delta int64
 // value read right after it (add-and-get). The response's RequestID is
 // set also when it fails.
 func (c *Client) UpdateAndGet(ctx context.Context, namespace, counter string, req api.UpdateRequest) (*api.UpdateResponse, error) {
-	if req.RequestID == "" {
-		req.RequestID = NewRequestID()
-	}
 	req.ReturnValue = true
-	out := &api.UpdateResponse{RequestID: req.RequestID}
-	if err := requireName("counter", counter); err != nil {
-		return out, err
-	}
-	path := counterPath(namespace, counter) + "/updates"
-	err := c.retrying(ctx, func() error {
-		return c.do(ctx, "POST", path, req, out)
-	})
-	out.RequestID = req.RequestID
-	return out, err
+	return c.UpdateWithResult(ctx, namespace, counter, req)
 }
 
 // Set stores an actor's value of a counter of model actor. Sets are

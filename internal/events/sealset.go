@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 
+	"github.com/abacusdb/abacus/api"
 	"github.com/abacusdb/abacus/driver"
 )
 
@@ -89,7 +89,7 @@ func decodeSealSet(start int64, b []byte) ([]sealedEvent, error) {
 			if _, err := io.ReadFull(r, u[:]); err != nil {
 				return nil, fmt.Errorf("%w: event %d: truncated uuid", errBadSealSet, i)
 			}
-			id = formatUUID(u)
+			id = api.FormatUUID(u)
 		case 1:
 			l, err := binary.ReadUvarint(r)
 			if err != nil || l > uint64(r.Len()) {
@@ -138,47 +138,6 @@ func sealHolds(s *driver.EventSeal, t int64, id string) (bool, error) {
 // hyphens; only that form is stored in 16 bytes, so decoding gives back
 // exactly the id that was sent.
 func canonicalUUID(s string) ([16]byte, bool) {
-	var u [16]byte
-	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
-		return u, false
-	}
-	j := 0
-	for i := 0; i < 36; {
-		if s[i] == '-' {
-			i++
-			continue
-		}
-		hi, lo := hexLower(s[i]), hexLower(s[i+1])
-		if hi < 0 || lo < 0 {
-			return u, false
-		}
-		u[j] = byte(hi<<4 | lo)
-		j++
-		i += 2
-	}
-	return u, true
-}
-
-func hexLower(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	}
-	return -1
-}
-
-func formatUUID(u [16]byte) string {
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:], u[10:])
-	return string(b[:])
+	u, ok := api.ParseUUID(s)
+	return u, ok && api.FormatUUID(u) == s
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"image"
+	"image/color"
 	"io"
 	"math"
 	"strconv"
@@ -84,21 +85,9 @@ func (c DayChart) render() (*image.RGBA, error) {
 		label(img, axisName, 4, marginTop-12, ink)
 	}
 	for i, l := range c.Lines {
-		col := seriesColor(i)
-		prevX, prevY := -1, -1
-		for j, d := range l.Latencies {
-			if d <= 0 {
-				continue
-			}
-			x, y := xOf(l.Days[j]), yOf(float64(d))
-			if prevX >= 0 {
-				line(img, prevX, prevY, x, y, col)
-			}
-			for k := -2; k <= 2; k++ { // a dot, so a lone point shows
-				line(img, x+k, y-2, x+k, y+2, col)
-			}
-			prevX, prevY = x, y
-		}
+		polyline(img, seriesColor(i), len(l.Latencies), func(j int) (int, int, bool) {
+			return xOf(l.Days[j]), yOf(float64(l.Latencies[j])), l.Latencies[j] > 0
+		})
 	}
 	axes(img, plot)
 	legendRow(img, names, plot.Max.X, marginTop-26)
@@ -128,4 +117,23 @@ func (rep *Report) agingChart() (DayChart, bool) {
 		return DayChart{}, false
 	}
 	return DayChart{Title: "Read latency p50 over simulated days (" + rep.Env.Store + ")", Lines: lines}, true
+}
+
+// polyline draws n points joined by lines, each with a dot so that a lone
+// point shows; point j is skipped when ok is false (no value).
+func polyline(img *image.RGBA, col color.Color, n int, point func(j int) (x, y int, ok bool)) {
+	prevX, prevY := -1, -1
+	for j := range n {
+		x, y, ok := point(j)
+		if !ok {
+			continue
+		}
+		if prevX >= 0 {
+			line(img, prevX, prevY, x, y, col)
+		}
+		for k := -2; k <= 2; k++ {
+			line(img, x+k, y-2, x+k, y+2, col)
+		}
+		prevX, prevY = x, y
+	}
 }

@@ -1531,21 +1531,9 @@ func (c TimeChart) render() (*image.RGBA, error) {
 	names := make([]string, len(c.Lines))
 	for i, l := range c.Lines {
 		names[i] = l.Name
-		col := seriesColor(i)
-		prevX, prevY := -1, -1
-		for j, v := range l.Values {
-			if v <= 0 {
-				continue
-			}
-			x, y := xOf(l.At[j]), yOf(float64(v))
-			if prevX >= 0 {
-				line(img, prevX, prevY, x, y, col)
-			}
-			for k := -2; k <= 2; k++ { // a dot, so a lone point shows
-				line(img, x+k, y-2, x+k, y+2, col)
-			}
-			prevX, prevY = x, y
-		}
+		polyline(img, seriesColor(i), len(l.Values), func(j int) (int, int, bool) {
+			return xOf(l.At[j]), yOf(float64(l.Values[j])), l.Values[j] > 0
+		})
 	}
 	axes(img, plot)
 	legendRow(img, names, plot.Max.X, marginTop-26)

@@ -51,7 +51,7 @@ func TestEventsLateRetriesAndStaleReadsOverHTTP(t *testing.T) {
 	if v.Value != 6 || v.Cached {
 		t.Fatalf("plain read after it: %+v", v)
 	}
-	for _, bad := range []string{"soon", "-1s", "2"} {
+	for _, bad := range []string{"soon", "-1s", "2", "", "%2B1s", ".5s", "-0s"} {
 		if r := e.do("GET", "/v1/namespaces/ev/counters/c?max_staleness="+bad, ""); r.status != 400 || !strings.Contains(string(r.body), api.CodeInvalidArgument) {
 			t.Errorf("max_staleness=%s: %d %s, want 400 invalid_argument", bad, r.status, r.body)
 		}

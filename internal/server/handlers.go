@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"sync"
 	"time"
@@ -350,12 +351,18 @@ func (s *Server) checkUpdate(ctx context.Context, u api.BatchUpdate) error {
 	})
 }
 
+// stalenessForm is the max_staleness the API documents (api/openapi.yaml):
+// Go's duration syntax without a sign and without bare fractions, which
+// ParseDuration would also take.
+var stalenessForm = regexp.MustCompile(`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$|^0$`)
+
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	var within time.Duration
-	if q := r.URL.Query().Get("max_staleness"); q != "" {
+	if query := r.URL.Query(); query.Has("max_staleness") {
+		q := query.Get("max_staleness")
 		d, err := time.ParseDuration(q)
-		if err != nil || d < 0 {
-			writeError(w, r, fmt.Errorf("%w: max_staleness %q is not a duration of 0 or more (such as 500ms or 2s)", abacus.ErrInvalid, q))
+		if !stalenessForm.MatchString(q) || err != nil {
+			writeError(w, r, fmt.Errorf("%w: max_staleness %q is not a duration such as 500ms or 2s", abacus.ErrInvalid, q))
 			return
 		}
 		within = d

@@ -163,6 +163,11 @@ func exportedSeries(t *testing.T) map[string]bool {
 	e.mustJSON("POST", "/v1/namespaces/wallets/ledgers/alice/credits", `{"amount":5}`, 200, nil)
 	e.mustJSON("GET", "/v1/namespaces/wallets/ledgers/alice", "", 200, nil)
 	e.mustJSON("POST", "/v1/queues", `{"name":"jobs"}`, 201, nil)
+	// An events read reports its counter's rollup lag, which only then
+	// has a series.
+	e.mustJSON("POST", "/v1/namespaces", `{"name":"clicks","model":"events"}`, 201, nil)
+	e.mustJSON("POST", "/v1/namespaces/clicks/counters/home/updates", `{"delta":1}`, 200, nil)
+	e.mustJSON("GET", "/v1/namespaces/clicks/counters/home", "", 200, nil)
 	e.mustJSON("POST", "/v1/gc", "", 200, nil)
 	r := e.do("GET", "/metrics", "")
 	out := map[string]bool{}

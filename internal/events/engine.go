@@ -667,14 +667,46 @@ func (e *Engine) ReadWithin(ctx context.Context, t Target, maxStaleness time.Dur
 	return r, nil
 }
 
-// readStore reads the counter from the store.
+// readStore reads the counter from the store. The record and the events
+// are separate reads: a rollup that moves the epoch and deletes buckets
+// between them could take events this read still needs, so the record is
+// read again afterwards and the read done again if the epoch moved.
 func (e *Engine) readStore(ctx context.Context, t Target) (*Reading, error) {
+	for attempt := 0; ; attempt++ {
+		r, rec, err := e.readStoreOnce(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		again, err := e.cfg.Store.ReadEventCounter(ctx, &driver.ReadEventCounterParams{
+			Namespace: t.Namespace, Counter: t.Counter, Consistency: t.ReadConsistency,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if sameRollup(rec.Rollup, again.Rollup) || attempt == 4 {
+			if attempt == 4 && !sameRollup(rec.Rollup, again.Rollup) {
+				return nil, fmt.Errorf("%w: the counter's rollup kept moving during the read", driver.ErrUnavailable)
+			}
+			return e.finishRead(t, r, rec), nil
+		}
+	}
+}
+
+func sameRollup(a, b *driver.Rollup) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// readStoreOnce reads the counter's record and the events after its epoch.
+func (e *Engine) readStoreOnce(ctx context.Context, t Target) (*Reading, *driver.EventCounter, error) {
 	start := e.cfg.Clock.Now()
 	rec, err := e.cfg.Store.ReadEventCounter(ctx, &driver.ReadEventCounterParams{
 		Namespace: t.Namespace, Counter: t.Counter, Consistency: t.ReadConsistency,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := &Reading{Empty: rec.Rollup == nil && len(rec.Buckets) == 0, AsOf: start}
 	if rec.Rollup != nil {
@@ -689,7 +721,7 @@ func (e *Engine) readStore(ctx context.Context, t Target) (*Reading, error) {
 			After: r.Epoch, UpTo: math.MaxInt64, Consistency: t.ReadConsistency,
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.Buckets++
 		r.Events += len(evs)
@@ -697,6 +729,12 @@ func (e *Engine) readStore(ctx context.Context, t Target) (*Reading, error) {
 			r.Total.Add(ev.Delta)
 		}
 	}
+	return r, rec, nil
+}
+
+// finishRead completes a consistent reading: its value, the statistics,
+// what this process remembers of the counter.
+func (e *Engine) finishRead(t Target, r *Reading, rec *driver.EventCounter) *Reading {
 	var exact bool
 	r.Value, exact = r.Total.Int64()
 	r.Saturated = !exact
@@ -714,7 +752,7 @@ func (e *Engine) readStore(ctx context.Context, t Target) (*Reading, error) {
 	st.fresh = max(st.fresh, r.Events)
 	e.mu.Unlock()
 	e.maybeRollup(t)
-	return r, nil
+	return r
 }
 
 // Clear resets the counter to zero as of time at (zero: the time in id if
@@ -785,6 +823,20 @@ func (e *Engine) Clear(ctx context.Context, t Target, id string, at time.Time) (
 		})
 		if err != nil {
 			return 0, err
+		}
+		{
+			// As in a rollup: a head already past our start means the
+			// seal there was deleted and ours (or the one we found)
+			// forks the chain; go again from the real head.
+			again, err := e.cfg.Store.ReadEventCounter(ctx, &driver.ReadEventCounterParams{
+				Namespace: t.Namespace, Counter: t.Counter, Consistency: t.WriteConsistency,
+			})
+			if err != nil {
+				return 0, err
+			}
+			if again.Rollup != nil && again.Rollup.Epoch > seal.Start {
+				continue
+			}
 		}
 		next := driver.Rollup{Value: stored.Value, Epoch: stored.End}
 		if err := e.cfg.Store.WriteRollup(ctx, &driver.WriteRollupParams{
@@ -898,7 +950,7 @@ func (e *Engine) rollup(ctx context.Context, t Target) RollupResult {
 				}
 				break
 			}
-			if took := time.Since(began); took > min(maxRollupSpan, t.Options.AcceptWindow/2) {
+			if took := max(time.Since(began), e.cfg.Clock.Now().Sub(now)); took > min(maxRollupSpan, t.Options.AcceptWindow/2) {
 				// A seal is stored only while the epoch it starts from is
 				// recent: buckets (and the seals in them) beyond the
 				// accept window are deleted, and a seal stored from a
@@ -914,6 +966,26 @@ func (e *Engine) rollup(ctx context.Context, t Target) RollupResult {
 			})
 			if err != nil {
 				return skip("seal at %s: %w", cl, err)
+			}
+			{
+				// Seals behind the accept window are deleted; a rollup that
+				// read an epoch that old before another one passed it and
+				// deleted the seal there would store a second seal from it,
+				// forking the chain — and a rollup as stale as that one
+				// would find and adopt that seal. The head moves only after
+				// its seals are stored, and the deletes come after the
+				// head, so a head already past our start exposes the fork:
+				// step aside before our head could tie with, or pass, the
+				// real one.
+				again, err := e.cfg.Store.ReadEventCounter(ctx, &driver.ReadEventCounterParams{
+					Namespace: t.Namespace, Counter: t.Counter, Consistency: cl,
+				})
+				if err != nil {
+					return skip("re-read counter at %s: %w", cl, err)
+				}
+				if again.Rollup != nil && again.Rollup.Epoch > seal.Start {
+					return skip("another rollup passed epoch %d while this one sealed from it", seal.Start)
+				}
 			}
 			// A seal another rollup or a clear stored from this epoch
 			// stands in for ours: its head is finished and the events

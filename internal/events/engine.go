@@ -482,6 +482,7 @@ func (e *Engine) answerLate(ctx context.Context, t Target, ev driver.Event, writ
 // names no events (an idle stretch, or a clear stored in an earlier
 // bucket) gets an empty seal: nothing there counts.
 func (e *Engine) sealOf(ctx context.Context, t Target, at int64) (*driver.EventSeal, error) {
+	skipped := errors.New("no rollup skipped")
 	for attempt := 0; ; attempt++ {
 		// The head first: it moves only after the seals up to it are
 		// stored, so a head at or past at means the seal covering at is
@@ -501,10 +502,12 @@ func (e *Engine) sealOf(ctx context.Context, t Target, at int64) (*driver.EventS
 			return e.findSeal(ctx, t, at, rec.Buckets)
 		}
 		if attempt > 0 {
-			return nil, fmt.Errorf("the counter is rolled up to %s only", time.UnixMicro(head.Epoch).UTC().Format(time.RFC3339Nano))
+			return nil, fmt.Errorf("the counter is rolled up to %s only: %w", time.UnixMicro(head.Epoch).UTC().Format(time.RFC3339Nano), skipped)
 		}
+		// A skipped rollup may have stepped aside for another that did
+		// the work: the head, read again, says.
 		if res := e.Rollup(ctx, t); res.Skipped {
-			return nil, fmt.Errorf("rollup: %w", res.Err)
+			skipped = fmt.Errorf("rollup: %w", res.Err)
 		}
 	}
 }
@@ -824,20 +827,6 @@ func (e *Engine) Clear(ctx context.Context, t Target, id string, at time.Time) (
 		if err != nil {
 			return 0, err
 		}
-		{
-			// As in a rollup: a head already past our start means the
-			// seal there was deleted and ours (or the one we found)
-			// forks the chain; go again from the real head.
-			again, err := e.cfg.Store.ReadEventCounter(ctx, &driver.ReadEventCounterParams{
-				Namespace: t.Namespace, Counter: t.Counter, Consistency: t.WriteConsistency,
-			})
-			if err != nil {
-				return 0, err
-			}
-			if again.Rollup != nil && again.Rollup.Epoch > seal.Start {
-				continue
-			}
-		}
 		next := driver.Rollup{Value: stored.Value, Epoch: stored.End}
 		if err := e.cfg.Store.WriteRollup(ctx, &driver.WriteRollupParams{
 			Namespace: t.Namespace, Counter: t.Counter, Rollup: next, Consistency: t.WriteConsistency,
@@ -967,24 +956,21 @@ func (e *Engine) rollup(ctx context.Context, t Target) RollupResult {
 			if err != nil {
 				return skip("seal at %s: %w", cl, err)
 			}
-			{
-				// Seals behind the accept window are deleted; a rollup that
-				// read an epoch that old before another one passed it and
-				// deleted the seal there would store a second seal from it,
-				// forking the chain — and a rollup as stale as that one
-				// would find and adopt that seal. The head moves only after
-				// its seals are stored, and the deletes come after the
-				// head, so a head already past our start exposes the fork:
-				// step aside before our head could tie with, or pass, the
-				// real one.
+			if seal.Start < t.Options.keepFloor(now) {
+				// The seal at an epoch this old may have been deleted after
+				// another rollup passed it; ours (or a stalled twin's we
+				// adopted) would then fork the chain. The epoch moves only
+				// after its seals are stored, and deletes come after that,
+				// so a head past our start that is not this seal's end
+				// exposes the fork: step aside rather than write a head.
 				again, err := e.cfg.Store.ReadEventCounter(ctx, &driver.ReadEventCounterParams{
 					Namespace: t.Namespace, Counter: t.Counter, Consistency: cl,
 				})
 				if err != nil {
 					return skip("re-read counter at %s: %w", cl, err)
 				}
-				if again.Rollup != nil && again.Rollup.Epoch > seal.Start {
-					return skip("another rollup passed epoch %d while this one sealed from it", seal.Start)
+				if h := again.Rollup; h != nil && h.Epoch > seal.Start && *h != (driver.Rollup{Value: stored.Value, Epoch: stored.End}) {
+					return skip("the counter's epoch passed %d while this rollup sealed from it", seal.Start)
 				}
 			}
 			// A seal another rollup or a clear stored from this epoch

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,6 +237,37 @@ func TestReadWithinAnswersFromMemory(t *testing.T) {
 		r, err = b.ReadWithin(ctxT(t), tg, time.Second)
 		if err != nil || r.Cached || r.Value != 6 {
 			t.Fatalf("after a second: %+v, %v (want a store read of 6)", r, err)
+		}
+	})
+}
+
+// recordReads counts reads of counter records.
+type recordReads struct {
+	driver.Events
+	n atomic.Int64
+}
+
+func (r *recordReads) ReadEventCounter(ctx context.Context, p *driver.ReadEventCounterParams) (*driver.EventCounter, error) {
+	r.n.Add(1)
+	return r.Events.ReadEventCounter(ctx, p)
+}
+
+// A read of a counter rolled up seconds ago reads its record once: the
+// second look, which guards against deletes, is only for epochs old
+// enough to have buckets deleted under the read.
+func TestAHotReadReadsTheRecordOnce(t *testing.T) {
+	onEachHarness(t, func(t *testing.T, h *harness) {
+		rr := &recordReads{Events: h.store}
+		h.store = rr
+		e := h.engine()
+		tg := h.sealTarget("hot")
+		mustAdd(t, e, tg, Request{Delta: 1})
+		h.clk.Advance(10 * time.Second)
+		rollupOK(t, e, tg)
+		before := rr.n.Load()
+		wantValue(t, e, tg, 1)
+		if got := rr.n.Load() - before; got != 1 {
+			t.Fatalf("a hot read read the record %d times, want 1", got)
 		}
 	})
 }
